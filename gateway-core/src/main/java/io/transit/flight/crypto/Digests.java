@@ -1,0 +1,36 @@
+package io.transit.flight.crypto;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/** SHA-256 helpers, including the domain-separated form every signature in the project uses. */
+public final class Digests {
+  private Digests() {}
+
+  public static MessageDigest sha256() {
+    try {
+      return MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  public static byte[] sha256(byte[] bytes) {
+    return sha256().digest(bytes);
+  }
+
+  /** SHA-256(domain ‖ 0x00 ‖ bytes): the message each Ed25519 signature here covers. */
+  public static byte[] domainSha256(String domain, byte[] bytes) {
+    MessageDigest md = sha256();
+    md.update(domain.getBytes(StandardCharsets.US_ASCII));
+    md.update((byte) 0);
+    md.update(bytes);
+    return md.digest();
+  }
+
+  public static String hex(byte[] bytes) {
+    return HexFormat.of().formatHex(bytes);
+  }
+}

@@ -1,0 +1,54 @@
+package io.transit.flight.diagnostic;
+
+/**
+ * The {@code query.<code>} values a saved query or a native command can end with, and the cause
+ * (hence gRPC status) each presents as at the caller boundary. Stored in the journal by name, so
+ * names never change meaning.
+ */
+public enum QueryCode {
+  ARITHMETIC_OVERFLOW("query.arithmetic_overflow", Cause.ARITHMETIC_OVERFLOW),
+  BUDGET_EXHAUSTED("query.budget_exhausted", Cause.BUDGET_EXHAUSTED),
+  ACCESS_DENIED("query.access_denied", Cause.ACCESS_DENIED),
+  SOURCE_UNAVAILABLE("query.source_unavailable", Cause.PRECONDITION),
+  INVALID_PLAN("query.invalid_plan", Cause.INVALID_REQUEST),
+  UNSUPPORTED("query.unsupported", Cause.UNSUPPORTED),
+  NAMESPACE_CONFLICT("query.namespace_conflict", Cause.NAMESPACE_CONFLICT),
+  SEQUENCE_GAP("query.sequence_gap", Cause.SEQUENCE_GAP),
+  INVALID_COMMAND("query.invalid_command", Cause.INVALID_REQUEST),
+  RETIRED("query.retired", Cause.RETIRED),
+  EVIDENCE("query.evidence", Cause.EVIDENCE),
+  CELL_STATE("query.cell_state", Cause.CELL_STATE),
+  INTEGER_OUT_OF_RANGE("flight.integer_out_of_range", Cause.INTEGER_OUT_OF_RANGE),
+  INTERNAL("query.internal", Cause.INTERNAL);
+
+  private final String code;
+  private final Cause cause;
+
+  QueryCode(String code, Cause cause) {
+    this.code = code;
+    this.cause = cause;
+  }
+
+  public String code() {
+    return code;
+  }
+
+  public Cause cause() {
+    return cause;
+  }
+
+  /** The entry for a stored code string; unknown strings are a defect ({@link #INTERNAL}). */
+  public static QueryCode fromCode(String code) {
+    for (QueryCode q : values()) {
+      if (q.code.equals(code)) {
+        return q;
+      }
+    }
+    return INTERNAL;
+  }
+
+  /** A failure with this code. */
+  public GatewayException failure(String message) {
+    return GatewayException.of(cause, code, message);
+  }
+}

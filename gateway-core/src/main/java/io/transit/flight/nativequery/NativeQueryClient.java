@@ -1,0 +1,50 @@
+package io.transit.flight.nativequery;
+
+import io.transit.flight.proto.CommandOutcome;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.SignedCommand;
+
+/**
+ * The native query system's public query client: the seam where the embedded engine stands
+ * today and a remote native service plugs in later. Every method checks the principal's current
+ * rights; none trusts the gateway's word for them.
+ *
+ * <p>Thread-safe; methods may block (journal fsync, query execution waits).
+ *
+ * <p>Failures are {@link io.transit.flight.diagnostic.GatewayException}s: {@code
+ * NAMESPACE_CONFLICT} (different bytes at a used sequence), {@code SEQUENCE_GAP} (fact {@code
+ * expected_sequence}), {@code ACCESS_DENIED}, {@code RETIRED}, {@code EVIDENCE}, {@code
+ * UNKNOWN_OUTCOME} (the outcome of a send cannot be known; the command may or may not be
+ * recorded).
+ */
+public interface NativeQueryClient extends AutoCloseable {
+
+  /**
+   * Records one signed command and returns its recorded outcome, or, for identical bytes at a
+   * used sequence, replays the recorded outcome unchanged.
+   */
+  CommandOutcome send(SignedCommand command);
+
+  /** The next sequence the principal's journal expects. */
+  long nextSequence(long principal);
+
+  /**
+   * Waits until the accepted query with this correlation is no longer running, or until {@code
+   * deadlineNanos} ({@link System#nanoTime()} based) passes, and returns its latest status.
+   */
+  QueryStatus awaitQuery(ReadAccess access, long correlation, long deadlineNanos)
+      throws InterruptedException;
+
+  /** The canonical retained manifest bytes; their SHA-256 is what statement tickets carry. */
+  byte[] readManifest(ReadAccess access, long correlation);
+
+  /**
+   * One bounded read: the captured bytes of segment {@code index}, re-checking entry-read
+   * access each time. Fails with {@code BUDGET_EXHAUSTED} when the segment exceeds {@code
+   * maxBytes}.
+   */
+  byte[] readSegment(ReadAccess access, long correlation, int index, long maxBytes);
+
+  @Override
+  void close();
+}
