@@ -1,0 +1,182 @@
+package io.transit.flight.catalog;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.proto.ColumnDeclaration;
+import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.query.LogicalType;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
+import org.apache.arrow.flight.sql.FlightSqlProducer.Schemas;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetCatalogs;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetDbSchemas;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetSqlInfo;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetTableTypes;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetTables;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * Computes the finite catalog results a caller may see: exactly its own binding's catalog,
+ * schema and Table. Results are encoded as Arrow IPC streams with Flight SQL's reference
+ * schemas; the encoded bytes are what metadata tickets digest, so the same command under the
+ * same authorization always gives the same bytes.
+ *
+ * <p>Stateless and thread-safe.
+ */
+public final class CatalogResults {
+  public static final String TABLE_TYPE = "TABLE";
+
+  private final SqlInfoCatalog sqlInfo;
+
+  public CatalogResults(SqlInfoCatalog sqlInfo) {
+    this.sqlInfo = sqlInfo;
+  }
+
+  /** True for the five catalog commands this gateway serves. */
+  public static boolean isCatalogCommand(Any command) {
+    return command.is(CommandGetCatalogs.class) || command.is(CommandGetDbSchemas.class)
+        || command.is(CommandGetTables.class) || command.is(CommandGetTableTypes.class)
+        || command.is(CommandGetSqlInfo.class);
+  }
+
+  /** The reference schema of a catalog command's result. */
+  public static Schema schemaOf(Any command) {
+    try {
+      if (command.is(CommandGetCatalogs.class)) {
+        return Schemas.GET_CATALOGS_SCHEMA;
+      } else if (command.is(CommandGetDbSchemas.class)) {
+        return Schemas.GET_SCHEMAS_SCHEMA;
+      } else if (command.is(CommandGetTables.class)) {
+        return command.unpack(CommandGetTables.class).getIncludeSchema()
+            ? Schemas.GET_TABLES_SCHEMA : Schemas.GET_TABLES_SCHEMA_NO_SCHEMA;
+      } else if (command.is(CommandGetTableTypes.class)) {
+        return Schemas.GET_TABLE_TYPES_SCHEMA;
+      } else if (command.is(CommandGetSqlInfo.class)) {
+        return Schemas.GET_SQL_INFO_SCHEMA;
+      }
+    } catch (InvalidProtocolBufferException e) {
+      throw invalid(e);
+    }
+    throw GatewayException.of(Cause.UNSUPPORTED, "catalog.unsupported", "not a catalog command");
+  }
+
+  /** The encoded result of {@code command} for a caller bound to {@code table}. */
+  public byte[] encode(Any command, TableDeclaration table, BufferAllocator allocator) {
+    try {
+      if (command.is(CommandGetSqlInfo.class)) {
+        return sqlInfo.encode(command.unpack(CommandGetSqlInfo.class).getInfoList());
+      }
+      try (VectorSchemaRoot root = VectorSchemaRoot.create(schemaOf(command), allocator)) {
+        if (command.is(CommandGetCatalogs.class)) {
+          fill(root, List.<String[]>of(new String[] {table.getCatalog()}));
+        } else if (command.is(CommandGetDbSchemas.class)) {
+          CommandGetDbSchemas c = command.unpack(CommandGetDbSchemas.class);
+          boolean match = catalogMatches(c.hasCatalog(), c.getCatalog(), table)
+              && likeMatches(c.hasDbSchemaFilterPattern(), c.getDbSchemaFilterPattern(), table.getDbSchema());
+          fill(root, match ? List.<String[]>of(new String[] {table.getCatalog(), table.getDbSchema()}) : List.of());
+        } else if (command.is(CommandGetTables.class)) {
+          fillTables(root, command.unpack(CommandGetTables.class), table);
+        } else if (command.is(CommandGetTableTypes.class)) {
+          fill(root, List.<String[]>of(new String[] {TABLE_TYPE}));
+        }
+        return IpcBytes.write(root);
+      }
+    } catch (InvalidProtocolBufferException e) {
+      throw invalid(e);
+    }
+  }
+
+  /**
+   * The Arrow schema GetTables reports for a Table: every column as int64 with its declared name
+   * and nullability. Only a Table that fits the primitive profile has one.
+   */
+  public static Schema primitiveSchema(TableDeclaration table) {
+    List<Field> fields = new ArrayList<>();
+    for (ColumnDeclaration c : table.getColumnsList()) {
+      LogicalType type = LogicalType.valueOf(c.getLogicalType());
+      if (!type.projectable()) {
+        throw GatewayException.of(Cause.UNSUPPORTED, "catalog.not_primitive",
+            "table " + table.getTable() + " does not fit the primitive int64 profile: column "
+                + c.getName() + " is " + type)
+            .with("column", c.getName()).with("type", type.name());
+      }
+      fields.add(new Field(c.getName(),
+          new FieldType(c.getNullable(), new ArrowType.Int(64, true), null), null));
+    }
+    return new Schema(fields);
+  }
+
+  private static void fillTables(VectorSchemaRoot root, CommandGetTables c, TableDeclaration t) {
+    boolean match = catalogMatches(c.hasCatalog(), c.getCatalog(), t)
+        && likeMatches(c.hasDbSchemaFilterPattern(), c.getDbSchemaFilterPattern(), t.getDbSchema())
+        && likeMatches(c.hasTableNameFilterPattern(), c.getTableNameFilterPattern(), t.getTable())
+        && (c.getTableTypesCount() == 0 || c.getTableTypesList().contains(TABLE_TYPE));
+    if (!match) {
+      root.setRowCount(0);
+      return;
+    }
+    byte[] schemaBytes = c.getIncludeSchema() ? IpcBytes.schemaMessage(primitiveSchema(t)) : null;
+    fill(root, List.<String[]>of(new String[] {t.getCatalog(), t.getDbSchema(), t.getTable(), TABLE_TYPE}));
+    if (schemaBytes != null) {
+      VarBinaryVector v = (VarBinaryVector) root.getVector("table_schema");
+      v.setSafe(0, schemaBytes);
+      v.setValueCount(1);
+    }
+  }
+
+  /** Fills the leading utf8 columns of {@code root} with {@code rows}. */
+  private static void fill(VectorSchemaRoot root, List<String[]> rows) {
+    for (int r = 0; r < rows.size(); r++) {
+      String[] row = rows.get(r);
+      for (int col = 0; col < row.length; col++) {
+        ((VarCharVector) root.getVector(col)).setSafe(r, row[col].getBytes(StandardCharsets.UTF_8));
+      }
+    }
+    for (int col = 0; col < root.getFieldVectors().size(); col++) {
+      root.getVector(col).setValueCount(rows.size());
+    }
+    root.setRowCount(rows.size());
+  }
+
+  /** An unset catalog filter matches; "" matches only tables without a catalog. */
+  private static boolean catalogMatches(boolean set, String catalog, TableDeclaration t) {
+    return !set || catalog.equals(t.getCatalog());
+  }
+
+  /** SQL LIKE with {@code %} and {@code _} ({@code \} escapes either); unset matches all. */
+  static boolean likeMatches(boolean set, String pattern, String value) {
+    if (!set) {
+      return true;
+    }
+    StringBuilder re = new StringBuilder();
+    for (int i = 0; i < pattern.length(); i++) {
+      char ch = pattern.charAt(i);
+      if (ch == '\\' && i + 1 < pattern.length()) {
+        re.append(Pattern.quote(String.valueOf(pattern.charAt(++i))));
+      } else if (ch == '%') {
+        re.append(".*");
+      } else if (ch == '_') {
+        re.append('.');
+      } else {
+        re.append(Pattern.quote(String.valueOf(ch)));
+      }
+    }
+    return Pattern.compile(re.toString(), Pattern.DOTALL).matcher(value).matches();
+  }
+
+  private static GatewayException invalid(InvalidProtocolBufferException e) {
+    return new GatewayException(Cause.INVALID_PROTOBUF, "flight.invalid_command",
+        "catalog command is not a valid protobuf message", e);
+  }
+}

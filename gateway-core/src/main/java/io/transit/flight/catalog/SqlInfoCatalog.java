@@ -1,0 +1,149 @@
+package io.transit.flight.catalog;
+
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.arrow.flight.FlightProducer.ServerStreamListener;
+import org.apache.arrow.flight.sql.SqlInfoBuilder;
+import org.apache.arrow.flight.sql.impl.FlightSql.SqlInfo;
+import org.apache.arrow.flight.sql.impl.FlightSql.SqlSupportedCaseSensitivity;
+import org.apache.arrow.flight.sql.impl.FlightSql.SqlSupportedTransaction;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.ipc.message.IpcOption;
+
+/**
+ * The gateway's GetSqlInfo answers, encoded with Flight SQL's standard dense-union schema by
+ * Arrow's {@link SqlInfoBuilder}. Only ids listed in {@link #SUPPORTED} are answered; a request
+ * naming any other id fails as a whole (UNIMPLEMENTED, naming the id) rather than silently
+ * omitting it. No SQL type or capability the gateway does not implement is advertised.
+ */
+public final class SqlInfoCatalog {
+  /** The ids answered, in the order an empty request returns them. */
+  public static final Set<Integer> SUPPORTED = Set.of(
+      SqlInfo.FLIGHT_SQL_SERVER_NAME_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_VERSION_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_ARROW_VERSION_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_READ_ONLY_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_SQL_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_SUBSTRAIT_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_TRANSACTION_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_CANCEL_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_BULK_INGESTION_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_INGEST_TRANSACTIONS_SUPPORTED_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_STATEMENT_TIMEOUT_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_TRANSACTION_TIMEOUT_VALUE,
+      SqlInfo.SQL_IDENTIFIER_CASE_VALUE,
+      SqlInfo.SQL_IDENTIFIER_QUOTE_CHAR_VALUE);
+
+  private final String serverVersion;
+  private final String arrowVersion;
+
+  public SqlInfoCatalog(String serverVersion, String arrowVersion) {
+    this.serverVersion = serverVersion;
+    this.arrowVersion = arrowVersion;
+  }
+
+  /**
+   * The finite encoded result (an Arrow IPC stream) for the requested ids; an empty list means
+   * every supported id. Deterministic: the same request gives the same bytes.
+   */
+  public byte[] encode(List<Integer> requested) {
+    List<Integer> ids = new ArrayList<>();
+    if (requested.isEmpty()) {
+      ids.addAll(new TreeSet<>(SUPPORTED));
+    } else {
+      for (Integer id : requested) {
+        if (!SUPPORTED.contains(id)) {
+          throw GatewayException.of(Cause.UNSUPPORTED, "catalog.sql_info_unsupported",
+              "SqlInfo id " + id + " is not supported by this gateway")
+              .with("info_id", id);
+        }
+        ids.add(id);
+      }
+    }
+    SqlInfoBuilder builder = new SqlInfoBuilder()
+        .withFlightSqlServerName("Transit Flight Gateway")
+        .withFlightSqlServerVersion(serverVersion)
+        .withFlightSqlServerArrowVersion(arrowVersion)
+        .withFlightSqlServerReadOnly(true)
+        .withFlightSqlServerSql(true)
+        .withFlightSqlServerSubstrait(false)
+        .withFlightSqlServerTransaction(SqlSupportedTransaction.SQL_SUPPORTED_TRANSACTION_NONE)
+        .withFlightSqlServerCancel(false)
+        .withFlightSqlServerBulkIngestion(false)
+        .withFlightSqlServerBulkIngestionTransaction(false)
+        .withFlightSqlServerStatementTimeout(0)
+        .withFlightSqlServerTransactionTimeout(0)
+        .withSqlIdentifierCase(SqlSupportedCaseSensitivity.SQL_CASE_SENSITIVITY_CASE_INSENSITIVE)
+        .withSqlIdentifierQuoteChar("\"");
+    Capture capture = new Capture();
+    builder.send(ids, capture);
+    if (capture.failure != null) {
+      throw GatewayException.of(Cause.INTERNAL, "catalog.sql_info", "SqlInfo encoding failed");
+    }
+    return capture.bytes.toByteArray();
+  }
+
+  /**
+   * Receives SqlInfoBuilder's single batch on the calling thread and serializes it to IPC bytes
+   * before the builder frees its root (the builder owns the root throughout).
+   */
+  private static final class Capture implements ServerStreamListener {
+    private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    private VectorSchemaRoot root;
+    private Throwable failure;
+
+    @Override
+    public void start(VectorSchemaRoot root, DictionaryProvider dictionaries, IpcOption option) {
+      this.root = root;
+    }
+
+    @Override
+    public void putNext() {
+      try (ArrowStreamWriter writer = new ArrowStreamWriter(root, null, bytes)) {
+        writer.start();
+        writer.writeBatch();
+        writer.end();
+      } catch (IOException e) {
+        failure = e;
+      }
+    }
+
+    @Override
+    public void putNext(ArrowBuf metadata) {
+      putNext();
+    }
+
+    @Override
+    public void putMetadata(ArrowBuf metadata) {}
+
+    @Override
+    public void error(Throwable t) {
+      failure = t;
+    }
+
+    @Override
+    public void completed() {}
+
+    @Override
+    public boolean isReady() {
+      return true;
+    }
+
+    @Override
+    public boolean isCancelled() {
+      return false;
+    }
+
+    @Override
+    public void setOnCancelHandler(Runnable handler) {}
+  }
+}

@@ -1,0 +1,91 @@
+package io.transit.flight.server;
+
+import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.nativequery.PrincipalRights;
+import io.transit.flight.nativequery.Publication;
+import io.transit.flight.nativequery.embedded.EmbeddedEngine;
+import io.transit.flight.nativequery.embedded.EngineOptions;
+import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.server.auth.CredentialRegistry;
+import io.transit.flight.server.config.ConfigException;
+import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.server.config.StateDirectory;
+import io.transit.flight.ticket.DeclarationFingerprint;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Turns caller mappings into authenticated bindings and native rights, loading (or, on first
+ * run, generating) each caller's credential and principal key from the state directory.
+ *
+ * <p>Threads: {@link #build} runs at start; {@link #reload} on the signal thread. A reload
+ * builds the complete new snapshot before touching anything, then swaps credentials and native
+ * rights; a failure leaves the running snapshot in force.
+ */
+final class Bindings {
+  private final StateDirectory state;
+  private CredentialRegistry credentials;
+  private EmbeddedEngine engine;
+
+  Bindings(StateDirectory state) {
+    this.state = state;
+  }
+
+  record Snapshot(Map<String, CallerBinding> byToken, List<PrincipalRights> rights) {}
+
+  void attach(CredentialRegistry credentials, EmbeddedEngine engine) {
+    this.credentials = credentials;
+    this.engine = engine;
+  }
+
+  Snapshot build(ResolvedConfig cfg) throws ConfigException {
+    Map<String, CallerBinding> byToken = new LinkedHashMap<>();
+    Map<String, String> tokensByCaller = new HashMap<>();
+    List<PrincipalRights> rights = new ArrayList<>();
+    for (ResolvedConfig.Caller c : cfg.callers()) {
+      String token = state.loadOrCreateCredential(c.credentialFile());
+      Ed25519.KeyPair key = state.loadOrCreateKey(c.principalKeyFile());
+      tokensByCaller.put(c.name(), token);
+      ResolvedConfig.Publication pub = cfg.publications().get(c.publication());
+      CallerBinding binding = new CallerBinding(c.name(), c.principal(), key, c.hasRole(), c.role(),
+          c.credentialEpoch(), c.bindingRevision(), c.requests(), pub.name(), pub.declaration(),
+          DeclarationFingerprint.of(pub.declaration()), c.canSend(), c.canInspect(), c.canRead());
+      byToken.put(token, binding);
+      rights.add(new PrincipalRights(c.principal(), key.publicKey(), c.credentialEpoch(),
+          c.canSend(), c.canInspect(),
+          c.canRead() ? Set.of(pub.declaration().getSource()) : Set.of()));
+    }
+    StateDirectory.checkDistinct(tokensByCaller);
+    return new Snapshot(byToken, rights);
+  }
+
+  /** Refuses a reload that would change what the engine has loaded (that needs a restart). */
+  void reload(ResolvedConfig current, ResolvedConfig next) throws ConfigException {
+    if (!current.publications().equals(next.publications())) {
+      throw new ConfigException("publications changed: a restart is required to load new data");
+    }
+    if (!current.stateDir().equals(next.stateDir()) || current.port() != next.port()
+        || !current.host().equals(next.host())) {
+      throw new ConfigException("state_dir or listen changed: a restart is required");
+    }
+    Snapshot s = build(next);
+    engine.updateRights(s.rights());
+    credentials.replace(s.byToken());
+  }
+
+  static List<Publication> publications(ResolvedConfig cfg) {
+    List<Publication> out = new ArrayList<>();
+    for (ResolvedConfig.Publication p : cfg.publications().values()) {
+      out.add(new Publication(p.declaration(), p.files(), p.format()));
+    }
+    return out;
+  }
+
+  static EngineOptions engineOptions(ResolvedConfig cfg) {
+    return EngineOptions.defaults();
+  }
+}

@@ -1,0 +1,206 @@
+package io.transit.flight.server;
+
+import io.grpc.Server;
+import io.grpc.ServerInterceptors;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.transit.flight.admission.AdmissionLimiter;
+import io.transit.flight.admission.AdmissionService;
+import io.transit.flight.catalog.CatalogResults;
+import io.transit.flight.catalog.SqlInfoCatalog;
+import io.transit.flight.channel.FlightOutboundHandler;
+import io.transit.flight.channel.StreamRegistry;
+import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.diagnostic.ErrorMapper;
+import io.transit.flight.nativequery.embedded.EmbeddedEngine;
+import io.transit.flight.server.auth.AuthInterceptor;
+import io.transit.flight.server.auth.CredentialRegistry;
+import io.transit.flight.server.config.ConfigException;
+import io.transit.flight.server.config.Limits;
+import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.server.config.StateDirectory;
+import io.transit.flight.server.sql.Deadlines;
+import io.transit.flight.server.sql.GatewayState;
+import io.transit.flight.server.sql.TransitSqlProducer;
+import io.transit.flight.ticket.TicketService;
+import io.transit.flight.ticket.TransitDefinition;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.security.SecureRandom;
+import java.time.Clock;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.arrow.flight.FlightGrpcUtils;
+import org.apache.arrow.flight.auth.ServerAuthHandler;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The daemon: builds every component from a {@link ResolvedConfig}, serves Flight SQL on a
+ * grpc-netty-shaded listener, reloads credentials and rights on request, and drains on close.
+ *
+ * <p>Threads: {@link #start} and {@link #close} run on the main thread (close also from the JVM
+ * shutdown hook on SIGTERM); {@link #reload} runs on the signal thread. gRPC calls run on the
+ * bounded service executor; DoGet production on the T_caller pool; stream writes on the stream
+ * registry's serializing executors.
+ */
+public final class GatewayServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(GatewayServer.class);
+  public static final String VERSION = "0.1.0";
+
+  private final AtomicReference<ResolvedConfig> config;
+  private final BufferAllocator allocator;
+  private final EmbeddedEngine engine;
+  private final StreamRegistry streams;
+  private final ExecutorService producers;
+  private final ExecutorService serviceExecutor;
+  private final ExecutorService flightExecutor;
+  private final Bindings bindings;
+  private final Server server;
+  private final AtomicInteger closed = new AtomicInteger();
+
+  private GatewayServer(ResolvedConfig cfg) throws ConfigException, IOException {
+    this.config = new AtomicReference<>(cfg);
+    Limits limits = cfg.limits();
+    StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
+    state.prepare();
+    Ed25519.KeyPair ticketKey = state.loadOrCreateKey(state.ticketKeyFile());
+    // Generated and guarded like every key; the embedded engine needs no inspection signatures,
+    // a remote native client will sign its inspection reads with it.
+    state.loadOrCreateKey(state.inspectionKeyFile());
+    this.bindings = new Bindings(state);
+    Bindings.Snapshot snapshot = bindings.build(cfg);
+
+    this.allocator = new RootAllocator(limits.rootAllocatorBytes());
+    ErrorMapper errors = new ErrorMapper(limits.diagnosticMetadataBytes());
+    this.engine = EmbeddedEngine.open(state.engineDir(), Bindings.engineOptions(cfg),
+        Bindings.publications(cfg), snapshot.rights(), io.transit.flight.query.QueryCompiler::compile);
+    CredentialRegistry credentials = new CredentialRegistry();
+    credentials.replace(snapshot.byToken());
+
+    Clock clock = Clock.systemUTC();
+    TicketService tickets = new TicketService(ticketKey,
+        TransitDefinition.of(cfg.realm(), cfg.realmName(), cfg.service()), clock);
+    AdmissionService admission = new AdmissionService(engine,
+        new AdmissionLimiter(limits.admissionPerGateway(), limits.admissionPerCaller()),
+        limits.uploadPartBytes());
+    this.streams = new StreamRegistry(allocator, limits.maxLiveStreams(),
+        limits.streamAllocatorBytes(), TimeUnit.MILLISECONDS.toNanos(limits.creditStallMs()),
+        limits.writerThreads());
+    this.producers = pool("transit-producer", limits.producerThreads());
+    GatewayState gatewayState = new GatewayState(config, credentials, tickets, admission, engine,
+        new CatalogResults(new SqlInfoCatalog(VERSION, "18.3.0")), allocator, streams,
+        new FlightOutboundHandler(), producers, errors, clock);
+    bindings.attach(credentials, engine);
+
+    TransitSqlProducer producer = new TransitSqlProducer(gatewayState,
+        new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs()));
+    this.serviceExecutor = pool("transit-grpc", Math.max(8, limits.admissionPerGateway() + 8));
+    this.flightExecutor = pool("transit-flight", 4);
+    this.server = NettyServerBuilder.forAddress(new InetSocketAddress(cfg.host(), cfg.port()))
+        .addService(ServerInterceptors.intercept(
+            FlightGrpcUtils.createFlightService(allocator, producer, ServerAuthHandler.NO_OP,
+                flightExecutor),
+            new AuthInterceptor(credentials, errors)))
+        .executor(serviceExecutor)
+        .maxConcurrentCallsPerConnection(1)
+        .maxInboundMessageSize(limits.maxInboundMessageBytes())
+        .maxInboundMetadataSize(limits.maxInboundMetadataBytes())
+        .build();
+  }
+
+  /** Builds and starts the daemon; the caller owns the result and must close it. */
+  public static GatewayServer start(ResolvedConfig cfg) throws ConfigException, IOException {
+    GatewayServer g = new GatewayServer(cfg);
+    try {
+      g.server.start();
+    } catch (IOException e) {
+      g.close();
+      throw e;
+    }
+    log.info("transit flight gateway listening on {}:{}", cfg.host(), g.port());
+    return g;
+  }
+
+  public int port() {
+    return server.getPort();
+  }
+
+  public BufferAllocator allocator() {
+    return allocator;
+  }
+
+  public StreamRegistry streams() {
+    return streams;
+  }
+
+  /**
+   * Replaces credentials, bindings and rights atomically. A configuration that fails to load or
+   * validate is refused and the running one stays in force.
+   */
+  public void reload(ResolvedConfig next) throws ConfigException {
+    bindings.reload(config.get(), next);
+    config.set(next);
+    log.info("configuration reloaded: {} callers", next.callers().size());
+  }
+
+  /** Stops accepting calls, lets running ones finish within a bound, then frees everything. */
+  @Override
+  public void close() {
+    if (closed.getAndIncrement() != 0) {
+      return;
+    }
+    server.shutdown();
+    try {
+      if (!server.awaitTermination(10, TimeUnit.SECONDS)) {
+        server.shutdownNow();
+        server.awaitTermination(5, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      server.shutdownNow();
+    }
+    producers.shutdown();
+    awaitQuietly(producers);
+    streams.shutdownGracefully(TimeUnit.SECONDS.toNanos(10));
+    serviceExecutor.shutdown();
+    flightExecutor.shutdown();
+    awaitQuietly(serviceExecutor);
+    awaitQuietly(flightExecutor);
+    engine.close();
+    long leaked = allocator.getAllocatedMemory();
+    if (leaked != 0) {
+      log.error("{} bytes still allocated at shutdown", leaked);
+    }
+    allocator.close();
+    log.info("transit flight gateway stopped");
+  }
+
+  private static void awaitQuietly(ExecutorService e) {
+    try {
+      if (!e.awaitTermination(10, TimeUnit.SECONDS)) {
+        e.shutdownNow();
+      }
+    } catch (InterruptedException ie) {
+      Thread.currentThread().interrupt();
+      e.shutdownNow();
+    }
+  }
+
+  private static ExecutorService pool(String name, int threads) {
+    AtomicInteger n = new AtomicInteger();
+    ThreadPoolExecutor p = new ThreadPoolExecutor(threads, threads, 60, TimeUnit.SECONDS,
+        new LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+    p.allowCoreThreadTimeOut(true);
+    return p;
+  }
+}

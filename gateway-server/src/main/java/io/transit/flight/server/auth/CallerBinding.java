@@ -1,0 +1,40 @@
+package io.transit.flight.server.auth;
+
+import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.proto.TableDeclaration;
+
+/**
+ * What an authenticated Bearer credential maps to: the dedicated native principal and its key,
+ * the optional selected role, the credential epoch and binding revision, and the one published
+ * Table with its source and request scope. Immutable; a reload builds new bindings.
+ */
+public record CallerBinding(
+    String name,
+    long principal,
+    Ed25519.KeyPair principalKey,
+    boolean hasRole,
+    long role,
+    long credentialEpoch,
+    long bindingRevision,
+    long requests,
+    String publication,
+    TableDeclaration table,
+    byte[] declarationFingerprint,
+    boolean canSend,
+    boolean canInspect,
+    boolean canRead) {
+
+  public long source() {
+    return table.getSource();
+  }
+
+  public long resource() {
+    return table.getObjectId();
+  }
+
+  @Override
+  public String toString() {
+    // Never print key material.
+    return "CallerBinding[" + name + ", principal=" + Long.toUnsignedString(principal) + "]";
+  }
+}

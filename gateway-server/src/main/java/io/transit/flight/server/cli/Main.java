@@ -1,0 +1,113 @@
+package io.transit.flight.server.cli;
+
+import io.transit.flight.server.GatewayServer;
+import io.transit.flight.server.config.ConfigException;
+import io.transit.flight.server.config.ConfigLoader;
+import io.transit.flight.server.config.ResolvedConfig;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * The daemon's command line.
+ *
+ * <pre>
+ *   gateway run --config FILE          serve the deployment in FILE
+ *   gateway demo [--state-dir DIR] [--port N]
+ *                                      first run: generate demo data, keys and credentials; serve
+ *   gateway check-config --config FILE validate FILE (and the state directory's secrets)
+ * </pre>
+ *
+ * <p>SIGTERM (and Ctrl-C) drain and stop; SIGHUP reloads credentials and rights from the same
+ * file — a bad file is refused and the running configuration stays.
+ */
+public final class Main {
+  private Main() {}
+
+  public static void main(String[] args) {
+    int code;
+    try {
+      code = run(args, System.out);
+    } catch (ConfigException e) {
+      System.err.println("transit-flight: configuration refused: " + e.getMessage());
+      code = 2;
+    } catch (IOException e) {
+      System.err.println("transit-flight: " + e.getMessage());
+      code = 1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      code = 1;
+    }
+    System.exit(code);
+  }
+
+  static int run(String[] args, PrintStream out)
+      throws ConfigException, IOException, InterruptedException {
+    if (args.length == 0) {
+      return usage();
+    }
+    String config = option(args, "--config", null);
+    switch (args[0]) {
+      case "run" -> {
+        if (config == null) {
+          return usage();
+        }
+        return serve(Path.of(config), out, false);
+      }
+      case "demo" -> {
+        Path stateDir = Path.of(option(args, "--state-dir", ".state/demo"));
+        int port = Integer.parseInt(option(args, "--port", "31337"));
+        return serve(DemoSetup.ensure(stateDir, port), out, true);
+      }
+      case "check-config" -> {
+        if (config == null) {
+          return usage();
+        }
+        new ConfigLoader().load(Path.of(config));
+        out.println("configuration ok: " + config);
+        return 0;
+      }
+      default -> {
+        return usage();
+      }
+    }
+  }
+
+  private static int serve(Path configFile, PrintStream out, boolean demo)
+      throws ConfigException, IOException, InterruptedException {
+    ResolvedConfig cfg = new ConfigLoader().load(configFile);
+    GatewayServer server = GatewayServer.start(cfg);
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close();
+      stopped.countDown();
+    }, "transit-shutdown"));
+    Signals.onHangup(() -> {
+      try {
+        server.reload(new ConfigLoader().load(configFile));
+      } catch (ConfigException e) {
+        System.err.println("transit-flight: reload refused, previous configuration stays: "
+            + e.getMessage());
+      }
+    });
+    ConnectionHelp.print(out, cfg, server.port(), configFile, demo);
+    stopped.await();
+    return 0;
+  }
+
+  private static String option(String[] args, String name, String fallback) {
+    for (int i = 1; i < args.length - 1; i++) {
+      if (args[i].equals(name)) {
+        return args[i + 1];
+      }
+    }
+    return fallback;
+  }
+
+  private static int usage() {
+    System.err.println("usage: gateway run --config FILE | gateway demo [--state-dir DIR] "
+        + "[--port N] | gateway check-config --config FILE");
+    return 64;
+  }
+}

@@ -1,0 +1,240 @@
+package io.transit.flight.server.config;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import io.transit.flight.proto.ColumnDeclaration;
+import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.query.LogicalType;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Reads and validates the JSON configuration. Every rejection names the offending field by its
+ * JSON path (for example {@code callers[1].principal}) and says what was expected, so an operator
+ * can fix the file without reading code.
+ */
+public final class ConfigLoader {
+  private static final Pattern NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_.-]{0,127}");
+  private static final Set<String> FORMATS = Set.of("parquet", "csv", "arrow");
+
+  private final ObjectMapper mapper =
+      new ObjectMapper()
+          .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+          .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+          .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+          // The annotated example in config/ carries // comments.
+          .enable(com.fasterxml.jackson.core.JsonParser.Feature.ALLOW_COMMENTS);
+
+  /** Loads {@code file}; a relative {@code state_dir} is resolved against the file's directory. */
+  public ResolvedConfig load(Path file) throws ConfigException {
+    GatewayConfig raw;
+    try {
+      raw = mapper.readValue(Files.readAllBytes(file), GatewayConfig.class);
+    } catch (UnrecognizedPropertyException e) {
+      throw new ConfigException(
+          file + ": unknown field " + e.getPathReference().replace("io.transit.flight.server.config.", ""));
+    } catch (JsonProcessingException e) {
+      throw new ConfigException(file + ": invalid JSON: " + e.getOriginalMessage());
+    } catch (IOException e) {
+      throw new ConfigException(file + ": cannot read: " + e.getMessage(), e);
+    }
+    Path base = file.toAbsolutePath().getParent();
+    return resolve(raw, base);
+  }
+
+  ResolvedConfig resolve(GatewayConfig raw, Path base) throws ConfigException {
+    GatewayConfig.Listen listen = raw.listen() != null ? raw.listen() : new GatewayConfig.Listen(null, null);
+    String host = listen.host() != null ? listen.host() : "127.0.0.1";
+    int port = listen.port() != null ? listen.port() : 31337;
+    check(port >= 0 && port <= 65535, "listen.port", port, "0..65535");
+    String stateDirText = require(raw.stateDir(), "state_dir");
+    Path stateDir = base.resolve(stateDirText).normalize();
+
+    GatewayConfig.Deployment d = requireObj(raw.deployment(), "deployment");
+    long realm = requireLong(d.realm(), "deployment.realm");
+    String realmName = require(d.realmName(), "deployment.realm_name");
+    long service = requireLong(d.service(), "deployment.service");
+    long ingress = requireLong(d.ingress(), "deployment.ingress");
+    long ttl = d.ticketTtlMs() != null ? d.ticketTtlMs() : 3_600_000L;
+    check(ttl > 0 && ttl <= 7L * 24 * 3_600_000, "deployment.ticket_ttl_ms", ttl, "1..604800000");
+
+    Limits limits = (raw.limits() != null ? raw.limits() : Limits.defaults()).withDefaults();
+    validateLimits(limits);
+
+    Map<String, ResolvedConfig.Publication> pubs = new LinkedHashMap<>();
+    List<GatewayConfig.PublicationConfig> pubList = raw.publications() != null ? raw.publications() : List.of();
+    check(!pubList.isEmpty(), "publications", "[]", "at least one publication");
+    Set<Long> objectIds = new HashSet<>();
+    for (int i = 0; i < pubList.size(); i++) {
+      ResolvedConfig.Publication p = publication(pubList.get(i), "publications[" + i + "]", stateDir);
+      if (pubs.putIfAbsent(p.name(), p) != null) {
+        throw new ConfigException("publications[" + i + "].name: duplicate name " + p.name());
+      }
+      if (!objectIds.add(p.declaration().getObjectId())) {
+        throw new ConfigException("publications[" + i + "].object_id: duplicate object id "
+            + Long.toUnsignedString(p.declaration().getObjectId()));
+      }
+    }
+
+    List<ResolvedConfig.Caller> callers = new ArrayList<>();
+    List<GatewayConfig.CallerConfig> callerList = raw.callers() != null ? raw.callers() : List.of();
+    check(!callerList.isEmpty(), "callers", "[]", "at least one caller");
+    Set<String> names = new HashSet<>();
+    Set<Long> principals = new HashSet<>();
+    Set<Path> credentialFiles = new HashSet<>();
+    for (int i = 0; i < callerList.size(); i++) {
+      String at = "callers[" + i + "]";
+      ResolvedConfig.Caller c = caller(callerList.get(i), at, stateDir, pubs);
+      if (!names.add(c.name())) {
+        throw new ConfigException(at + ".name: duplicate caller name " + c.name());
+      }
+      // A principal is dedicated to one admission stream (one caller mapping).
+      if (!principals.add(c.principal())) {
+        throw new ConfigException(at + ".principal: principal "
+            + Long.toUnsignedString(c.principal()) + " is already mapped to another caller");
+      }
+      if (!credentialFiles.add(c.credentialFile())) {
+        throw new ConfigException(at + ".credential_file: shared with another caller");
+      }
+      callers.add(c);
+    }
+    return new ResolvedConfig(host, port, stateDir, realm, realmName, service, ingress, ttl, limits,
+        Map.copyOf(pubs), List.copyOf(callers));
+  }
+
+  private static ResolvedConfig.Publication publication(
+      GatewayConfig.PublicationConfig p, String at, Path stateDir) throws ConfigException {
+    String name = name(p.name(), at + ".name");
+    String format = require(p.format(), at + ".format").toLowerCase(Locale.ROOT);
+    check(FORMATS.contains(format), at + ".format", format, "one of " + FORMATS);
+    List<String> files = p.files() != null ? p.files() : List.of();
+    check(!files.isEmpty(), at + ".files", "[]", "at least one data file");
+    List<Path> paths = new ArrayList<>();
+    for (String f : files) {
+      paths.add(stateDir.resolve(f).normalize());
+    }
+    List<GatewayConfig.ColumnConfig> cols = p.columns() != null ? p.columns() : List.of();
+    check(!cols.isEmpty(), at + ".columns", "[]", "at least one column");
+    TableDeclaration.Builder decl = TableDeclaration.newBuilder()
+        .setCatalog(name(p.catalog(), at + ".catalog"))
+        .setDbSchema(name(p.schema(), at + ".schema"))
+        .setTable(name(p.table(), at + ".table"))
+        .setOwner(require(p.owner(), at + ".owner"))
+        .setObjectId(requireLong(p.objectId(), at + ".object_id"))
+        .setMetadataRef(require(p.metadataRef(), at + ".metadata_ref"))
+        .setSource(requireLong(p.source(), at + ".source"));
+    Set<String> seen = new HashSet<>();
+    for (int j = 0; j < cols.size(); j++) {
+      GatewayConfig.ColumnConfig c = cols.get(j);
+      String cat = at + ".columns[" + j + "]";
+      String cname = name(c.name(), cat + ".name");
+      if (!seen.add(cname.toLowerCase(Locale.ROOT))) {
+        throw new ConfigException(cat + ".name: duplicate column " + cname);
+      }
+      String type = require(c.type(), cat + ".type");
+      try {
+        LogicalType.valueOf(type);
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException(cat + ".type: " + type + " (expected one of "
+            + java.util.Arrays.toString(LogicalType.values()) + ")");
+      }
+      boolean nullable = c.nullable() == null || c.nullable();
+      decl.addColumns(ColumnDeclaration.newBuilder().setName(cname).setLogicalType(type).setNullable(nullable));
+    }
+    return new ResolvedConfig.Publication(name, decl.build(), format, List.copyOf(paths));
+  }
+
+  private static ResolvedConfig.Caller caller(
+      GatewayConfig.CallerConfig c, String at, Path stateDir,
+      Map<String, ResolvedConfig.Publication> pubs) throws ConfigException {
+    String name = name(c.name(), at + ".name");
+    Path cred = stateDir.resolve(require(c.credentialFile(), at + ".credential_file")).normalize();
+    long principal = requireLong(c.principal(), at + ".principal");
+    Path key = stateDir.resolve(require(c.principalKeyFile(), at + ".principal_key_file")).normalize();
+    long epoch = c.credentialEpoch() != null ? c.credentialEpoch() : 1L;
+    long revision = c.bindingRevision() != null ? c.bindingRevision() : 1L;
+    long requests = requireLong(c.requests(), at + ".requests");
+    String pub = require(c.publication(), at + ".publication");
+    if (!pubs.containsKey(pub)) {
+      throw new ConfigException(at + ".publication: " + pub + " is not a configured publication");
+    }
+    GatewayConfig.Rights r = c.rights() != null ? c.rights() : new GatewayConfig.Rights(true, true, true);
+    return new ResolvedConfig.Caller(name, cred, principal, key, c.role() != null,
+        c.role() != null ? c.role() : 0L, epoch, revision, requests, pub,
+        r.send() == null || r.send(), r.inspect() == null || r.inspect(), r.read() == null || r.read());
+  }
+
+  private static void validateLimits(Limits l) throws ConfigException {
+    check(l.maxConnections() >= 1, "limits.max_connections", l.maxConnections(), ">= 1");
+    check(l.maxInboundMessageBytes() >= 1024 && l.maxInboundMessageBytes() <= 16 * 1024,
+        "limits.max_inbound_message_bytes", l.maxInboundMessageBytes(), "1024..16384");
+    check(l.maxInboundMetadataBytes() >= 1024 && l.maxInboundMetadataBytes() <= 64 * 1024,
+        "limits.max_inbound_metadata_bytes", l.maxInboundMetadataBytes(), "1024..65536");
+    check(l.maxLiveStreams() >= 1, "limits.max_live_streams", l.maxLiveStreams(), ">= 1");
+    check(l.admissionPerGateway() >= 1, "limits.admission_per_gateway", l.admissionPerGateway(), ">= 1");
+    check(l.admissionPerCaller() >= 1 && l.admissionPerCaller() <= l.admissionPerGateway(),
+        "limits.admission_per_caller", l.admissionPerCaller(), "1..admission_per_gateway");
+    check(l.streamAllocatorBytes() >= 1 << 20 && l.streamAllocatorBytes() <= l.rootAllocatorBytes(),
+        "limits.stream_allocator_bytes", l.streamAllocatorBytes(), "1 MiB..root_allocator_bytes");
+    check(l.controlDeadlineDefaultMs() >= 1 && l.controlDeadlineDefaultMs() <= l.controlDeadlineMaxMs(),
+        "limits.control_deadline_default_ms", l.controlDeadlineDefaultMs(), "1..control_deadline_max_ms");
+    check(l.creditStallMs() >= 100, "limits.credit_stall_ms", l.creditStallMs(), ">= 100");
+    check(l.rowsPerSegment() >= 1 && l.rowsPerSegment() <= 1 << 20,
+        "limits.rows_per_segment", l.rowsPerSegment(), "1..1048576");
+    check(l.maxSegmentBytes() >= 1024 && l.maxSegmentBytes() <= l.streamAllocatorBytes(),
+        "limits.max_segment_bytes", l.maxSegmentBytes(), "1024..stream_allocator_bytes");
+    check(l.maxResultRows() >= 1, "limits.max_result_rows", l.maxResultRows(), ">= 1");
+    check(l.maxResultBytes() >= 1, "limits.max_result_bytes", l.maxResultBytes(), ">= 1");
+    check(l.uploadPartBytes() >= 256 && l.uploadPartBytes() <= 8192,
+        "limits.upload_part_bytes", l.uploadPartBytes(), "256..8192");
+    check(l.diagnosticMetadataBytes() >= 0 && l.diagnosticMetadataBytes() <= 4096,
+        "limits.diagnostic_metadata_bytes", l.diagnosticMetadataBytes(), "0..4096");
+    check(l.producerThreads() >= 1, "limits.producer_threads", l.producerThreads(), ">= 1");
+    check(l.writerThreads() >= 1, "limits.writer_threads", l.writerThreads(), ">= 1");
+  }
+
+  private static String name(String v, String field) throws ConfigException {
+    String s = require(v, field);
+    check(NAME.matcher(s).matches(), field, s, "an identifier [A-Za-z_][A-Za-z0-9_.-]*");
+    return s;
+  }
+
+  private static <T> T requireObj(T v, String field) throws ConfigException {
+    if (v == null) {
+      throw new ConfigException(field + ": missing (required)");
+    }
+    return v;
+  }
+
+  private static String require(String v, String field) throws ConfigException {
+    if (v == null || v.isBlank()) {
+      throw new ConfigException(field + ": missing (required)");
+    }
+    return v;
+  }
+
+  private static long requireLong(Long v, String field) throws ConfigException {
+    if (v == null) {
+      throw new ConfigException(field + ": missing (required unsigned 64-bit integer)");
+    }
+    return v;
+  }
+
+  private static void check(boolean ok, String field, Object value, String expected)
+      throws ConfigException {
+    if (!ok) {
+      throw new ConfigException(field + ": " + value + " (expected: " + expected + ")");
+    }
+  }
+}

@@ -1,0 +1,74 @@
+package io.transit.flight.server.config;
+
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.List;
+
+/**
+ * The daemon's one JSON configuration file, as parsed. Field names are snake_case in JSON; every
+ * limit has a safe default (see {@link Limits}). Validation (with messages that name the field)
+ * lives in {@link ConfigLoader}; these records only carry values. Paths are relative to the
+ * state directory unless absolute.
+ */
+@JsonIgnoreProperties(ignoreUnknown = false)
+public record GatewayConfig(
+    @JsonProperty("listen") Listen listen,
+    @JsonProperty("state_dir") String stateDir,
+    @JsonProperty("deployment") Deployment deployment,
+    @JsonProperty("limits") Limits limits,
+    @JsonProperty("publications") List<PublicationConfig> publications,
+    @JsonProperty("callers") List<CallerConfig> callers) {
+
+  /** Where the private HTTP/2 listener binds (loopback by default: it sits behind a TLS edge). */
+  public record Listen(@JsonProperty("host") String host, @JsonProperty("port") Integer port) {}
+
+  /** This deployment's identity: the u64 scope values tickets and proofs carry. */
+  public record Deployment(
+      @JsonProperty("realm") Long realm,
+      @JsonProperty("realm_name") String realmName,
+      @JsonProperty("service") Long service,
+      @JsonProperty("ingress") Long ingress,
+      @JsonProperty("ticket_ttl_ms") Long ticketTtlMs) {}
+
+  /** One published Table: where its data is and its declared logical row descriptor. */
+  public record PublicationConfig(
+      @JsonProperty("name") String name,
+      @JsonProperty("catalog") String catalog,
+      @JsonProperty("schema") String schema,
+      @JsonProperty("table") String table,
+      @JsonProperty("owner") String owner,
+      @JsonProperty("object_id") Long objectId,
+      @JsonProperty("source") Long source,
+      @JsonProperty("metadata_ref") String metadataRef,
+      @JsonProperty("format") String format,
+      @JsonProperty("files") List<String> files,
+      @JsonProperty("columns") List<ColumnConfig> columns) {}
+
+  public record ColumnConfig(
+      @JsonProperty("name") String name,
+      @JsonProperty("type") String type,
+      @JsonProperty("nullable") Boolean nullable) {}
+
+  /**
+   * One caller mapping: an opaque Bearer credential (kept in its own 0600 file) mapped to a
+   * dedicated native principal and key, an optional selected role, and exactly one published
+   * Table.
+   */
+  public record CallerConfig(
+      @JsonProperty("name") String name,
+      @JsonProperty("credential_file") String credentialFile,
+      @JsonProperty("principal") Long principal,
+      @JsonProperty("principal_key_file") String principalKeyFile,
+      @JsonProperty("role") Long role,
+      @JsonProperty("credential_epoch") Long credentialEpoch,
+      @JsonProperty("binding_revision") Long bindingRevision,
+      @JsonProperty("requests") Long requests,
+      @JsonProperty("publication") String publication,
+      @JsonProperty("rights") Rights rights) {}
+
+  /** The principal's native rights: send (admission), inspect (manifests), read (entries). */
+  public record Rights(
+      @JsonProperty("send") Boolean send,
+      @JsonProperty("inspect") Boolean inspect,
+      @JsonProperty("read") Boolean read) {}
+}

@@ -1,0 +1,65 @@
+package io.transit.flight.server.config;
+
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import com.fasterxml.jackson.annotation.JsonProperty;
+
+/**
+ * Every budget the daemon enforces, with its default. A null field in JSON (or an absent one)
+ * takes the default; {@link ConfigLoader} rejects values outside each field's range. See
+ * docs/limits.md.
+ */
+@JsonIgnoreProperties(ignoreUnknown = false)
+public record Limits(
+    @JsonProperty("max_connections") Integer maxConnections,
+    @JsonProperty("max_inbound_message_bytes") Integer maxInboundMessageBytes,
+    @JsonProperty("max_inbound_metadata_bytes") Integer maxInboundMetadataBytes,
+    @JsonProperty("max_live_streams") Integer maxLiveStreams,
+    @JsonProperty("admission_per_gateway") Integer admissionPerGateway,
+    @JsonProperty("admission_per_caller") Integer admissionPerCaller,
+    @JsonProperty("root_allocator_bytes") Long rootAllocatorBytes,
+    @JsonProperty("stream_allocator_bytes") Long streamAllocatorBytes,
+    @JsonProperty("control_deadline_default_ms") Long controlDeadlineDefaultMs,
+    @JsonProperty("control_deadline_max_ms") Long controlDeadlineMaxMs,
+    @JsonProperty("credit_stall_ms") Long creditStallMs,
+    @JsonProperty("rows_per_segment") Integer rowsPerSegment,
+    @JsonProperty("max_segment_bytes") Long maxSegmentBytes,
+    @JsonProperty("max_result_rows") Long maxResultRows,
+    @JsonProperty("max_result_bytes") Long maxResultBytes,
+    @JsonProperty("upload_part_bytes") Integer uploadPartBytes,
+    @JsonProperty("diagnostic_metadata_bytes") Integer diagnosticMetadataBytes,
+    @JsonProperty("producer_threads") Integer producerThreads,
+    @JsonProperty("writer_threads") Integer writerThreads) {
+
+  public static Limits defaults() {
+    return new Limits(null, null, null, null, null, null, null, null, null, null, null, null, null,
+        null, null, null, null, null, null).withDefaults();
+  }
+
+  /** This record with every absent field set to its documented default. */
+  public Limits withDefaults() {
+    return new Limits(
+        or(maxConnections, 256),
+        or(maxInboundMessageBytes, 16 * 1024),
+        or(maxInboundMetadataBytes, 8 * 1024),
+        or(maxLiveStreams, 64),
+        or(admissionPerGateway, 32),
+        or(admissionPerCaller, 4),
+        or(rootAllocatorBytes, 1L << 30),
+        or(streamAllocatorBytes, 64L << 20),
+        or(controlDeadlineDefaultMs, 60_000L),
+        or(controlDeadlineMaxMs, 600_000L),
+        or(creditStallMs, 30_000L),
+        or(rowsPerSegment, 65_536),
+        or(maxSegmentBytes, 16L << 20),
+        or(maxResultRows, 100_000_000L),
+        or(maxResultBytes, 8L << 30),
+        or(uploadPartBytes, 4096),
+        or(diagnosticMetadataBytes, 4096),
+        or(producerThreads, Math.max(2, Runtime.getRuntime().availableProcessors())),
+        or(writerThreads, Math.max(2, Runtime.getRuntime().availableProcessors())));
+  }
+
+  private static <T> T or(T v, T d) {
+    return v != null ? v : d;
+  }
+}

@@ -1,0 +1,183 @@
+package io.transit.flight.server.config;
+
+import io.transit.flight.crypto.Ed25519;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The daemon's private state directory: Ed25519 keys (ticket key, gateway inspection key, one key
+ * per native principal), Bearer credentials, the journal and retained results.
+ *
+ * <p>Missing keys and credentials are generated on first run into files created 0600 inside
+ * 0700 directories. An existing key or credential file that is group- or other-accessible is
+ * refused: a secret that others could have read is not a secret any more, and the operator must
+ * decide what to do (rotate, then fix the mode).
+ *
+ * <p>Key file format: one line {@code ed25519-seed-v1 <base64 of the 32-byte seed>}. Credential
+ * file format: one line holding the opaque token (printable ASCII, at least 32 characters).
+ */
+public final class StateDirectory {
+  private static final String KEY_PREFIX = "ed25519-seed-v1 ";
+  private static final Set<PosixFilePermission> OWNER_ONLY_FILE = PosixFilePermissions.fromString("rw-------");
+  private static final Set<PosixFilePermission> OWNER_ONLY_DIR = PosixFilePermissions.fromString("rwx------");
+
+  private final Path root;
+  private final SecureRandom random;
+
+  public StateDirectory(Path root, SecureRandom random) {
+    this.root = root;
+    this.random = random;
+  }
+
+  public Path root() {
+    return root;
+  }
+
+  public Path ticketKeyFile() {
+    return root.resolve("keys/ticket.key");
+  }
+
+  public Path inspectionKeyFile() {
+    return root.resolve("keys/inspection.key");
+  }
+
+  public Path engineDir() {
+    return root.resolve("engine");
+  }
+
+  /** Creates the directory (0700) if absent. */
+  public void prepare() throws ConfigException {
+    try {
+      createPrivateDirs(root);
+      createPrivateDirs(root.resolve("keys"));
+      createPrivateDirs(root.resolve("credentials"));
+      createPrivateDirs(engineDir());
+    } catch (IOException e) {
+      throw new ConfigException("state_dir " + root + ": cannot create: " + e.getMessage(), e);
+    }
+  }
+
+  /** Loads the key in {@code file}, generating it first when absent. */
+  public Ed25519.KeyPair loadOrCreateKey(Path file) throws ConfigException {
+    if (!Files.exists(file)) {
+      Ed25519.KeyPair generated = Ed25519.generate(random);
+      writeSecret(file, KEY_PREFIX + Base64.getEncoder().encodeToString(generated.seed()) + "\n");
+    }
+    String text = readSecret(file).strip();
+    if (!text.startsWith(KEY_PREFIX)) {
+      throw new ConfigException(file + ": not an ed25519-seed-v1 key file");
+    }
+    byte[] seed;
+    try {
+      seed = Base64.getDecoder().decode(text.substring(KEY_PREFIX.length()));
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(file + ": key is not valid base64");
+    }
+    if (seed.length != Ed25519.SEED_BYTES) {
+      throw new ConfigException(file + ": key seed has " + seed.length + " bytes (expected: 32)");
+    }
+    return Ed25519.fromSeed(seed);
+  }
+
+  /** Loads the credential in {@code file}, generating a fresh random one first when absent. */
+  public String loadOrCreateCredential(Path file) throws ConfigException {
+    if (!Files.exists(file)) {
+      byte[] token = new byte[32];
+      random.nextBytes(token);
+      writeSecret(file, "tfg_" + Base64.getUrlEncoder().withoutPadding().encodeToString(token) + "\n");
+    }
+    String token = readSecret(file).strip();
+    if (token.length() < 32 || token.length() > 512) {
+      throw new ConfigException(file + ": credential has " + token.length()
+          + " characters (expected: 32..512)");
+    }
+    for (int i = 0; i < token.length(); i++) {
+      char ch = token.charAt(i);
+      if (ch <= 0x20 || ch >= 0x7f) {
+        throw new ConfigException(file + ": credential must be printable ASCII without spaces");
+      }
+    }
+    return token;
+  }
+
+  /**
+   * Refuses two callers with equal credentials: the mapping from a Bearer token to a principal
+   * must be a function. Comparison is over SHA-256 digests so the check never logs a token.
+   */
+  public static void checkDistinct(Map<String, String> credentialsByCaller) throws ConfigException {
+    Map<String, String> seen = new HashMap<>();
+    for (Map.Entry<String, String> e : credentialsByCaller.entrySet()) {
+      String digest = Base64.getEncoder().encodeToString(sha256(e.getValue()));
+      String other = seen.putIfAbsent(digest, e.getKey());
+      if (other != null) {
+        throw new ConfigException("callers " + other + " and " + e.getKey()
+            + " have equal credentials (each caller needs its own)");
+      }
+    }
+  }
+
+  private static byte[] sha256(String s) {
+    try {
+      return MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private String readSecret(Path file) throws ConfigException {
+    try {
+      Set<PosixFilePermission> perms = Files.getPosixFilePermissions(file);
+      for (PosixFilePermission p : perms) {
+        if (p.name().startsWith("GROUP") || p.name().startsWith("OTHERS")) {
+          throw new ConfigException(file + ": mode " + PosixFilePermissions.toString(perms)
+              + " lets group or others access a secret (expected: rw------- / 0600)");
+        }
+      }
+      return Files.readString(file, StandardCharsets.US_ASCII);
+    } catch (IOException e) {
+      throw new ConfigException(file + ": cannot read: " + e.getMessage(), e);
+    }
+  }
+
+  private void writeSecret(Path file, String content) throws ConfigException {
+    try {
+      createPrivateDirs(file.getParent());
+      // Created with owner-only permissions from the start: never briefly world-readable.
+      Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+      Files.deleteIfExists(tmp);
+      Files.createFile(tmp, PosixFilePermissions.asFileAttribute(OWNER_ONLY_FILE));
+      Files.writeString(tmp, content, StandardCharsets.US_ASCII, StandardOpenOption.WRITE,
+          StandardOpenOption.SYNC);
+      Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException e) {
+      throw new ConfigException(file + ": cannot write: " + e.getMessage(), e);
+    }
+  }
+
+  private static void createPrivateDirs(Path dir) throws IOException {
+    if (Files.isDirectory(dir)) {
+      return;
+    }
+    Path parent = dir.getParent();
+    if (parent != null && !Files.isDirectory(parent)) {
+      createPrivateDirs(parent);
+    }
+    try {
+      Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(OWNER_ONLY_DIR));
+    } catch (FileAlreadyExistsException e) {
+      // raced with another creator; fine
+    }
+  }
+}

@@ -1,0 +1,158 @@
+package io.transit.flight.server.sql;
+
+import io.transit.flight.admission.AdmissionService;
+import io.transit.flight.catalog.CatalogResults;
+import io.transit.flight.channel.FlightOutboundHandler;
+import io.transit.flight.channel.StreamRegistry;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.ErrorMapper;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.NativeQueryClient;
+import io.transit.flight.nativequery.ReadAccess;
+import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.server.auth.CredentialRegistry;
+import io.transit.flight.server.config.Limits;
+import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.ticket.TicketScope;
+import io.transit.flight.ticket.TicketService;
+import java.time.Clock;
+import java.util.Arrays;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.arrow.memory.BufferAllocator;
+
+/**
+ * What the producer's services share: the current configuration (swapped whole on reload), the
+ * credential registry, the ticket service, admission, the native query client, the catalog, the
+ * root allocator, and the streaming core (stream registry, outbound handler, T_caller pool).
+ *
+ * <p>Thread-safe: every field is final and thread-safe itself; the configuration is read through
+ * an AtomicReference so each call sees one consistent snapshot.
+ */
+public final class GatewayState {
+  private final AtomicReference<ResolvedConfig> config;
+  private final CredentialRegistry credentials;
+  private final TicketService tickets;
+  private final AdmissionService admission;
+  private final NativeQueryClient nativeClient;
+  private final CatalogResults catalog;
+  private final BufferAllocator allocator;
+  private final StreamRegistry streams;
+  private final FlightOutboundHandler handler;
+  private final ExecutorService producers;
+  private final ErrorMapper errors;
+  private final Clock clock;
+
+  public GatewayState(AtomicReference<ResolvedConfig> config, CredentialRegistry credentials,
+      TicketService tickets, AdmissionService admission, NativeQueryClient nativeClient,
+      CatalogResults catalog, BufferAllocator allocator, StreamRegistry streams,
+      FlightOutboundHandler handler, ExecutorService producers, ErrorMapper errors, Clock clock) {
+    this.config = config;
+    this.credentials = credentials;
+    this.tickets = tickets;
+    this.admission = admission;
+    this.nativeClient = nativeClient;
+    this.catalog = catalog;
+    this.allocator = allocator;
+    this.streams = streams;
+    this.handler = handler;
+    this.producers = producers;
+    this.errors = errors;
+    this.clock = clock;
+  }
+
+  public TicketService tickets() {
+    return tickets;
+  }
+
+  public AdmissionService admission() {
+    return admission;
+  }
+
+  public NativeQueryClient nativeClient() {
+    return nativeClient;
+  }
+
+  public CatalogResults catalog() {
+    return catalog;
+  }
+
+  public BufferAllocator allocator() {
+    return allocator;
+  }
+
+  public StreamRegistry streams() {
+    return streams;
+  }
+
+  public FlightOutboundHandler handler() {
+    return handler;
+  }
+
+  public ExecutorService producers() {
+    return producers;
+  }
+
+  public ErrorMapper errors() {
+    return errors;
+  }
+
+  public Limits limits() {
+    return config.get().limits();
+  }
+
+  /** The eight scope values plus the selected role, as the caller's current binding gives them. */
+  public TicketScope scopeOf(CallerBinding c) {
+    ResolvedConfig cfg = config.get();
+    return new TicketScope(cfg.realm(), c.principal(), cfg.service(), c.bindingRevision(),
+        cfg.ingress(), c.requests(), c.source(), c.resource(), c.hasRole(), c.role());
+  }
+
+  public ReadAccess readAccessOf(CallerBinding c) {
+    return new ReadAccess(c.principal(), c.hasRole(), c.role(), c.source());
+  }
+
+  public long ticketExpiryMillis() {
+    return clock.millis() + config.get().ticketTtlMs();
+  }
+
+  public AdmissionService.Request admissionRequest(
+      CallerBinding c, long firstSequence, String sql, long deadlineNanos) {
+    Limits l = limits();
+    return new AdmissionService.Request(c.name(), c.principal(), c.principalKey(), c.hasRole(),
+        c.role(), c.credentialEpoch(), config.get().service(), c.table(),
+        AdmissionService.budgets(l.maxResultRows(), l.maxResultBytes(), l.maxSegmentBytes(),
+            l.rowsPerSegment()),
+        firstSequence, sql, deadlineNanos);
+  }
+
+  /**
+   * Service policy at a disclosure boundary: the caller's binding must still exist unchanged, it
+   * must still hold the entry-read right, and the ticket must not have expired. Returns the
+   * current binding.
+   */
+  public CallerBinding recheck(CallerBinding caller, long expiryMillis) {
+    CallerBinding current = credentials.current(caller.name()).orElseThrow(() ->
+        GatewayException.of(Cause.ACCESS_DENIED, "access.binding_revoked",
+            "the caller's binding was revoked"));
+    if (current.principal() != caller.principal()
+        || current.bindingRevision() != caller.bindingRevision()
+        || current.hasRole() != caller.hasRole() || current.role() != caller.role()
+        || !Arrays.equals(current.declarationFingerprint(), caller.declarationFingerprint())) {
+      throw GatewayException.of(Cause.ACCESS_DENIED, "access.binding_changed",
+          "the caller's binding changed since the ticket was issued");
+    }
+    if (!current.canRead()) {
+      throw GatewayException.of(Cause.ACCESS_DENIED, "access.read_revoked",
+          "the caller's read right was revoked");
+    }
+    long now = clock.millis();
+    if (now < 0) {
+      throw GatewayException.of(Cause.CLOCK, "clock.invalid", "the clock gave an invalid reading");
+    }
+    if (now >= expiryMillis) {
+      throw GatewayException.of(Cause.TICKET_EXPIRED, "ticket.expired", "the ticket has expired");
+    }
+    return current;
+  }
+}

@@ -1,0 +1,84 @@
+package io.transit.flight.server.sql;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.catalog.CatalogResults;
+import io.transit.flight.catalog.IpcBytes;
+import io.transit.flight.channel.FlightServerChannel;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.ticket.MetadataReference;
+import java.security.MessageDigest;
+import java.util.List;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.FlightEndpoint;
+import org.apache.arrow.flight.FlightInfo;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+/**
+ * Catalog metadata (GetCatalogs, GetDbSchemas, GetTables, GetTableTypes, GetSqlInfo).
+ * GetFlightInfo computes the finite result under the caller's current authorization and issues
+ * an FTK1 metadata ticket holding the original command bytes and the result's SHA-256. DoGet
+ * recomputes the result under the then-current authorization and refuses it when the digest
+ * differs — a ticket can never disclose more than the caller could see now. Discovery never
+ * starts an application query.
+ */
+final class MetadataService {
+  /** Command bytes a metadata ticket can carry (the 1263-byte ticket bound leaves 1019). */
+  static final int MAX_COMMAND_BYTES = 1019;
+
+  private final GatewayState state;
+
+  MetadataService(GatewayState state) {
+    this.state = state;
+  }
+
+  /** Runs on the gRPC service executor. */
+  FlightInfo getFlightInfo(Any command, FlightDescriptor descriptor, CallerBinding caller) {
+    byte[] commandBytes = descriptor.getCommand();
+    if (commandBytes.length > MAX_COMMAND_BYTES) {
+      throw GatewayException.of(Cause.INVALID_REQUEST, "flight.command_too_large",
+          "catalog command has " + commandBytes.length + " bytes (limit " + MAX_COMMAND_BYTES + ")")
+          .with("limit", MAX_COMMAND_BYTES).with("required", commandBytes.length);
+    }
+    byte[] result = state.catalog().encode(command, caller.table(), state.allocator());
+    long rows;
+    try (VectorSchemaRoot root = IpcBytes.read(result, state.allocator())) {
+      rows = root.getRowCount();
+    }
+    byte[] ticket = state.tickets().issue(state.scopeOf(caller), caller.declarationFingerprint(),
+        state.ticketExpiryMillis(), new MetadataReference(commandBytes, Digests.sha256(result)));
+    return FlightInfo.builder(CatalogResults.schemaOf(command), descriptor,
+            List.of(new FlightEndpoint(new Ticket(ticket))))
+        .setRecords(rows)
+        .setBytes(result.length)
+        .build();
+  }
+
+  /** Runs on T_caller: recompute, compare the digest, stream the one batch through the channel. */
+  void produce(FlightServerChannel channel, CallerBinding caller, MetadataReference ref,
+      long expiryMillis) {
+    try {
+      CallerBinding current = state.recheck(caller, expiryMillis);
+      Any command;
+      try {
+        command = Any.parseFrom(ref.command());
+      } catch (InvalidProtocolBufferException e) {
+        throw new GatewayException(Cause.INVALID_PROTOBUF, "flight.invalid_command",
+            "ticket command is not a protobuf Any", e);
+      }
+      byte[] result = state.catalog().encode(command, current.table(), channel.allocator());
+      if (!MessageDigest.isEqual(Digests.sha256(result), ref.resultSha256())) {
+        throw GatewayException.of(Cause.PRECONDITION, "catalog.changed",
+            "the catalog result changed since the ticket was issued; call GetFlightInfo again");
+      }
+      state.handler().sendResponseBatch(channel, IpcBytes.read(result, channel.allocator()));
+      state.handler().completeStream(channel);
+    } catch (Throwable t) {
+      state.handler().sendError(channel, t);
+    }
+  }
+}

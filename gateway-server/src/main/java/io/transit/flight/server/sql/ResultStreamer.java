@@ -1,0 +1,124 @@
+package io.transit.flight.server.sql;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.channel.FlightServerChannel;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.ReadAccess;
+import io.transit.flight.proto.OutputColumn;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.SegmentRef;
+import io.transit.flight.query.CellAdapter;
+import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.ticket.StatementReference;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * Produces one statement result stream on a T_caller worker: reads the retained manifest and its
+ * ordered segments through the public query client, verifies every digest on the captured bytes
+ * before Arrow reads them, converts cells to int64, and hands each batch to the outbound handler
+ * (ownership of each batch root passes to the channel). Coverage (segment count, rows, ordered
+ * digests, manifest identity) is checked before the stream completes.
+ *
+ * <p>At every bounded read the caller's current authorization is re-checked — binding still
+ * current, entry-read right, ticket expiry — so a revocation after a returned batch ends the stream
+ * with an error, never with a completed (shortened) result.
+ */
+final class ResultStreamer {
+  private final GatewayState state;
+
+  ResultStreamer(GatewayState state) {
+    this.state = state;
+  }
+
+  /** Runs on T_caller. Never throws: every outcome is a completion or an error on the channel. */
+  void produce(FlightServerChannel channel, CallerBinding caller, StatementReference ref,
+      long expiryMillis) {
+    try {
+      ReadAccess access = state.readAccessOf(caller);
+      state.recheck(caller, expiryMillis);
+      byte[] manifestBytes = state.nativeClient().readManifest(access, ref.correlation());
+      if (!MessageDigest.isEqual(Digests.sha256(manifestBytes), ref.manifestSha256())) {
+        throw evidence("retained manifest does not match the ticket");
+      }
+      ResultManifest manifest = parse(manifestBytes);
+      checkIdentity(manifest, caller, ref);
+      Schema schema = schemaOf(manifest);
+      CellAdapter adapter = new CellAdapter(schema);
+      long rows = 0;
+      int sent = 0;
+      for (int i = 0; i < manifest.getSegmentsCount(); i++) {
+        SegmentRef seg = manifest.getSegments(i);
+        CallerBinding current = state.recheck(caller, expiryMillis);
+        byte[] bytes = state.nativeClient().readSegment(
+            state.readAccessOf(current), ref.correlation(), i, state.limits().maxSegmentBytes());
+        if (bytes.length != seg.getBytes()
+            || !MessageDigest.isEqual(Digests.sha256(bytes), seg.getSha256().toByteArray())) {
+          throw evidence("segment " + i + " does not match its digest").with("segment", i);
+        }
+        VectorSchemaRoot batch = adapter.adapt(bytes, channel.allocator());
+        if (batch.getRowCount() != seg.getRows()) {
+          long got = batch.getRowCount();
+          batch.close();
+          throw evidence("segment " + i + " row count differs from the manifest")
+              .with("segment", i).with("expected_rows", seg.getRows()).with("rows", got);
+        }
+        rows += seg.getRows();
+        state.handler().sendResponseBatch(channel, batch);
+        sent++;
+      }
+      if (sent != manifest.getSegmentsCount() || rows != manifest.getTotalRows()) {
+        throw evidence("coverage check failed").with("segments", sent).with("rows", rows);
+      }
+      if (sent == 0) {
+        // An empty result still carries its schema so clients do not wait for one.
+        state.handler().sendResponseBatch(channel, VectorSchemaRoot.create(schema, channel.allocator()));
+      }
+      state.recheck(caller, expiryMillis);
+      state.handler().completeStream(channel);
+    } catch (Throwable t) {
+      state.handler().sendError(channel, t);
+    }
+  }
+
+  private static ResultManifest parse(byte[] bytes) {
+    try {
+      return ResultManifest.parseFrom(bytes);
+    } catch (InvalidProtocolBufferException e) {
+      throw new GatewayException(Cause.EVIDENCE, "query.evidence", "retained manifest is unreadable", e);
+    }
+  }
+
+  /** The manifest must be the one the ticket names, for this principal, role and Table. */
+  private static void checkIdentity(ResultManifest m, CallerBinding caller, StatementReference ref) {
+    boolean ok = m.getCorrelation() == ref.correlation()
+        && m.getPrincipal() == caller.principal()
+        && m.getHasRole() == caller.hasRole() && m.getRole() == caller.role()
+        && Arrays.equals(m.getDeclarationSha256().toByteArray(), caller.declarationFingerprint())
+        && m.getSource() == caller.source() && m.getResource() == caller.resource();
+    if (!ok) {
+      throw evidence("retained manifest identity does not match the ticket");
+    }
+  }
+
+  static Schema schemaOf(ResultManifest m) {
+    List<Field> fields = new ArrayList<>();
+    for (OutputColumn c : m.getColumnsList()) {
+      fields.add(new Field(c.getName(), new FieldType(c.getNullable(), new ArrowType.Int(64, true), null), null));
+    }
+    return new Schema(fields);
+  }
+
+  private static GatewayException evidence(String message) {
+    return GatewayException.of(Cause.EVIDENCE, "query.evidence", message);
+  }
+}

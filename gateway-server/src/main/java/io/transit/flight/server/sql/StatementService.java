@@ -1,0 +1,72 @@
+package io.transit.flight.server.sql;
+
+import io.transit.flight.admission.AdmissionService;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.query.QueryCompiler;
+import io.transit.flight.query.QueryPlan;
+import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.ticket.StatementReference;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.FlightEndpoint;
+import org.apache.arrow.flight.FlightInfo;
+import org.apache.arrow.flight.SchemaResult;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandStatementQuery;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * Statement GetSchema and GetFlightInfo. GetSchema compiles and records nothing. GetFlightInfo
+ * compiles first (so anything outside the profile fails before a native command is sent), then
+ * runs the signed admission chain from the caller's first sequence, waits within the call's
+ * deadline for the retained result, and returns one endpoint with an FTK1 statement ticket.
+ *
+ * <p>Runs on gRPC's service executor; may block within the call's deadline.
+ */
+final class StatementService {
+  private final GatewayState state;
+  private final Deadlines deadlines;
+
+  StatementService(GatewayState state, Deadlines deadlines) {
+    this.state = state;
+    this.deadlines = deadlines;
+  }
+
+  SchemaResult getSchema(CommandStatementQuery command, CallerBinding caller) {
+    rejectTransaction(command);
+    QueryPlan plan = QueryCompiler.compile(command.getQuery(), caller.table());
+    return new SchemaResult(QueryCompiler.outputSchema(plan));
+  }
+
+  FlightInfo getFlightInfo(
+      CommandStatementQuery command, FlightDescriptor descriptor, CallerBinding caller,
+      List<String> sequenceValues) {
+    long firstSequence = SequenceHeader.parse(sequenceValues);
+    rejectTransaction(command);
+    QueryPlan plan = QueryCompiler.compile(command.getQuery(), caller.table());
+    Schema schema = QueryCompiler.outputSchema(plan);
+    AdmissionService.Admitted admitted = state.admission().admit(
+        state.admissionRequest(caller, firstSequence, command.getQuery(),
+            deadlines.controlDeadlineNanos()));
+    byte[] ticket = state.tickets().issue(
+        state.scopeOf(caller), caller.declarationFingerprint(), state.ticketExpiryMillis(),
+        new StatementReference(admitted.correlation(), admitted.manifestSha256()));
+    String appMetadata = "{\"version\":1,\"next_sequence\":"
+        + Long.toUnsignedString(admitted.nextSequence()) + "}";
+    return FlightInfo.builder(schema, descriptor, List.of(new FlightEndpoint(new Ticket(ticket))))
+        .setRecords(admitted.totalRows())
+        .setBytes(-1)
+        .setOrdered(true)
+        .setAppMetadata(appMetadata.getBytes(StandardCharsets.US_ASCII))
+        .build();
+  }
+
+  private static void rejectTransaction(CommandStatementQuery command) {
+    if (command.hasTransactionId()) {
+      throw GatewayException.of(Cause.UNSUPPORTED, "flight.transactions_unsupported",
+          "transactions are not supported");
+    }
+  }
+}

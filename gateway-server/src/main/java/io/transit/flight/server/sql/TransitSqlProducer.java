@@ -1,0 +1,229 @@
+package io.transit.flight.server.sql;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.catalog.CatalogResults;
+import io.transit.flight.channel.FlightServerChannel;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.server.auth.CallerContext;
+import io.transit.flight.ticket.MetadataReference;
+import io.transit.flight.ticket.StatementReference;
+import io.transit.flight.ticket.VerifiedTicket;
+import java.util.Map;
+import java.util.concurrent.RejectedExecutionException;
+import org.apache.arrow.flight.Action;
+import org.apache.arrow.flight.ActionType;
+import org.apache.arrow.flight.CloseSessionRequest;
+import org.apache.arrow.flight.CloseSessionResult;
+import org.apache.arrow.flight.Criteria;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.FlightInfo;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.flight.GetSessionOptionsRequest;
+import org.apache.arrow.flight.GetSessionOptionsResult;
+import org.apache.arrow.flight.PollInfo;
+import org.apache.arrow.flight.PutResult;
+import org.apache.arrow.flight.Result;
+import org.apache.arrow.flight.SchemaResult;
+import org.apache.arrow.flight.SessionOptionValue;
+import org.apache.arrow.flight.SessionOptionValueFactory;
+import org.apache.arrow.flight.SetSessionOptionsRequest;
+import org.apache.arrow.flight.SetSessionOptionsResult;
+import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.flight.sql.FlightSqlProducer;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandStatementQuery;
+
+/**
+ * The Flight SQL surface. Dispatch is explicit: statement queries and the five catalog commands
+ * are served; every other Flight SQL command, action and RPC answers UNIMPLEMENTED (see
+ * {@link UnimplementedSqlProducer}); ListActions is empty.
+ *
+ * <p>Threads: unary entry points run on gRPC's service executor. DoGet's entry verifies the
+ * ticket, opens the stream's channel and hands production to the T_caller pool; it never streams
+ * on the gRPC thread. Every failure leaves through the ErrorMapper, so callers always get the
+ * status table's code, a bounded message and the diagnostic trailer.
+ */
+public final class TransitSqlProducer extends UnimplementedSqlProducer {
+  public static final String NEXT_SEQUENCE_OPTION = "transit.next_sequence";
+
+  private final GatewayState state;
+  private final StatementService statements;
+  private final MetadataService metadata;
+  private final ResultStreamer results;
+
+  public TransitSqlProducer(GatewayState state, Deadlines deadlines) {
+    super(state.errors());
+    this.state = state;
+    this.statements = new StatementService(state, deadlines);
+    this.metadata = new MetadataService(state);
+    this.results = new ResultStreamer(state);
+  }
+
+  @Override
+  public FlightInfo getFlightInfo(CallContext context, FlightDescriptor descriptor) {
+    try {
+      CallerBinding caller = CallerContext.caller();
+      Any command = parseCommand(descriptor);
+      if (command.is(CommandStatementQuery.class)) {
+        return statements.getFlightInfo(command.unpack(CommandStatementQuery.class), descriptor,
+            caller, CallerContext.sequenceValues());
+      }
+      if (CatalogResults.isCatalogCommand(command)) {
+        return metadata.getFlightInfo(command, descriptor, caller);
+      }
+      throw unimplemented(command.getTypeUrl());
+    } catch (Throwable t) {
+      throw errors.toFlight(t);
+    }
+  }
+
+  @Override
+  public SchemaResult getSchema(CallContext context, FlightDescriptor descriptor) {
+    try {
+      CallerBinding caller = CallerContext.caller();
+      Any command = parseCommand(descriptor);
+      if (command.is(CommandStatementQuery.class)) {
+        return statements.getSchema(command.unpack(CommandStatementQuery.class), caller);
+      }
+      if (CatalogResults.isCatalogCommand(command)) {
+        return new SchemaResult(CatalogResults.schemaOf(command));
+      }
+      throw unimplemented(command.getTypeUrl());
+    } catch (Throwable t) {
+      throw errors.toFlight(t);
+    }
+  }
+
+  @Override
+  public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
+    CallerBinding caller;
+    VerifiedTicket verified;
+    try {
+      caller = CallerContext.caller();
+      verified = state.tickets().verify(ticket.getBytes(), state.scopeOf(caller),
+          caller.declarationFingerprint());
+    } catch (Throwable t) {
+      listener.error(errors.toFlight(t));
+      return;
+    }
+    FlightServerChannel channel;
+    try {
+      channel = state.streams().open(listener, errors::toFlight);
+    } catch (Throwable t) {
+      listener.error(errors.toFlight(t));
+      return;
+    }
+    Runnable production;
+    if (verified.reference() instanceof StatementReference s) {
+      production = () -> results.produce(channel, caller, s, verified.expiryMillis());
+    } else if (verified.reference() instanceof MetadataReference m) {
+      production = () -> metadata.produce(channel, caller, m, verified.expiryMillis());
+    } else {
+      state.handler().sendError(channel, GatewayException.of(Cause.INVALID_TICKET, "ticket.layout",
+          "unknown ticket reference"));
+      return;
+    }
+    try {
+      state.producers().execute(production);
+    } catch (RejectedExecutionException e) {
+      state.handler().sendError(channel, GatewayException.of(Cause.TRANSPORT,
+          "flight.producer_unavailable", "the gateway is shutting down"));
+    }
+  }
+
+  @Override
+  public void listActions(CallContext context, StreamListener<ActionType> listener) {
+    listener.onCompleted();
+  }
+
+  @Override
+  public void listFlights(CallContext context, Criteria criteria, StreamListener<FlightInfo> listener) {
+    listener.onError(errors.toFlight(unimplemented("ListFlights")));
+  }
+
+  @Override
+  public PollInfo pollFlightInfo(CallContext context, FlightDescriptor descriptor) {
+    throw errors.toFlight(unimplemented("PollFlightInfo"));
+  }
+
+  @Override
+  public Runnable acceptPut(CallContext context, FlightStream stream, StreamListener<PutResult> ack) {
+    return () -> ack.onError(errors.toFlight(unimplemented("DoPut")));
+  }
+
+  @Override
+  public void doExchange(CallContext context, FlightStream reader, ServerStreamListener writer) {
+    writer.error(errors.toFlight(unimplemented("DoExchange")));
+  }
+
+  @Override
+  public void doAction(CallContext context, Action action, StreamListener<Result> listener) {
+    try {
+      CallerContext.caller();
+      super.doAction(context, action, listener);
+    } catch (Throwable t) {
+      listener.onError(errors.toFlight(t));
+    }
+  }
+
+  /**
+   * Caller capabilities: read-only options of the authenticated caller — today its next native
+   * sequence, for clients (ADBC) that cannot read FlightInfo.app_metadata. No session exists.
+   */
+  @Override
+  public void getSessionOptions(GetSessionOptionsRequest request, CallContext context,
+      StreamListener<GetSessionOptionsResult> listener) {
+    try {
+      CallerBinding caller = CallerContext.caller();
+      long next = state.nativeClient().nextSequence(caller.principal());
+      Map<String, SessionOptionValue> options =
+          Map.of(NEXT_SEQUENCE_OPTION, SessionOptionValueFactory.makeSessionOptionValue(next));
+      listener.onNext(new GetSessionOptionsResult(options));
+      listener.onCompleted();
+    } catch (Throwable t) {
+      listener.onError(errors.toFlight(t));
+    }
+  }
+
+  /** Every option is read-only: each requested name is refused individually. */
+  @Override
+  public void setSessionOptions(SetSessionOptionsRequest request, CallContext context,
+      StreamListener<SetSessionOptionsResult> listener) {
+    try {
+      CallerContext.caller();
+      Map<String, SetSessionOptionsResult.Error> errs = new java.util.HashMap<>();
+      for (String name : request.getSessionOptions().keySet()) {
+        errs.put(name, new SetSessionOptionsResult.Error(NEXT_SEQUENCE_OPTION.equals(name)
+            ? SetSessionOptionsResult.ErrorValue.INVALID_VALUE
+            : SetSessionOptionsResult.ErrorValue.INVALID_NAME));
+      }
+      listener.onNext(new SetSessionOptionsResult(errs));
+      listener.onCompleted();
+    } catch (Throwable t) {
+      listener.onError(errors.toFlight(t));
+    }
+  }
+
+  /** No server-side session exists, so closing one always succeeds. */
+  @Override
+  public void closeSession(CloseSessionRequest request, CallContext context,
+      StreamListener<CloseSessionResult> listener) {
+    listener.onNext(new CloseSessionResult(CloseSessionResult.Status.CLOSED));
+    listener.onCompleted();
+  }
+
+  private static Any parseCommand(FlightDescriptor descriptor) {
+    if (!descriptor.isCommand()) {
+      throw GatewayException.of(Cause.UNSUPPORTED, "flight.path_descriptor",
+          "path descriptors are not supported; send a Flight SQL command");
+    }
+    try {
+      return Any.parseFrom(descriptor.getCommand());
+    } catch (InvalidProtocolBufferException e) {
+      throw new GatewayException(Cause.INVALID_PROTOBUF, "flight.invalid_command",
+          "descriptor command is not a valid protobuf Any", e);
+    }
+  }
+}

@@ -1,0 +1,57 @@
+"""ADBC Python DBAPI against the real daemon (Flight SQL driver 1.13.0)."""
+
+import adbc_driver_flightsql.dbapi as flight_sql
+import adbc_driver_manager
+import pytest
+
+SEQ = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
+NEXT = "adbc.flight.sql.session.option.transit.next_sequence"
+
+
+def connect(gateway, caller):
+    return flight_sql.connect(gateway.uri, db_kwargs={
+        "adbc.flight.sql.authorization_header": f"Bearer {gateway.token(caller)}"})
+
+
+def execute(conn, sql):
+    cur = conn.cursor()
+    seq = conn.adbc_connection.get_option_int(NEXT)
+    cur.adbc_statement.set_options(**{SEQ: str(seq)})
+    cur.execute(sql)
+    return cur.fetch_arrow_table()
+
+
+def test_dbapi_execute_falls_back_and_reads(gateway):
+    with connect(gateway, "primitive") as conn:
+        t = execute(conn, "SELECT COUNT(*), SUM(a) FROM primitive")
+        assert t.num_rows == 1 and t.column(0)[0].as_py() > 1_000_000 - 1
+        t2 = execute(conn, "SELECT id, a FROM primitive WHERE id < 10")
+        assert t2.column("id").to_pylist() == list(range(10)) or sorted(t2.column("id").to_pylist()) == list(range(10))
+
+
+def test_get_objects_and_table_schema(gateway):
+    with connect(gateway, "primitive") as conn:
+        objects = conn.adbc_get_objects().read_all().to_pylist()
+        assert objects[0]["catalog_name"] == "transit"
+        tables = objects[0]["catalog_db_schemas"][0]["db_schema_tables"]
+        assert [t["table_name"] for t in tables] == ["primitive"]
+        schema = conn.adbc_get_table_schema("primitive", db_schema_filter="demo", catalog_filter="transit")
+        assert "a" in schema.names
+
+
+def test_mixed_table_schema_fails_explicitly(gateway):
+    with connect(gateway, "mixed") as conn:
+        with pytest.raises(adbc_driver_manager.NotSupportedError) as e:
+            conn.adbc_get_table_schema("mixed", db_schema_filter="demo", catalog_filter="transit")
+        assert "catalog.not_primitive" in str(e.value)
+
+
+def test_error_details_carry_the_diagnostic(gateway):
+    with connect(gateway, "mixed") as conn:
+        cur = conn.cursor()
+        cur.adbc_statement.set_options(**{SEQ: str(conn.adbc_connection.get_option_int(NEXT))})
+        with pytest.raises(adbc_driver_manager.NotSupportedError) as e:
+            cur.execute("SELECT region FROM mixed")
+        details = dict(e.value.details)
+        assert "transit-diagnostic-bin" in details
+        assert b"query.unsupported" in details["transit-diagnostic-bin"]

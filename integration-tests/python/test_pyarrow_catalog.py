@@ -1,0 +1,97 @@
+"""Catalog metadata and the UNIMPLEMENTED surface, from PyArrow through the real daemon."""
+
+import pyarrow as pa
+import pyarrow.flight as fl
+import pytest
+
+import flightsql
+
+
+def test_catalog_commands_show_only_the_callers_table(primitive, mixed):
+    assert primitive.metadata(flightsql.get_catalogs()).column(0).to_pylist() == ["transit"]
+    schemas = primitive.metadata(flightsql.get_db_schemas())
+    assert schemas.schema.names == ["catalog_name", "db_schema_name"]
+    tables = primitive.metadata(flightsql.get_tables())
+    assert tables.column("table_name").to_pylist() == ["primitive"]
+    assert mixed.metadata(flightsql.get_tables()).column("table_name").to_pylist() == ["mixed"]
+    assert primitive.metadata(flightsql.get_table_types()).column(0).to_pylist() == ["TABLE"]
+    assert primitive.metadata(flightsql.get_tables(table_pattern="nothing%")).num_rows == 0
+
+
+def test_get_tables_include_schema(primitive, mixed):
+    t = primitive.metadata(flightsql.get_tables(include_schema=True))
+    schema = pa.ipc.read_schema(pa.py_buffer(t.column("table_schema")[0].as_py()))
+    assert all(f.type == pa.int64() for f in schema)
+    assert "id" in schema.names
+    with pytest.raises(pa.ArrowNotImplementedError) as e:
+        mixed.metadata(flightsql.get_tables(include_schema=True))
+    assert "catalog.not_primitive" in str(e.value)
+
+
+def test_sql_info(primitive):
+    info = primitive.metadata(flightsql.get_sql_info([0, 3]))
+    assert info.schema.names == ["info_name", "value"]
+    assert sorted(info.column("info_name").to_pylist()) == [0, 3]
+    with pytest.raises(pa.ArrowNotImplementedError) as e:
+        primitive.metadata(flightsql.get_sql_info([0, 999]))
+    assert "999" in str(e.value)
+
+
+def test_metadata_does_not_touch_the_journal(primitive):
+    before = primitive.next_sequence()
+    primitive.metadata(flightsql.get_tables(include_schema=True))
+    assert primitive.next_sequence() == before
+
+
+@pytest.mark.parametrize("command", [
+    flightsql.statement_update("DELETE FROM primitive"),
+    flightsql.any_of("CommandGetPrimaryKeys", b""),
+    flightsql.any_of("CommandGetXdbcTypeInfo", b""),
+    flightsql.any_of("CommandStatementSubstraitPlan", b""),
+    flightsql.any_of("CommandPreparedStatementQuery", b""),
+])
+def test_unsupported_commands_are_unimplemented(primitive, command):
+    with pytest.raises(pa.ArrowNotImplementedError):
+        primitive.client.get_flight_info(fl.FlightDescriptor.for_command(command), primitive.options(1))
+
+
+@pytest.mark.parametrize("action", [
+    "CreatePreparedStatement", "ClosePreparedStatement", "BeginTransaction", "EndTransaction",
+    "BeginSavepoint", "EndSavepoint", "CancelFlightInfo", "CancelQuery",
+])
+def test_unsupported_actions_are_unimplemented(primitive, action):
+    body = flightsql.create_prepared_statement("SELECT 1") if action == "CreatePreparedStatement" else b""
+    with pytest.raises(pa.ArrowNotImplementedError):
+        list(primitive.client.do_action(fl.Action(action, body), primitive.options()))
+
+
+def test_list_actions_is_empty_and_list_flights_unimplemented(primitive):
+    assert list(primitive.client.list_actions(primitive.options())) == []
+    with pytest.raises(pa.ArrowNotImplementedError):
+        list(primitive.client.list_flights(options=primitive.options()))
+
+
+def test_do_put_and_do_exchange_are_unimplemented(primitive):
+    desc = fl.FlightDescriptor.for_command(flightsql.statement_update("INSERT"))
+    schema = pa.schema([("x", pa.int64())])
+    with pytest.raises(pa.ArrowNotImplementedError):
+        writer, reader = primitive.client.do_put(desc, schema, primitive.options())
+        writer.write_table(pa.table({"x": [1]}))
+        writer.close()
+    with pytest.raises(pa.ArrowNotImplementedError):
+        writer, reader = primitive.client.do_exchange(desc, primitive.options())
+        writer.begin(schema)
+        writer.close()
+        reader.read_all()
+
+
+def test_malformed_ticket_is_invalid_argument(primitive):
+    with pytest.raises(pa.ArrowInvalid):
+        primitive.client.do_get(fl.Ticket(b"\x00" * 250), primitive.options()).read_all()
+
+
+def test_another_callers_ticket_is_refused(primitive, mixed):
+    table, info = primitive.query("SELECT COUNT(*) FROM primitive")
+    with pytest.raises(fl.FlightError) as e:
+        mixed.client.do_get(info.endpoints[0].ticket, mixed.options()).read_all()
+    assert "ticket.scope" in str(e.value) or "ticket.declaration" in str(e.value)
