@@ -85,7 +85,7 @@ public final class GatewayServer implements AutoCloseable {
 
     Clock clock = Clock.systemUTC();
     TicketService tickets = new TicketService(ticketKey,
-        TransitDefinition.of(cfg.realm(), cfg.realmName(), cfg.service()), clock);
+        TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), clock);
     AdmissionService admission = new AdmissionService(engine,
         new AdmissionLimiter(limits.admissionPerGateway(), limits.admissionPerCaller()),
         limits.uploadPartBytes());

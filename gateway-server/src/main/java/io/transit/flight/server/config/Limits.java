@@ -37,11 +37,12 @@ public record Limits(
 
   /** This record with every absent field set to its documented default. */
   public Limits withDefaults() {
+    int streams = or(maxLiveStreams, 64);
     return new Limits(
         or(maxConnections, 256),
         or(maxInboundMessageBytes, 16 * 1024),
         or(maxInboundMetadataBytes, 8 * 1024),
-        or(maxLiveStreams, 64),
+        streams,
         or(admissionPerGateway, 32),
         or(admissionPerCaller, 4),
         or(rootAllocatorBytes, 1L << 30),
@@ -55,7 +56,9 @@ public record Limits(
         or(maxResultBytes, 8L << 30),
         or(uploadPartBytes, 4096),
         or(diagnosticMetadataBytes, 4096),
-        or(producerThreads, Math.max(2, Runtime.getRuntime().availableProcessors())),
+        // One producer per live stream: a producer parked for a slow reader must not hold up
+        // another stream (the credit-stall budget bounds how long it parks).
+        or(producerThreads, streams),
         or(writerThreads, Math.max(2, Runtime.getRuntime().availableProcessors())));
   }
 

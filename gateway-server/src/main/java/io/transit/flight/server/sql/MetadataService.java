@@ -9,6 +9,7 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.ticket.Ftk1Layout;
 import io.transit.flight.ticket.MetadataReference;
 import java.security.MessageDigest;
 import java.util.List;
@@ -28,7 +29,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  */
 final class MetadataService {
   /** Command bytes a metadata ticket can carry (the 1263-byte ticket bound leaves 1019). */
-  static final int MAX_COMMAND_BYTES = 1019;
+  static final int MAX_COMMAND_BYTES = Ftk1Layout.MAX_METADATA_COMMAND_BYTES;
 
   private final GatewayState state;
 
