@@ -1,0 +1,233 @@
+package io.transit.flight.admission;
+
+import static io.transit.flight.admission.Unsigned.u64;
+
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.NativeQueryClient;
+import io.transit.flight.nativequery.ReadAccess;
+import io.transit.flight.proto.CommandOutcome;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.SignedCommand;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.LongSupplier;
+
+/**
+ * Signed sequenced admission of one statement: limiter permit, canonical bundle, command chain,
+ * one command at a time through the public query client (each waiting for its recorded outcome),
+ * then a bounded wait for the query's result.
+ *
+ * <p>Retries are safe by construction: the same binding, Table, budgets, SQL and first sequence
+ * rebuild byte-identical commands, so the native journal replays their recorded outcomes and the
+ * accepted query is never executed twice — also after this gateway is replaced. The service never
+ * chooses a sequence: on an unknown outcome or a deadline the caller retries with the same first
+ * sequence and SQL.
+ *
+ * <p>Thread-safe and stateless apart from the shared {@link AdmissionLimiter}; {@link #admit} runs
+ * on (and blocks) the calling RPC thread.
+ */
+public final class AdmissionService {
+  private static final String STAGE = "admission";
+
+  private final NativeQueryClient client;
+  private final AdmissionLimiter limiter;
+  private final int partBytes;
+  private final LongSupplier nanoClock;
+
+  public AdmissionService(NativeQueryClient client, AdmissionLimiter limiter, AdmissionConfig config) {
+    this(client, limiter, config, System::nanoTime);
+  }
+
+  /** As above with a substitute for {@link System#nanoTime()} (tests step time per command). */
+  AdmissionService(
+      NativeQueryClient client,
+      AdmissionLimiter limiter,
+      AdmissionConfig config,
+      LongSupplier nanoClock) {
+    this.client = Objects.requireNonNull(client, "client");
+    this.limiter = Objects.requireNonNull(limiter, "limiter");
+    this.partBytes = config.partBytes();
+    this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
+  }
+
+  /**
+   * Admits the statement and waits, until the request's deadline, for its result.
+   *
+   * @return the succeeded query
+   * @throws GatewayException {@code ADMISSION_BUSY} before any command; {@code
+   *     NAMESPACE_CONFLICT} / {@code SEQUENCE_GAP} and other client failures with facts {@code
+   *     first_sequence}, {@code namespace}, {@code native_sequence}; a rejected outcome as its
+   *     {@code query.<code>} (stage {@code admission}); {@code UNKNOWN_OUTCOME} ({@code
+   *     admission.unknown_outcome}); a failed query as its stored code; {@code DEADLINE} ({@code
+   *     admission.deadline}) while commands remain unsent or the query still runs; {@code
+   *     CANCELLED} when the calling thread is interrupted (accepted work continues).
+   */
+  public Admitted admit(AdmissionRequest request) {
+    CallerBinding caller = request.caller();
+    try (AdmissionLimiter.Permit permit = limiter.tryAcquire(caller.principal())) {
+      CanonicalBundle bundle =
+          CanonicalBundle.build(caller, request.table(), request.budgets(), request.sql());
+      CommandChain chain =
+          CommandChain.derive(
+              bundle.bytes(), caller.principal(), caller.key(), request.firstSequence(), partBytes);
+      long correlation = sendChain(chain, request.deadlineNanos());
+      ReadAccess access =
+          new ReadAccess(
+              caller.principal(), caller.hasRole(), caller.role(), request.table().getSource());
+      return awaitResult(chain, access, correlation, request.deadlineNanos());
+    }
+  }
+
+  /** Sends every command in order; returns the correlation the submit's outcome names. */
+  private long sendChain(CommandChain chain, long deadlineNanos) {
+    List<SignedCommand> commands = chain.commands();
+    CommandOutcome outcome = null;
+    for (int i = 0; i < commands.size(); i++) {
+      long sequence = chain.sequenceAt(i);
+      if (nanoClock.getAsLong() - deadlineNanos >= 0) {
+        throw GatewayException.of(
+                Cause.DEADLINE,
+                "admission.deadline",
+                "the deadline passed before the upload was complete; retry with the same sequence")
+            .with("first_sequence", u64(chain.firstSequence()))
+            .with("next_unsent_sequence", u64(sequence));
+      }
+      try {
+        outcome = client.send(commands.get(i));
+      } catch (GatewayException e) {
+        throw fromClient(e, chain, sequence);
+      } catch (RuntimeException e) {
+        // The client broke without a recorded outcome: the command may or may not be recorded.
+        throw unknownOutcome(chain, sequence, e);
+      }
+      checkOutcome(outcome, chain, sequence);
+    }
+    return outcome.getCorrelation();
+  }
+
+  private void checkOutcome(CommandOutcome outcome, CommandChain chain, long sequence) {
+    if (outcome == null
+        || outcome.getPrincipal() != chain.principal()
+        || outcome.getSequence() != sequence) {
+      throw QueryCode.EVIDENCE.failure("the native outcome names another command")
+          .with("first_sequence", u64(chain.firstSequence()))
+          .with("native_sequence", u64(sequence));
+    }
+    switch (outcome.getKind()) {
+      case ACCEPTED -> {}
+      case REJECTED -> {
+        QueryCode code = QueryCode.fromCode(outcome.getCode());
+        String message =
+            outcome.getMessage().isEmpty() ? "the native command was rejected" : outcome.getMessage();
+        throw new GatewayException(code.cause(), code.code(), message)
+            .with("stage", STAGE)
+            .with("namespace", u64(chain.namespace()))
+            .with("first_sequence", u64(chain.firstSequence()))
+            .with("native_sequence", u64(sequence));
+      }
+      default ->
+          throw QueryCode.EVIDENCE.failure("the native outcome has no kind")
+              .with("first_sequence", u64(chain.firstSequence()))
+              .with("native_sequence", u64(sequence));
+    }
+  }
+
+  private static GatewayException fromClient(
+      GatewayException e, CommandChain chain, long sequence) {
+    if (e.kind() == Cause.UNKNOWN_OUTCOME) {
+      return unknownOutcome(chain, sequence, e);
+    }
+    return e.with("first_sequence", u64(chain.firstSequence()))
+        .with("namespace", u64(chain.namespace()))
+        .with("native_sequence", u64(sequence));
+  }
+
+  private static GatewayException unknownOutcome(
+      CommandChain chain, long sequence, RuntimeException underlying) {
+    return new GatewayException(
+            Cause.UNKNOWN_OUTCOME,
+            "admission.unknown_outcome",
+            "the outcome of a native command is unknown; retry with the same sequence and SQL",
+            underlying)
+        .with("first_sequence", u64(chain.firstSequence()))
+        .with("native_sequence", u64(sequence))
+        .with("namespace", u64(chain.namespace()));
+  }
+
+  private Admitted awaitResult(
+      CommandChain chain, ReadAccess access, long correlation, long deadlineNanos) {
+    QueryStatus status;
+    try {
+      status = client.awaitQuery(access, correlation, deadlineNanos);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw withQuery(
+          GatewayException.of(
+              Cause.CANCELLED,
+              "admission.cancelled",
+              "the call ended while waiting; the accepted query continues"),
+          chain,
+          correlation);
+    } catch (GatewayException e) {
+      throw withQuery(e, chain, correlation);
+    }
+    if (status == null
+        || status.getCorrelation() != correlation
+        || status.getNamespace() != chain.namespace()) {
+      throw withQuery(
+          QueryCode.EVIDENCE.failure("the native query status names another query"),
+          chain,
+          correlation);
+    }
+    switch (status.getState()) {
+      case SUCCEEDED -> {
+        if (status.getManifestSha256().size() != 32) {
+          throw withQuery(
+              QueryCode.EVIDENCE.failure("the succeeded query names no manifest digest"),
+              chain,
+              correlation);
+        }
+        return new Admitted(
+            correlation,
+            chain.namespace(),
+            chain.nextSequence(),
+            status,
+            status.getManifestSha256().toByteArray(),
+            status.getTotalRows());
+      }
+      case FAILED -> {
+        QueryCode code = QueryCode.fromCode(status.getCode());
+        String message = status.getMessage().isEmpty() ? "the query failed" : status.getMessage();
+        String stage = status.getStage().isEmpty() ? "execution" : status.getStage();
+        throw new GatewayException(code.cause(), code.code(), message)
+            .with("stage", stage)
+            .with("namespace", u64(chain.namespace()))
+            .with("correlation", u64(correlation))
+            .with("first_sequence", u64(chain.firstSequence()));
+      }
+      case ACCEPTED ->
+          throw withQuery(
+              GatewayException.of(
+                  Cause.DEADLINE,
+                  "admission.deadline",
+                  "the deadline passed while the accepted query runs; retry with the same"
+                      + " sequence and SQL"),
+              chain,
+              correlation);
+      default ->
+          throw withQuery(
+              QueryCode.EVIDENCE.failure("the native query status has no state"),
+              chain,
+              correlation);
+    }
+  }
+
+  private static GatewayException withQuery(
+      GatewayException e, CommandChain chain, long correlation) {
+    return e.with("first_sequence", u64(chain.firstSequence()))
+        .with("namespace", u64(chain.namespace()))
+        .with("correlation", u64(correlation));
+  }
+}

@@ -1,0 +1,268 @@
+package io.transit.flight.admission;
+
+import static io.transit.flight.admission.Fixtures.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.grpc.Status;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.ReadAccess;
+import io.transit.flight.proto.Budgets;
+import io.transit.flight.proto.NativeCommand;
+import java.math.BigInteger;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+class AdmissionServiceTest {
+  private static final int PART_BYTES = 64;
+  private static final String SQL = "SELECT id, fare FROM trips WHERE distance > 5";
+
+  private final InMemoryNativeClient engine = new InMemoryNativeClient();
+  private final AdmissionLimiter limiter = new AdmissionLimiter(8, 4);
+  private final AdmissionService service =
+      new AdmissionService(engine, limiter, new AdmissionConfig(8, 4, PART_BYTES));
+
+  AdmissionServiceTest() {
+    engine.register(PRINCIPAL, key().publicKey(), EPOCH, 1);
+  }
+
+  @AfterEach
+  void everyPathReleasedItsPermit() {
+    assertEquals(0, limiter.inFlight());
+  }
+
+  @Test
+  void admitsAndNamesTheNextSequence() {
+    Admitted first = service.admit(request(1, SQL));
+    long commands = chainLength(caller(), 1, SQL, budgets());
+    assertEquals(1, first.namespace());
+    assertEquals(1 + commands, first.nextSequence());
+    assertEquals(1 + commands, engine.nextSequence(PRINCIPAL));
+    assertEquals(3, first.totalRows());
+    byte[] manifest = engine.readManifest(
+        new ReadAccess(PRINCIPAL, true, ROLE, SOURCE), first.correlation());
+    assertArrayEquals(Digests.sha256(manifest), first.manifestSha256());
+    assertEquals("{\"version\":1,\"next_sequence\":" + (1 + commands) + "}", first.appMetadataJson());
+
+    Admitted second = service.admit(request(first.nextSequence(), "SELECT id FROM trips"));
+    assertEquals(first.nextSequence(), second.namespace());
+    assertNotEquals(first.correlation(), second.correlation());
+    assertEquals(2, engine.executions());
+  }
+
+  @Test
+  void replayAfterGatewayLossReturnsTheSameResultWithoutASecondExecution() {
+    Admitted original = service.admit(request(1, SQL));
+    int recorded = engine.recorded(PRINCIPAL);
+    int sent = engine.sent().size();
+
+    AdmissionService replacement =
+        new AdmissionService(engine, new AdmissionLimiter(8, 4), new AdmissionConfig(8, 4, PART_BYTES));
+    Admitted replayed = replacement.admit(request(1, SQL));
+
+    assertEquals(original, replayed);
+    assertEquals(1, engine.executions());
+    assertEquals(recorded, engine.recorded(PRINCIPAL));
+    assertEquals(2 * sent, engine.sent().size());
+    assertEquals(engine.sent().subList(0, sent), engine.sent().subList(sent, 2 * sent));
+  }
+
+  @Test
+  void changedSqlAtTheSameFirstSequenceConflictsAtTheFirstCommand() {
+    service.admit(request(1, SQL));
+    int sent = engine.sent().size();
+    GatewayException e = fails(Status.Code.ABORTED, () -> service.admit(request(1, "SELECT 1")));
+    assertEquals("query.namespace_conflict", e.code());
+    assertEquals(u64(1), e.facts().get("first_sequence"));
+    assertEquals(u64(1), e.facts().get("namespace"));
+    assertEquals(u64(1), e.facts().get("native_sequence"));
+    assertEquals(sent + 1, engine.sent().size());
+    assertEquals(1, engine.executions());
+  }
+
+  @Test
+  void roleOrEpochChangeCannotResumeTheOldUpload() {
+    service.admit(request(1, SQL));
+    CallerBinding otherRole = new CallerBinding(PRINCIPAL, key(), true, ROLE + 1, EPOCH, SERVICE);
+    CallerBinding otherEpoch = new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
+    for (CallerBinding changed : List.of(otherRole, otherEpoch)) {
+      int sent = engine.sent().size();
+      GatewayException e = fails(Status.Code.ABORTED,
+          () -> service.admit(request(changed, 1, SQL, budgets(), inTenSeconds())));
+      assertEquals("query.namespace_conflict", e.code());
+      assertEquals(sent + 1, engine.sent().size());
+    }
+  }
+
+  @Test
+  void staleEpochIsRejectedAtSubmitThenTheRotatedBindingUsesANewSequence() {
+    engine.rotateEpoch(PRINCIPAL, EPOCH + 1);
+    long submit = chainLength(caller(), 1, SQL, budgets());
+    GatewayException rejected = fails(Status.Code.PERMISSION_DENIED, () -> service.admit(request(1, SQL)));
+    assertEquals("query.access_denied", rejected.code());
+    assertEquals("admission", rejected.facts().get("stage"));
+    assertEquals(u64(1), rejected.facts().get("namespace"));
+    assertEquals(u64(submit), rejected.facts().get("native_sequence"));
+
+    CallerBinding rotated = new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
+    fails(Status.Code.ABORTED, () -> service.admit(request(rotated, 1, SQL, budgets(), inTenSeconds())));
+    Admitted admitted =
+        service.admit(request(rotated, submit + 1, SQL, budgets(), inTenSeconds()));
+    assertEquals(submit + 1, admitted.namespace());
+    assertEquals(1, engine.executions());
+  }
+
+  @Test
+  void unknownOutcomeAfterRecordingNamesBothSequencesAndTheRetryCompletes() {
+    engine.injectFault(InMemoryNativeClient.Fault.AFTER_RECORD, 3);
+    GatewayException e = fails(Status.Code.UNAVAILABLE, () -> service.admit(request(1, SQL)));
+    assertEquals("admission.unknown_outcome", e.code());
+    assertEquals(u64(1), e.facts().get("first_sequence"));
+    assertEquals(u64(3), e.facts().get("native_sequence"));
+    assertEquals(3, lastSentSequence());
+
+    Admitted retried = service.admit(request(1, SQL));
+    assertEquals(1, retried.namespace());
+    assertEquals(1, engine.executions());
+  }
+
+  @Test
+  void unknownOutcomeBeforeRecordingAtSubmitAlsoResolvesByRetry() {
+    long submit = chainLength(caller(), 1, SQL, budgets());
+    engine.injectFault(InMemoryNativeClient.Fault.BEFORE_RECORD, submit);
+    GatewayException e = fails(Status.Code.UNAVAILABLE, () -> service.admit(request(1, SQL)));
+    assertEquals(u64(submit), e.facts().get("native_sequence"));
+    assertEquals(0, engine.executions());
+    service.admit(request(1, SQL));
+    assertEquals(1, engine.executions());
+  }
+
+  @Test
+  void deadlineWhileTheQueryRunsThenTheRetryReturnsTheResult() {
+    engine.holdQueries();
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
+    GatewayException e = fails(Status.Code.DEADLINE_EXCEEDED,
+        () -> service.admit(request(caller(), 1, SQL, budgets(), deadline)));
+    assertEquals("admission.deadline", e.code());
+    assertEquals(u64(1), e.facts().get("namespace"));
+    assertNotNull(e.facts().get("correlation"));
+    int recorded = engine.recorded(PRINCIPAL);
+
+    engine.release();
+    Admitted retried = service.admit(request(1, SQL));
+    assertEquals(e.facts().get("correlation"), u64(retried.correlation()));
+    assertEquals(1, engine.executions());
+    assertEquals(recorded, engine.recorded(PRINCIPAL));
+  }
+
+  @Test
+  void deadlinePassingBetweenCommandsNamesTheNextUnsentSequence() {
+    AtomicLong now = new AtomicLong();
+    AdmissionService stepping = new AdmissionService(
+        engine, limiter, new AdmissionConfig(8, 4, PART_BYTES), () -> now.getAndAdd(1000));
+    GatewayException e = fails(Status.Code.DEADLINE_EXCEEDED,
+        () -> stepping.admit(request(caller(), 1, SQL, budgets(), 2500)));
+    assertEquals("admission.deadline", e.code());
+    assertEquals(u64(1), e.facts().get("first_sequence"));
+    assertEquals(u64(4), e.facts().get("next_unsent_sequence"));
+    assertEquals(3, engine.sent().size());
+
+    service.admit(request(1, SQL));
+    assertEquals(1, engine.executions());
+  }
+
+  @Test
+  void busyLimiterRefusesBeforeAnyCommand() {
+    AdmissionLimiter full = new AdmissionLimiter(1, 1);
+    AdmissionService busyService = new AdmissionService(engine, full, new AdmissionConfig(1, 1, 64));
+    try (AdmissionLimiter.Permit other = full.tryAcquire(PRINCIPAL + 1)) {
+      GatewayException e = fails(Status.Code.RESOURCE_EXHAUSTED, () -> busyService.admit(request(1, SQL)));
+      assertEquals("admission.busy", e.code());
+      assertEquals(0, engine.sent().size());
+    }
+    busyService.admit(request(1, SQL));
+    assertEquals(0, full.inFlight());
+  }
+
+  @Test
+  void sequenceAheadOfTheJournalIsAGap() {
+    GatewayException e = fails(Status.Code.FAILED_PRECONDITION, () -> service.admit(request(5, SQL)));
+    assertEquals("query.sequence_gap", e.code());
+    assertEquals(u64(1), e.facts().get("expected_sequence"));
+    assertEquals(u64(5), e.facts().get("first_sequence"));
+    assertEquals(u64(5), e.facts().get("namespace"));
+    assertEquals(1, engine.sent().size());
+  }
+
+  @Test
+  void failedQueryKeepsItsStoredCodeAndStage() {
+    Budgets tiny = budgets().toBuilder().setMaxResultRows(1).build();
+    GatewayException e = fails(Status.Code.RESOURCE_EXHAUSTED,
+        () -> service.admit(request(caller(), 1, SQL, tiny, inTenSeconds())));
+    assertEquals("query.budget_exhausted", e.code());
+    assertEquals("execution", e.facts().get("stage"));
+    assertEquals(u64(1), e.facts().get("namespace"));
+    assertNotNull(e.facts().get("correlation"));
+    assertEquals("result rows exceed max_result_rows", e.getMessage());
+  }
+
+  @Test
+  void sequenceOverflowIsAnInvalidCallerFieldBeforeAnyCommand() {
+    GatewayException e = fails(Status.Code.INVALID_ARGUMENT, () -> service.admit(request(-2L, SQL)));
+    assertEquals("admission.sequence_overflow", e.code());
+    assertEquals(0, engine.sent().size());
+  }
+
+  @Test
+  void interruptedWaitIsCancelledAndKeepsTheInterrupt() {
+    engine.holdQueries();
+    Thread.currentThread().interrupt();
+    try {
+      GatewayException e = fails(Status.Code.CANCELLED, () -> service.admit(request(1, SQL)));
+      assertEquals("admission.cancelled", e.code());
+      assertTrue(Thread.currentThread().isInterrupted());
+    } finally {
+      Thread.interrupted();
+    }
+    engine.release();
+    assertEquals(1, service.admit(request(1, SQL)).namespace());
+    assertEquals(1, engine.executions());
+  }
+
+  private long lastSentSequence() {
+    List<NativeCommand> sent = engine.sent();
+    return sent.get(sent.size() - 1).getSequence();
+  }
+
+  private static long chainLength(CallerBinding caller, long first, String sql, Budgets budgets) {
+    byte[] bundle = CanonicalBundle.build(caller, table(), budgets, sql(sql)).bytes();
+    return CommandChain.derive(bundle, PRINCIPAL, key(), first, PART_BYTES).commands().size();
+  }
+
+  static AdmissionRequest request(long first, String sql) {
+    return request(caller(), first, sql, budgets(), inTenSeconds());
+  }
+
+  static AdmissionRequest request(
+      CallerBinding caller, long first, String sql, Budgets budgets, long deadline) {
+    return new AdmissionRequest(caller, table(), budgets, first, sql(sql), deadline);
+  }
+
+  static long inTenSeconds() {
+    return System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+  }
+
+  static BigInteger u64(long v) {
+    return new BigInteger(Long.toUnsignedString(v));
+  }
+
+  static GatewayException fails(Status.Code expected, Executable call) {
+    GatewayException e = assertThrows(GatewayException.class, call);
+    assertEquals(expected, e.kind().code(), () -> e.code() + ": " + e.getMessage());
+    return e;
+  }
+}

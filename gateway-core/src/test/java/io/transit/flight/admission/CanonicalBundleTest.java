@@ -1,0 +1,104 @@
+package io.transit.flight.admission;
+
+import static io.transit.flight.admission.Fixtures.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.UnknownFieldSet;
+import io.grpc.Status;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.proto.PrincipalProof;
+import io.transit.flight.proto.RequestBundle;
+import org.junit.jupiter.api.Test;
+
+class CanonicalBundleTest {
+  private static final byte[] SQL = sql("SELECT id, fare FROM trips WHERE distance > 5 -- é");
+
+  @Test
+  void sameInputsGiveSameBytes() {
+    CanonicalBundle a = CanonicalBundle.build(caller(), table(), budgets(), SQL);
+    CanonicalBundle b = CanonicalBundle.build(caller(), table(), budgets(), SQL.clone());
+    assertArrayEquals(a.bytes(), b.bytes());
+    assertArrayEquals(Digests.sha256(a.bytes()), a.sha256());
+  }
+
+  @Test
+  void roleEpochSqlRecipientAndTableEachChangeTheBytes() {
+    byte[] base = CanonicalBundle.build(caller(), table(), budgets(), SQL).bytes();
+    CallerBinding otherRole = new CallerBinding(PRINCIPAL, key(), true, ROLE + 1, EPOCH, SERVICE);
+    CallerBinding noRole = CallerBinding.withoutRole(PRINCIPAL, key(), EPOCH, SERVICE);
+    CallerBinding otherEpoch = new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
+    CallerBinding otherService = new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH, SERVICE + 1);
+    assertFalse(java.util.Arrays.equals(base, build(otherRole, SQL)));
+    assertFalse(java.util.Arrays.equals(base, build(noRole, SQL)));
+    assertFalse(java.util.Arrays.equals(base, build(otherEpoch, SQL)));
+    assertFalse(java.util.Arrays.equals(base, build(otherService, SQL)));
+    assertFalse(java.util.Arrays.equals(base, build(caller(), sql("SELECT id FROM trips"))));
+    byte[] renamed =
+        CanonicalBundle.build(caller(), table().toBuilder().setTable("trips2").build(), budgets(), SQL)
+            .bytes();
+    assertFalse(java.util.Arrays.equals(base, renamed));
+  }
+
+  @Test
+  void bundleCarriesSqlExactlyFingerprintAndVerifiableProof() throws Exception {
+    RequestBundle parsed =
+        RequestBundle.parseFrom(CanonicalBundle.build(caller(), table(), budgets(), SQL).bytes());
+    assertEquals(1, parsed.getVersion());
+    assertEquals(ByteString.copyFrom(SQL), parsed.getSql());
+    assertArrayEquals(
+        Digests.sha256(DeterministicProto.bytes(table())),
+        parsed.getDeclarationSha256().toByteArray());
+    PrincipalProof proof = parsed.getProof();
+    assertEquals(PRINCIPAL, proof.getPrincipal());
+    assertTrue(proof.getHasRole());
+    assertEquals(ROLE, proof.getRole());
+    assertEquals(EPOCH, proof.getCredentialEpoch());
+    assertEquals(SERVICE, proof.getRecipient());
+    assertArrayEquals(Digests.sha256(SQL), proof.getQuerySha256().toByteArray());
+    assertTrue(ProofEncoding.verify(proof, key().publicKey()));
+    assertFalse(ProofEncoding.verify(proof.toBuilder().setRecipient(SERVICE + 1).build(),
+        key().publicKey()));
+    assertFalse(ProofEncoding.verify(proof, Ed25519.fromSeed(seed(2)).publicKey()));
+  }
+
+  @Test
+  void proofEncodingExcludesSignatureAndUnknownFields() {
+    PrincipalProof proof =
+        PrincipalProof.newBuilder().setPrincipal(1).setRecipient(2).setCredentialEpoch(3).build();
+    PrincipalProof noisy =
+        proof.toBuilder()
+            .setSignature(ByteString.copyFrom(new byte[64]))
+            .setUnknownFields(
+                UnknownFieldSet.newBuilder()
+                    .addField(99, UnknownFieldSet.Field.newBuilder().addVarint(5).build())
+                    .build())
+            .build();
+    assertArrayEquals(ProofEncoding.encode(proof), ProofEncoding.encode(noisy));
+    // Field 1 varint 1, field 4 varint 3, field 6 varint 2; defaults omitted, number order.
+    assertEquals("0801200330" + "02", Digests.hex(ProofEncoding.encode(proof)));
+  }
+
+  @Test
+  void invalidUtf8IsInvalidArgument() {
+    GatewayException e =
+        assertThrows(
+            GatewayException.class,
+            () -> CanonicalBundle.build(caller(), table(), budgets(), new byte[] {(byte) 0xC3}));
+    assertEquals(Status.Code.INVALID_ARGUMENT, e.kind().code());
+    assertEquals("admission.invalid_sql", e.code());
+  }
+
+  @Test
+  void absentRoleMustBeZero() {
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new CallerBinding(PRINCIPAL, key(), false, 5, EPOCH, SERVICE));
+  }
+
+  private static byte[] build(CallerBinding caller, byte[] sql) {
+    return CanonicalBundle.build(caller, table(), budgets(), sql).bytes();
+  }
+}

@@ -1,0 +1,368 @@
+package io.transit.flight.admission;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.NativeQueryClient;
+import io.transit.flight.nativequery.ReadAccess;
+import io.transit.flight.proto.CommandOutcome;
+import io.transit.flight.proto.NativeCommand;
+import io.transit.flight.proto.PrincipalProof;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.RequestBundle;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.SignedCommand;
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A small in-memory stand-in for the native query system's public query client, for admission
+ * unit tests: a per-principal journal (replay of identical bytes, conflict on different bytes, gap
+ * ahead of the next expected sequence), uploads assembled from parts and checked at seal, submit
+ * verifying the principal proof and current credential epoch, and a trivial "execution" whose
+ * result is one row per declared column. It records every command sent, can lose an outcome
+ * before or after recording, and can hold queries running until {@link #release()}.
+ *
+ * <p>Thread-safe: every method runs under the one monitor {@code lock}; {@link #awaitQuery} waits
+ * on it.
+ */
+final class InMemoryNativeClient implements NativeQueryClient {
+  enum Fault { BEFORE_RECORD, AFTER_RECORD }
+
+  private record Entry(byte[] command, CommandOutcome outcome) {}
+
+  private static final class Principal {
+    final Ed25519.PublicKey key;
+    long epoch;
+    long next;
+    final Map<Long, Entry> journal = new HashMap<>();
+
+    Principal(Ed25519.PublicKey key, long epoch, long next) {
+      this.key = key;
+      this.epoch = epoch;
+      this.next = next;
+    }
+  }
+
+  private static final class Upload {
+    final NativeCommand begin;
+    final ByteArrayOutputStream data = new ByteArrayOutputStream();
+    int parts;
+    boolean sealed;
+
+    Upload(NativeCommand begin) {
+      this.begin = begin;
+    }
+  }
+
+  private record Query(RequestBundle bundle, long principal, long namespace, byte[] bundleSha256) {}
+
+  private final Object lock = new Object();
+  // All fields below are guarded by lock.
+  private final Map<Long, Principal> principals = new HashMap<>();
+  private final Map<List<Long>, Upload> uploads = new HashMap<>();
+  private final Map<Long, Query> queries = new HashMap<>();
+  private final Map<Long, QueryStatus> statuses = new HashMap<>();
+  private final Map<Long, byte[]> manifests = new HashMap<>();
+  private final List<NativeCommand> sent = new ArrayList<>();
+  private long nextCorrelation = 1;
+  private int executions;
+  private boolean hold;
+  private Fault fault;
+  private long faultSequence;
+
+  void register(long principal, Ed25519.PublicKey key, long epoch, long firstSequence) {
+    synchronized (lock) {
+      principals.put(principal, new Principal(key, epoch, firstSequence));
+    }
+  }
+
+  void rotateEpoch(long principal, long epoch) {
+    synchronized (lock) {
+      principals.get(principal).epoch = epoch;
+    }
+  }
+
+  void injectFault(Fault kind, long sequence) {
+    synchronized (lock) {
+      fault = kind;
+      faultSequence = sequence;
+    }
+  }
+
+  void holdQueries() {
+    synchronized (lock) {
+      hold = true;
+    }
+  }
+
+  /** Lets held queries finish and wakes their waiters. */
+  void release() {
+    synchronized (lock) {
+      hold = false;
+      for (Map.Entry<Long, QueryStatus> e : statuses.entrySet()) {
+        if (e.getValue().getState() == QueryStatus.State.ACCEPTED) {
+          finish(e.getKey());
+        }
+      }
+      lock.notifyAll();
+    }
+  }
+
+  /** Every command received, replays included, in arrival order. */
+  List<NativeCommand> sent() {
+    synchronized (lock) {
+      return List.copyOf(sent);
+    }
+  }
+
+  int recorded(long principal) {
+    synchronized (lock) {
+      return principals.get(principal).journal.size();
+    }
+  }
+
+  int executions() {
+    synchronized (lock) {
+      return executions;
+    }
+  }
+
+  @Override
+  public CommandOutcome send(SignedCommand signed) {
+    synchronized (lock) {
+      byte[] bytes = signed.getCommand().toByteArray();
+      NativeCommand command;
+      try {
+        command = NativeCommand.parseFrom(bytes);
+      } catch (InvalidProtocolBufferException e) {
+        throw GatewayException.of(Cause.INVALID_PROTOBUF, "query.invalid_command", "bad command");
+      }
+      sent.add(command);
+      Principal p = principals.get(command.getPrincipal());
+      if (p == null
+          || !p.key.verify(CommandChain.signedMessage(bytes), signed.getSignature().toByteArray())) {
+        throw QueryCode.ACCESS_DENIED.failure("unknown principal or bad command signature");
+      }
+      long seq = command.getSequence();
+      if (fault == Fault.BEFORE_RECORD && faultSequence == seq) {
+        fault = null;
+        throw GatewayException.of(Cause.UNKNOWN_OUTCOME, "native.unknown", "lost before recording");
+      }
+      if (Long.compareUnsigned(seq, p.next) < 0) {
+        Entry entry = p.journal.get(seq);
+        if (Arrays.equals(entry.command, bytes)) {
+          return entry.outcome;
+        }
+        throw QueryCode.NAMESPACE_CONFLICT.failure("different bytes at a used sequence");
+      }
+      if (seq != p.next) {
+        throw QueryCode.SEQUENCE_GAP.failure("ahead of the next expected sequence")
+            .with("expected_sequence", Unsigned.u64(p.next));
+      }
+      CommandOutcome outcome = apply(p, command, bytes);
+      p.journal.put(seq, new Entry(bytes, outcome));
+      p.next = seq + 1;
+      if (fault == Fault.AFTER_RECORD && faultSequence == seq) {
+        fault = null;
+        throw GatewayException.of(Cause.UNKNOWN_OUTCOME, "native.unknown", "lost after recording");
+      }
+      return outcome;
+    }
+  }
+
+  private CommandOutcome apply(Principal p, NativeCommand c, byte[] bytes) {
+    CommandOutcome.Builder out =
+        CommandOutcome.newBuilder()
+            .setPrincipal(c.getPrincipal())
+            .setSequence(c.getSequence())
+            .setCommandSha256(ByteString.copyFrom(Digests.sha256(bytes)));
+    List<Long> key = List.of(c.getPrincipal(), c.getNamespace());
+    Upload upload = uploads.get(key);
+    String problem;
+    switch (c.getBodyCase()) {
+      case BEGIN -> {
+        problem = c.getNamespace() != c.getSequence() ? "namespace is not the first sequence" : null;
+        if (problem == null) {
+          uploads.put(key, new Upload(c));
+        }
+      }
+      case PART -> {
+        problem = upload == null || upload.sealed || c.getPart().getIndex() != upload.parts
+            ? "part out of order" : null;
+        if (problem == null) {
+          upload.data.writeBytes(c.getPart().getData().toByteArray());
+          upload.parts++;
+        }
+      }
+      case SEAL -> {
+        problem = upload == null || !sealable(upload, c) ? "upload incomplete or digest differs" : null;
+        if (problem == null) {
+          upload.sealed = true;
+        }
+      }
+      case SUBMIT -> {
+        problem = upload == null || !upload.sealed ? "upload not sealed" : null;
+        if (problem == null) {
+          return submit(p, c, upload, out);
+        }
+      }
+      default -> problem = "no command body";
+    }
+    if (problem != null) {
+      return out.setKind(CommandOutcome.Kind.REJECTED)
+          .setCode(QueryCode.INVALID_COMMAND.code())
+          .setMessage(problem)
+          .build();
+    }
+    return out.setKind(CommandOutcome.Kind.ACCEPTED).build();
+  }
+
+  private static boolean sealable(Upload u, NativeCommand seal) {
+    byte[] data = u.data.toByteArray();
+    ByteString digest = ByteString.copyFrom(Digests.sha256(data));
+    return u.parts == u.begin.getBegin().getPartCount()
+        && data.length == u.begin.getBegin().getBundleBytes()
+        && digest.equals(u.begin.getBegin().getBundleSha256())
+        && digest.equals(seal.getSeal().getBundleSha256());
+  }
+
+  private CommandOutcome submit(
+      Principal p, NativeCommand c, Upload upload, CommandOutcome.Builder out) {
+    byte[] data = upload.data.toByteArray();
+    RequestBundle bundle;
+    try {
+      bundle = RequestBundle.parseFrom(data);
+    } catch (InvalidProtocolBufferException e) {
+      throw new IllegalStateException(e);
+    }
+    PrincipalProof proof = bundle.getProof();
+    boolean proofOk =
+        proof.getPrincipal() == c.getPrincipal()
+            && proof.getQuerySha256().equals(
+                ByteString.copyFrom(Digests.sha256(bundle.getSql().toByteArray())))
+            && ProofEncoding.verify(proof, p.key);
+    if (!proofOk || proof.getCredentialEpoch() != p.epoch) {
+      return out.setKind(CommandOutcome.Kind.REJECTED)
+          .setCode(QueryCode.ACCESS_DENIED.code())
+          .setMessage(proofOk ? "stale credential epoch" : "invalid principal proof")
+          .build();
+    }
+    long correlation = nextCorrelation++;
+    executions++;
+    queries.put(
+        correlation,
+        new Query(bundle, c.getPrincipal(), c.getNamespace(), Digests.sha256(data)));
+    statuses.put(
+        correlation,
+        QueryStatus.newBuilder()
+            .setCorrelation(correlation)
+            .setPrincipal(c.getPrincipal())
+            .setNamespace(c.getNamespace())
+            .setState(QueryStatus.State.ACCEPTED)
+            .build());
+    if (!hold) {
+      finish(correlation);
+    }
+    return out.setKind(CommandOutcome.Kind.ACCEPTED).setCorrelation(correlation).build();
+  }
+
+  /** The trivial execution: one row per declared column, within max_result_rows. */
+  private void finish(long correlation) {
+    Query q = queries.get(correlation);
+    QueryStatus.Builder status = statuses.get(correlation).toBuilder();
+    long rows = q.bundle.getTable().getColumnsCount();
+    if (rows > q.bundle.getBudgets().getMaxResultRows()) {
+      status.setState(QueryStatus.State.FAILED)
+          .setCode(QueryCode.BUDGET_EXHAUSTED.code())
+          .setStage("execution")
+          .setMessage("result rows exceed max_result_rows");
+    } else {
+      PrincipalProof proof = q.bundle.getProof();
+      byte[] manifest =
+          DeterministicProto.bytes(
+              ResultManifest.newBuilder()
+                  .setVersion(1)
+                  .setCorrelation(correlation)
+                  .setPrincipal(q.principal)
+                  .setHasRole(proof.getHasRole())
+                  .setRole(proof.getRole())
+                  .setNamespace(q.namespace)
+                  .setBundleSha256(ByteString.copyFrom(q.bundleSha256))
+                  .setDeclarationSha256(q.bundle.getDeclarationSha256())
+                  .setSource(q.bundle.getTable().getSource())
+                  .setResource(q.bundle.getTable().getObjectId())
+                  .setTotalRows(rows)
+                  .build());
+      manifests.put(correlation, manifest);
+      status.setState(QueryStatus.State.SUCCEEDED)
+          .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifest)))
+          .setTotalRows(rows);
+    }
+    statuses.put(correlation, status.build());
+  }
+
+  private void checkAccess(ReadAccess access, long correlation) {
+    Query q = queries.get(correlation);
+    PrincipalProof proof = q == null ? null : q.bundle.getProof();
+    if (q == null
+        || access.principal() != q.principal
+        || access.hasRole() != proof.getHasRole()
+        || access.role() != proof.getRole()
+        || access.source() != q.bundle.getTable().getSource()) {
+      throw QueryCode.ACCESS_DENIED.failure("no read access to this query");
+    }
+  }
+
+  @Override
+  public long nextSequence(long principal) {
+    synchronized (lock) {
+      return principals.get(principal).next;
+    }
+  }
+
+  @Override
+  public QueryStatus awaitQuery(ReadAccess access, long correlation, long deadlineNanos)
+      throws InterruptedException {
+    synchronized (lock) {
+      checkAccess(access, correlation);
+      while (statuses.get(correlation).getState() == QueryStatus.State.ACCEPTED) {
+        long remaining = deadlineNanos - System.nanoTime();
+        if (remaining <= 0) {
+          break;
+        }
+        TimeUnit.NANOSECONDS.timedWait(lock, remaining);
+      }
+      return statuses.get(correlation);
+    }
+  }
+
+  @Override
+  public byte[] readManifest(ReadAccess access, long correlation) {
+    synchronized (lock) {
+      checkAccess(access, correlation);
+      byte[] manifest = manifests.get(correlation);
+      if (manifest == null) {
+        throw QueryCode.SOURCE_UNAVAILABLE.failure("the query has no retained manifest");
+      }
+      return manifest.clone();
+    }
+  }
+
+  @Override
+  public byte[] readSegment(ReadAccess access, long correlation, int index, long maxBytes) {
+    throw new UnsupportedOperationException("the admission test double retains no segments");
+  }
+
+  @Override
+  public void close() {}
+}
