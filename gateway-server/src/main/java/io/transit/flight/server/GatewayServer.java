@@ -3,6 +3,7 @@ package io.transit.flight.server;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.transit.flight.admission.AdmissionConfig;
 import io.transit.flight.admission.AdmissionLimiter;
 import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.catalog.CatalogResults;
@@ -86,9 +87,10 @@ public final class GatewayServer implements AutoCloseable {
     Clock clock = Clock.systemUTC();
     TicketService tickets = new TicketService(ticketKey,
         TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), clock);
+    AdmissionConfig admissionConfig = new AdmissionConfig(limits.admissionPerGateway(),
+        limits.admissionPerCaller(), limits.uploadPartBytes());
     AdmissionService admission = new AdmissionService(engine,
-        new AdmissionLimiter(limits.admissionPerGateway(), limits.admissionPerCaller()),
-        limits.uploadPartBytes());
+        AdmissionLimiter.of(admissionConfig), admissionConfig);
     this.streams = new StreamRegistry(allocator, limits.maxLiveStreams(),
         limits.streamAllocatorBytes(), TimeUnit.MILLISECONDS.toNanos(limits.creditStallMs()),
         limits.writerThreads());

@@ -1,5 +1,6 @@
 package io.transit.flight.server.sql;
 
+import io.transit.flight.admission.AdmissionRequest;
 import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.catalog.CatalogResults;
 import io.transit.flight.channel.FlightOutboundHandler;
@@ -9,6 +10,7 @@ import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.ReadAccess;
+import io.transit.flight.proto.Budgets;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.auth.CredentialRegistry;
 import io.transit.flight.server.config.Limits;
@@ -116,14 +118,20 @@ public final class GatewayState {
     return clock.millis() + config.get().ticketTtlMs();
   }
 
-  public AdmissionService.Request admissionRequest(
-      CallerBinding c, long firstSequence, String sql, long deadlineNanos) {
+  /** The admission inputs for one statement: the caller's binding facts and the budgets. */
+  public AdmissionRequest admissionRequest(
+      CallerBinding c, long firstSequence, byte[] sql, long deadlineNanos) {
     Limits l = limits();
-    return new AdmissionService.Request(c.name(), c.principal(), c.principalKey(), c.hasRole(),
-        c.role(), c.credentialEpoch(), config.get().service(), c.table(),
-        AdmissionService.budgets(l.maxResultRows(), l.maxResultBytes(), l.maxSegmentBytes(),
-            l.rowsPerSegment()),
-        firstSequence, sql, deadlineNanos);
+    Budgets budgets = Budgets.newBuilder()
+        .setMaxResultRows(l.maxResultRows())
+        .setMaxResultBytes(l.maxResultBytes())
+        .setMaxSegmentBytes(l.maxSegmentBytes())
+        .setRowsPerSegment(l.rowsPerSegment())
+        .build();
+    io.transit.flight.admission.CallerBinding subject = new io.transit.flight.admission.CallerBinding(
+        c.principal(), c.principalKey(), c.hasRole(), c.role(), c.credentialEpoch(),
+        config.get().service());
+    return new AdmissionRequest(subject, c.table(), budgets, firstSequence, sql, deadlineNanos);
   }
 
   /**

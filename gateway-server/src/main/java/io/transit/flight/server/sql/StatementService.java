@@ -1,6 +1,6 @@
 package io.transit.flight.server.sql;
 
-import io.transit.flight.admission.AdmissionService;
+import io.transit.flight.admission.Admitted;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.query.QueryCompiler;
@@ -47,19 +47,17 @@ final class StatementService {
     rejectTransaction(command);
     QueryPlan plan = QueryCompiler.compile(command.getQuery(), caller.table());
     Schema schema = QueryCompiler.outputSchema(plan);
-    AdmissionService.Admitted admitted = state.admission().admit(
-        state.admissionRequest(caller, firstSequence, command.getQuery(),
+    Admitted admitted = state.admission().admit(
+        state.admissionRequest(caller, firstSequence, command.getQueryBytes().toByteArray(),
             deadlines.controlDeadlineNanos()));
     byte[] ticket = state.tickets().issue(
         state.scopeOf(caller), caller.declarationFingerprint(), state.ticketExpiryMillis(),
         new StatementReference(admitted.correlation(), admitted.manifestSha256()));
-    String appMetadata = "{\"version\":1,\"next_sequence\":"
-        + Long.toUnsignedString(admitted.nextSequence()) + "}";
     return FlightInfo.builder(schema, descriptor, List.of(new FlightEndpoint(new Ticket(ticket))))
         .setRecords(admitted.totalRows())
         .setBytes(-1)
         .setOrdered(true)
-        .setAppMetadata(appMetadata.getBytes(StandardCharsets.US_ASCII))
+        .setAppMetadata(admitted.appMetadataJson().getBytes(StandardCharsets.US_ASCII))
         .build();
   }
 
