@@ -2,6 +2,7 @@ package io.transit.flight.diagnostic;
 
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -9,6 +10,10 @@ import java.util.Map;
  * stable diagnostic code such as {@code query.namespace_conflict}, a short safe message, and the
  * facts the Diagnostic v1 trailer carries. Nothing in it may hold credential material, full SQL
  * or stored row values.
+ *
+ * <p>Immutable once thrown: every {@code with…} method returns a copy. Optional detail (stage,
+ * outcome, identity, actions) defaults to the cause's entry in {@link Recovery}; {@link
+ * ErrorMapper} turns the whole into a status, a bounded message and a Diagnostic v1.
  */
 public final class GatewayException extends RuntimeException {
   private static final long serialVersionUID = 1L;
@@ -16,29 +21,72 @@ public final class GatewayException extends RuntimeException {
   private final Cause cause;
   private final String code;
   private final Map<String, Object> facts;
+  private final transient Detail detail;
+
+  /** The optional parts of the diagnostic envelope; null fields mean "use the default". */
+  private record Detail(Stage stage, Outcome outcome, Identity identity, List<Action> actions) {
+    static final Detail EMPTY = new Detail(null, null, Identity.NONE, null);
+  }
 
   public GatewayException(Cause cause, String code, String message) {
-    this(cause, code, message, null, Map.of());
+    this(cause, code, message, null, Map.of(), Detail.EMPTY);
   }
 
   public GatewayException(Cause cause, String code, String message, Throwable underlying) {
-    this(cause, code, message, underlying, Map.of());
+    this(cause, code, message, underlying, Map.of(), Detail.EMPTY);
   }
 
   private GatewayException(
-      Cause cause, String code, String message, Throwable underlying, Map<String, Object> facts) {
+      Cause cause,
+      String code,
+      String message,
+      Throwable underlying,
+      Map<String, Object> facts,
+      Detail detail) {
     super(message, underlying, false, underlying != null);
     this.cause = cause;
     this.code = code;
     this.facts = new LinkedHashMap<>(facts);
+    this.detail = detail;
+  }
+
+  private GatewayException copy(Detail newDetail) {
+    GatewayException copy =
+        new GatewayException(cause, code, getMessage(), getCause(), facts, newDetail);
+    copy.setStackTrace(getStackTrace());
+    return copy;
   }
 
   /** Returns a copy carrying one more fact (kept in insertion order). */
   public GatewayException with(String key, Object value) {
-    GatewayException copy = new GatewayException(cause, code, getMessage(), getCause(), facts);
+    GatewayException copy = copy(detail);
     copy.facts.put(key, value);
-    copy.setStackTrace(getStackTrace());
     return copy;
+  }
+
+  /** Returns a copy carrying {@code fact} under its own name. */
+  public GatewayException with(Fact fact) {
+    return with(fact.name(), fact);
+  }
+
+  /** Returns a copy naming the stage of the call that failed. */
+  public GatewayException at(Stage stage) {
+    return copy(new Detail(stage, detail.outcome, detail.identity, detail.actions));
+  }
+
+  /** Returns a copy with an outcome other than the cause's default. */
+  public GatewayException withOutcome(Outcome outcome) {
+    return copy(new Detail(detail.stage, outcome, detail.identity, detail.actions));
+  }
+
+  /** Returns a copy carrying the query identity (left out for access-class causes). */
+  public GatewayException withIdentity(Identity identity) {
+    return copy(new Detail(detail.stage, detail.outcome, identity, detail.actions));
+  }
+
+  /** Returns a copy recommending {@code actions} instead of the cause's defaults. */
+  public GatewayException withActions(Action... actions) {
+    return copy(new Detail(detail.stage, detail.outcome, detail.identity, List.of(actions)));
   }
 
   public Cause kind() {
@@ -51,6 +99,23 @@ public final class GatewayException extends RuntimeException {
 
   public Map<String, Object> facts() {
     return Collections.unmodifiableMap(facts);
+  }
+
+  /** The stage, or null when not named. */
+  public Stage stage() {
+    return detail == null ? null : detail.stage;
+  }
+
+  public Outcome outcome() {
+    return detail == null || detail.outcome == null ? Recovery.outcome(cause) : detail.outcome;
+  }
+
+  public Identity identity() {
+    return detail == null || detail.identity == null ? Identity.NONE : detail.identity;
+  }
+
+  public List<Action> actions() {
+    return detail == null || detail.actions == null ? Recovery.actions(cause) : detail.actions;
   }
 
   public static GatewayException of(Cause cause, String code, String message) {

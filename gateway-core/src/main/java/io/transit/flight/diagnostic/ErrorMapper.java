@@ -1,0 +1,201 @@
+package io.transit.flight.diagnostic;
+
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.util.concurrent.ThreadLocalRandom;
+import org.apache.arrow.flight.CallStatus;
+import org.apache.arrow.flight.ErrorFlightMetadata;
+import org.apache.arrow.flight.FlightRuntimeException;
+import org.apache.arrow.flight.grpc.StatusUtils;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Turns any failure into what the caller sees: the cause's gRPC status, a bounded {@code
+ * "code: message"} ({@link GrpcMessage}) and, when it fits the metadata budget, the Diagnostic
+ * v1 bytes in the {@value #TRAILER_KEY} trailer. Rules ({@code docs/status.md}, "Mapping"):
+ *
+ * <ul>
+ *   <li>{@link GatewayException}: its cause's status, its code and message, its diagnostic.
+ *       {@link Cause#UNAUTHENTICATED} gets a fixed message and no trailer; {@link
+ *       Cause#ACCESS_DENIED} and {@link Cause#TICKET_SCOPE} keep the trailer without identity
+ *       or facts. {@link Cause#INTERNAL} is logged with a reference.
+ *   <li>A {@link StatusRuntimeException} or {@link FlightRuntimeException} this mapper made
+ *       (its status cause is the original {@code GatewayException}) maps that exception again,
+ *       so mapping is idempotent.
+ *   <li>Any other status exception keeps only its code's meaning: cancelled, deadline,
+ *       unauthenticated, permission denied, unimplemented, invalid argument, resource exhausted
+ *       and unavailable become the matching cause with a generic message; everything else is
+ *       INTERNAL. Its description is never forwarded: it is not known to be safe.
+ *   <li>Any other throwable is INTERNAL with a generic message carrying a random reference; the
+ *       throwable is logged with the same reference for operators.
+ * </ul>
+ *
+ * Building the diagnostic can fail (e.g. a malformed code); the status and message are then
+ * sent without the trailer. Stateless apart from its configuration; any thread.
+ */
+public final class ErrorMapper {
+  /** The trailer carrying Diagnostic v1 bytes. */
+  public static final String TRAILER_KEY = "transit-diagnostic-bin";
+
+  public static final Metadata.Key<byte[]> TRAILER =
+      Metadata.Key.of(TRAILER_KEY, Metadata.BINARY_BYTE_MARSHALLER);
+
+  /** Room for the largest diagnostic (4096 bytes as 5462 base64 bytes) plus its key. */
+  public static final int DEFAULT_TRAILER_BUDGET = 6144;
+
+  /** HTTP/2 counts 32 bytes per header field besides its name and value (RFC 7541 §4.1). */
+  private static final int HEADER_FIELD_OVERHEAD = 32;
+
+  static final String UNAUTHENTICATED_MESSAGE = "auth.unauthenticated: a valid credential is required";
+
+  private static final Logger LOG = LoggerFactory.getLogger(ErrorMapper.class);
+
+  private final int trailerBudget;
+
+  /** A mapper whose trailer budget fits every diagnostic. */
+  public ErrorMapper() {
+    this(DEFAULT_TRAILER_BUDGET);
+  }
+
+  /**
+   * @param trailerBudget the most HTTP/2 header-list bytes the trailer may take (name, base64
+   *     value and 32 bytes of overhead); a larger diagnostic is left out, the status kept
+   */
+  public ErrorMapper(int trailerBudget) {
+    if (trailerBudget < 0) {
+      throw new IllegalArgumentException("trailerBudget: " + trailerBudget + " (expected: >= 0)");
+    }
+    this.trailerBudget = trailerBudget;
+  }
+
+  /**
+   * The gRPC form, for interceptors and for Flight producers: Arrow's service passes a {@code
+   * StatusRuntimeException} thrown by a producer (or given to {@code listener.error}) to the
+   * caller unchanged, so every status code, including ABORTED, FAILED_PRECONDITION,
+   * OUT_OF_RANGE and DATA_LOSS, arrives exactly.
+   */
+  public StatusRuntimeException toGrpc(Throwable t) {
+    GatewayException e = gatewayFailure(t);
+    Metadata trailers = new Metadata();
+    byte[] detail = trailerBytes(e);
+    if (detail != null) {
+      trailers.put(TRAILER, detail);
+    }
+    Status status =
+        Status.fromCode(e.kind().code()).withDescription(message(e)).withCause(e);
+    return status.asRuntimeException(trailers);
+  }
+
+  /**
+   * The Flight form. Arrow 18's {@code FlightStatusCode} has no ABORTED, FAILED_PRECONDITION,
+   * OUT_OF_RANGE or DATA_LOSS: for those causes the code is Arrow's nearest one (the same a
+   * Java Flight client reports for the exact code), so producers should throw {@link
+   * #toGrpc} instead; the trailer still names the exact status.
+   */
+  public FlightRuntimeException toFlight(Throwable t) {
+    GatewayException e = gatewayFailure(t);
+    ErrorFlightMetadata metadata = new ErrorFlightMetadata();
+    byte[] detail = trailerBytes(e);
+    if (detail != null) {
+      metadata.insert(TRAILER_KEY, detail);
+    }
+    return new CallStatus(StatusUtils.fromGrpcStatusCode(e.kind().code()))
+        .withDescription(message(e))
+        .withCause(e)
+        .withMetadata(metadata)
+        .toRuntimeException();
+  }
+
+  /** The diagnostic bytes {@code t} would carry, or null when it carries none. */
+  public byte[] diagnosticBytes(Throwable t) {
+    return trailerBytes(gatewayFailure(t));
+  }
+
+  private static String message(GatewayException e) {
+    if (e.kind() == Cause.UNAUTHENTICATED) {
+      return UNAUTHENTICATED_MESSAGE;
+    }
+    return GrpcMessage.of(e.code(), e.getMessage());
+  }
+
+  private byte[] trailerBytes(GatewayException e) {
+    // An unauthenticated caller learns nothing beyond the status: not which check failed.
+    if (e.kind() == Cause.UNAUTHENTICATED) {
+      return null;
+    }
+    byte[] json;
+    try {
+      Diagnostic d = Diagnostic.from(e);
+      if (e.kind() == Cause.ACCESS_DENIED || e.kind() == Cause.TICKET_SCOPE) {
+        d = d.withoutDisclosure();
+      }
+      json = d.toJson();
+    } catch (RuntimeException buildFailure) {
+      LOG.warn("diagnostic for {} left out: {}", e.code(), buildFailure.toString());
+      return null;
+    }
+    return encodedSize(json.length) <= trailerBudget ? json : null;
+  }
+
+  /** Header-list bytes of the trailer: key, unpadded base64 value, per-field overhead. */
+  static int encodedSize(int valueBytes) {
+    int base64 = (valueBytes / 3) * 4 + new int[] {0, 2, 3}[valueBytes % 3];
+    return TRAILER_KEY.length() + base64 + HEADER_FIELD_OVERHEAD;
+  }
+
+  /** The gateway failure {@code t} stands for, following the passthrough rules above. */
+  static GatewayException gatewayFailure(Throwable t) {
+    if (t instanceof GatewayException e) {
+      if (e.kind() == Cause.INTERNAL) {
+        String ref = reference();
+        LOG.error("internal failure {} [ref {}]", e.code(), ref, e);
+        return e.with("reference", ref);
+      }
+      return e;
+    }
+    if (t instanceof StatusRuntimeException s) {
+      return foreignStatus(s.getStatus().getCode(), s.getStatus().getCause(), t);
+    }
+    if (t instanceof FlightRuntimeException f) {
+      return foreignStatus(StatusUtils.toGrpcStatusCode(f.status().code()), f.status().cause(), t);
+    }
+    return internal(t);
+  }
+
+  private static GatewayException foreignStatus(Status.Code code, Throwable cause, Throwable t) {
+    if (cause instanceof GatewayException mine) {
+      return mine;
+    }
+    return switch (code) {
+      case CANCELLED -> GatewayException.of(Cause.CANCELLED, "flight.cancelled", "the call was cancelled");
+      case DEADLINE_EXCEEDED ->
+          GatewayException.of(Cause.DEADLINE, "flight.deadline", "the call's deadline passed");
+      case UNAUTHENTICATED ->
+          GatewayException.of(Cause.UNAUTHENTICATED, "auth.unauthenticated", "unauthenticated");
+      case PERMISSION_DENIED ->
+          GatewayException.of(Cause.ACCESS_DENIED, "flight.access_denied", "access denied");
+      case UNIMPLEMENTED -> GatewayException.of(
+          Cause.UNSUPPORTED, "flight.unsupported", "the operation is outside the profile");
+      case INVALID_ARGUMENT ->
+          GatewayException.of(Cause.INVALID_REQUEST, "flight.invalid_request", "invalid request");
+      case RESOURCE_EXHAUSTED -> GatewayException.of(
+          Cause.BUDGET_EXHAUSTED, "flight.budget_exhausted", "a bounded resource was exhausted");
+      case UNAVAILABLE ->
+          GatewayException.of(Cause.TRANSPORT, "flight.transport", "transport unavailable");
+      default -> internal(t);
+    };
+  }
+
+  private static GatewayException internal(Throwable t) {
+    String ref = reference();
+    LOG.error("internal failure [ref {}]", ref, t);
+    return GatewayException.of(Cause.INTERNAL, "gateway.internal", "internal error, reference " + ref)
+        .with("reference", ref);
+  }
+
+  private static String reference() {
+    return String.format("%016x", ThreadLocalRandom.current().nextLong());
+  }
+}

@@ -1,0 +1,45 @@
+package io.transit.flight.diagnostic;
+
+import java.util.List;
+
+/**
+ * The default recovery actions and outcome for each {@link Cause}. A failure may override
+ * both ({@link GatewayException#withActions}, {@link GatewayException#withOutcome}) when it
+ * knows more, e.g. a deadline hit before any native command was sent. The switches are
+ * exhaustive, so a new cause does not compile until it has an entry here and in
+ * {@code docs/status.md}.
+ */
+public final class Recovery {
+  private Recovery() {}
+
+  public static List<Action> actions(Cause cause) {
+    return switch (cause) {
+      case UNAUTHENTICATED -> List.of(Action.REAUTHENTICATE);
+      case ARITHMETIC_OVERFLOW, BUDGET_EXHAUSTED, CELL_STATE ->
+          List.of(Action.CHANGE_REQUEST, Action.USE_NEXT_SEQUENCE);
+      case ADMISSION_BUSY, PRECONDITION, CLOCK -> List.of(Action.RETRY_LATER);
+      case ACCESS_DENIED, TICKET_SCOPE -> List.of(Action.CHECK_ACCESS);
+      case RETIRED, NAMESPACE_CONFLICT -> List.of(Action.USE_NEXT_SEQUENCE);
+      case SEQUENCE_GAP -> List.of(Action.USE_EXPECTED_SEQUENCE);
+      case TICKET_EXPIRED, INVALID_TICKET -> List.of(Action.REISSUE_WITH_GETFLIGHTINFO);
+      case UNSUPPORTED, INTEGER_OUT_OF_RANGE, INVALID_REQUEST, INVALID_CALLER_FIELD,
+          INVALID_SEQUENCE, INVALID_PROTOBUF -> List.of(Action.CHANGE_REQUEST);
+      case CANCELLED, DEADLINE, UNKNOWN_OUTCOME, TRANSPORT ->
+          List.of(Action.RETRY_SAME_SEQUENCE_AND_SQL);
+      case EVIDENCE, INTERNAL -> List.of(Action.CONTACT_OPERATOR);
+    };
+  }
+
+  public static Outcome outcome(Cause cause) {
+    return switch (cause) {
+      case UNAUTHENTICATED, ADMISSION_BUSY, ACCESS_DENIED, UNSUPPORTED, INVALID_REQUEST,
+          INVALID_CALLER_FIELD, INVALID_SEQUENCE, INVALID_TICKET, TICKET_SCOPE, INVALID_PROTOBUF,
+          TICKET_EXPIRED, CLOCK -> Outcome.NOT_ADMITTED;
+      case SEQUENCE_GAP, NAMESPACE_CONFLICT -> Outcome.REJECTED;
+      case ARITHMETIC_OVERFLOW, BUDGET_EXHAUSTED, PRECONDITION, CELL_STATE,
+          INTEGER_OUT_OF_RANGE -> Outcome.FAILED;
+      case CANCELLED, DEADLINE, UNKNOWN_OUTCOME, TRANSPORT, INTERNAL -> Outcome.UNKNOWN;
+      case RETIRED, EVIDENCE -> Outcome.INCOMPLETE;
+    };
+  }
+}
