@@ -156,7 +156,8 @@ class JavaClientEndToEndTest {
     FlightRuntimeException e = assertThrows(FlightRuntimeException.class,
         () -> client.getCatalogs(new org.apache.arrow.flight.HeaderCallOption(h)));
     assertEquals(FlightStatusCode.UNAUTHENTICATED, e.status().code());
-    assertEquals("unauthenticated", e.status().description());
+    assertEquals("auth.unauthenticated: a valid credential is required", e.status().description());
+    assertEquals(null, e.status().metadata().getByte("transit-diagnostic-bin"));
   }
 
   static FlightRuntimeException assertCode(FlightStatusCode code, String diagnostic,

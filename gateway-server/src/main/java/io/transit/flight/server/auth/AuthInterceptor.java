@@ -6,7 +6,7 @@ import io.grpc.Metadata;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
-import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
@@ -60,16 +60,16 @@ public final class AuthInterceptor implements ServerInterceptor {
       ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
     Optional<CallerBinding> caller = authenticate(headers);
     if (caller.isEmpty()) {
-      call.close(Status.UNAUTHENTICATED.withDescription("unauthenticated"), new Metadata());
+      // The mapper gives UNAUTHENTICATED a fixed message and no trailer: nothing is disclosed.
+      close(call, GatewayException.of(Cause.UNAUTHENTICATED, "auth.unauthenticated",
+          "a valid credential is required"));
       return new ServerCall.Listener<>() {};
     }
     for (String key : headers.keys()) {
       String k = key.toLowerCase(Locale.ROOT);
       if ((k.startsWith("x-transit-") && !k.equals(SEQUENCE_HEADER)) || OVERRIDES.contains(k)) {
-        GatewayException e = GatewayException.of(Cause.INVALID_CALLER_FIELD, "auth.override_header",
-            "header " + k + " is a caller-supplied override and is refused");
-        io.grpc.StatusRuntimeException s = errors.toGrpc(e);
-        call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
+        close(call, GatewayException.of(Cause.INVALID_CALLER_FIELD, "auth.override_header",
+            "header " + k + " is a caller-supplied override and is refused"));
         return new ServerCall.Listener<>() {};
       }
     }
@@ -82,6 +82,11 @@ public final class AuthInterceptor implements ServerInterceptor {
         .withValue(CALLER, caller.get())
         .withValue(SEQUENCE, List.copyOf(sequence));
     return Contexts.interceptCall(ctx, call, headers, next);
+  }
+
+  private void close(ServerCall<?, ?> call, GatewayException e) {
+    StatusRuntimeException s = errors.toGrpc(e);
+    call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
   }
 
   private Optional<CallerBinding> authenticate(Metadata headers) {

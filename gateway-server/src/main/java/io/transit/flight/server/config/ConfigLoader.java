@@ -198,8 +198,8 @@ public final class ConfigLoader {
     check(l.maxResultBytes() >= 1, "limits.max_result_bytes", l.maxResultBytes(), ">= 1");
     check(l.uploadPartBytes() >= 256 && l.uploadPartBytes() <= 8192,
         "limits.upload_part_bytes", l.uploadPartBytes(), "256..8192");
-    check(l.diagnosticMetadataBytes() >= 0 && l.diagnosticMetadataBytes() <= 4096,
-        "limits.diagnostic_metadata_bytes", l.diagnosticMetadataBytes(), "0..4096");
+    check(l.diagnosticMetadataBytes() >= 0 && l.diagnosticMetadataBytes() <= 16384,
+        "limits.diagnostic_metadata_bytes", l.diagnosticMetadataBytes(), "0..16384");
     check(l.producerThreads() >= 1, "limits.producer_threads", l.producerThreads(), ">= 1");
     check(l.writerThreads() >= 1, "limits.writer_threads", l.writerThreads(), ">= 1");
   }

@@ -55,7 +55,7 @@ public record Limits(
         or(maxResultRows, 100_000_000L),
         or(maxResultBytes, 8L << 30),
         or(uploadPartBytes, 4096),
-        or(diagnosticMetadataBytes, 4096),
+        or(diagnosticMetadataBytes, 6144),
         // One producer per live stream: a producer parked for a slow reader must not hold up
         // another stream (the credit-stall budget bounds how long it parks).
         or(producerThreads, streams),

@@ -75,7 +75,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       }
       throw unimplemented(command.getTypeUrl());
     } catch (Throwable t) {
-      throw errors.toFlight(t);
+      throw errors.toGrpc(t);
     }
   }
 
@@ -92,7 +92,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       }
       throw unimplemented(command.getTypeUrl());
     } catch (Throwable t) {
-      throw errors.toFlight(t);
+      throw errors.toGrpc(t);
     }
   }
 
@@ -105,14 +105,14 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       verified = state.tickets().verify(ticket.getBytes(), state.scopeOf(caller),
           caller.declarationFingerprint());
     } catch (Throwable t) {
-      listener.error(errors.toFlight(t));
+      listener.error(errors.toGrpc(t));
       return;
     }
     FlightServerChannel channel;
     try {
-      channel = state.streams().open(listener, errors::toFlight);
+      channel = state.streams().open(listener, errors::toGrpc);
     } catch (Throwable t) {
-      listener.error(errors.toFlight(t));
+      listener.error(errors.toGrpc(t));
       return;
     }
     Runnable production;
@@ -140,22 +140,22 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
 
   @Override
   public void listFlights(CallContext context, Criteria criteria, StreamListener<FlightInfo> listener) {
-    listener.onError(errors.toFlight(unimplemented("ListFlights")));
+    listener.onError(errors.toGrpc(unimplemented("ListFlights")));
   }
 
   @Override
   public PollInfo pollFlightInfo(CallContext context, FlightDescriptor descriptor) {
-    throw errors.toFlight(unimplemented("PollFlightInfo"));
+    throw errors.toGrpc(unimplemented("PollFlightInfo"));
   }
 
   @Override
   public Runnable acceptPut(CallContext context, FlightStream stream, StreamListener<PutResult> ack) {
-    return () -> ack.onError(errors.toFlight(unimplemented("DoPut")));
+    return () -> ack.onError(errors.toGrpc(unimplemented("DoPut")));
   }
 
   @Override
   public void doExchange(CallContext context, FlightStream reader, ServerStreamListener writer) {
-    writer.error(errors.toFlight(unimplemented("DoExchange")));
+    writer.error(errors.toGrpc(unimplemented("DoExchange")));
   }
 
   @Override
@@ -164,7 +164,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       CallerContext.caller();
       super.doAction(context, action, listener);
     } catch (Throwable t) {
-      listener.onError(errors.toFlight(t));
+      listener.onError(errors.toGrpc(t));
     }
   }
 
@@ -183,7 +183,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       listener.onNext(new GetSessionOptionsResult(options));
       listener.onCompleted();
     } catch (Throwable t) {
-      listener.onError(errors.toFlight(t));
+      listener.onError(errors.toGrpc(t));
     }
   }
 
@@ -202,7 +202,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       listener.onNext(new SetSessionOptionsResult(errs));
       listener.onCompleted();
     } catch (Throwable t) {
-      listener.onError(errors.toFlight(t));
+      listener.onError(errors.toGrpc(t));
     }
   }
 

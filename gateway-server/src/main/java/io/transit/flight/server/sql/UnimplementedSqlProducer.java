@@ -33,152 +33,152 @@ abstract class UnimplementedSqlProducer implements FlightSqlProducer {
 
   @Override
   public void createPreparedStatement(FlightSql.ActionCreatePreparedStatementRequest a0, CallContext a1, StreamListener<Result> a2) {
-    a2.onError(errors.toFlight(unimplemented("CreatePreparedStatement")));
+    a2.onError(errors.toGrpc(unimplemented("CreatePreparedStatement")));
   }
 
   @Override
   public void closePreparedStatement(FlightSql.ActionClosePreparedStatementRequest a0, CallContext a1, StreamListener<Result> a2) {
-    a2.onError(errors.toFlight(unimplemented("ClosePreparedStatement")));
+    a2.onError(errors.toGrpc(unimplemented("ClosePreparedStatement")));
   }
 
   @Override
   public FlightInfo getFlightInfoStatement(FlightSql.CommandStatementQuery a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoStatement"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoStatement"));
   }
 
   @Override
   public FlightInfo getFlightInfoPreparedStatement(FlightSql.CommandPreparedStatementQuery a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoPreparedStatement"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoPreparedStatement"));
   }
 
   @Override
   public SchemaResult getSchemaStatement(FlightSql.CommandStatementQuery a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetSchemaStatement"));
+    throw errors.toGrpc(unimplemented("GetSchemaStatement"));
   }
 
   @Override
   public void getStreamStatement(FlightSql.TicketStatementQuery a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamStatement")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamStatement")));
   }
 
   @Override
   public void getStreamPreparedStatement(FlightSql.CommandPreparedStatementQuery a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamPreparedStatement")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamPreparedStatement")));
   }
 
   @Override
   public Runnable acceptPutStatement(FlightSql.CommandStatementUpdate a0, CallContext a1, FlightStream a2, StreamListener<PutResult> a3) {
-    return () -> a3.onError(errors.toFlight(unimplemented("AcceptPutStatement")));
+    return () -> a3.onError(errors.toGrpc(unimplemented("AcceptPutStatement")));
   }
 
   @Override
   public Runnable acceptPutPreparedStatementUpdate(FlightSql.CommandPreparedStatementUpdate a0, CallContext a1, FlightStream a2, StreamListener<PutResult> a3) {
-    return () -> a3.onError(errors.toFlight(unimplemented("AcceptPutPreparedStatementUpdate")));
+    return () -> a3.onError(errors.toGrpc(unimplemented("AcceptPutPreparedStatementUpdate")));
   }
 
   @Override
   public Runnable acceptPutPreparedStatementQuery(FlightSql.CommandPreparedStatementQuery a0, CallContext a1, FlightStream a2, StreamListener<PutResult> a3) {
-    return () -> a3.onError(errors.toFlight(unimplemented("AcceptPutPreparedStatementQuery")));
+    return () -> a3.onError(errors.toGrpc(unimplemented("AcceptPutPreparedStatementQuery")));
   }
 
   @Override
   public FlightInfo getFlightInfoSqlInfo(FlightSql.CommandGetSqlInfo a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoSqlInfo"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoSqlInfo"));
   }
 
   @Override
   public void getStreamSqlInfo(FlightSql.CommandGetSqlInfo a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamSqlInfo")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamSqlInfo")));
   }
 
   @Override
   public FlightInfo getFlightInfoTypeInfo(FlightSql.CommandGetXdbcTypeInfo a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoTypeInfo"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoTypeInfo"));
   }
 
   @Override
   public void getStreamTypeInfo(FlightSql.CommandGetXdbcTypeInfo a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamTypeInfo")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamTypeInfo")));
   }
 
   @Override
   public FlightInfo getFlightInfoCatalogs(FlightSql.CommandGetCatalogs a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoCatalogs"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoCatalogs"));
   }
 
   @Override
   public void getStreamCatalogs(CallContext a0, ServerStreamListener a1) {
-    a1.error(errors.toFlight(unimplemented("GetStreamCatalogs")));
+    a1.error(errors.toGrpc(unimplemented("GetStreamCatalogs")));
   }
 
   @Override
   public FlightInfo getFlightInfoSchemas(FlightSql.CommandGetDbSchemas a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoSchemas"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoSchemas"));
   }
 
   @Override
   public void getStreamSchemas(FlightSql.CommandGetDbSchemas a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamSchemas")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamSchemas")));
   }
 
   @Override
   public FlightInfo getFlightInfoTables(FlightSql.CommandGetTables a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoTables"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoTables"));
   }
 
   @Override
   public void getStreamTables(FlightSql.CommandGetTables a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamTables")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamTables")));
   }
 
   @Override
   public FlightInfo getFlightInfoTableTypes(FlightSql.CommandGetTableTypes a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoTableTypes"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoTableTypes"));
   }
 
   @Override
   public void getStreamTableTypes(CallContext a0, ServerStreamListener a1) {
-    a1.error(errors.toFlight(unimplemented("GetStreamTableTypes")));
+    a1.error(errors.toGrpc(unimplemented("GetStreamTableTypes")));
   }
 
   @Override
   public FlightInfo getFlightInfoPrimaryKeys(FlightSql.CommandGetPrimaryKeys a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoPrimaryKeys"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoPrimaryKeys"));
   }
 
   @Override
   public void getStreamPrimaryKeys(FlightSql.CommandGetPrimaryKeys a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamPrimaryKeys")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamPrimaryKeys")));
   }
 
   @Override
   public FlightInfo getFlightInfoExportedKeys(FlightSql.CommandGetExportedKeys a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoExportedKeys"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoExportedKeys"));
   }
 
   @Override
   public FlightInfo getFlightInfoImportedKeys(FlightSql.CommandGetImportedKeys a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoImportedKeys"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoImportedKeys"));
   }
 
   @Override
   public FlightInfo getFlightInfoCrossReference(FlightSql.CommandGetCrossReference a0, CallContext a1, FlightDescriptor a2) {
-    throw errors.toFlight(unimplemented("GetFlightInfoCrossReference"));
+    throw errors.toGrpc(unimplemented("GetFlightInfoCrossReference"));
   }
 
   @Override
   public void getStreamExportedKeys(FlightSql.CommandGetExportedKeys a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamExportedKeys")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamExportedKeys")));
   }
 
   @Override
   public void getStreamImportedKeys(FlightSql.CommandGetImportedKeys a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamImportedKeys")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamImportedKeys")));
   }
 
   @Override
   public void getStreamCrossReference(FlightSql.CommandGetCrossReference a0, CallContext a1, ServerStreamListener a2) {
-    a2.error(errors.toFlight(unimplemented("GetStreamCrossReference")));
+    a2.error(errors.toGrpc(unimplemented("GetStreamCrossReference")));
   }
 
   @Override
