@@ -44,7 +44,10 @@ public enum LogicalType {
     return ordered;
   }
 
-  /** Comparisons, BETWEEN and IN may name the column. BOOL allows {@code =}/{@code <>} only. */
+  /**
+   * Comparisons, BETWEEN and IN may name the column. BOOL is false here yet allows
+   * {@code =}/{@code <>} and IS [NOT] NULL (no IN, no BETWEEN); CELL_INT64 allows no filter at all.
+   */
   public boolean filterable() {
     return filterable;
   }

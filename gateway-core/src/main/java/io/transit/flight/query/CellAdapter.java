@@ -1,0 +1,255 @@
+package io.transit.flight.query;
+
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.proto.CellState;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.nio.channels.Channels;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.OutOfMemoryException;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.BitVectorHelper;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.UInt1Vector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.StructVector;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.ipc.ReadChannel;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.flatbuf.MessageHeader;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.arrow.vector.util.ValueVectorUtility;
+
+/**
+ * Turns one retained segment ({@link CellFormat}; bytes already digest-verified by the caller)
+ * into a plain Arrow int64 batch with the result's output schema.
+ *
+ * <p>Per cell: {@code CELL_INT64} → the value; {@code CELL_UINT64} → the value when it is at
+ * most int64 max, else {@code flight.integer_out_of_range}; {@code CELL_NULL} → an Arrow null
+ * (only in a nullable column, else evidence failure); missing, conflicted and mistyped cells →
+ * {@code query.cell_state} (never coerced to null); any other state, and any IPC or schema defect,
+ * → {@code query.evidence}. Columns are checked in order, rows in order within a column; the first
+ * failing cell is reported.
+ *
+ * <p>The value buffer is never copied or boxed: every valid cell already holds its int64 bits
+ * (null cells hold 0 and are masked by validity), so it is transferred whole from the decoded
+ * cell vector, and validity is built from the states in the same pass that checks them.
+ *
+ * <p>Buffers: everything is allocated in the caller's allocator. The message body, the decoded
+ * batch and the cell vectors are closed before {@link #adapt} returns, on every path. The returned root is owned by the
+ * caller, who must close it (e.g. by handing it to the channel, which then owns it). Stateless;
+ * any thread, one call per segment.
+ */
+public final class CellAdapter {
+  private static final int INT64_STATE = CellState.CELL_INT64_VALUE;
+  private static final int UINT64_STATE = CellState.CELL_UINT64_VALUE;
+  private static final int NULL_STATE = CellState.CELL_NULL_VALUE;
+  private static final byte[] END_OF_STREAM = {-1, -1, -1, -1, 0, 0, 0, 0};
+
+  private CellAdapter() {}
+
+  /**
+   * Converts one segment.
+   *
+   * @param segment the verified segment bytes (the caller keeps them; they are not retained)
+   * @param output the result's output schema ({@link QueryCompiler#outputSchema}): int64 fields
+   * @param firstRow the result row number of the segment's first row, for failure facts
+   * @param allocator where the reader and the returned vectors are allocated
+   * @return a root with {@code output}'s fields; ownership passes to the caller
+   * @throws GatewayException EVIDENCE, CELL_STATE, INTEGER_OUT_OF_RANGE, or TRANSPORT when the
+   *     allocator refuses memory
+   */
+  public static VectorSchemaRoot adapt(
+      byte[] segment, Schema output, long firstRow, BufferAllocator allocator) {
+    List<String> names = new ArrayList<>(output.getFields().size());
+    for (Field f : output.getFields()) {
+      if (!(f.getType() instanceof ArrowType.Int t) || t.getBitWidth() != 64 || !t.getIsSigned()) {
+        throw new IllegalArgumentException("output field " + f.getName() + " (expected: int64)");
+      }
+      names.add(f.getName());
+    }
+    if (!endsWithEndOfStream(segment)) {
+      throw evidence("segment is not a complete Arrow IPC stream");
+    }
+    Schema expected = CellFormat.segmentSchema(names);
+    ByteArrayInputStream in = new ByteArrayInputStream(segment);
+    ReadChannel channel = new ReadChannel(Channels.newChannel(in));
+    // Messages are read one by one here rather than through ArrowStreamReader, which leaks a
+    // message body when a batch header has an unexpected type (Arrow Java 18.3).
+    try {
+      MessageMetadataResult schemaMessage = MessageSerializer.readMessage(channel);
+      if (schemaMessage == null || schemaMessage.headerType() != MessageHeader.Schema
+          || schemaMessage.getMessageBodyLength() != 0) {
+        throw evidence("segment does not start with a schema");
+      }
+      Schema actual = MessageSerializer.deserializeSchema(schemaMessage);
+      if (!actual.getFields().equals(expected.getFields())
+          || !actual.getCustomMetadata().isEmpty()) {
+        throw evidence("segment schema does not match the result columns");
+      }
+      MessageMetadataResult batchMessage = MessageSerializer.readMessage(channel);
+      if (batchMessage == null || batchMessage.headerType() != MessageHeader.RecordBatch) {
+        throw evidence("segment has no record batch");
+      }
+      long bodyLength = batchMessage.getMessageBodyLength();
+      if (bodyLength < 0 || bodyLength > in.available()) {
+        throw evidence("segment batch body exceeds the segment");
+      }
+      ArrowBuf body = MessageSerializer.readMessageBody(channel, bodyLength, allocator);
+      ArrowRecordBatch batch;
+      try {
+        // On success the batch holds the body's slices and the body's own reference is released.
+        batch = MessageSerializer.deserializeRecordBatch(batchMessage, body);
+      } catch (IOException | RuntimeException e) {
+        body.close();
+        throw e;
+      }
+      VectorSchemaRoot result;
+      try (batch;
+          VectorSchemaRoot cells = VectorSchemaRoot.create(expected, allocator)) {
+        new VectorLoader(cells).load(batch);
+        ValueVectorUtility.validateFull(cells);
+        result = convert(cells, output, firstRow, allocator);
+      }
+      try {
+        if (MessageSerializer.readMessage(channel) != null || in.available() != 0) {
+          throw evidence("segment has more than one record batch");
+        }
+      } catch (IOException | RuntimeException e) {
+        result.close();
+        throw e;
+      }
+      return result;
+    } catch (GatewayException e) {
+      throw e;
+    } catch (OutOfMemoryException e) {
+      throw GatewayException.of(Cause.TRANSPORT, "flight.allocation",
+          "allocation failed while converting a segment");
+    } catch (Exception e) {
+      // IOException, Arrow validation failures and malformed-buffer runtime errors all mean the
+      // retained bytes are not the evidence they claim to be.
+      throw evidence("segment is not valid Arrow IPC", e);
+    }
+  }
+
+  /** Builds the output root from decoded cells; on failure frees whatever it built. */
+  private static VectorSchemaRoot convert(
+      VectorSchemaRoot cells, Schema output, long firstRow, BufferAllocator allocator) {
+    int rows = cells.getRowCount();
+    List<FieldVector> vectors = new ArrayList<>(output.getFields().size());
+    try {
+      for (int c = 0; c < output.getFields().size(); c++) {
+        vectors.add(column((StructVector) cells.getVector(c), output.getFields().get(c), rows,
+            firstRow, allocator));
+      }
+      VectorSchemaRoot result = new VectorSchemaRoot(output.getFields(), vectors, rows);
+      vectors = List.of();
+      return result;
+    } finally {
+      vectors.forEach(FieldVector::close);
+    }
+  }
+
+  /** {@link #adapt(byte[], Schema, long, BufferAllocator)} for a segment that starts at row 0. */
+  public static VectorSchemaRoot adapt(byte[] segment, Schema output, BufferAllocator allocator) {
+    return adapt(segment, output, 0, allocator);
+  }
+
+  private static BigIntVector column(
+      StructVector cells, Field field, int rows, long firstRow, BufferAllocator allocator) {
+    UInt1Vector states = cells.getChild(CellFormat.STATE, UInt1Vector.class);
+    BigIntVector values = cells.getChild(CellFormat.VALUE, BigIntVector.class);
+    if (cells.getNullCount() != 0 || states.getNullCount() != 0 || values.getNullCount() != 0
+        || states.getValueCount() < rows || values.getValueCount() < rows) {
+      throw evidence("segment has null or short cell vectors");
+    }
+    BigIntVector out = new BigIntVector(field, allocator);
+    try {
+      // Whole-buffer transfer: the cell vector's value and (all-set) validity buffers become the
+      // output's without copying.
+      values.makeTransferPair(out).transfer();
+      ArrowBuf stateBuf = states.getDataBuffer();
+      ArrowBuf valueBuf = out.getDataBuffer();
+      ArrowBuf validity = out.getValidityBuffer();
+      for (int r = 0; r < rows; r++) {
+        int state = stateBuf.getByte(r) & 0xff;
+        if (state == INT64_STATE) {
+          continue;
+        }
+        if (state == UINT64_STATE) {
+          long bits = valueBuf.getLong((long) r * BigIntVector.TYPE_WIDTH);
+          if (bits < 0) {
+            throw outOfRange(field.getName(), bits);
+          }
+        } else if (state == NULL_STATE && field.isNullable()) {
+          BitVectorHelper.unsetBit(validity, r);
+        } else {
+          throw badCell(field.getName(), firstRow + r, state);
+        }
+      }
+      out.setValueCount(rows);
+      return out;
+    } catch (RuntimeException e) {
+      out.close();
+      throw e;
+    }
+  }
+
+  private static GatewayException badCell(String column, long row, int state) {
+    CellState s = CellState.forNumber(state);
+    if (s == CellState.CELL_MISSING || s == CellState.CELL_CONFLICTED
+        || s == CellState.CELL_MISTYPED) {
+      return QueryCode.CELL_STATE.failure(SafeText.message("cell in column "
+              + SafeText.ident(column) + " row " + row + " is " + s.name()))
+          .with("column", SafeText.fragment(column))
+          .with("row", row)
+          .with("state", s.name());
+    }
+    String what = s == CellState.CELL_NULL ? "null cell in non-nullable column "
+        : "unknown cell state " + state + " in column ";
+    return evidence(what + SafeText.ident(column))
+        .with("column", SafeText.fragment(column))
+        .with("row", row);
+  }
+
+  private static GatewayException outOfRange(String column, long bits) {
+    String value = Long.toUnsignedString(bits);
+    return QueryCode.INTEGER_OUT_OF_RANGE.failure(SafeText.message("value " + value
+            + " in column " + SafeText.ident(column) + " exceeds int64 maximum"))
+        .with("column", SafeText.fragment(column))
+        .with("value", value)
+        .with("range", "[0, " + Long.MAX_VALUE + "]")
+        .with("stage", "output");
+  }
+
+  private static boolean endsWithEndOfStream(byte[] segment) {
+    if (segment.length < END_OF_STREAM.length) {
+      return false;
+    }
+    int from = segment.length - END_OF_STREAM.length;
+    for (int i = 0; i < END_OF_STREAM.length; i++) {
+      if (segment[from + i] != END_OF_STREAM[i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static GatewayException evidence(String message) {
+    return QueryCode.EVIDENCE.failure(SafeText.message(message));
+  }
+
+  private static GatewayException evidence(String message, Throwable underlying) {
+    return new GatewayException(Cause.EVIDENCE, QueryCode.EVIDENCE.code(),
+        SafeText.message(message), underlying);
+  }
+}

@@ -1,0 +1,162 @@
+package io.transit.flight.query;
+
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.proto.ColumnDeclaration;
+import io.transit.flight.proto.TableDeclaration;
+import java.util.ArrayList;
+import java.util.List;
+import net.sf.jsqlparser.expression.Alias;
+import net.sf.jsqlparser.schema.Column;
+import net.sf.jsqlparser.schema.Table;
+
+/**
+ * The caller's published Table as one query sees it: the declared columns with their logical
+ * types, and how the query named the Table in FROM (so that qualified column references can be
+ * checked). Identifier rules: a quoted identifier matches exactly, an unquoted one
+ * case-insensitively; among several case-insensitive matches an exact-case match wins, otherwise
+ * the reference is ambiguous. One instance per compilation; confined to the compiling thread.
+ */
+final class TableScope {
+  /** One declared column; {@code name} is the declared (exact-case) name. */
+  record DeclaredColumn(String name, LogicalType type, boolean nullable) {}
+
+  /** An identifier as written: its text without quotes, and whether it was quoted. */
+  record Ident(String text, boolean quoted) {
+    static Ident parse(String raw) {
+      if (raw.length() >= 2) {
+        char first = raw.charAt(0);
+        char last = raw.charAt(raw.length() - 1);
+        String inner = raw.substring(1, raw.length() - 1);
+        if (first == '"' && last == '"') {
+          return new Ident(inner.replace("\"\"", "\""), true);
+        }
+        if (first == '`' && last == '`') {
+          return new Ident(inner.replace("``", "`"), true);
+        }
+        if (first == '[' && last == ']') {
+          return new Ident(inner.replace("]]", "]"), true);
+        }
+      }
+      return new Ident(raw, false);
+    }
+
+    boolean matches(String declared) {
+      return quoted ? text.equals(declared) : text.equalsIgnoreCase(declared);
+    }
+  }
+
+  private final TableDeclaration table;
+  private final List<DeclaredColumn> columns;
+  /** The FROM alias, or null when FROM named the Table without one. */
+  private Ident alias;
+
+  private TableScope(TableDeclaration table, List<DeclaredColumn> columns) {
+    this.table = table;
+    this.columns = columns;
+  }
+
+  /** Reads the declaration; an unknown logical type there is a configuration defect. */
+  static TableScope of(TableDeclaration table) {
+    List<DeclaredColumn> columns = new ArrayList<>(table.getColumnsCount());
+    for (ColumnDeclaration c : table.getColumnsList()) {
+      LogicalType type;
+      try {
+        type = LogicalType.valueOf(c.getLogicalType());
+      } catch (IllegalArgumentException e) {
+        throw GatewayException.of(
+                Cause.INTERNAL,
+                "query.internal",
+                SafeText.message("declared column has unknown logical type "
+                    + SafeText.fragment(c.getLogicalType())))
+            .with("column", SafeText.fragment(c.getName()));
+      }
+      columns.add(new DeclaredColumn(c.getName(), type, c.getNullable()));
+    }
+    return new TableScope(table, List.copyOf(columns));
+  }
+
+  List<DeclaredColumn> columns() {
+    return columns;
+  }
+
+  /** Checks that FROM names the caller's Table and remembers its alias. */
+  void bindFrom(Table from) {
+    if (!namesTable(from.getNameParts())) {
+      throw unknownTable(from.getName());
+    }
+    Alias a = from.getAlias();
+    if (a != null) {
+      if (a.getAliasColumns() != null && !a.getAliasColumns().isEmpty()) {
+        throw SafeText.unsupported("unsupported: column list in a table alias");
+      }
+      alias = Ident.parse(a.getName());
+    }
+  }
+
+  /** Checks a qualifier such as {@code t} in {@code t.a} or {@code t.*}. */
+  void checkQualifier(Table qualifier) {
+    List<String> parts = qualifier.getNameParts();
+    boolean ok;
+    if (alias != null) {
+      // As in SQL, an alias hides the Table's own name.
+      ok = parts.size() == 1 && Ident.parse(parts.get(0)).matches(alias.text());
+    } else {
+      ok = namesTable(parts);
+    }
+    if (!ok) {
+      throw unknownTable(qualifier.getName());
+    }
+  }
+
+  /** Resolves a column reference to its declaration. */
+  DeclaredColumn resolve(Column ref) {
+    Table qualifier = ref.getTable();
+    if (qualifier != null && qualifier.getName() != null && !qualifier.getNameParts().isEmpty()) {
+      checkQualifier(qualifier);
+    }
+    Ident id = Ident.parse(ref.getColumnName());
+    DeclaredColumn found = null;
+    int matches = 0;
+    for (DeclaredColumn c : columns) {
+      if (id.matches(c.name())) {
+        matches++;
+        if (found == null || c.name().equals(id.text())) {
+          found = c;
+        }
+      }
+    }
+    if (found == null) {
+      throw SafeText.invalid("query.unknown_column", "unknown column " + SafeText.ident(id.text()))
+          .with("column", SafeText.fragment(id.text()));
+    }
+    if (matches > 1 && !found.name().equals(id.text())) {
+      throw SafeText.invalid(
+              "query.ambiguous_column",
+              "column " + SafeText.ident(id.text()) + " matches several columns; quote it")
+          .with("column", SafeText.fragment(id.text()));
+    }
+    return found;
+  }
+
+  /** Name parts arrive innermost first: table, schema, catalog. */
+  private boolean namesTable(List<String> parts) {
+    if (parts.isEmpty() || parts.size() > 3) {
+      return false;
+    }
+    String[] declared = {table.getTable(), table.getDbSchema(), table.getCatalog()};
+    for (int i = 0; i < parts.size(); i++) {
+      String part = parts.get(i);
+      if (part == null || part.isEmpty() || !Ident.parse(part).matches(declared[i])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static GatewayException unknownTable(String written) {
+    String name = written == null ? "" : Ident.parse(written).text();
+    return SafeText.invalid("query.unknown_table", "unknown table " + SafeText.ident(name))
+        .with("table", SafeText.fragment(name));
+  }
+}
