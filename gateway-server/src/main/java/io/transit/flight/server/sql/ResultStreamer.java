@@ -6,20 +6,15 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.nativequery.ReadAccess;
-import io.transit.flight.proto.OutputColumn;
 import io.transit.flight.proto.ResultManifest;
 import io.transit.flight.proto.SegmentRef;
 import io.transit.flight.query.CellAdapter;
+import io.transit.flight.query.QueryCompiler;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.ticket.StatementReference;
 import java.security.MessageDigest;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
@@ -52,8 +47,7 @@ final class ResultStreamer {
       }
       ResultManifest manifest = parse(manifestBytes);
       checkIdentity(manifest, caller, ref);
-      Schema schema = schemaOf(manifest);
-      CellAdapter adapter = new CellAdapter(schema);
+      Schema schema = QueryCompiler.outputSchema(manifest.getColumnsList());
       long rows = 0;
       int sent = 0;
       for (int i = 0; i < manifest.getSegmentsCount(); i++) {
@@ -65,7 +59,7 @@ final class ResultStreamer {
             || !MessageDigest.isEqual(Digests.sha256(bytes), seg.getSha256().toByteArray())) {
           throw evidence("segment " + i + " does not match its digest").with("segment", i);
         }
-        VectorSchemaRoot batch = adapter.adapt(bytes, channel.allocator());
+        VectorSchemaRoot batch = CellAdapter.adapt(bytes, schema, rows, channel.allocator());
         if (batch.getRowCount() != seg.getRows()) {
           long got = batch.getRowCount();
           batch.close();
@@ -108,14 +102,6 @@ final class ResultStreamer {
     if (!ok) {
       throw evidence("retained manifest identity does not match the ticket");
     }
-  }
-
-  static Schema schemaOf(ResultManifest m) {
-    List<Field> fields = new ArrayList<>();
-    for (OutputColumn c : m.getColumnsList()) {
-      fields.add(new Field(c.getName(), new FieldType(c.getNullable(), new ArrowType.Int(64, true), null), null));
-    }
-    return new Schema(fields);
   }
 
   private static GatewayException evidence(String message) {
