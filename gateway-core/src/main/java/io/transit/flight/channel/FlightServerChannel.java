@@ -297,7 +297,7 @@ public final class FlightServerChannel {
   }
 
   /**
-   * Any thread: runs {@code listener} once, when the channel closes (at once if it already has).
+   * Any thread: runs {@code closeListener} once, when the channel closes (at once if it already has).
    * Listeners run on the closing thread and must not block.
    */
   public void addCloseListener(Runnable closeListener) {
