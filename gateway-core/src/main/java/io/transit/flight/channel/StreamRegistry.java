@@ -1,0 +1,214 @@
+package io.transit.flight.channel;
+
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import org.apache.arrow.flight.FlightProducer.ServerStreamListener;
+import org.apache.arrow.flight.FlightRuntimeException;
+import org.apache.arrow.memory.BufferAllocator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Opens DoGet streams and releases them exactly once. Each stream takes a concurrency permit,
+ * gets a child allocator of the gateway's root allocator with a per-stream limit and its own
+ * {@link StreamExecutor}, and is wired to gRPC's cancel and on-ready callbacks. When the channel
+ * closes, its close listener waits (without blocking: it chains on {@link
+ * FlightServerChannel#rootFreed()} and {@link FlightServerChannel#producerDone()}) for the posted
+ * stream-root free and for the producer's terminal task, then checks the child allocator is
+ * empty, closes it and returns the permit. Waiting for the producer matters: after a cancel the
+ * producer may still hold a batch built in the stream's allocator. A non-empty allocator is a
+ * leak: logged at ERROR and counted in {@link #leakedStreams()}.
+ *
+ * <p>Threads: {@link #open} runs on the gRPC thread that entered DoGet; the release runs on the
+ * stream's executor (or the closing thread when the free already ran); {@link #shutdown} on the
+ * thread stopping the server. Counters are safe from any thread.
+ */
+public final class StreamRegistry implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(StreamRegistry.class);
+
+  private final BufferAllocator rootAllocator;
+  private final StreamExecutorPool pool;
+  private final StreamLimits limits;
+  private final Semaphore permits;
+  private final Set<FlightServerChannel> live = ConcurrentHashMap.newKeySet();
+  private final AtomicLong sequence = new AtomicLong();
+  private final AtomicLong released = new AtomicLong();
+  private final AtomicLong leaked = new AtomicLong();
+  private volatile boolean shuttingDown;
+
+  /** A registry whose streams allocate under {@code rootAllocator} and run on {@code pool}. */
+  public StreamRegistry(
+      BufferAllocator rootAllocator, StreamExecutorPool pool, StreamLimits limits) {
+    this.rootAllocator = Objects.requireNonNull(rootAllocator, "rootAllocator");
+    this.pool = Objects.requireNonNull(pool, "pool");
+    this.limits = Objects.requireNonNull(limits, "limits");
+    this.permits = new Semaphore(limits.maxLiveStreams());
+  }
+
+  /**
+   * gRPC thread (DoGet entry): opens a stream on {@code listener}. Its producer must end with
+   * exactly one {@link FlightOutboundHandler#completeStream} or {@link
+   * FlightOutboundHandler#sendError}, also after a cancel or a failed send (both are then
+   * harmless no-ops on the wire): that call releases the stream's permit and allocator. Nothing
+   * is held when this throws; the caller then reports the failure with {@code
+   * listener.error(mapper.apply(e))}.
+   *
+   * @param errorMapper turns any failure of this stream into the status the client sees
+   * @throws GatewayException {@code flight.streams_exhausted} (no permit left) or {@code
+   *     flight.shutting_down}
+   */
+  public FlightServerChannel open(
+      ServerStreamListener listener, Function<Throwable, FlightRuntimeException> errorMapper) {
+    Objects.requireNonNull(listener, "listener");
+    Objects.requireNonNull(errorMapper, "errorMapper");
+    if (shuttingDown) {
+      throw shuttingDownFailure();
+    }
+    if (!permits.tryAcquire()) {
+      throw new GatewayException(
+              Cause.BUDGET_EXHAUSTED, "flight.streams_exhausted", "too many live result streams")
+          .with("max_live_streams", limits.maxLiveStreams());
+    }
+    String name = "stream-" + sequence.incrementAndGet();
+    BufferAllocator child = null;
+    boolean opened = false;
+    try {
+      child = rootAllocator.newChildAllocator(name, 0, limits.perStreamAllocatorLimit());
+      StreamExecutor executor = pool.newStreamExecutor(name);
+      FlightServerChannel channel =
+          new FlightServerChannel(name, listener, executor, child, errorMapper, limits);
+      Lease lease = new Lease(channel, child);
+      listener.setOnCancelHandler(channel::onChannelCancelled);
+      listener.setOnReadyHandler(channel::onReady);
+      live.add(channel);
+      channel.addCloseListener(lease::onChannelClosed);
+      opened = true;
+      if (listener.isCancelled()) {
+        // The cancel arrived before the handler was set and would otherwise be lost.
+        channel.onChannelCancelled();
+      }
+      if (shuttingDown) {
+        // Raced with shutdown(), which may have aborted the live set before this was added.
+        channel.abort(shuttingDownFailure());
+      }
+      return channel;
+    } catch (RejectedExecutionException e) {
+      throw new GatewayException(
+          Cause.TRANSPORT, "flight.shutting_down", "the server is shutting down", e);
+    } finally {
+      if (!opened) {
+        if (child != null) {
+          child.close();
+        }
+        permits.release();
+      }
+    }
+  }
+
+  /** Streams opened and not yet released. */
+  public int liveStreams() {
+    return live.size();
+  }
+
+  /** Streams released (permit returned, allocator closed). */
+  public long releasedStreams() {
+    return released.get();
+  }
+
+  /** Streams whose child allocator still held memory after the stream root was freed. */
+  public long leakedStreams() {
+    return leaked.get();
+  }
+
+  /** Permits not in use. */
+  public int availablePermits() {
+    return permits.availablePermits();
+  }
+
+  /**
+   * Stops the streaming core: refuses new streams, fails every live stream with {@code
+   * flight.shutting_down} (posted behind its queued sends), then drains and stops the executor
+   * pool, so every posted root free runs and every stream is released. Idempotent.
+   *
+   * @return {@code true} when the pool drained, every stream was released and none leaked
+   */
+  public boolean shutdown(Duration timeout) {
+    shuttingDown = true;
+    GatewayException reason = shuttingDownFailure();
+    for (FlightServerChannel channel : live) {
+      channel.abort(reason);
+    }
+    boolean drained = pool.shutdownGracefully(timeout);
+    boolean allReleased = live.isEmpty();
+    if (!allReleased) {
+      LOG.error("{} stream(s) not released at shutdown: {}", live.size(), live);
+    }
+    return drained && allReleased && leaked.get() == 0;
+  }
+
+  /** Same as {@code shutdown(10s)}. */
+  @Override
+  public void close() {
+    shutdown(Duration.ofSeconds(10));
+  }
+
+  private static GatewayException shuttingDownFailure() {
+    return new GatewayException(
+        Cause.TRANSPORT, "flight.shutting_down", "the server is shutting down");
+  }
+
+  /** One stream's permit and allocator; released once, after the stream root is freed. */
+  private final class Lease {
+    private final FlightServerChannel channel;
+    private final BufferAllocator child;
+    private final AtomicBoolean done = new AtomicBoolean();
+
+    Lease(FlightServerChannel channel, BufferAllocator child) {
+      this.channel = channel;
+      this.child = child;
+    }
+
+    /**
+     * Close listener: runs on the closing thread, so it only chains and never blocks. The
+     * allocator may close only when the stream root is freed and the producer is done with it.
+     */
+    void onChannelClosed() {
+      CompletableFuture.allOf(channel.rootFreed(), channel.producerDone())
+          .whenComplete((ignored, failure) -> release());
+    }
+
+    private void release() {
+      if (!done.compareAndSet(false, true)) {
+        return;
+      }
+      try {
+        long outstanding = child.getAllocatedMemory();
+        if (outstanding != 0) {
+          leaked.incrementAndGet();
+          LOG.error(
+              "LEAK: {} still holds {} byte(s) after its stream root was freed\n{}",
+              channel.name(),
+              outstanding,
+              child.toVerboseString());
+        }
+        child.close();
+      } catch (RuntimeException e) {
+        LOG.error("{}: closing the stream allocator failed", channel.name(), e);
+      } finally {
+        live.remove(channel);
+        released.incrementAndGet();
+        permits.release();
+      }
+    }
+  }
+}

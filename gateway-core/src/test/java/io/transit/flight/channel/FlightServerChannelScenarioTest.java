@@ -1,0 +1,512 @@
+package io.transit.flight.channel;
+
+import static io.transit.flight.channel.FlightFixture.WAIT;
+import static io.transit.flight.channel.FlightFixture.awaitTrue;
+import static io.transit.flight.channel.FlightFixture.batch;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.arrow.flight.FlightStatusCode;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.junit.jupiter.api.Test;
+
+/** The channel contract's scenarios S1–S10 over a real Flight server and client. */
+class FlightServerChannelScenarioTest {
+
+  private static void await(CountDownLatch latch) {
+    try {
+      if (!latch.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+        throw new AssertionError("latch not released within " + WAIT);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
+
+  private static ByteBuffer utf8(String s) {
+    return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static void assertEndedOnce(FlightFixture.ServerSide side) {
+    assertEquals(1, side.closeFires.get(), "close listeners fired once");
+    assertTrue(side.listener.terminalOps() <= 1, "at most one terminal op");
+    assertEquals(0, side.listener.opsOffExecutor.get(), "listener touched only on T_exec");
+    assertEquals(0, side.listener.opsAfterCancel.get(), "no op from a task started after cancel");
+  }
+
+  @Test
+  void s1_multiBatchSuccess() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      fx.script = side -> {
+        for (int i = 0; i < 5; i++) {
+          String md = "b" + i;
+          fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 100), () -> utf8(md));
+        }
+        fx.handler.completeStream(side.channel);
+      };
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertNull(result.error());
+      assertEquals(500, result.rows());
+      assertEquals(List.of("b0", "b1", "b2", "b3", "b4"), result.metadata());
+      assertEquals(1, side.listener.completes.get());
+      assertEquals(0, side.listener.errors.get());
+      assertEquals(1, side.listener.starts.get());
+      assertNull(side.producerFailure);
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s2_failedFirstBatchGivesConsumerAnErrorNotAHang() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      AtomicReference<GatewayException> second = new AtomicReference<>();
+      fx.script = side -> {
+        fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 10), () -> {
+          throw new IOException("metadata build failed");
+        });
+        try {
+          awaitTrue(() -> !side.channel.isOpen(), "stream failed");
+          fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 10));
+        } catch (GatewayException e) {
+          second.set(e);
+          fx.handler.sendError(side.channel, e); // a no-op: the stream already ended
+        }
+      };
+      long start = System.nanoTime();
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertNotNull(result.error(), "the consumer gets an error");
+      assertEquals(FlightStatusCode.INTERNAL, result.error().status().code());
+      assertTrue(System.nanoTime() - start < WAIT.toNanos() / 2, "no hang until the deadline");
+      assertEquals("flight.stream_closed", second.get().code());
+      assertEquals(0, side.listener.starts.get(), "no stream root adopted");
+      assertEquals(1, side.listener.errors.get());
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s2_producerErrorMidStreamReachesConsumer() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      fx.script = side -> fx.handler.produce(side.channel, ch -> {
+        fx.handler.sendResponseBatch(ch, batch(ch.allocator(), 7));
+        fx.handler.sendResponseBatch(ch, batch(ch.allocator(), 7));
+        throw new GatewayException(Cause.UNSUPPORTED, "query.unsupported", "outside the profile");
+      });
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertEquals(14, result.rows());
+      assertEquals(FlightStatusCode.UNIMPLEMENTED, result.error().status().code());
+      assertEquals(1, side.listener.errors.get());
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s3_clientCancelOnIdleChannel() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      AtomicReference<GatewayException> refused = new AtomicReference<>();
+      fx.script = side -> {
+        awaitTrue(side.channel::isCancelled, "cancel delivered");
+        try {
+          fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 10));
+        } catch (GatewayException e) {
+          refused.set(e);
+        }
+        fx.handler.completeStream(side.channel);
+      };
+      FlightStream stream = fx.stream();
+      FlightFixture.ServerSide side = fx.nextOpened();
+      stream.cancel("client gone", null);
+      FlightFixture.read(stream, -1);
+      fx.awaitQuiet();
+      assertEquals("flight.cancelled", refused.get().code());
+      assertEquals(Cause.CANCELLED, refused.get().kind());
+      assertEquals(0, side.listener.terminalOps(), "no terminal op after cancel");
+      assertEquals(1, side.listener.cancels.get());
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s4_cancelRacesInFlightSend() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      CountDownLatch inSecondPut = new CountDownLatch(1);
+      CountDownLatch releasePut = new CountDownLatch(1);
+      AtomicInteger puts = new AtomicInteger();
+      fx.configure = l -> l.beforePutNext = () -> {
+        if (puts.incrementAndGet() == 2) {
+          inSecondPut.countDown();
+          await(releasePut);
+        }
+      };
+      fx.script = side -> {
+        fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 50));
+        fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 50));
+        fx.handler.completeStream(side.channel);
+      };
+      FlightStream stream = fx.stream();
+      FlightFixture.ServerSide side = fx.nextOpened();
+      await(inSecondPut);
+      stream.cancel("client gone", null);
+      // T_grpc's close() returned while T_exec is still inside putNext: it did not block.
+      awaitTrue(() -> side.listener.cancels.get() == 1, "cancel handler returned");
+      assertFalse(side.channel.isOpen());
+      assertNotNull(side.channel.streamRoot(), "root not freed under the in-flight send");
+      assertTrue(fx.gatewayRoot.getAllocatedMemory() > 0, "root buffers still held by the send");
+      assertFalse(side.channel.rootFreed().isDone());
+      releasePut.countDown();
+      FlightFixture.read(stream, -1);
+      fx.awaitQuiet();
+      assertNull(side.channel.streamRoot());
+      assertEquals(0, side.listener.completes.get(), "no completed() after cancel");
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s5_cancelRacesReleaseDrivenClose() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      for (int i = 0; i < 50; i++) {
+        CountDownLatch go = new CountDownLatch(1);
+        fx.script = side -> {
+          fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 5));
+          await(go);
+          fx.handler.completeStream(side.channel); // T_exec: completed() then close()
+        };
+        FlightStream stream = fx.stream();
+        FlightFixture.ServerSide side = fx.nextOpened();
+        Thread transport = new Thread(() -> { await(go); side.channel.close(); }, "transport-release");
+        Thread grpc = new Thread(() -> { await(go); side.channel.onChannelCancelled(); }, "t-grpc");
+        transport.start();
+        grpc.start();
+        go.countDown();
+        transport.join(WAIT.toMillis());
+        grpc.join(WAIT.toMillis());
+        fx.awaitQuiet();
+        stream.cancel("end of race", null);
+        FlightFixture.read(stream, -1);
+        assertEndedOnce(side);
+      }
+    }
+  }
+
+  @Test
+  void s6_earlyErrorInBootstrapClosesOnceAndConsumerGetsAnError() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      fx.script = side -> {
+        CountDownLatch go = new CountDownLatch(1);
+        Thread bootstrapClose = new Thread(() -> { await(go); side.channel.close(); }, "bootstrap");
+        bootstrapClose.start();
+        go.countDown();
+        fx.handler.sendError(side.channel, new GatewayException(Cause.INVALID_TICKET, "ticket.invalid", "bad"));
+        bootstrapClose.join(WAIT.toMillis());
+      };
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertNotNull(result.error());
+      // Whichever of the two ran first decides the status; either way exactly one terminal op.
+      assertTrue(List.of(FlightStatusCode.INVALID_ARGUMENT, FlightStatusCode.UNAVAILABLE)
+          .contains(result.error().status().code()), result.error().toString());
+      assertEquals(1, side.listener.terminalOps());
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s7_cancelWhileParkedInGateReleasesSource() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      AtomicInteger readyChecks = new AtomicInteger();
+      AtomicReference<GatewayException> refused = new AtomicReference<>();
+      fx.configure = l -> l.ready = () -> readyChecks.incrementAndGet() < 0;
+      fx.script = side -> {
+        try {
+          fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 10));
+        } catch (GatewayException e) {
+          refused.set(e);
+          fx.handler.sendError(side.channel, e); // the producer's terminal call, a wire no-op
+        }
+      };
+      FlightStream stream = fx.stream();
+      FlightFixture.ServerSide side = fx.nextOpened();
+      awaitTrue(() -> readyChecks.get() > 0, "producer parked in the gate");
+      long start = System.nanoTime();
+      stream.cancel("client gone", null);
+      awaitTrue(() -> refused.get() != null, "gate woke on cancel");
+      assertTrue(System.nanoTime() - start < Duration.ofSeconds(5).toNanos(), "woken, not timed out");
+      assertEquals("flight.cancelled", refused.get().code());
+      FlightFixture.read(stream, -1);
+      fx.awaitQuiet();
+      assertEquals(0, side.listener.putNexts.get());
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s7_creditStallPastBudgetCutsOffTheStream() throws Exception {
+    try (FlightFixture fx = new FlightFixture(2, FlightFixture.limits(Duration.ofMillis(300)))) {
+      AtomicReference<GatewayException> refused = new AtomicReference<>();
+      fx.configure = l -> l.ready = () -> false;
+      fx.script = side -> {
+        try {
+          fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 10));
+        } catch (GatewayException e) {
+          refused.set(e);
+          fx.handler.sendError(side.channel, e);
+        }
+      };
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertEquals(Cause.BUDGET_EXHAUSTED, refused.get().kind());
+      assertEquals("flight.credit_stall", refused.get().code());
+      assertFalse(side.channel.isOpen(), "the stalled channel is closed");
+      assertEquals(FlightStatusCode.RESOURCE_EXHAUSTED, result.error().status().code());
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s7_readinessFlippingBetweenChecksNeverFailsTheGate() throws Exception {
+    try (FlightFixture fx = new FlightFixture(2, FlightFixture.limits(Duration.ofSeconds(10)))) {
+      AtomicInteger checks = new AtomicInteger();
+      fx.configure = l -> l.ready = () -> (checks.incrementAndGet() & 1) == 0;
+      fx.script = side -> {
+        Thread flipper = new Thread(() -> {
+          while (side.channel.isOpen()) {
+            side.listener.fireOnReady(); // as gRPC's on-ready would, racing the producer's checks
+            Thread.onSpinWait();
+          }
+        }, "t-grpc-ready");
+        flipper.setDaemon(true);
+        flipper.start();
+        for (int i = 0; i < 20; i++) {
+          fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 3));
+        }
+        fx.handler.completeStream(side.channel);
+      };
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertNull(result.error());
+      assertEquals(60, result.rows());
+      assertNull(side.producerFailure);
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s7_refusedHandOffAtShutdownReleasesSource() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      CountDownLatch shutDown = new CountDownLatch(1);
+      AtomicReference<GatewayException> refused = new AtomicReference<>();
+      fx.script = side -> {
+        await(shutDown);
+        try {
+          fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 10));
+        } catch (GatewayException e) {
+          refused.set(e);
+          fx.handler.sendError(side.channel, e);
+        }
+      };
+      FlightStream stream = fx.stream();
+      FlightFixture.ServerSide side = fx.nextOpened();
+      assertTrue(fx.pool.shutdownGracefully(WAIT));
+      shutDown.countDown();
+      FlightFixture.ClientResult result = FlightFixture.read(stream, -1);
+      fx.awaitQuiet();
+      assertEquals("flight.shutting_down", refused.get().code());
+      // The producer's sendError ran on its own thread once the pool had stopped.
+      assertEquals(FlightStatusCode.UNAVAILABLE, result.error().status().code());
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s8_throwsInsideSendBatchFreeTheSource() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      // Second batch has another schema: the transfer refuses it after the root was adopted.
+      fx.script = side -> {
+        fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 4));
+        VarCharVector other = new VarCharVector("s", side.channel.allocator());
+        other.allocateNew(2);
+        other.setSafe(0, "x".getBytes(StandardCharsets.UTF_8));
+        other.setValueCount(1);
+        fx.handler.sendResponseBatch(side.channel, VectorSchemaRoot.of(other));
+        fx.handler.completeStream(side.channel); // skipped: the failed send already ended the call
+      };
+      FlightFixture.ClientResult mismatch = fx.read(-1);
+      FlightFixture.ServerSide first = fx.nextOpened();
+      fx.awaitQuiet();
+      assertEquals(4, mismatch.rows());
+      assertEquals(FlightStatusCode.INTERNAL, mismatch.error().status().code());
+      assertEndedOnce(first);
+
+      // A zero-column batch: refused before any stream root exists.
+      fx.script = side -> fx.handler.produce(side.channel, ch ->
+          fx.handler.sendResponseBatch(ch, new VectorSchemaRoot(List.<FieldVector>of())));
+      FlightFixture.ClientResult empty = fx.read(-1);
+      FlightFixture.ServerSide second = fx.nextOpened();
+      fx.awaitQuiet();
+      assertNotNull(empty.error());
+      assertEquals(0, second.listener.starts.get());
+      assertEndedOnce(second);
+      assertEquals(0, fx.gatewayRoot.getAllocatedMemory());
+    }
+  }
+
+  @Test
+  void s8_metadataBufferFreedWhenPutNextThrowsBeforeTakingIt() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      fx.configure = l -> l.beforePutNext = () -> {
+        throw new IllegalStateException("stream not ready");
+      };
+      fx.script = side -> {
+        fx.handler.sendResponseBatch(
+            side.channel, batch(side.channel.allocator(), 8), () -> utf8("metadata-bytes"));
+        fx.handler.completeStream(side.channel);
+      };
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertNotNull(result.error());
+      assertEquals(1, side.listener.putNexts.get());
+      assertEquals(0, fx.gatewayRoot.getAllocatedMemory(), "metadata buffer and roots freed");
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s9_streamRootReusedAcrossBatchesAndFreedOnceAtCloseWithCancel() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      List<VectorSchemaRoot> rootsSeen = new CopyOnWriteArrayList<>();
+      AtomicReference<FlightFixture.ServerSide> current = new AtomicReference<>();
+      CountDownLatch holdExec = new CountDownLatch(1);
+      CountDownLatch execHeld = new CountDownLatch(1);
+      fx.configure = l -> l.beforePutNext = () -> rootsSeen.add(current.get().channel.streamRoot());
+      fx.script = side -> {
+        for (int i = 0; i < 3; i++) {
+          fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 20));
+        }
+        side.channel.executor().execute(() -> { execHeld.countDown(); await(holdExec); });
+        fx.handler.completeStream(side.channel); // queued behind the held executor
+      };
+      FlightStream stream = fx.stream();
+      FlightFixture.ServerSide side = fx.nextOpened();
+      current.set(side);
+      for (int i = 0; i < 3; i++) {
+        assertTrue(stream.next());
+      }
+      await(execHeld);
+      stream.cancel("client gone", null);
+      awaitTrue(() -> side.listener.cancels.get() == 1, "cancel delivered");
+      // The free is queued behind the busy executor; nothing was freed on T_grpc.
+      assertNotNull(side.channel.streamRoot());
+      assertTrue(fx.gatewayRoot.getAllocatedMemory() > 0);
+      holdExec.countDown();
+      FlightFixture.read(stream, -1);
+      fx.awaitQuiet();
+      assertEquals(3, rootsSeen.size());
+      rootsSeen.forEach(r -> assertSame(rootsSeen.get(0), r, "one reused stream root"));
+      assertEquals(1, side.listener.starts.get());
+      assertNull(side.channel.streamRoot(), "root nulled by its single free");
+      assertTrue(side.channel.rootFreed().isDone());
+      long before = fx.pool.pendingTasks();
+      side.channel.close(); // a later close posts nothing: the free ran exactly once
+      assertEquals(before, fx.pool.pendingTasks());
+      assertEndedOnce(side);
+    }
+  }
+
+  @Test
+  void s10_throwableAfterRootAdoptionFailsStreamAndWorkerSurvives() throws Exception {
+    try (FlightFixture fx = new FlightFixture(1, FlightFixture.limits(Duration.ofSeconds(10)))) {
+      for (Throwable fatal : List.of(new OutOfMemoryError("direct memory"), new AssertionError("-ea check"))) {
+        AtomicInteger puts = new AtomicInteger();
+        fx.configure = l -> l.beforePutNext = () -> {
+          if (puts.incrementAndGet() == 2) {
+            sneakyThrow(fatal);
+          }
+        };
+        fx.script = side -> {
+          for (int i = 0; i < 3; i++) {
+            fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 9));
+          }
+          fx.handler.completeStream(side.channel);
+        };
+        FlightFixture.ClientResult result = fx.read(-1);
+        FlightFixture.ServerSide side = fx.nextOpened();
+        fx.awaitQuiet();
+        assertEquals(9, result.rows());
+        assertEquals(FlightStatusCode.INTERNAL, result.error().status().code());
+        assertEquals(1, side.listener.errors.get());
+        assertEquals(0, side.listener.completes.get());
+        assertEndedOnce(side);
+      }
+      // The single executor worker survived both: a new stream still runs to completion.
+      fx.configure = l -> {};
+      fx.script = side -> {
+        fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 2));
+        fx.handler.completeStream(side.channel);
+      };
+      FlightFixture.ClientResult ok = fx.read(-1);
+      fx.nextOpened();
+      assertNull(ok.error());
+      assertEquals(2, ok.rows());
+    }
+  }
+
+  @Test
+  void streamsExhaustedRefusesBeyondThePermitLimitAndReturnsThePermit() throws Exception {
+    StreamLimits one = new StreamLimits(1, 16L << 20, Duration.ofSeconds(10), 2);
+    try (FlightFixture fx = new FlightFixture(2, one)) {
+      CountDownLatch finish = new CountDownLatch(1);
+      fx.script = side -> {
+        await(finish);
+        fx.handler.completeStream(side.channel);
+      };
+      FlightStream holder = fx.stream();
+      fx.nextOpened();
+      FlightFixture.ClientResult refused = fx.read(-1);
+      assertEquals(FlightStatusCode.RESOURCE_EXHAUSTED, refused.error().status().code());
+      assertEquals("flight.streams_exhausted", refused.error().status().description());
+      finish.countDown();
+      assertNull(FlightFixture.read(holder, -1).error());
+      fx.awaitQuiet();
+      assertEquals(1, fx.registry.availablePermits());
+      fx.script = side -> fx.handler.completeStream(side.channel);
+      assertNull(fx.read(-1).error(), "the returned permit admits a new stream");
+      fx.nextOpened();
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T extends Throwable> void sneakyThrow(Throwable t) throws T {
+    throw (T) t;
+  }
+}
