@@ -6,10 +6,10 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.channels.Channels;
 import java.util.List;
+import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BaseFixedWidthVector;
 import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.BitVectorHelper;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.UInt1Vector;
 import org.apache.arrow.vector.UInt8Vector;
@@ -126,14 +126,26 @@ final class CellSegmentBuilder implements AutoCloseable {
   }
 
   private void mark(int col, int row, byte state) {
-    cells[col].setIndexDefined(row);
-    BitVectorHelper.setBit(states[col].getValidityBuffer(), row);
-    BitVectorHelper.setBit(values[col].getValidityBuffer(), row);
     states[col].getDataBuffer().setByte(row, state);
+  }
+
+  /** Every cell is defined: sets the validity bits of rows [0, rows) of every vector at once. */
+  private void defineAll() {
+    for (int c = 0; c < cells.length; c++) {
+      for (org.apache.arrow.vector.FieldVector v : List.of(cells[c], states[c], values[c])) {
+        ArrowBuf validity = v.getValidityBuffer();
+        int full = rows / 8;
+        validity.setOne(0, full);
+        if (rows % 8 != 0) {
+          validity.setByte(full, (1 << (rows % 8)) - 1);
+        }
+      }
+    }
   }
 
   /** The segment's IPC stream bytes: schema, one batch of {@link #rows()} rows, end marker. */
   byte[] encode() throws IOException {
+    defineAll();
     root.setRowCount(rows);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     try (ArrowStreamWriter writer = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {

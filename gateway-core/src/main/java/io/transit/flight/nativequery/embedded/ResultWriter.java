@@ -63,6 +63,9 @@ final class ResultWriter implements AutoCloseable {
     if (current != null && current.rows() > 0) {
       flush();
     }
+    if (!segments.isEmpty()) {
+      store.sync();
+    }
     return List.copyOf(segments);
   }
 

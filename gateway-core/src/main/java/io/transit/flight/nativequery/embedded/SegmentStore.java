@@ -14,8 +14,9 @@ import java.util.Optional;
 
 /**
  * Content-addressed retained segment files: {@code segments/<sha256-hex>}. A segment is written to
- * a temporary file, fsynced, renamed into place and the directory fsynced, so after a crash a
- * named file is either absent or complete. Identical segments share one file, so files are never
+ * a temporary file, fsynced and renamed into place; {@link #sync()} then fsyncs the directory once
+ * for all of a result's renames, before the manifest naming them commits. After a crash a named
+ * file is either absent or complete. Identical segments share one file, so files are never
  * deleted by one result's release. Any thread may call any method; concurrent writers of the same
  * content both rename complete files over each other.
  */
@@ -50,7 +51,6 @@ final class SegmentStore {
     } finally {
       Files.deleteIfExists(temp);
     }
-    fsyncDirectory();
     return sha;
   }
 
@@ -67,7 +67,8 @@ final class SegmentStore {
     return dir.resolve(Digests.hex(sha256));
   }
 
-  private void fsyncDirectory() throws IOException {
+  /** Makes every rename so far durable. */
+  void sync() throws IOException {
     // Makes the rename itself durable; some platforms cannot open a directory for sync.
     try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
       ch.force(true);

@@ -52,6 +52,7 @@ class EmbeddedEngineResultTest {
   private static final String OVERFLOW = "overflow";
   private static final String CELLS = "cells";
   private static final String LONG_PROJECT = "long project";
+  private static final String WHOLE = "whole table";
 
   private static final TablePlanner PLANNER = new TablePlanner()
       .put(PROJECT, new QueryPlan(List.of(column("id", LogicalType.INT64, false),
@@ -84,6 +85,10 @@ class EmbeddedEngineResultTest {
           new Output("s", true, OutputKind.SUM, "huge", LogicalType.INT64)), null, null, true))
       .put(CELLS, new QueryPlan(List.of(column("ok", LogicalType.CELL_INT64, false),
           column("bad", LogicalType.CELL_INT64, false), column("big", LogicalType.UINT64, false)),
+          null, null, false))
+      .put(WHOLE, new QueryPlan(List.of(column("id", LogicalType.INT64, false),
+          column("a", LogicalType.INT64, false), column("b", LogicalType.INT64, true),
+          column("c", LogicalType.INT64, false), column("d", LogicalType.INT64, true)),
           null, null, false))
       .put(LONG_PROJECT, new QueryPlan(List.of(column("id", LogicalType.INT64, false)),
           null, 1000L, false));
@@ -160,6 +165,20 @@ class EmbeddedEngineResultTest {
       assertEquals(new Cell(CellState.CELL_INT64_VALUE, 3L * i - 500000), r.get(1));
       assertEquals(i % 10 == 0 ? new Cell(CellState.CELL_NULL_VALUE, 0)
           : new Cell(CellState.CELL_INT64_VALUE, i % 1000), r.get(2));
+    }
+  }
+
+  @Test
+  void wholeTableProjectionKeepsOrderAcrossExportBatches() throws Exception {
+    open(EngineOptions.defaults());
+    List<List<Cell>> rows = readAll(run(0, WHOLE, budgets(2_000_000, 1L << 32, 1L << 28, 65_536)));
+    assertEquals(DemoData.PRIMITIVE_ROWS, rows.size());
+    for (int i = 0; i < rows.size(); i += 997) {
+      List<Cell> r = rows.get(i);
+      assertEquals(i, r.get(0).value());
+      assertEquals(i % 7 - 3, r.get(3).value());
+      assertEquals(i % 4 == 0 ? new Cell(CellState.CELL_NULL_VALUE, 0)
+          : new Cell(CellState.CELL_INT64_VALUE, -i), r.get(4));
     }
   }
 

@@ -181,6 +181,9 @@ final class EngineTestSupport {
           List<Cell> row = new ArrayList<>();
           for (int c = 0; c < names.size(); c++) {
             StructVector s = (StructVector) root.getVector(c);
+            assertEquals(0, s.getNullCount(), "cells are never Arrow nulls");
+            assertEquals(0, s.getChild(CellFormat.STATE).getNullCount());
+            assertEquals(0, s.getChild(CellFormat.VALUE).getNullCount());
             row.add(new Cell(s.getChild(CellFormat.STATE, UInt1Vector.class).get(r) & 0xff,
                 s.getChild(CellFormat.VALUE, BigIntVector.class).get(r)));
           }
