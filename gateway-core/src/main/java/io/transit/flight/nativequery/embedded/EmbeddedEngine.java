@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.Planner;
 import io.transit.flight.nativequery.PrincipalRights;
@@ -129,6 +130,13 @@ public final class EmbeddedEngine implements NativeQueryClient {
     } catch (SQLException e) {
       // A failed commit may or may not have reached the disk: the outcome is unknown.
       throw unknownOutcome(parsed, "the journal commit failed").with("reason", e.getMessage());
+    } catch (GatewayException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      // A defect (e.g. in the planner): the transaction rolled back, nothing was recorded.
+      log.error("command at sequence {} failed", Long.toUnsignedString(parsed.getSequence()), e);
+      throw new GatewayException(Cause.INTERNAL, QueryCode.INTERNAL.code(),
+          "the native command could not be decided", e);
     }
     if (result.startCorrelation() != 0 && !options.deferExecution()) {
       start(result.startCorrelation());
