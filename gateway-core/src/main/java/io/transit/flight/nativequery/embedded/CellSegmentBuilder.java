@@ -1,0 +1,163 @@
+package io.transit.flight.nativequery.embedded;
+
+import io.transit.flight.proto.CellState;
+import io.transit.flight.query.CellFormat;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.channels.Channels;
+import java.util.List;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BaseFixedWidthVector;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.UInt1Vector;
+import org.apache.arrow.vector.UInt8Vector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.StructVector;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+
+/**
+ * Builds one retained segment: cell columns per {@link CellFormat}, filled from DuckDB's exported
+ * Arrow vectors (int64 and uint64 values copied buffer-wise, states set per row) or from
+ * aggregate values, then encoded as one IPC stream with exactly one batch.
+ *
+ * <p>Confined to the query runner thread that created it. It owns its vectors (allocated from the
+ * runner's allocator) and frees them in {@link #close()}; source vectors stay the caller's.
+ */
+final class CellSegmentBuilder implements AutoCloseable {
+  private final VectorSchemaRoot root;
+  private final StructVector[] cells;
+  private final UInt1Vector[] states;
+  private final BigIntVector[] values;
+  private int rows;
+
+  CellSegmentBuilder(BufferAllocator allocator, List<String> names, int initialRows) {
+    root = VectorSchemaRoot.create(CellFormat.segmentSchema(names), allocator);
+    int n = names.size();
+    cells = new StructVector[n];
+    states = new UInt1Vector[n];
+    values = new BigIntVector[n];
+    for (int i = 0; i < n; i++) {
+      cells[i] = (StructVector) root.getVector(i);
+      states[i] = cells[i].getChild(CellFormat.STATE, UInt1Vector.class);
+      values[i] = cells[i].getChild(CellFormat.VALUE, BigIntVector.class);
+      cells[i].setInitialCapacity(Math.max(1, initialRows));
+      cells[i].allocateNew();
+    }
+  }
+
+  int rows() {
+    return rows;
+  }
+
+  /** Makes room for {@code count} more rows in every column. */
+  void reserve(int count) {
+    long need = (long) rows + count;
+    for (int c = 0; c < cells.length; c++) {
+      while (cells[c].getValueCapacity() < need || states[c].getValueCapacity() < need
+          || values[c].getValueCapacity() < need) {
+        cells[c].reAlloc();
+        if (states[c].getValueCapacity() < need) {
+          states[c].reAlloc();
+        }
+        if (values[c].getValueCapacity() < need) {
+          values[c].reAlloc();
+        }
+      }
+    }
+  }
+
+  /**
+   * Copies {@code count} rows starting at {@code from} of an exported source column into column
+   * {@code col} at the current end; call {@link #reserve} first and {@link #advance} after all
+   * columns are copied. Sources: BIGINT, UBIGINT or STRUCT(state UTINYINT, value BIGINT).
+   */
+  void copy(int col, FieldVector source, int from, int count) {
+    BigIntVector dst = values[col];
+    if (source instanceof BigIntVector || source instanceof UInt8Vector) {
+      BaseFixedWidthVector src = (BaseFixedWidthVector) source;
+      dst.getDataBuffer().setBytes((long) rows * 8, src.getDataBuffer(), (long) from * 8,
+          (long) count * 8);
+      byte valid = CellFormat.code(
+          source instanceof BigIntVector ? CellState.CELL_INT64 : CellState.CELL_UINT64);
+      for (int i = 0; i < count; i++) {
+        boolean isNull = src.isNull(from + i);
+        mark(col, rows + i, isNull ? CellFormat.code(CellState.CELL_NULL) : valid);
+        if (isNull) {
+          dst.getDataBuffer().setLong((long) (rows + i) * 8, 0L);
+        }
+      }
+    } else if (source instanceof StructVector struct) {
+      UInt1Vector srcState = struct.getChild(CellFormat.STATE, UInt1Vector.class);
+      BigIntVector srcValue = struct.getChild(CellFormat.VALUE, BigIntVector.class);
+      dst.getDataBuffer().setBytes((long) rows * 8, srcValue.getDataBuffer(), (long) from * 8,
+          (long) count * 8);
+      for (int i = 0; i < count; i++) {
+        int s = from + i;
+        byte state;
+        if (struct.isNull(s)) {
+          state = CellFormat.code(CellState.CELL_NULL);
+        } else if (srcState.isNull(s)) {
+          // A stored cell without a state is not a value: report it, never coerce it.
+          state = CellFormat.code(CellState.CELL_MISSING);
+        } else {
+          state = srcState.get(s);
+        }
+        mark(col, rows + i, state);
+        if (struct.isNull(s) || srcValue.isNull(s)) {
+          dst.getDataBuffer().setLong((long) (rows + i) * 8, 0L);
+        }
+      }
+    } else {
+      throw new IllegalStateException("column " + col + ": unexpected exported vector "
+          + source.getClass().getSimpleName());
+    }
+  }
+
+  /** Sets one cell of the current end row (aggregates); {@link #advance} after the row. */
+  void set(int col, CellState state, long value) {
+    mark(col, rows, CellFormat.code(state));
+    values[col].getDataBuffer().setLong((long) rows * 8, value);
+  }
+
+  void advance(int count) {
+    rows += count;
+  }
+
+  private void mark(int col, int row, byte state) {
+    states[col].getDataBuffer().setByte(row, state);
+  }
+
+  /** Every cell is defined: sets the validity bits of rows [0, rows) of every vector at once. */
+  private void defineAll() {
+    for (int c = 0; c < cells.length; c++) {
+      for (org.apache.arrow.vector.FieldVector v : List.of(cells[c], states[c], values[c])) {
+        ArrowBuf validity = v.getValidityBuffer();
+        int full = rows / 8;
+        validity.setOne(0, full);
+        if (rows % 8 != 0) {
+          validity.setByte(full, (1 << (rows % 8)) - 1);
+        }
+      }
+    }
+  }
+
+  /** The segment's IPC stream bytes: schema, one batch of {@link #rows()} rows, end marker. */
+  byte[] encode() throws IOException {
+    defineAll();
+    root.setRowCount(rows);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try (ArrowStreamWriter writer = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
+      writer.start();
+      writer.writeBatch();
+      writer.end();
+    }
+    return out.toByteArray();
+  }
+
+  @Override
+  public void close() {
+    root.close();
+  }
+}

@@ -1,0 +1,23 @@
+package io.transit.flight.nativequery.embedded;
+
+import io.transit.flight.proto.NativeCommand;
+
+/**
+ * A fault-injection hook for tests of the admission side: consulted by {@link EmbeddedEngine#send}
+ * just before the command's journal transaction and just after it commits. Returning true makes
+ * the send throw {@code UNKNOWN_OUTCOME} ({@code query.unknown_outcome}) at that point: before the
+ * record nothing is recorded; after it the command is recorded (and an accepted query runs) but the
+ * caller never sees the outcome. Called on the sending thread; must be thread-safe.
+ */
+public interface CommandFaults {
+  /** Where around the commit a fault may be injected. */
+  enum Point {
+    BEFORE_RECORD,
+    AFTER_RECORD
+  }
+
+  /** Never fails: the production setting. */
+  CommandFaults NONE = (point, command) -> false;
+
+  boolean fail(Point point, NativeCommand command);
+}

@@ -1,0 +1,123 @@
+package io.transit.flight.nativequery.embedded;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.NativeSignatures;
+import io.transit.flight.nativequery.PrincipalRights;
+import io.transit.flight.proto.CommandOutcome;
+import io.transit.flight.proto.NativeCommand;
+import io.transit.flight.proto.SignedCommand;
+import java.sql.SQLException;
+import java.util.Arrays;
+import java.util.Optional;
+
+/**
+ * Decides and records one signed native command: authenticity and send right first (nothing is
+ * recorded for a failure there), then, in one journal transaction, replay, conflict, gap, or the
+ * upload state machine and its recorded ACCEPTED / REJECTED outcome. Called on the sending thread;
+ * the journal's transaction serializes concurrent senders.
+ */
+final class CommandProcessor {
+  /** A recorded outcome and, for a newly accepted submit, the query to start. */
+  record Result(CommandOutcome outcome, long startCorrelation, boolean replayed) {}
+
+  private final JournalStore journal;
+  private final RightsRegistry rights;
+  private final UploadValidator uploads;
+  private final long firstSequence;
+
+  CommandProcessor(JournalStore journal, RightsRegistry rights, UploadValidator uploads,
+      long firstSequence) {
+    this.journal = journal;
+    this.rights = rights;
+    this.uploads = uploads;
+    this.firstSequence = firstSequence;
+  }
+
+  /** Parses the command bytes; a malformed command is never recorded. */
+  static NativeCommand parse(SignedCommand signed) {
+    try {
+      NativeCommand c = NativeCommand.parseFrom(signed.getCommand());
+      if (c.getBodyCase() == NativeCommand.BodyCase.BODY_NOT_SET) {
+        throw QueryCode.INVALID_COMMAND.failure("the native command has no body");
+      }
+      return c;
+    } catch (InvalidProtocolBufferException e) {
+      throw QueryCode.INVALID_COMMAND.failure("the native command bytes do not parse");
+    }
+  }
+
+  /** Checks the signature with the principal's current key and its send right. */
+  void authenticate(SignedCommand signed, NativeCommand command) {
+    PrincipalRights r = rights.require(command.getPrincipal());
+    if (!NativeSignatures.verifyCommand(signed, r.key())) {
+      throw RightsRegistry.denied("the command signature does not verify");
+    }
+    if (!r.canSend()) {
+      throw RightsRegistry.denied("the principal may not send commands");
+    }
+  }
+
+  Result decide(SignedCommand signed, NativeCommand command) throws SQLException {
+    byte[] digest = Digests.sha256(signed.getCommand().toByteArray());
+    long principal = command.getPrincipal();
+    long sequence = command.getSequence();
+    return journal.transaction(() -> {
+      long next = journal.nextSequence(principal, firstSequence);
+      int order = Long.compareUnsigned(sequence, next);
+      if (order < 0) {
+        Optional<JournalStore.Recorded> rec = journal.command(principal, sequence);
+        if (rec.isPresent() && Arrays.equals(rec.get().commandSha256(), digest)) {
+          return new Result(recorded(rec.get().outcome()), 0, true);
+        }
+        throw conflict(command, rec.isPresent()
+            ? "different command bytes at a used native sequence"
+            : "the sequence is below the principal's first native sequence");
+      }
+      if (order > 0) {
+        throw GatewayException.of(Cause.SEQUENCE_GAP, QueryCode.SEQUENCE_GAP.code(),
+                "the sequence is ahead of the next expected native sequence")
+            .with("sequence", Long.toUnsignedString(sequence))
+            .with("expected_sequence", Long.toUnsignedString(next));
+      }
+      if (sequence == -1L) {
+        // 2^64-1 is the last sequence: accepting it would leave no next sequence to expect.
+        throw QueryCode.INVALID_COMMAND.failure("the native sequence space is exhausted");
+      }
+      CommandOutcome.Builder outcome = CommandOutcome.newBuilder()
+          .setPrincipal(principal)
+          .setSequence(sequence)
+          .setCommandSha256(ByteString.copyFrom(digest));
+      long start = 0;
+      try {
+        start = uploads.apply(command);
+        outcome.setKind(CommandOutcome.Kind.ACCEPTED).setCorrelation(start);
+      } catch (UploadValidator.Rejection r) {
+        outcome.setKind(CommandOutcome.Kind.REJECTED).setCode(r.code()).setMessage(r.getMessage());
+      }
+      CommandOutcome recorded = outcome.build();
+      journal.recordCommand(principal, sequence, digest, recorded.toByteArray());
+      journal.setNextSequence(principal, sequence + 1);
+      return new Result(recorded, start, false);
+    });
+  }
+
+  private static CommandOutcome recorded(byte[] bytes) throws SQLException {
+    try {
+      return CommandOutcome.parseFrom(bytes);
+    } catch (InvalidProtocolBufferException e) {
+      throw new SQLException("a recorded outcome does not parse", e);
+    }
+  }
+
+  private static GatewayException conflict(NativeCommand command, String message) {
+    return GatewayException.of(Cause.NAMESPACE_CONFLICT, QueryCode.NAMESPACE_CONFLICT.code(),
+            message)
+        .with("sequence", Long.toUnsignedString(command.getSequence()))
+        .with("namespace", Long.toUnsignedString(command.getNamespace()));
+  }
+}

@@ -1,0 +1,227 @@
+package io.transit.flight.nativequery.embedded;
+
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.proto.ColumnDeclaration;
+import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.query.LogicalType;
+import io.transit.flight.query.QueryPlan;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Translates a compiled {@link QueryPlan} into DuckDB SQL over the published Table: identifiers
+ * quoted, every literal a bound parameter with an explicit cast, so the caller's SQL text never
+ * reaches DuckDB. {@link #validate} checks the plan against the declaration first, because the
+ * plan comes from a compiler the engine does not own. Stateless and thread-safe.
+ */
+final class PlanTranslator {
+  /** DuckDB SQL and its parameters, in order. */
+  record Translated(String sql, List<QueryPlan.Literal> parameters) {
+    void bind(PreparedStatement statement) throws SQLException {
+      for (int i = 0; i < parameters.size(); i++) {
+        QueryPlan.Literal l = parameters.get(i);
+        int at = i + 1;
+        switch (l.type()) {
+          case INT64 -> statement.setLong(at, (Long) l.value());
+          case UINT64 -> statement.setString(at, Long.toUnsignedString((Long) l.value()));
+          case FLOAT64 -> statement.setDouble(at, (Double) l.value());
+          case UTF8 -> statement.setString(at, (String) l.value());
+          case BOOL -> statement.setBoolean(at, (Boolean) l.value());
+          case DATE -> statement.setString(at, l.value().toString());
+          case CELL_INT64 -> throw new IllegalStateException("CELL_INT64 literal");
+        }
+      }
+    }
+  }
+
+  private PlanTranslator() {}
+
+  /** Rejects (INVALID_PLAN) a plan that does not fit the declaration or the profile. */
+  static void validate(QueryPlan plan, TableDeclaration table) {
+    Map<String, LogicalType> types = new HashMap<>();
+    for (ColumnDeclaration c : table.getColumnsList()) {
+      types.put(c.getName(), DuckTables.logicalType(table, c));
+    }
+    if (plan.outputs().isEmpty() || plan.outputs().size() > QueryPlan.MAX_OUTPUTS) {
+      throw invalid("a plan has 1 to " + QueryPlan.MAX_OUTPUTS + " outputs, not "
+          + plan.outputs().size());
+    }
+    if (plan.limit() != null && plan.limit() < 0) {
+      throw invalid("negative LIMIT");
+    }
+    for (QueryPlan.Output o : plan.outputs()) {
+      boolean isAggregate = o.kind() != QueryPlan.OutputKind.COLUMN;
+      if (isAggregate != plan.aggregate()) {
+        throw invalid("output " + o.name() + " mixes aggregate and row outputs");
+      }
+      if (o.kind() == QueryPlan.OutputKind.COUNT_STAR) {
+        continue;
+      }
+      LogicalType t = types.get(o.column());
+      if (t == null || t != o.columnType()) {
+        throw invalid("output " + o.name() + " names column " + o.column()
+            + " which the Table does not declare as " + o.columnType());
+      }
+      if (o.kind() == QueryPlan.OutputKind.COLUMN && !t.projectable()
+          || o.kind() == QueryPlan.OutputKind.SUM && !t.summable()) {
+        throw invalid("output " + o.name() + ": " + o.kind() + " of a " + t + " column");
+      }
+    }
+    if (plan.filter() != null) {
+      validateFilter(plan.filter(), types);
+    }
+  }
+
+  private static void validateFilter(QueryPlan.Filter f, Map<String, LogicalType> types) {
+    if (f instanceof QueryPlan.Comparison c) {
+      LogicalType t = filterColumn(c.column(), types);
+      literal(c.column(), t, c.value());
+      boolean equality = c.op() == QueryPlan.Op.EQ || c.op() == QueryPlan.Op.NE;
+      if (!equality && !t.ordered()) {
+        throw invalid("operator " + c.op().sql() + " on " + t + " column " + c.column());
+      }
+    } else if (f instanceof QueryPlan.Between b) {
+      LogicalType t = filterColumn(b.column(), types);
+      if (!t.ordered()) {
+        throw invalid("BETWEEN on " + t + " column " + b.column());
+      }
+      literal(b.column(), t, b.low());
+      literal(b.column(), t, b.high());
+    } else if (f instanceof QueryPlan.InList in) {
+      LogicalType t = filterColumn(in.column(), types);
+      if (t == LogicalType.BOOL) {
+        throw invalid("IN on BOOL column " + in.column());
+      }
+      for (QueryPlan.Literal l : in.values()) {
+        literal(in.column(), t, l);
+      }
+    } else if (f instanceof QueryPlan.IsNull n) {
+      if (!types.containsKey(n.column())) {
+        throw invalid("unknown column " + n.column());
+      }
+    } else if (f instanceof QueryPlan.And a) {
+      validateFilter(a.left(), types);
+      validateFilter(a.right(), types);
+    } else if (f instanceof QueryPlan.Or o) {
+      validateFilter(o.left(), types);
+      validateFilter(o.right(), types);
+    } else if (f instanceof QueryPlan.Not n) {
+      validateFilter(n.inner(), types);
+    } else {
+      throw invalid("unknown filter " + f);
+    }
+  }
+
+  private static LogicalType filterColumn(String column, Map<String, LogicalType> types) {
+    LogicalType t = types.get(column);
+    if (t == null) {
+      throw invalid("unknown column " + column);
+    }
+    if (t == LogicalType.CELL_INT64) {
+      throw invalid("CELL_INT64 column " + column + " cannot be filtered on");
+    }
+    return t;
+  }
+
+  private static void literal(String column, LogicalType t, QueryPlan.Literal l) {
+    if (l.type() != t) {
+      throw invalid("column " + column + " is " + t + " but its literal is " + l.type());
+    }
+    Class<?> expected = switch (t) {
+      case INT64, UINT64 -> Long.class;
+      case FLOAT64 -> Double.class;
+      case UTF8 -> String.class;
+      case BOOL -> Boolean.class;
+      case DATE -> java.time.LocalDate.class;
+      case CELL_INT64 -> Void.class;
+    };
+    if (!expected.isInstance(l.value())) {
+      throw invalid("a " + t + " literal holds a " + l.value().getClass().getSimpleName());
+    }
+  }
+
+  /** The DuckDB query; the plan must have passed {@link #validate}. */
+  static Translated translate(QueryPlan plan, String table) {
+    List<QueryPlan.Literal> params = new ArrayList<>();
+    StringBuilder sql = new StringBuilder("SELECT ");
+    for (int i = 0; i < plan.outputs().size(); i++) {
+      QueryPlan.Output o = plan.outputs().get(i);
+      if (i > 0) {
+        sql.append(", ");
+      }
+      switch (o.kind()) {
+        case COLUMN -> sql.append(DuckTables.quote(o.column()));
+        case SUM -> sql.append("SUM(").append(DuckTables.quote(o.column())).append(')');
+        case COUNT_STAR -> sql.append("COUNT(*)");
+        case COUNT_COLUMN -> sql.append("COUNT(").append(DuckTables.quote(o.column())).append(')');
+      }
+    }
+    sql.append(" FROM ").append(DuckTables.quote(table));
+    if (plan.filter() != null) {
+      sql.append(" WHERE ");
+      filter(plan.filter(), sql, params);
+    }
+    if (plan.limit() != null) {
+      sql.append(" LIMIT ").append(plan.limit());
+    }
+    return new Translated(sql.toString(), List.copyOf(params));
+  }
+
+  private static void filter(QueryPlan.Filter f, StringBuilder sql, List<QueryPlan.Literal> ps) {
+    if (f instanceof QueryPlan.Comparison c) {
+      sql.append(DuckTables.quote(c.column())).append(' ').append(c.op().sql()).append(' ');
+      param(c.value(), sql, ps);
+    } else if (f instanceof QueryPlan.Between b) {
+      sql.append('(').append(DuckTables.quote(b.column()))
+          .append(b.negated() ? " NOT BETWEEN " : " BETWEEN ");
+      param(b.low(), sql, ps);
+      sql.append(" AND ");
+      param(b.high(), sql, ps);
+      sql.append(')');
+    } else if (f instanceof QueryPlan.InList in) {
+      if (in.values().isEmpty()) {
+        sql.append(in.negated() ? "TRUE" : "FALSE");
+        return;
+      }
+      sql.append(DuckTables.quote(in.column())).append(in.negated() ? " NOT IN (" : " IN (");
+      for (int i = 0; i < in.values().size(); i++) {
+        sql.append(i > 0 ? ", " : "");
+        param(in.values().get(i), sql, ps);
+      }
+      sql.append(')');
+    } else if (f instanceof QueryPlan.IsNull n) {
+      sql.append(DuckTables.quote(n.column())).append(n.negated() ? " IS NOT NULL" : " IS NULL");
+    } else if (f instanceof QueryPlan.And a) {
+      binary(a.left(), " AND ", a.right(), sql, ps);
+    } else if (f instanceof QueryPlan.Or o) {
+      binary(o.left(), " OR ", o.right(), sql, ps);
+    } else if (f instanceof QueryPlan.Not n) {
+      sql.append("(NOT ");
+      filter(n.inner(), sql, ps);
+      sql.append(')');
+    }
+  }
+
+  private static void binary(QueryPlan.Filter l, String op, QueryPlan.Filter r, StringBuilder sql,
+      List<QueryPlan.Literal> ps) {
+    sql.append('(');
+    filter(l, sql, ps);
+    sql.append(op);
+    filter(r, sql, ps);
+    sql.append(')');
+  }
+
+  private static void param(QueryPlan.Literal l, StringBuilder sql, List<QueryPlan.Literal> ps) {
+    sql.append("CAST(? AS ").append(DuckTables.duckType(l.type())).append(')');
+    ps.add(l);
+  }
+
+  private static GatewayException invalid(String message) {
+    return QueryCode.INVALID_PLAN.failure(message);
+  }
+}

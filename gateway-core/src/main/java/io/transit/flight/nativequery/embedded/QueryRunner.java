@@ -1,0 +1,237 @@
+package io.transit.flight.nativequery.embedded;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.NativeSignatures;
+import io.transit.flight.nativequery.Planner;
+import io.transit.flight.proto.CellState;
+import io.transit.flight.proto.OutputColumn;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.RequestBundle;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.SegmentRef;
+import io.transit.flight.query.QueryPlan;
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.OutOfMemoryException;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.duckdb.DuckDBResultSet;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Executes one accepted query to its terminal status: rebuilds the plan from the journaled bundle,
+ * runs the translated SQL on DuckDB, writes the retained segments and commits the manifest (or the
+ * failure) to the journal. Segments are durable before the manifest that names them commits, so a
+ * crash in between leaves the query ACCEPTED and it simply runs again.
+ *
+ * <p>{@link #run} is called on an engine execution thread, one query per call; the runner itself
+ * is stateless and shared. Each run owns a child allocator that must be empty when it ends.
+ */
+final class QueryRunner {
+  static final String STAGE = "execution";
+  private static final Logger log = LoggerFactory.getLogger(QueryRunner.class);
+  private static final BigInteger INT64_MIN = BigInteger.valueOf(Long.MIN_VALUE);
+  private static final BigInteger INT64_MAX = BigInteger.valueOf(Long.MAX_VALUE);
+
+  private final JournalStore journal;
+  private final DuckTables tables;
+  private final SegmentStore segments;
+  private final BufferAllocator allocator;
+  private final Planner planner;
+  private final int batchRows;
+  private final BooleanSupplier stopping;
+
+  QueryRunner(JournalStore journal, DuckTables tables, SegmentStore segments,
+      BufferAllocator allocator, Planner planner, int batchRows, BooleanSupplier stopping) {
+    this.stopping = stopping;
+    this.journal = journal;
+    this.tables = tables;
+    this.segments = segments;
+    this.allocator = allocator;
+    this.planner = planner;
+    this.batchRows = batchRows;
+  }
+
+  /** Runs the query and records its terminal status; returns it (null if it was not pending). */
+  QueryStatus run(long correlation) throws SQLException {
+    JournalStore.SavedQuery saved = journal.transaction(() -> journal.query(correlation))
+        .orElseThrow(() -> new IllegalStateException("no query " + correlation));
+    QueryStatus accepted = saved.status();
+    if (accepted.getState() != QueryStatus.State.ACCEPTED) {
+      return null;
+    }
+    byte[] bundleBytes = journal.transaction(
+        () -> journal.assembled(accepted.getPrincipal(), accepted.getNamespace()));
+    QueryStatus.Builder done = accepted.toBuilder();
+    byte[] manifestBytes = null;
+    try {
+      RequestBundle bundle = RequestBundle.parseFrom(bundleBytes);
+      ResultManifest manifest = execute(correlation, accepted, bundle, saved.bundleSha256());
+      manifestBytes = manifest.toByteArray();
+      done.setState(QueryStatus.State.SUCCEEDED)
+          .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
+          .setTotalRows(manifest.getTotalRows());
+    } catch (GatewayException e) {
+      failed(done, e);
+    } catch (InvalidProtocolBufferException e) {
+      failed(done, QueryCode.INVALID_COMMAND.failure("the journaled bundle does not parse"));
+    } catch (OutOfMemoryException e) {
+      failed(done, QueryCode.BUDGET_EXHAUSTED.failure("execution memory was exhausted"));
+    } catch (SQLException | IOException | RuntimeException e) {
+      if (stopping.getAsBoolean()) {
+        // The engine is closing under this query: leave it ACCEPTED so it resumes at next open.
+        throw new IllegalStateException("engine closing", e);
+      }
+      log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
+      failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
+    }
+    QueryStatus status = done.build();
+    byte[] stored = manifestBytes;
+    journal.transaction(() -> {
+      journal.finish(status, stored);
+      return null;
+    });
+    return status;
+  }
+
+  private static void failed(QueryStatus.Builder done, GatewayException e) {
+    done.setState(QueryStatus.State.FAILED)
+        .setCode(e.code())
+        .setStage(STAGE)
+        .setMessage(e.getMessage() == null ? "" : e.getMessage())
+        .setLimit(unsignedFact(e, "limit"))
+        .setRequired(unsignedFact(e, "required"))
+        .setColumn(String.valueOf(e.facts().getOrDefault("column", "")));
+  }
+
+  private static long unsignedFact(GatewayException e, String key) {
+    Object v = e.facts().get(key);
+    return v == null ? 0 : Long.parseUnsignedLong(v.toString());
+  }
+
+  private ResultManifest execute(long correlation, QueryStatus q, RequestBundle bundle,
+      byte[] bundleSha256) throws SQLException, IOException {
+    String sql = bundle.getSql().toString(StandardCharsets.UTF_8);
+    QueryPlan plan = planner.plan(sql, bundle.getTable());
+    PlanTranslator.validate(plan, bundle.getTable());
+    PlanTranslator.Translated duck =
+        PlanTranslator.translate(plan, DuckTables.tableName(bundle.getTable().getObjectId()));
+    List<String> names = plan.outputs().stream().map(QueryPlan.Output::name).toList();
+    List<SegmentRef> refs;
+    long totalRows;
+    try (BufferAllocator child = allocator.newChildAllocator(
+            "query-" + Long.toUnsignedString(correlation), 0, allocator.getLimit());
+        ResultWriter writer =
+            new ResultWriter(child, segments, names, bundle.getBudgets());
+        Connection c = tables.connect();
+        PreparedStatement ps = c.prepareStatement(duck.sql())) {
+      duck.bind(ps);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (plan.aggregate()) {
+          aggregateRow(plan, rs, writer, bundle.getBudgets().getMaxResultRows());
+        } else {
+          projection(rs, child, writer, bundle.getBudgets().getMaxResultRows());
+        }
+      }
+      refs = writer.finish();
+      totalRows = writer.totalRows();
+    }
+    ResultManifest.Builder m = ResultManifest.newBuilder()
+        .setVersion(1)
+        .setCorrelation(correlation)
+        .setPrincipal(q.getPrincipal())
+        .setHasRole(bundle.getProof().getHasRole())
+        .setRole(bundle.getProof().getRole())
+        .setNamespace(q.getNamespace())
+        .setBundleSha256(ByteString.copyFrom(bundleSha256))
+        .setDeclarationSha256(
+            ByteString.copyFrom(NativeSignatures.declarationSha256(bundle.getTable())))
+        .setSource(bundle.getTable().getSource())
+        .setResource(bundle.getTable().getObjectId())
+        .setTotalRows(totalRows)
+        .addAllSegments(refs);
+    for (QueryPlan.Output o : plan.outputs()) {
+      m.addColumns(OutputColumn.newBuilder().setName(o.name()).setNullable(o.nullable()));
+    }
+    return m.build();
+  }
+
+  private static void aggregateRow(QueryPlan plan, ResultSet rs, ResultWriter writer,
+      long maxRows) throws SQLException, IOException {
+    if (!rs.next()) {
+      return; // LIMIT 0 over an aggregate
+    }
+    if (Long.compareUnsigned(1, maxRows) > 0) {
+      throw ResultWriter.exhausted("the result exceeds max_result_rows", maxRows, 1);
+    }
+    CellSegmentBuilder segment = writer.segment();
+    segment.reserve(1);
+    for (int i = 0; i < plan.outputs().size(); i++) {
+      QueryPlan.Output o = plan.outputs().get(i);
+      Object v = rs.getObject(i + 1);
+      if (v == null) {
+        segment.set(i, CellState.CELL_NULL, 0L);
+      } else if (o.kind() == QueryPlan.OutputKind.SUM) {
+        BigInteger sum = v instanceof BigInteger b ? b : BigInteger.valueOf(((Number) v).longValue());
+        if (sum.compareTo(INT64_MIN) < 0 || sum.compareTo(INT64_MAX) > 0) {
+          throw QueryCode.ARITHMETIC_OVERFLOW.failure("SUM(" + o.column() + ") overflows int64")
+              .with("column", o.name());
+        }
+        segment.set(i, CellState.CELL_INT64, sum.longValue());
+      } else {
+        // COUNT is unsigned natively; the adapter checks it against int64 at output.
+        segment.set(i, CellState.CELL_UINT64, ((Number) v).longValue());
+      }
+    }
+    writer.committed(1);
+  }
+
+  private void projection(ResultSet rs, BufferAllocator child, ResultWriter writer, long maxRows)
+      throws SQLException, IOException {
+    long seen = 0;
+    boolean over = false;
+    try (ArrowReader reader =
+        (ArrowReader) ((DuckDBResultSet) rs)
+            .arrowExportStream(child, batchRows)) {
+      VectorSchemaRoot batch = reader.getVectorSchemaRoot();
+      while (reader.loadNextBatch()) {
+        int n = batch.getRowCount();
+        seen += n;
+        // Past the row budget only the count goes on, so the failure carries the exact total.
+        over = over || Long.compareUnsigned(seen, maxRows) > 0;
+        if (over) {
+          continue;
+        }
+        int done = 0;
+        while (done < n) {
+          int take = Math.min(n - done, writer.room());
+          CellSegmentBuilder segment = writer.segment();
+          segment.reserve(take);
+          for (int c = 0; c < batch.getFieldVectors().size(); c++) {
+            segment.copy(c, batch.getVector(c), done, take);
+          }
+          writer.committed(take);
+          done += take;
+        }
+      }
+    } catch (IOException e) {
+      throw new SQLException("Arrow export failed", e);
+    }
+    if (over) {
+      throw ResultWriter.exhausted("the result exceeds max_result_rows", maxRows, seen);
+    }
+  }
+}

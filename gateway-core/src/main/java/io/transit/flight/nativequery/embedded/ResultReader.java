@@ -1,0 +1,131 @@
+package io.transit.flight.nativequery.embedded;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.PrincipalRights;
+import io.transit.flight.nativequery.QueryFailures;
+import io.transit.flight.nativequery.ReadAccess;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.SegmentRef;
+import java.io.IOException;
+import java.sql.SQLException;
+import java.util.Arrays;
+import java.util.Optional;
+
+/**
+ * Reads saved queries and retained results for a caller, re-checking the principal's current
+ * rights on every call: the inspect right for statuses and manifests, the entry-read right on the
+ * result's source for segments (independently of inspect). A released result fails closed with
+ * RETIRED; a missing or altered stored file is EVIDENCE, never an empty result. Any thread.
+ */
+final class ResultReader {
+  private final JournalStore journal;
+  private final RightsRegistry rights;
+  private final SegmentStore segments;
+
+  ResultReader(JournalStore journal, RightsRegistry rights, SegmentStore segments) {
+    this.journal = journal;
+    this.rights = rights;
+    this.segments = segments;
+  }
+
+  QueryStatus status(ReadAccess access, long correlation) {
+    return inspected(access, correlation).status();
+  }
+
+  byte[] manifest(ReadAccess access, long correlation) {
+    JournalStore.SavedQuery q = inspected(access, correlation);
+    ResultManifest m = retained(q);
+    checkIdentity(access, m);
+    return q.manifest().clone();
+  }
+
+  byte[] segment(ReadAccess access, long correlation, int index, long maxBytes) {
+    PrincipalRights r = rights.require(access.principal());
+    JournalStore.SavedQuery q = owned(access, correlation);
+    ResultManifest m = retained(q);
+    checkIdentity(access, m);
+    if (!r.mayRead(m.getSource())) {
+      throw RightsRegistry.denied("the principal may no longer read source "
+          + Long.toUnsignedString(m.getSource()));
+    }
+    if (index < 0 || index >= m.getSegmentsCount()) {
+      throw GatewayException.of(Cause.INVALID_CALLER_FIELD, "query.segment_index",
+              "segment index " + index + " (expected: 0.." + (m.getSegmentsCount() - 1) + ")")
+          .with("segments", m.getSegmentsCount());
+    }
+    SegmentRef ref = m.getSegments(index);
+    if (Long.compareUnsigned(ref.getBytes(), maxBytes) > 0) {
+      throw ResultWriter.exhausted("the segment exceeds the read bound", maxBytes, ref.getBytes());
+    }
+    Optional<byte[]> bytes;
+    try {
+      bytes = segments.read(ref.getSha256().toByteArray());
+    } catch (IOException e) {
+      throw new GatewayException(Cause.EVIDENCE, QueryCode.EVIDENCE.code(),
+          "the retained segment cannot be read", e);
+    }
+    if (bytes.isEmpty() || bytes.get().length != ref.getBytes()) {
+      throw QueryCode.EVIDENCE.failure(bytes.isEmpty()
+              ? "the retained segment file is missing"
+              : "the retained segment file has the wrong size")
+          .with("segment", index);
+    }
+    return bytes.get();
+  }
+
+  private JournalStore.SavedQuery inspected(ReadAccess access, long correlation) {
+    if (!rights.require(access.principal()).canInspect()) {
+      throw RightsRegistry.denied("the principal may not inspect queries");
+    }
+    return owned(access, correlation);
+  }
+
+  private JournalStore.SavedQuery owned(ReadAccess access, long correlation) {
+    Optional<JournalStore.SavedQuery> q;
+    try {
+      q = journal.transaction(() -> journal.query(correlation));
+    } catch (SQLException e) {
+      throw new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
+          "the native journal cannot be read", e);
+    }
+    // Another principal's query and an unknown correlation look the same: no existence oracle.
+    if (q.isEmpty() || q.get().status().getPrincipal() != access.principal()) {
+      throw RightsRegistry.denied("no such query for this principal");
+    }
+    return q.get();
+  }
+
+  private static ResultManifest retained(JournalStore.SavedQuery q) {
+    if (q.released()) {
+      throw QueryCode.RETIRED.failure("the retained result was released")
+          .with("correlation", Long.toUnsignedString(q.status().getCorrelation()));
+    }
+    switch (q.status().getState()) {
+      case SUCCEEDED -> { }
+      case FAILED -> throw QueryFailures.toException(q.status());
+      default -> throw GatewayException.of(Cause.PRECONDITION, "query.not_finished",
+          "the query has not finished");
+    }
+    if (q.manifest() == null || !Arrays.equals(Digests.sha256(q.manifest()),
+        q.status().getManifestSha256().toByteArray())) {
+      throw QueryCode.EVIDENCE.failure("the retained manifest does not match its digest");
+    }
+    try {
+      return ResultManifest.parseFrom(q.manifest());
+    } catch (InvalidProtocolBufferException e) {
+      throw QueryCode.EVIDENCE.failure("the retained manifest does not parse");
+    }
+  }
+
+  private static void checkIdentity(ReadAccess access, ResultManifest m) {
+    if (access.source() != m.getSource() || access.hasRole() != m.getHasRole()
+        || access.role() != m.getRole()) {
+      throw RightsRegistry.denied("the result belongs to another source or role");
+    }
+  }
+}

@@ -1,0 +1,81 @@
+package io.transit.flight.nativequery.embedded;
+
+import io.transit.flight.crypto.Digests;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Optional;
+
+/**
+ * Content-addressed retained segment files: {@code segments/<sha256-hex>}. A segment is written to
+ * a temporary file, fsynced and renamed into place; {@link #sync()} then fsyncs the directory once
+ * for all of a result's renames, before the manifest naming them commits. After a crash a named
+ * file is either absent or complete. Identical segments share one file, so files are never
+ * deleted by one result's release. Any thread may call any method; concurrent writers of the same
+ * content both rename complete files over each other.
+ */
+final class SegmentStore {
+  private final Path dir;
+
+  SegmentStore(Path dir) throws IOException {
+    this.dir = Files.createDirectories(dir);
+  }
+
+  /** Stores {@code bytes} durably under their SHA-256; returns the digest. */
+  byte[] write(byte[] bytes) throws IOException {
+    byte[] sha = Digests.sha256(bytes);
+    Path target = dir.resolve(Digests.hex(sha));
+    if (Files.isRegularFile(target) && Files.size(target) == bytes.length) {
+      return sha;
+    }
+    Path temp = Files.createTempFile(dir, "segment-", ".tmp");
+    try {
+      try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.WRITE)) {
+        ByteBuffer b = ByteBuffer.wrap(bytes);
+        while (b.hasRemaining()) {
+          ch.write(b);
+        }
+        ch.force(true);
+      }
+      try {
+        Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE);
+      } catch (AtomicMoveNotSupportedException e) {
+        Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING);
+      }
+    } finally {
+      Files.deleteIfExists(temp);
+    }
+    return sha;
+  }
+
+  /** The stored bytes, or empty when the file is missing. */
+  Optional<byte[]> read(byte[] sha256) throws IOException {
+    try {
+      return Optional.of(Files.readAllBytes(dir.resolve(Digests.hex(sha256))));
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    }
+  }
+
+  Path path(byte[] sha256) {
+    return dir.resolve(Digests.hex(sha256));
+  }
+
+  /** Makes every rename so far durable. */
+  void sync() throws IOException {
+    // Makes the rename itself durable; some platforms cannot open a directory for sync.
+    try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+      ch.force(true);
+    } catch (IOException e) {
+      if (!System.getProperty("os.name", "").startsWith("Windows")) {
+        throw e;
+      }
+    }
+  }
+}

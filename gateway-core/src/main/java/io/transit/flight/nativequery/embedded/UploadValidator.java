@@ -1,0 +1,219 @@
+package io.transit.flight.nativequery.embedded;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.NativeSignatures;
+import io.transit.flight.nativequery.Planner;
+import io.transit.flight.nativequery.PrincipalRights;
+import io.transit.flight.nativequery.Publication;
+import io.transit.flight.proto.Budgets;
+import io.transit.flight.proto.NativeCommand;
+import io.transit.flight.proto.PrincipalProof;
+import io.transit.flight.proto.RequestBundle;
+import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.query.QueryPlan;
+import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
+import java.util.Arrays;
+import java.util.Optional;
+
+/**
+ * The upload state machine of one principal's namespaces: begin → parts in index order → seal
+ * (digest over the assembled parts) → submit (bundle, proof, rights, publication and plan
+ * checks). Each step either updates the journal and returns, or throws a {@link Rejection} that
+ * the caller records as a REJECTED outcome. Called only inside a journal transaction (so on a
+ * sending thread, serialized by the journal).
+ */
+final class UploadValidator {
+  /** A deterministic validation failure, recorded as REJECTED with its {@code query.<code>}. */
+  static final class Rejection extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    private final String code;
+
+    Rejection(String code, String message) {
+      super(message, null, false, false);
+      this.code = code;
+    }
+
+    Rejection(QueryCode code, String message) {
+      this(code.code(), message);
+    }
+
+    String code() {
+      return code;
+    }
+  }
+
+  private static final int BUNDLE_VERSION = 1;
+
+  private final JournalStore journal;
+  private final RightsRegistry rights;
+  private final DuckTables tables;
+  private final Planner planner;
+  private final EngineOptions options;
+
+  UploadValidator(JournalStore journal, RightsRegistry rights, DuckTables tables, Planner planner,
+      EngineOptions options) {
+    this.journal = journal;
+    this.rights = rights;
+    this.tables = tables;
+    this.planner = planner;
+    this.options = options;
+  }
+
+  /** Applies the command; returns the new correlation of an accepted submit, else 0. */
+  long apply(NativeCommand c) throws SQLException {
+    switch (c.getBodyCase()) {
+      case BEGIN -> begin(c);
+      case PART -> part(c);
+      case SEAL -> seal(c);
+      case SUBMIT -> {
+        return submit(c);
+      }
+      default -> throw new Rejection(QueryCode.INVALID_COMMAND, "unknown command body");
+    }
+    return 0;
+  }
+
+  private void begin(NativeCommand c) throws SQLException {
+    var b = c.getBegin();
+    if (c.getNamespace() != c.getSequence()) {
+      throw new Rejection(QueryCode.INVALID_COMMAND,
+          "a begin command's namespace must equal its sequence");
+    }
+    if (journal.upload(c.getPrincipal(), c.getNamespace()).isPresent()) {
+      throw new Rejection(QueryCode.NAMESPACE_CONFLICT, "the namespace is already used");
+    }
+    if (b.getBundleBytes() < 1 || Long.compareUnsigned(b.getBundleBytes(), options.maxBundleBytes()) > 0) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "bundle_bytes " + Long.toUnsignedString(
+          b.getBundleBytes()) + " (expected: 1.." + options.maxBundleBytes() + ")");
+    }
+    if (b.getPartCount() < 1 || b.getPartCount() > options.maxParts()
+        || Integer.toUnsignedLong(b.getPartCount()) > b.getBundleBytes()) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "part_count "
+          + Integer.toUnsignedString(b.getPartCount()) + " (expected: 1.." + options.maxParts()
+          + " and at most bundle_bytes)");
+    }
+    if (b.getBundleSha256().size() != 32) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "bundle_sha256 must be 32 bytes");
+    }
+    journal.beginUpload(c.getPrincipal(), c.getNamespace(), b.getBundleBytes(), b.getPartCount(),
+        b.getBundleSha256().toByteArray());
+  }
+
+  private JournalStore.Upload upload(NativeCommand c, JournalStore.UploadState expected)
+      throws SQLException {
+    Optional<JournalStore.Upload> u = journal.upload(c.getPrincipal(), c.getNamespace());
+    if (u.isEmpty() || Long.compareUnsigned(c.getNamespace(), c.getSequence()) >= 0) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "no upload was begun at namespace "
+          + Long.toUnsignedString(c.getNamespace()));
+    }
+    if (u.get().state() != expected) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "the upload is " + u.get().state()
+          + " (expected: " + expected + ")");
+    }
+    return u.get();
+  }
+
+  private void part(NativeCommand c) throws SQLException {
+    JournalStore.Upload u = upload(c, JournalStore.UploadState.OPEN);
+    var p = c.getPart();
+    if (p.getIndex() != u.receivedParts() || u.receivedParts() >= u.partCount()) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "part index "
+          + Integer.toUnsignedString(p.getIndex()) + " (expected: " + u.receivedParts()
+          + " of " + u.partCount() + ")");
+    }
+    long total = u.receivedBytes() + p.getData().size();
+    if (p.getData().isEmpty() || total > u.declaredBytes()) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "part of " + p.getData().size()
+          + " bytes would bring the upload to " + total + " (expected: non-empty, at most "
+          + u.declaredBytes() + ")");
+    }
+    journal.addPart(c.getPrincipal(), c.getNamespace(), p.getIndex(), p.getData().toByteArray());
+  }
+
+  private void seal(NativeCommand c) throws SQLException {
+    JournalStore.Upload u = upload(c, JournalStore.UploadState.OPEN);
+    if (u.receivedParts() != u.partCount() || u.receivedBytes() != u.declaredBytes()) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "the upload has " + u.receivedParts()
+          + " parts and " + u.receivedBytes() + " bytes (expected: " + u.partCount() + " and "
+          + u.declaredBytes() + ")");
+    }
+    byte[] declared = c.getSeal().getBundleSha256().toByteArray();
+    byte[] actual = Digests.sha256(journal.assembled(c.getPrincipal(), c.getNamespace()));
+    if (!Arrays.equals(declared, u.bundleSha256()) || !Arrays.equals(actual, u.bundleSha256())) {
+      throw new Rejection(QueryCode.INVALID_COMMAND,
+          "the sealed digest does not match the begun digest and the assembled parts");
+    }
+    journal.setUploadState(c.getPrincipal(), c.getNamespace(), JournalStore.UploadState.SEALED);
+  }
+
+  private long submit(NativeCommand c) throws SQLException {
+    JournalStore.Upload u = upload(c, JournalStore.UploadState.SEALED);
+    if (!Arrays.equals(c.getSubmit().getBundleSha256().toByteArray(), u.bundleSha256())) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "the submitted digest is not the sealed one");
+    }
+    RequestBundle bundle;
+    try {
+      bundle = RequestBundle.parseFrom(journal.assembled(c.getPrincipal(), c.getNamespace()));
+    } catch (InvalidProtocolBufferException e) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "the sealed bundle does not parse");
+    }
+    admit(c.getPrincipal(), bundle);
+    long correlation = journal.allocateCorrelation();
+    journal.insertAccepted(correlation, c.getPrincipal(), c.getNamespace(), u.bundleSha256());
+    journal.setUploadState(c.getPrincipal(), c.getNamespace(), JournalStore.UploadState.SUBMITTED);
+    return correlation;
+  }
+
+  /** Every check of a submitted bundle, against the principal's current rights. */
+  private void admit(long principal, RequestBundle bundle) {
+    if (bundle.getVersion() != BUNDLE_VERSION || !bundle.hasTable() || !bundle.hasProof()
+        || !bundle.hasBudgets()) {
+      throw new Rejection(QueryCode.INVALID_COMMAND,
+          "the bundle needs version 1, a table, budgets and a proof");
+    }
+    PrincipalRights r;
+    try {
+      r = rights.require(principal);
+    } catch (GatewayException e) {
+      throw new Rejection(QueryCode.ACCESS_DENIED, e.getMessage());
+    }
+    PrincipalProof proof = bundle.getProof();
+    byte[] sqlSha = Digests.sha256(bundle.getSql().toByteArray());
+    if (proof.getPrincipal() != principal
+        || !Arrays.equals(proof.getQuerySha256().toByteArray(), sqlSha)
+        || proof.getCredentialEpoch() != r.credentialEpoch()
+        || !NativeSignatures.verifyProof(proof, r.key())) {
+      throw new Rejection(QueryCode.ACCESS_DENIED,
+          "the principal proof does not match the principal, query bytes, credential epoch or key");
+    }
+    TableDeclaration table = bundle.getTable();
+    if (!Arrays.equals(bundle.getDeclarationSha256().toByteArray(),
+        NativeSignatures.declarationSha256(table))) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, "declaration_sha256 does not match the table");
+    }
+    if (!r.mayRead(table.getSource())) {
+      throw new Rejection(QueryCode.ACCESS_DENIED, "the principal may not read source "
+          + Long.toUnsignedString(table.getSource()));
+    }
+    Optional<Publication> pub = tables.publication(table.getObjectId());
+    if (pub.isEmpty() || !pub.get().declaration().equals(table)) {
+      throw new Rejection(QueryCode.SOURCE_UNAVAILABLE,
+          "the table is not published with this declaration");
+    }
+    Budgets b = bundle.getBudgets();
+    if (b.getRowsPerSegment() < 1 || b.getMaxSegmentBytes() == 0) {
+      throw new Rejection(QueryCode.INVALID_PLAN,
+          "budgets need rows_per_segment >= 1 and max_segment_bytes >= 1");
+    }
+    try {
+      QueryPlan plan = planner.plan(bundle.getSql().toString(StandardCharsets.UTF_8), table);
+      PlanTranslator.validate(plan, table);
+    } catch (GatewayException e) {
+      throw new Rejection(e.code(), e.getMessage());
+    }
+  }
+}

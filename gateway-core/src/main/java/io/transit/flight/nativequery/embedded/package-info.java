@@ -1,0 +1,27 @@
+/**
+ * The embedded native query system: the default {@link
+ * io.transit.flight.nativequery.NativeQueryClient}, running in the gateway's process.
+ *
+ * <p>Starting points:
+ *
+ * <ul>
+ *   <li>{@link io.transit.flight.nativequery.embedded.EmbeddedEngine} — open, send, await, read,
+ *       release, reload rights, close.
+ *   <li>{@link io.transit.flight.nativequery.embedded.EngineOptions} and {@link
+ *       io.transit.flight.nativequery.embedded.CommandFaults} — settings and the unknown-outcome
+ *       fault hook.
+ *   <li>{@link io.transit.flight.nativequery.embedded.DemoData} — the generated demo Tables.
+ * </ul>
+ *
+ * <p>Inside: {@code CommandProcessor} and {@code UploadValidator} decide commands in one
+ * {@code JournalStore} (SQLite) transaction; {@code QueryRunner} executes plans translated by
+ * {@code PlanTranslator} on the Tables {@code DuckTables} loaded, cutting rows into segments with
+ * {@code ResultWriter}/{@code CellSegmentBuilder} and storing them in {@code SegmentStore};
+ * {@code ResultReader} serves reads under {@code RightsRegistry}'s current rights.
+ *
+ * <p>Thread rules: every public method of the engine may be called from any thread. The journal
+ * serializes its transactions on one monitor. Queries run on the engine's bounded execution pool,
+ * one query per task, each with its own child allocator and DuckDB connection; nothing a runner
+ * allocates outlives its task. Rights are swapped atomically as a whole.
+ */
+package io.transit.flight.nativequery.embedded;

@@ -1,0 +1,158 @@
+package io.transit.flight.nativequery.embedded;
+
+import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.nativequery.Publication;
+import io.transit.flight.proto.CellState;
+import io.transit.flight.proto.ColumnDeclaration;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.query.LogicalType;
+import io.transit.flight.query.QueryPlan;
+import java.io.FileOutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowFileWriter;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The demo data set, and loading Parquet, CSV and Arrow IPC publications with type checks. */
+class PublicationLoadingTest {
+  @TempDir static Path data;
+  @TempDir Path state;
+  private static List<Publication> demo;
+
+  @BeforeAll
+  static void demo() throws Exception {
+    demo = DemoData.generate(data);
+  }
+
+  @Test
+  void demoFilesHaveTheDeclaredRowsTypesAndNulls() throws Exception {
+    assertEquals(List.of(DemoData.PRIMITIVE, DemoData.MIXED, DemoData.CELLS),
+        demo.stream().map(p -> p.declaration().getTable()).toList());
+    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
+        Statement s = c.createStatement()) {
+      long[] rows = {DemoData.PRIMITIVE_ROWS, DemoData.MIXED_ROWS, 4};
+      for (int i = 0; i < demo.size(); i++) {
+        Publication p = demo.get(i);
+        String read = "read_parquet('" + p.files().get(0) + "')";
+        try (ResultSet r = s.executeQuery("SELECT count(*) FROM " + read)) {
+          r.next();
+          assertEquals(rows[i], r.getLong(1), p.declaration().getTable());
+        }
+        List<String> types = new ArrayList<>();
+        try (ResultSet r = s.executeQuery("DESCRIBE SELECT * FROM " + read)) {
+          while (r.next()) {
+            types.add(r.getString(1) + " " + r.getString(2).replace("\"", ""));
+          }
+        }
+        List<String> expected = new ArrayList<>();
+        for (ColumnDeclaration col : p.declaration().getColumnsList()) {
+          expected.add(col.getName() + " "
+              + DuckTables.duckType(LogicalType.valueOf(col.getLogicalType())).replace("\"", ""));
+        }
+        assertEquals(expected, types);
+      }
+      try (ResultSet r = s.executeQuery("SELECT count(*) - count(b), count(*) - count(d),"
+          + " count(*) - count(a) FROM read_parquet('" + demo.get(0).files().get(0) + "')")) {
+        r.next();
+        assertEquals(100_000, r.getLong(1));
+        assertEquals(250_000, r.getLong(2));
+        assertEquals(0, r.getLong(3));
+      }
+    }
+  }
+
+  @Test
+  void mismatchedDeclarationIsAStartupErrorNamingTheColumn() {
+    TableDeclaration d = demo.get(2).declaration();
+    TableDeclaration wrong = d.toBuilder()
+        .setColumns(4, d.getColumns(4).toBuilder().setLogicalType("UTF8")).build();
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () ->
+        EmbeddedEngine.open(state, EngineOptions.defaults(),
+            List.of(demo.get(2).withDeclaration(wrong)), List.of(fullRights()),
+            new TablePlanner()));
+    assertTrue(e.getMessage().contains("demo_cells") && e.getMessage().contains("huge"),
+        e.getMessage());
+    TableDeclaration notNull = d.toBuilder().setObjectId(9).build();
+    TableDeclaration primitive = demo.get(0).declaration();
+    TableDeclaration bNotNull = primitive.toBuilder()
+        .setColumns(2, primitive.getColumns(2).toBuilder().setNullable(false)).build();
+    IllegalArgumentException nulls = assertThrows(IllegalArgumentException.class, () ->
+        EmbeddedEngine.open(state, EngineOptions.defaults(),
+            List.of(demo.get(2).withDeclaration(notNull), demo.get(0).withDeclaration(bNotNull)),
+            List.of(fullRights()), new TablePlanner()));
+    assertTrue(nulls.getMessage().contains("column b"), nulls.getMessage());
+  }
+
+  @Test
+  void csvAndArrowIpcPublicationsLoadAndAnswer() throws Exception {
+    Path csv = data.resolve("t.csv");
+    Files.writeString(csv, "k,v\n1,10\n2,\n3,-4\n");
+    Path arrow = data.resolve("t.arrow");
+    try (RootAllocator allocator = new RootAllocator();
+        VectorSchemaRoot root = VectorSchemaRoot.of(new BigIntVector("k", allocator));
+        FileOutputStream out = new FileOutputStream(arrow.toFile());
+        ArrowFileWriter writer = new ArrowFileWriter(root, null, out.getChannel())) {
+      BigIntVector k = (BigIntVector) root.getVector(0);
+      k.allocateNew(3);
+      k.set(0, 5);
+      k.setNull(1);
+      k.set(2, 7);
+      root.setRowCount(3);
+      writer.start();
+      writer.writeBatch();
+      writer.end();
+    }
+    TableDeclaration csvTable = TableDeclaration.newBuilder().setCatalog("c").setDbSchema("s")
+        .setTable("csv_t").setObjectId(20).setSource(1)
+        .addColumns(ColumnDeclaration.newBuilder().setName("k").setLogicalType("INT64"))
+        .addColumns(ColumnDeclaration.newBuilder().setName("v").setLogicalType("INT64")
+            .setNullable(true))
+        .build();
+    TableDeclaration arrowTable = TableDeclaration.newBuilder().setCatalog("c").setDbSchema("s")
+        .setTable("arrow_t").setObjectId(21).setSource(1)
+        .addColumns(ColumnDeclaration.newBuilder().setName("k").setLogicalType("INT64")
+            .setNullable(true))
+        .build();
+    TablePlanner planner = new TablePlanner()
+        .put("sum v", new QueryPlan(List.of(new QueryPlan.Output("s", true,
+            QueryPlan.OutputKind.SUM, "v", LogicalType.INT64)), null, null, true))
+        .put("k", new QueryPlan(List.of(column("k", LogicalType.INT64, true)), null, null, false));
+    try (EmbeddedEngine engine = EmbeddedEngine.open(state, EngineOptions.defaults(),
+        List.of(new Publication(csvTable, List.of(csv), "csv"),
+            new Publication(arrowTable, List.of(arrow), "arrow")),
+        List.of(fullRights()), planner)) {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      long c1 = admit(engine, 1, bundle(csvTable, "sum v", roomyBudgets()));
+      QueryStatus s1 = engine.awaitQuery(access(), c1, deadline);
+      assertEquals(QueryStatus.State.SUCCEEDED, s1.getState(), s1.getMessage());
+      assertEquals(List.of(List.of(new Cell(CellState.CELL_INT64_VALUE, 6))),
+          decode(engine.readSegment(access(), c1, 0, 1 << 20), List.of("s")));
+      long c2 = admit(engine, engine.nextSequence(PRINCIPAL),
+          bundle(arrowTable, "k", roomyBudgets()));
+      QueryStatus s2 = engine.awaitQuery(access(), c2, deadline);
+      assertEquals(QueryStatus.State.SUCCEEDED, s2.getState(), s2.getMessage());
+      ResultManifest m = ResultManifest.parseFrom(engine.readManifest(access(), c2));
+      assertEquals(1, m.getSegmentsCount());
+      assertEquals(List.of(List.of(new Cell(1, 5)), List.of(new Cell(3, 0)), List.of(new Cell(1, 7))),
+          decode(engine.readSegment(access(), c2, 0, 1 << 20), List.of("k")));
+    }
+  }
+}
