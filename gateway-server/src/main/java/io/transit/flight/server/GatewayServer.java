@@ -9,10 +9,13 @@ import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.catalog.CatalogResults;
 import io.transit.flight.catalog.SqlInfoCatalog;
 import io.transit.flight.channel.FlightOutboundHandler;
+import io.transit.flight.channel.StreamExecutorPool;
+import io.transit.flight.channel.StreamLimits;
 import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
+import io.transit.flight.query.QueryCompiler;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.auth.CredentialRegistry;
 import io.transit.flight.server.config.ConfigException;
@@ -27,6 +30,8 @@ import io.transit.flight.ticket.TransitDefinition;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.security.SecureRandom;
+import java.sql.SQLException;
+import java.time.Duration;
 import java.time.Clock;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -53,6 +58,8 @@ import org.slf4j.LoggerFactory;
 public final class GatewayServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(GatewayServer.class);
   public static final String VERSION = "0.1.0";
+  /** Batches a producer may have queued on a stream's writer before the gate parks it. */
+  private static final int MAX_PENDING_BATCHES = 2;
 
   private final AtomicReference<ResolvedConfig> config;
   private final BufferAllocator allocator;
@@ -79,8 +86,7 @@ public final class GatewayServer implements AutoCloseable {
 
     this.allocator = new RootAllocator(limits.rootAllocatorBytes());
     ErrorMapper errors = new ErrorMapper(limits.diagnosticMetadataBytes());
-    this.engine = EmbeddedEngine.open(state.engineDir(), Bindings.engineOptions(cfg),
-        Bindings.publications(cfg), snapshot.rights(), io.transit.flight.query.QueryCompiler::compile);
+    this.engine = openEngine(state, cfg, snapshot);
     CredentialRegistry credentials = new CredentialRegistry();
     credentials.replace(snapshot.byToken());
 
@@ -91,9 +97,10 @@ public final class GatewayServer implements AutoCloseable {
         limits.admissionPerCaller(), limits.uploadPartBytes());
     AdmissionService admission = new AdmissionService(engine,
         AdmissionLimiter.of(admissionConfig), admissionConfig);
-    this.streams = new StreamRegistry(allocator, limits.maxLiveStreams(),
-        limits.streamAllocatorBytes(), TimeUnit.MILLISECONDS.toNanos(limits.creditStallMs()),
-        limits.writerThreads());
+    this.streams = new StreamRegistry(allocator,
+        new StreamExecutorPool("transit-writer", limits.writerThreads()),
+        new StreamLimits(limits.maxLiveStreams(), limits.streamAllocatorBytes(),
+            Duration.ofMillis(limits.creditStallMs()), MAX_PENDING_BATCHES));
     this.producers = pool("transit-producer", limits.producerThreads());
     GatewayState gatewayState = new GatewayState(config, credentials, tickets, admission, engine,
         new CatalogResults(new SqlInfoCatalog(VERSION, "18.3.0")), allocator, streams,
@@ -114,6 +121,19 @@ public final class GatewayServer implements AutoCloseable {
         .maxInboundMessageSize(limits.maxInboundMessageBytes())
         .maxInboundMetadataSize(limits.maxInboundMetadataBytes())
         .build();
+  }
+
+  private static EmbeddedEngine openEngine(StateDirectory state, ResolvedConfig cfg,
+      Bindings.Snapshot snapshot) throws ConfigException, IOException {
+    try {
+      return EmbeddedEngine.open(state.engineDir(), Bindings.engineOptions(cfg),
+          Bindings.publications(cfg), snapshot.rights(), QueryCompiler::compile);
+    } catch (IllegalArgumentException e) {
+      // A publication whose data does not match its declaration: the message names both.
+      throw new ConfigException(e.getMessage(), e);
+    } catch (SQLException e) {
+      throw new IOException("native engine failed to open: " + e.getMessage(), e);
+    }
   }
 
   /** Builds and starts the daemon; the caller owns the result and must close it. */
@@ -169,7 +189,9 @@ public final class GatewayServer implements AutoCloseable {
     }
     producers.shutdown();
     awaitQuietly(producers);
-    streams.shutdownGracefully(TimeUnit.SECONDS.toNanos(10));
+    if (!streams.shutdown(Duration.ofSeconds(10))) {
+      log.warn("stream writers did not drain within 10 s");
+    }
     serviceExecutor.shutdown();
     flightExecutor.shutdown();
     awaitQuietly(serviceExecutor);

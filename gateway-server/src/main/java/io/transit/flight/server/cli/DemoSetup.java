@@ -45,8 +45,13 @@ public final class DemoSetup {
     ArrayNode callers = root.putArray("callers");
     long principal = 101;
     for (Publication p : pubs) {
-      TableDeclaration d = p.declaration();
-      String name = d.getTable();
+      // Republished under short names, each on a source of its own, so every demo caller's
+      // rights cover exactly its own Table.
+      String name = p.declaration().getTable().replaceFirst("^demo_", "");
+      TableDeclaration d = p.declaration().toBuilder()
+          .setTable(name)
+          .setSource(100 + p.declaration().getObjectId())
+          .build();
       ObjectNode pub = publications.addObject();
       pub.put("name", name).put("catalog", d.getCatalog()).put("schema", d.getDbSchema())
           .put("table", d.getTable()).put("owner", d.getOwner()).put("object_id", d.getObjectId())
@@ -61,7 +66,7 @@ public final class DemoSetup {
         cols.addObject().put("name", c.getName()).put("type", c.getLogicalType())
             .put("nullable", c.getNullable());
       }
-      String caller = name.replace('_', '-');
+      String caller = name;
       callers.addObject().put("name", caller)
           .put("credential_file", "credentials/" + caller + ".token")
           .put("principal", principal)

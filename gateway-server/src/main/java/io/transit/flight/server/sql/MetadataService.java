@@ -59,27 +59,25 @@ final class MetadataService {
         .build();
   }
 
-  /** Runs on T_caller: recompute, compare the digest, stream the one batch through the channel. */
-  void produce(FlightServerChannel channel, CallerBinding caller, MetadataReference ref,
+  /**
+   * Runs on T_caller inside the handler's produce: recompute, compare the digest, send the one
+   * batch (the handler completes or errors the stream).
+   */
+  void stream(FlightServerChannel channel, CallerBinding caller, MetadataReference ref,
       long expiryMillis) {
+    CallerBinding current = state.recheck(caller, expiryMillis);
+    Any command;
     try {
-      CallerBinding current = state.recheck(caller, expiryMillis);
-      Any command;
-      try {
-        command = Any.parseFrom(ref.command());
-      } catch (InvalidProtocolBufferException e) {
-        throw new GatewayException(Cause.INVALID_PROTOBUF, "flight.invalid_command",
-            "ticket command is not a protobuf Any", e);
-      }
-      byte[] result = state.catalog().encode(command, current.table(), channel.allocator());
-      if (!MessageDigest.isEqual(Digests.sha256(result), ref.resultSha256())) {
-        throw GatewayException.of(Cause.PRECONDITION, "catalog.changed",
-            "the catalog result changed since the ticket was issued; call GetFlightInfo again");
-      }
-      state.handler().sendResponseBatch(channel, IpcBytes.read(result, channel.allocator()));
-      state.handler().completeStream(channel);
-    } catch (Throwable t) {
-      state.handler().sendError(channel, t);
+      command = Any.parseFrom(ref.command());
+    } catch (InvalidProtocolBufferException e) {
+      throw new GatewayException(Cause.INVALID_PROTOBUF, "flight.invalid_command",
+          "ticket command is not a protobuf Any", e);
     }
+    byte[] result = state.catalog().encode(command, current.table(), channel.allocator());
+    if (!MessageDigest.isEqual(Digests.sha256(result), ref.resultSha256())) {
+      throw GatewayException.of(Cause.PRECONDITION, "catalog.changed",
+          "the catalog result changed since the ticket was issued; call GetFlightInfo again");
+    }
+    state.handler().sendResponseBatch(channel, IpcBytes.read(result, channel.allocator()));
   }
 }

@@ -35,53 +35,51 @@ final class ResultStreamer {
     this.state = state;
   }
 
-  /** Runs on T_caller. Never throws: every outcome is a completion or an error on the channel. */
-  void produce(FlightServerChannel channel, CallerBinding caller, StatementReference ref,
+  /**
+   * Runs on T_caller inside {@link io.transit.flight.channel.FlightOutboundHandler#produce}, which
+   * completes the stream when this returns and errors it with whatever this throws.
+   */
+  void stream(FlightServerChannel channel, CallerBinding caller, StatementReference ref,
       long expiryMillis) {
-    try {
-      ReadAccess access = state.readAccessOf(caller);
-      state.recheck(caller, expiryMillis);
-      byte[] manifestBytes = state.nativeClient().readManifest(access, ref.correlation());
-      if (!MessageDigest.isEqual(Digests.sha256(manifestBytes), ref.manifestSha256())) {
-        throw evidence("retained manifest does not match the ticket");
-      }
-      ResultManifest manifest = parse(manifestBytes);
-      checkIdentity(manifest, caller, ref);
-      Schema schema = QueryCompiler.outputSchema(manifest.getColumnsList());
-      long rows = 0;
-      int sent = 0;
-      for (int i = 0; i < manifest.getSegmentsCount(); i++) {
-        SegmentRef seg = manifest.getSegments(i);
-        CallerBinding current = state.recheck(caller, expiryMillis);
-        byte[] bytes = state.nativeClient().readSegment(
-            state.readAccessOf(current), ref.correlation(), i, state.limits().maxSegmentBytes());
-        if (bytes.length != seg.getBytes()
-            || !MessageDigest.isEqual(Digests.sha256(bytes), seg.getSha256().toByteArray())) {
-          throw evidence("segment " + i + " does not match its digest").with("segment", i);
-        }
-        VectorSchemaRoot batch = CellAdapter.adapt(bytes, schema, rows, channel.allocator());
-        if (batch.getRowCount() != seg.getRows()) {
-          long got = batch.getRowCount();
-          batch.close();
-          throw evidence("segment " + i + " row count differs from the manifest")
-              .with("segment", i).with("expected_rows", seg.getRows()).with("rows", got);
-        }
-        rows += seg.getRows();
-        state.handler().sendResponseBatch(channel, batch);
-        sent++;
-      }
-      if (sent != manifest.getSegmentsCount() || rows != manifest.getTotalRows()) {
-        throw evidence("coverage check failed").with("segments", sent).with("rows", rows);
-      }
-      if (sent == 0) {
-        // An empty result still carries its schema so clients do not wait for one.
-        state.handler().sendResponseBatch(channel, VectorSchemaRoot.create(schema, channel.allocator()));
-      }
-      state.recheck(caller, expiryMillis);
-      state.handler().completeStream(channel);
-    } catch (Throwable t) {
-      state.handler().sendError(channel, t);
+    ReadAccess access = state.readAccessOf(caller);
+    state.recheck(caller, expiryMillis);
+    byte[] manifestBytes = state.nativeClient().readManifest(access, ref.correlation());
+    if (!MessageDigest.isEqual(Digests.sha256(manifestBytes), ref.manifestSha256())) {
+      throw evidence("retained manifest does not match the ticket");
     }
+    ResultManifest manifest = parse(manifestBytes);
+    checkIdentity(manifest, caller, ref);
+    Schema schema = QueryCompiler.outputSchema(manifest.getColumnsList());
+    long rows = 0;
+    int sent = 0;
+    for (int i = 0; i < manifest.getSegmentsCount(); i++) {
+      SegmentRef seg = manifest.getSegments(i);
+      CallerBinding current = state.recheck(caller, expiryMillis);
+      byte[] bytes = state.nativeClient().readSegment(
+          state.readAccessOf(current), ref.correlation(), i, state.limits().maxSegmentBytes());
+      if (bytes.length != seg.getBytes()
+          || !MessageDigest.isEqual(Digests.sha256(bytes), seg.getSha256().toByteArray())) {
+        throw evidence("segment " + i + " does not match its digest").with("segment", i);
+      }
+      VectorSchemaRoot batch = CellAdapter.adapt(bytes, schema, rows, channel.allocator());
+      if (batch.getRowCount() != seg.getRows()) {
+        long got = batch.getRowCount();
+        batch.close();
+        throw evidence("segment " + i + " row count differs from the manifest")
+            .with("segment", i).with("expected_rows", seg.getRows()).with("rows", got);
+      }
+      rows += seg.getRows();
+      state.handler().sendResponseBatch(channel, batch);
+      sent++;
+    }
+    if (sent != manifest.getSegmentsCount() || rows != manifest.getTotalRows()) {
+      throw evidence("coverage check failed").with("segments", sent).with("rows", rows);
+    }
+    if (sent == 0) {
+      // An empty result still carries its schema so clients do not wait for one.
+      state.handler().sendResponseBatch(channel, VectorSchemaRoot.create(schema, channel.allocator()));
+    }
+    state.recheck(caller, expiryMillis);
   }
 
   private static ResultManifest parse(byte[] bytes) {

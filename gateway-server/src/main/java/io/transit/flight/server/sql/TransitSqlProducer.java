@@ -3,6 +3,7 @@ package io.transit.flight.server.sql;
 import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.catalog.CatalogResults;
+import io.transit.flight.channel.FlightOutboundHandler;
 import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
@@ -115,18 +116,19 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       listener.error(errors.toGrpc(t));
       return;
     }
-    Runnable production;
+    FlightOutboundHandler.ProducerBody body;
     if (verified.reference() instanceof StatementReference s) {
-      production = () -> results.produce(channel, caller, s, verified.expiryMillis());
+      body = ch -> results.stream(ch, caller, s, verified.expiryMillis());
     } else if (verified.reference() instanceof MetadataReference m) {
-      production = () -> metadata.produce(channel, caller, m, verified.expiryMillis());
+      body = ch -> metadata.stream(ch, caller, m, verified.expiryMillis());
     } else {
-      state.handler().sendError(channel, GatewayException.of(Cause.INVALID_TICKET, "ticket.layout",
-          "unknown ticket reference"));
-      return;
+      body = ch -> {
+        throw GatewayException.of(Cause.INVALID_TICKET, "ticket.layout", "unknown ticket reference");
+      };
     }
     try {
-      state.producers().execute(production);
+      // The handler makes the stream's one terminal call whatever the body does.
+      state.producers().execute(() -> state.handler().produce(channel, body));
     } catch (RejectedExecutionException e) {
       state.handler().sendError(channel, GatewayException.of(Cause.TRANSPORT,
           "flight.producer_unavailable", "the gateway is shutting down"));

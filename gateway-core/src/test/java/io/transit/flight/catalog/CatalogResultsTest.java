@@ -1,0 +1,139 @@
+package io.transit.flight.catalog;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.protobuf.Any;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.proto.ColumnDeclaration;
+import io.transit.flight.proto.TableDeclaration;
+import java.io.ByteArrayInputStream;
+import java.nio.channels.Channels;
+import java.util.List;
+import org.apache.arrow.flight.sql.FlightSqlProducer.Schemas;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetCatalogs;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetDbSchemas;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetSqlInfo;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetTableTypes;
+import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetTables;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ReadChannel;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class CatalogResultsTest {
+  private final BufferAllocator allocator = new RootAllocator();
+  private final CatalogResults catalog = new CatalogResults(new SqlInfoCatalog("0.1.0", "18.3.0"));
+
+  private static final TableDeclaration PRIMITIVE = table("p", "INT64", "UINT64");
+  private static final TableDeclaration MIXED = table("m", "INT64", "UTF8");
+
+  @AfterEach
+  void noLeaks() {
+    assertEquals(0, allocator.getAllocatedMemory());
+    allocator.close();
+  }
+
+  static TableDeclaration table(String name, String... types) {
+    TableDeclaration.Builder b = TableDeclaration.newBuilder().setCatalog("cat").setDbSchema("sch")
+        .setTable(name).setOwner("o").setObjectId(1).setMetadataRef("m").setSource(2);
+    for (int i = 0; i < types.length; i++) {
+      b.addColumns(ColumnDeclaration.newBuilder().setName("c" + i).setLogicalType(types[i]).setNullable(i > 0));
+    }
+    return b.build();
+  }
+
+  private VectorSchemaRoot result(Any command, TableDeclaration t) {
+    return IpcBytes.read(catalog.encode(command, t, allocator), allocator);
+  }
+
+  @Test
+  void catalogsSchemasAndTypesShowOnlyTheBoundTable() {
+    try (VectorSchemaRoot r = result(Any.pack(CommandGetCatalogs.getDefaultInstance()), PRIMITIVE)) {
+      assertEquals(Schemas.GET_CATALOGS_SCHEMA, r.getSchema());
+      assertEquals("cat", r.getVector(0).getObject(0).toString());
+      assertEquals(1, r.getRowCount());
+    }
+    try (VectorSchemaRoot r = result(Any.pack(CommandGetDbSchemas.newBuilder()
+        .setDbSchemaFilterPattern("s_h").build()), PRIMITIVE)) {
+      assertEquals(Schemas.GET_SCHEMAS_SCHEMA, r.getSchema());
+      assertEquals(1, r.getRowCount());
+    }
+    try (VectorSchemaRoot r = result(Any.pack(CommandGetDbSchemas.newBuilder()
+        .setCatalog("other").build()), PRIMITIVE)) {
+      assertEquals(0, r.getRowCount());
+    }
+    try (VectorSchemaRoot r = result(Any.pack(CommandGetTableTypes.getDefaultInstance()), PRIMITIVE)) {
+      assertEquals("TABLE", r.getVector(0).getObject(0).toString());
+    }
+  }
+
+  @Test
+  void tablesWithSchemaRequireThePrimitiveProfile() throws Exception {
+    Any withSchema = Any.pack(CommandGetTables.newBuilder().setIncludeSchema(true).build());
+    try (VectorSchemaRoot r = result(withSchema, PRIMITIVE)) {
+      assertEquals(Schemas.GET_TABLES_SCHEMA, r.getSchema());
+      byte[] schemaBytes = ((VarBinaryVector) r.getVector("table_schema")).get(0);
+      Schema s = MessageSerializer.deserializeSchema(
+          new ReadChannel(Channels.newChannel(new ByteArrayInputStream(schemaBytes))));
+      assertEquals(List.of("c0", "c1"), s.getFields().stream().map(f -> f.getName()).toList());
+      assertFalse(s.getFields().get(0).isNullable());
+    }
+    GatewayException e = assertThrows(GatewayException.class,
+        () -> catalog.encode(withSchema, MIXED, allocator));
+    assertEquals(Cause.UNSUPPORTED, e.kind());
+    assertEquals("catalog.not_primitive", e.code());
+    try (VectorSchemaRoot r = result(Any.pack(CommandGetTables.getDefaultInstance()), MIXED)) {
+      assertEquals(Schemas.GET_TABLES_SCHEMA_NO_SCHEMA, r.getSchema());
+      assertEquals(1, r.getRowCount());
+    }
+    try (VectorSchemaRoot r = result(Any.pack(CommandGetTables.newBuilder()
+        .addTableTypes("VIEW").build()), PRIMITIVE)) {
+      assertEquals(0, r.getRowCount());
+    }
+  }
+
+  @Test
+  void resultsAreDeterministicBytes() {
+    Any c = Any.pack(CommandGetTables.newBuilder().setIncludeSchema(true).build());
+    assertArrayEquals(catalog.encode(c, PRIMITIVE, allocator), catalog.encode(c, PRIMITIVE, allocator));
+    Any info = Any.pack(CommandGetSqlInfo.getDefaultInstance());
+    assertArrayEquals(catalog.encode(info, PRIMITIVE, allocator), catalog.encode(info, PRIMITIVE, allocator));
+  }
+
+  @Test
+  void sqlInfoAnswersExactlyWhatWasAskedOrFails() {
+    try (VectorSchemaRoot r = result(Any.pack(CommandGetSqlInfo.newBuilder().addInfo(0).addInfo(8).build()),
+        PRIMITIVE)) {
+      assertEquals(Schemas.GET_SQL_INFO_SCHEMA, r.getSchema());
+      assertEquals(2, r.getRowCount());
+    }
+    try (VectorSchemaRoot r = result(Any.pack(CommandGetSqlInfo.getDefaultInstance()), PRIMITIVE)) {
+      assertEquals(SqlInfoCatalog.SUPPORTED.size(), r.getRowCount());
+    }
+    GatewayException e = assertThrows(GatewayException.class, () -> catalog.encode(
+        Any.pack(CommandGetSqlInfo.newBuilder().addInfo(0).addInfo(500).build()), PRIMITIVE, allocator));
+    assertEquals(Cause.UNSUPPORTED, e.kind());
+    assertTrue(e.getMessage().contains("500"));
+  }
+
+  @Test
+  void likePatterns() {
+    assertTrue(CatalogResults.likeMatches(true, "p%", "primitive"));
+    assertTrue(CatalogResults.likeMatches(true, "pr_mitive", "primitive"));
+    assertFalse(CatalogResults.likeMatches(true, "p\\%", "primitive"));
+    assertTrue(CatalogResults.likeMatches(true, "a\\_b", "a_b"));
+    assertFalse(CatalogResults.likeMatches(true, "a\\_b", "axb"));
+    assertTrue(CatalogResults.likeMatches(false, "zzz", "anything"));
+    assertFalse(CatalogResults.likeMatches(true, "(.*)", "x"));
+  }
+}

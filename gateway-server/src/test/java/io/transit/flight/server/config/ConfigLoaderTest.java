@@ -1,0 +1,74 @@
+package io.transit.flight.server.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ConfigLoaderTest {
+  @TempDir Path dir;
+
+  private static final String VALID = """
+      {
+        "state_dir": "state",
+        "deployment": {"realm": 1, "realm_name": "t", "service": 7, "ingress": 1},
+        "publications": [{"name": "p", "catalog": "c", "schema": "s", "table": "t", "owner": "o",
+          "object_id": 5, "source": 9, "metadata_ref": "m", "format": "parquet", "files": ["x.parquet"],
+          "columns": [{"name": "a", "type": "INT64", "nullable": false}]}],
+        "callers": [%s]
+      }""";
+
+  private static final String CALLER = """
+      {"name": "%s", "credential_file": "credentials/%s", "principal": %d,
+       "principal_key_file": "keys/%s.key", "requests": 1, "publication": "p"}""";
+
+  private ResolvedConfig load(String json) throws Exception {
+    Path f = dir.resolve("gateway.json");
+    Files.writeString(f, json);
+    return new ConfigLoader().load(f);
+  }
+
+  private static String caller(String name, long principal) {
+    return CALLER.formatted(name, name, principal, name);
+  }
+
+  @Test
+  void validConfigGetsDefaults() throws Exception {
+    ResolvedConfig c = load(VALID.formatted(caller("a", 10)));
+    assertEquals("127.0.0.1", c.host());
+    assertEquals(16 * 1024, c.limits().maxInboundMessageBytes());
+    assertEquals(dir.resolve("state"), c.stateDir());
+    assertEquals(1, c.callers().size());
+    assertEquals(1L, c.callers().get(0).credentialEpoch());
+  }
+
+  @Test
+  void annotatedExampleParses() throws Exception {
+    Path example = Path.of("..", "config", "gateway.example.json");
+    ResolvedConfig c = new ConfigLoader().load(example);
+    assertEquals(1, c.publications().size());
+    assertTrue(c.callers().get(0).hasRole());
+  }
+
+  @Test
+  void errorsNameTheField() {
+    assertMessage("callers[1].principal", VALID.formatted(caller("a", 10) + "," + caller("b", 10)));
+    assertMessage("callers[0].publication", VALID.formatted(caller("a", 10)).replace("\"publication\": \"p\"", "\"publication\": \"q\""));
+    assertMessage("publications[0].columns[0].type", VALID.formatted(caller("a", 10)).replace("INT64", "DECIMAL"));
+    assertMessage("deployment.realm", VALID.formatted(caller("a", 10)).replace("\"realm\": 1,", ""));
+    assertMessage("limits.admission_per_caller",
+        VALID.formatted(caller("a", 10)).replace("\"state_dir\"", "\"limits\": {\"admission_per_caller\": 0}, \"state_dir\""));
+    assertMessage("unknown field", VALID.formatted(caller("a", 10)).replace("\"state_dir\"", "\"stat_dir\": 1, \"state_dir\""));
+    assertMessage("callers[1].credential_file",
+        VALID.formatted(caller("a", 10) + "," + CALLER.formatted("b", "a", 11, "b")));
+  }
+
+  private void assertMessage(String expected, String json) {
+    ConfigException e = assertThrows(ConfigException.class, () -> load(json));
+    assertTrue(e.getMessage().contains(expected), e.getMessage());
+  }
+}
