@@ -1,9 +1,12 @@
 package io.transit.flight.admission;
 
 import com.google.protobuf.ByteString;
+import io.transit.flight.crypto.DeclarationFingerprint;
+import io.transit.flight.crypto.DeterministicProto;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.proto.Budgets;
 import io.transit.flight.proto.PrincipalProof;
 import io.transit.flight.proto.RequestBundle;
@@ -17,9 +20,9 @@ import java.util.Objects;
  * bytes and therefore the same signed commands.
  *
  * <p>Layout ({@link RequestBundle}, deterministic serialization): version 1; the declaration;
- * its fingerprint ({@link #declarationFingerprint}); the SQL bytes; the budgets; a {@link
+ * its fingerprint ({@link DeclarationFingerprint}); the SQL bytes; the budgets; a {@link
  * PrincipalProof} (principal, has_role, role, credential epoch, SHA-256 of the SQL bytes,
- * recipient = gateway service id) signed as {@link ProofEncoding} describes.
+ * recipient = gateway service id) signed as {@link NativeSignatures} describes.
  *
  * <p>Immutable and thread-safe; accessors return copies.
  */
@@ -40,6 +43,9 @@ public final class CanonicalBundle {
   /**
    * Builds the bundle. {@code sql} must be well-formed UTF-8 (else {@code INVALID_REQUEST},
    * {@code admission.invalid_sql}); it is copied, never re-encoded.
+   *
+   * @throws IllegalArgumentException if {@code table} carries unknown fields (see {@link
+   *     DeclarationFingerprint#of})
    */
   public static CanonicalBundle build(
       CallerBinding caller, TableDeclaration table, Budgets budgets, byte[] sql) {
@@ -65,20 +71,12 @@ public final class CanonicalBundle {
         RequestBundle.newBuilder()
             .setVersion(VERSION)
             .setTable(table)
-            .setDeclarationSha256(ByteString.copyFrom(declarationFingerprint(table)))
+            .setDeclarationSha256(ByteString.copyFrom(DeclarationFingerprint.of(table)))
             .setSql(sqlBytes)
             .setBudgets(budgets)
-            .setProof(ProofEncoding.sign(unsigned, caller.key()))
+            .setProof(NativeSignatures.signProof(unsigned, caller.key()))
             .build();
     return new CanonicalBundle(bundle);
-  }
-
-  /**
-   * The Table source declaration fingerprint: SHA-256 of the declaration's deterministic
-   * serialization. FTK1 tickets carry the same 32 bytes.
-   */
-  public static byte[] declarationFingerprint(TableDeclaration table) {
-    return Digests.sha256(DeterministicProto.bytes(table));
   }
 
   public RequestBundle message() {

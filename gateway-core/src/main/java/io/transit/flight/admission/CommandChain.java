@@ -5,6 +5,7 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.proto.BeginUpload;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.SealUpload;
@@ -27,18 +28,15 @@ import java.util.Objects;
  *   S+p+2     submit (bundle SHA-256)
  * </pre>
  *
- * Every command carries the principal, its sequence and namespace S, is serialized
- * deterministically and signed by the principal's key over {@code
- * Digests.domainSha256("transit.native.command.v1", commandBytes)}. The next sequence is S + p +
- * 3. Sequences are unsigned 64-bit; a chain whose next sequence would pass 2^64−1 is refused
- * ({@code INVALID_CALLER_FIELD}, {@code admission.sequence_overflow}).
+ * Every command carries the principal, its sequence and namespace S and is serialized and
+ * signed by {@link NativeSignatures#signCommand} (deterministic bytes, Ed25519 by the principal's
+ * key over {@code Digests.domainSha256("transit.native.command.v1", commandBytes)}). The next
+ * sequence is S + p + 3. Sequences are unsigned 64-bit; a chain whose next sequence would pass
+ * 2^64−1 is refused ({@code INVALID_CALLER_FIELD}, {@code admission.sequence_overflow}).
  *
  * <p>Immutable and thread-safe.
  */
 public final class CommandChain {
-  /** The signature domain of native commands. */
-  public static final String COMMAND_DOMAIN = "transit.native.command.v1";
-
   public static final int DEFAULT_PART_BYTES = 4096;
   /** Upper bound for a configured part size; keeps one command well inside message budgets. */
   public static final int MAX_PART_BYTES = 1 << 20;
@@ -83,33 +81,28 @@ public final class CommandChain {
     ByteString digestBytes = ByteString.copyFrom(digest);
     List<SignedCommand> out = new ArrayList<>((int) count);
     long seq = firstSequence;
-    out.add(sign(key, base(principal, seq++, firstSequence)
+    out.add(NativeSignatures.signCommand(base(principal, seq++, firstSequence)
         .setBegin(BeginUpload.newBuilder()
             .setBundleBytes(bundleBytes.length)
             .setPartCount(parts)
             .setBundleSha256(digestBytes))
-        .build()));
+        .build(), key));
     for (int i = 0; i < parts; i++) {
       int from = i * partBytes;
       int to = Math.min(bundleBytes.length, from + partBytes);
-      out.add(sign(key, base(principal, seq++, firstSequence)
+      out.add(NativeSignatures.signCommand(base(principal, seq++, firstSequence)
           .setPart(UploadPart.newBuilder()
               .setIndex(i)
               .setData(ByteString.copyFrom(bundleBytes, from, to - from)))
-          .build()));
+          .build(), key));
     }
-    out.add(sign(key, base(principal, seq++, firstSequence)
+    out.add(NativeSignatures.signCommand(base(principal, seq++, firstSequence)
         .setSeal(SealUpload.newBuilder().setBundleSha256(digestBytes))
-        .build()));
-    out.add(sign(key, base(principal, seq, firstSequence)
+        .build(), key));
+    out.add(NativeSignatures.signCommand(base(principal, seq, firstSequence)
         .setSubmit(SubmitQuery.newBuilder().setBundleSha256(digestBytes))
-        .build()));
+        .build(), key));
     return new CommandChain(principal, firstSequence, out, digest);
-  }
-
-  /** The 32-byte message a command signature covers. */
-  public static byte[] signedMessage(byte[] commandBytes) {
-    return Digests.domainSha256(COMMAND_DOMAIN, commandBytes);
   }
 
   private static NativeCommand.Builder base(long principal, long sequence, long namespace) {
@@ -117,14 +110,6 @@ public final class CommandChain {
         .setPrincipal(principal)
         .setSequence(sequence)
         .setNamespace(namespace);
-  }
-
-  private static SignedCommand sign(Ed25519.KeyPair key, NativeCommand command) {
-    byte[] bytes = DeterministicProto.bytes(command);
-    return SignedCommand.newBuilder()
-        .setCommand(ByteString.copyFrom(bytes))
-        .setSignature(ByteString.copyFrom(key.sign(signedMessage(bytes))))
-        .build();
   }
 
   public long principal() {

@@ -6,10 +6,9 @@
  * <ul>
  *   <li>{@link io.transit.flight.admission.AdmissionService#admit} — the producer's entry: limiter,
  *       bundle, command chain, send with recorded outcomes, bounded wait for the result.
- *   <li>{@link io.transit.flight.admission.CanonicalBundle} — the deterministic request bundle and
- *       the Table declaration fingerprint.
- *   <li>{@link io.transit.flight.admission.ProofEncoding} — the normative principal-proof encoding
- *       the native engine verifies.
+ *   <li>{@link io.transit.flight.admission.CanonicalBundle} — the deterministic request bundle
+ *       with its signed principal proof ({@link io.transit.flight.nativequery.NativeSignatures}
+ *       holds the proof and command signature contract the native engine verifies).
  *   <li>{@link io.transit.flight.admission.CommandChain} — begin, parts, seal, submit with
  *       consecutive unsigned sequences.
  *   <li>{@link io.transit.flight.admission.AdmissionLimiter} — non-blocking per-gateway and

@@ -5,7 +5,6 @@ import io.transit.flight.diagnostic.GatewayException;
 import java.nio.ByteBuffer;
 import java.util.Objects;
 import java.util.concurrent.RejectedExecutionException;
-import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -146,8 +145,6 @@ public final class FlightOutboundHandler {
     FlightServerChannel channel = task.channel();
     try {
       channel.sendBatch(task.source(), task.appMetadata());
-    } catch (FlightRuntimeException e) {
-      channel.failStream(e);
     } catch (Exception e) {
       channel.failStream(e);
     } catch (Throwable t) {

@@ -1,5 +1,6 @@
 package io.transit.flight.channel;
 
+import io.grpc.Status;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import java.nio.ByteBuffer;
@@ -10,9 +11,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
-import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightProducer.ServerStreamListener;
-import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -46,7 +45,8 @@ public final class FlightServerChannel {
   private final ServerStreamListener listener;
   private final StreamExecutor executor;
   private final BufferAllocator allocator;
-  private final Function<Throwable, FlightRuntimeException> errorMapper;
+  /** Turns a failure into what {@code listener.error} gets; see {@link StreamRegistry#open}. */
+  private final Function<? super Throwable, ? extends RuntimeException> errorMapper;
   private final int maxPendingBatches;
 
   private final AtomicBoolean open = new AtomicBoolean(true); // flips true→false once, by CAS
@@ -67,7 +67,7 @@ public final class FlightServerChannel {
       ServerStreamListener listener,
       StreamExecutor executor,
       BufferAllocator allocator,
-      Function<Throwable, FlightRuntimeException> errorMapper,
+      Function<? super Throwable, ? extends RuntimeException> errorMapper,
       StreamLimits limits) {
     this.name = Objects.requireNonNull(name, "name");
     this.listener = Objects.requireNonNull(listener, "listener");
@@ -376,16 +376,16 @@ public final class FlightServerChannel {
     }
   }
 
-  private FlightRuntimeException map(Throwable error) {
+  private RuntimeException map(Throwable error) {
     try {
-      FlightRuntimeException mapped = errorMapper.apply(error);
+      RuntimeException mapped = errorMapper.apply(error);
       if (mapped != null) {
         return mapped;
       }
     } catch (RuntimeException e) {
       LOG.error("{}: error mapper failed", name, e);
     }
-    return CallStatus.INTERNAL.withDescription("stream failed").toRuntimeException();
+    return Status.INTERNAL.withDescription("stream failed").asRuntimeException();
   }
 
   private void wakeGate() {

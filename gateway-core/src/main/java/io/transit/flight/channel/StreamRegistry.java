@@ -13,7 +13,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.apache.arrow.flight.FlightProducer.ServerStreamListener;
-import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.memory.BufferAllocator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -63,12 +62,18 @@ public final class StreamRegistry implements AutoCloseable {
    * is held when this throws; the caller then reports the failure with {@code
    * listener.error(mapper.apply(e))}.
    *
-   * @param errorMapper turns any failure of this stream into the status the client sees
+   * @param errorMapper turns any failure of this stream into what {@code listener.error} gets:
+   *     normally {@code ErrorMapper::toGrpc}, whose {@code io.grpc.StatusRuntimeException} Arrow
+   *     passes to the client unchanged, so every gRPC code (ABORTED, FAILED_PRECONDITION,
+   *     OUT_OF_RANGE, DATA_LOSS included, which Arrow's {@code FlightStatusCode} lacks) and the
+   *     diagnostic trailer arrive exactly; a {@code FlightRuntimeException} works too. Called on
+   *     T_exec; must not block. A mapper that throws or returns null yields INTERNAL.
    * @throws GatewayException {@code flight.streams_exhausted} (no permit left) or {@code
    *     flight.shutting_down}
    */
   public FlightServerChannel open(
-      ServerStreamListener listener, Function<Throwable, FlightRuntimeException> errorMapper) {
+      ServerStreamListener listener,
+      Function<? super Throwable, ? extends RuntimeException> errorMapper) {
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(errorMapper, "errorMapper");
     if (shuttingDown) {

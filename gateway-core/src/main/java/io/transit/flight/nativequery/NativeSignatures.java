@@ -1,77 +1,87 @@
 package io.transit.flight.nativequery;
 
+import com.google.protobuf.ByteString;
+import io.transit.flight.crypto.DeterministicProto;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.PrincipalProof;
 import io.transit.flight.proto.SignedCommand;
-import io.transit.flight.proto.TableDeclaration;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 
 /**
- * The signed encodings shared by the admission side (which signs) and the native engine (which
- * verifies): native commands, the principal proof inside a request bundle, and the declaration
- * fingerprint. Both sides must use these helpers so the bytes they sign and check are the same.
+ * The native signature contract, the one definition both sides use: admission signs with it and
+ * the native engine verifies with it, so the signed bytes cannot drift apart. Pinned by the golden
+ * vectors in {@code docs/vectors/admission.json}.
+ *
+ * <p><b>Commands.</b> A {@link NativeCommand} is serialized deterministically ({@link
+ * DeterministicProto}) into {@code SignedCommand.command}; the signature is Ed25519 by the
+ * principal's key over {@code Digests.domainSha256("transit.native.command.v1", commandBytes)}.
+ * Verification covers the received bytes as they are, never a re-serialization.
+ *
+ * <p><b>Principal proof</b> (normative). The encoding is a fresh {@link PrincipalProof} holding
+ * only fields 1..6 of the given proof (principal, has_role, role, credential_epoch,
+ * query_sha256, recipient) — signature cleared, unknown fields dropped — serialized
+ * deterministically. The signature (field 7) is Ed25519 by the principal's key over {@code
+ * Digests.domainSha256("transit.flight.proof.v1", encoding)}.
  *
  * <p>Stateless and thread-safe.
  */
 public final class NativeSignatures {
+  /** The signature domain of native commands. */
   public static final String COMMAND_DOMAIN = "transit.native.command.v1";
+  /** The signature domain of principal proofs. */
   public static final String PROOF_DOMAIN = "transit.flight.proof.v1";
 
   private NativeSignatures() {}
 
+  /** The 32-byte message a command signature covers, for {@code commandBytes} as sent. */
+  public static byte[] commandMessage(byte[] commandBytes) {
+    return Digests.domainSha256(COMMAND_DOMAIN, commandBytes);
+  }
+
   /** Serializes {@code command} deterministically and signs it with the principal's key. */
   public static SignedCommand signCommand(NativeCommand command, Ed25519.KeyPair key) {
-    byte[] bytes = command.toByteArray();
-    byte[] signature = key.sign(Digests.domainSha256(COMMAND_DOMAIN, bytes));
+    byte[] bytes = DeterministicProto.bytes(command);
     return SignedCommand.newBuilder()
-        .setCommand(com.google.protobuf.ByteString.copyFrom(bytes))
-        .setSignature(com.google.protobuf.ByteString.copyFrom(signature))
+        .setCommand(ByteString.copyFrom(bytes))
+        .setSignature(ByteString.copyFrom(key.sign(commandMessage(bytes))))
         .build();
   }
 
   /** True when the signature covers exactly these command bytes under {@code key}. */
   public static boolean verifyCommand(SignedCommand signed, Ed25519.PublicKey key) {
-    byte[] message = Digests.domainSha256(COMMAND_DOMAIN, signed.getCommand().toByteArray());
-    return key.verify(message, signed.getSignature().toByteArray());
+    return key.verify(
+        commandMessage(signed.getCommand().toByteArray()), signed.getSignature().toByteArray());
   }
 
-  /**
-   * The canonical encoding of proof fields 1..6, little endian: principal u64, has_role u8, role
-   * u64, credential_epoch u64, query_sha256 length u32 then its bytes, recipient u64. A fixed
-   * layout rather than protobuf bytes so the signed message never depends on a serializer.
-   */
+  /** The deterministic encoding of proof fields 1..6 (signature and unknown fields excluded). */
   public static byte[] encodeProofFields(PrincipalProof proof) {
-    byte[] query = proof.getQuerySha256().toByteArray();
-    ByteBuffer b = ByteBuffer.allocate(8 + 1 + 8 + 8 + 4 + query.length + 8);
-    b.order(ByteOrder.LITTLE_ENDIAN);
-    b.putLong(proof.getPrincipal());
-    b.put((byte) (proof.getHasRole() ? 1 : 0));
-    b.putLong(proof.getRole());
-    b.putLong(proof.getCredentialEpoch());
-    b.putInt(query.length);
-    b.put(query);
-    b.putLong(proof.getRecipient());
-    return b.array();
+    PrincipalProof fields =
+        PrincipalProof.newBuilder()
+            .setPrincipal(proof.getPrincipal())
+            .setHasRole(proof.getHasRole())
+            .setRole(proof.getRole())
+            .setCredentialEpoch(proof.getCredentialEpoch())
+            .setQuerySha256(proof.getQuerySha256())
+            .setRecipient(proof.getRecipient())
+            .build();
+    return DeterministicProto.bytes(fields);
+  }
+
+  /** The 32-byte message a proof signature covers. */
+  public static byte[] proofMessage(PrincipalProof proof) {
+    return Digests.domainSha256(PROOF_DOMAIN, encodeProofFields(proof));
   }
 
   /** The proof with its signature (field 7) set from fields 1..6; any old signature is replaced. */
   public static PrincipalProof signProof(PrincipalProof proof, Ed25519.KeyPair key) {
-    byte[] signature = key.sign(Digests.domainSha256(PROOF_DOMAIN, encodeProofFields(proof)));
     return proof.toBuilder()
-        .setSignature(com.google.protobuf.ByteString.copyFrom(signature))
+        .setSignature(ByteString.copyFrom(key.sign(proofMessage(proof))))
         .build();
   }
 
+  /** True when the proof carries a canonical Ed25519 signature by {@code key} over its fields. */
   public static boolean verifyProof(PrincipalProof proof, Ed25519.PublicKey key) {
-    byte[] message = Digests.domainSha256(PROOF_DOMAIN, encodeProofFields(proof));
-    return key.verify(message, proof.getSignature().toByteArray());
-  }
-
-  /** SHA-256 of the deterministic declaration bytes: the Table source declaration fingerprint. */
-  public static byte[] declarationSha256(TableDeclaration declaration) {
-    return Digests.sha256(declaration.toByteArray());
+    return key.verify(proofMessage(proof), proof.getSignature().toByteArray());
   }
 }

@@ -6,8 +6,9 @@
  * <ul>
  *   <li>{@link io.transit.flight.nativequery.NativeQueryClient} — send signed commands, await
  *       queries, read retained manifests and segments.
- *   <li>{@link io.transit.flight.nativequery.NativeSignatures} — the signed encodings (commands,
- *       principal proof, declaration fingerprint) both the admission side and the engine use.
+ *   <li>{@link io.transit.flight.nativequery.NativeSignatures} — the native signature contract
+ *       (command signatures, the principal proof encoding) that admission signs with and the
+ *       engine verifies with.
  *   <li>{@link io.transit.flight.nativequery.PrincipalRights}, {@link
  *       io.transit.flight.nativequery.Publication}, {@link io.transit.flight.nativequery.Planner},
  *       {@link io.transit.flight.nativequery.ReadAccess} — what the server hands the engine.

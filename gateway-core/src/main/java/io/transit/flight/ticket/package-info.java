@@ -12,8 +12,8 @@
  *       io.transit.flight.ticket.MetadataReference} — what a ticket binds and names.
  *   <li>{@link io.transit.flight.ticket.TransitDefinition} — the deployment definition digest,
  *       the format's version identifier.
- *   <li>{@link io.transit.flight.ticket.DeclarationFingerprint} — the Table source declaration
- *       fingerprint.
+ *   <li>The Table source declaration fingerprint a ticket binds is {@link
+ *       io.transit.flight.crypto.DeclarationFingerprint}, shared with admission and the engine.
  *   <li>{@link io.transit.flight.ticket.Ftk1Layout} — offsets, sizes and strict parsing.
  * </ul>
  *

@@ -4,11 +4,12 @@ import static io.transit.flight.admission.Fixtures.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import com.google.protobuf.ByteString;
-import com.google.protobuf.UnknownFieldSet;
 import io.grpc.Status;
+import io.transit.flight.crypto.DeclarationFingerprint;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.proto.PrincipalProof;
 import io.transit.flight.proto.RequestBundle;
 import org.junit.jupiter.api.Test;
@@ -49,7 +50,7 @@ class CanonicalBundleTest {
     assertEquals(1, parsed.getVersion());
     assertEquals(ByteString.copyFrom(SQL), parsed.getSql());
     assertArrayEquals(
-        Digests.sha256(DeterministicProto.bytes(table())),
+        DeclarationFingerprint.of(table()),
         parsed.getDeclarationSha256().toByteArray());
     PrincipalProof proof = parsed.getProof();
     assertEquals(PRINCIPAL, proof.getPrincipal());
@@ -58,27 +59,10 @@ class CanonicalBundleTest {
     assertEquals(EPOCH, proof.getCredentialEpoch());
     assertEquals(SERVICE, proof.getRecipient());
     assertArrayEquals(Digests.sha256(SQL), proof.getQuerySha256().toByteArray());
-    assertTrue(ProofEncoding.verify(proof, key().publicKey()));
-    assertFalse(ProofEncoding.verify(proof.toBuilder().setRecipient(SERVICE + 1).build(),
+    assertTrue(NativeSignatures.verifyProof(proof, key().publicKey()));
+    assertFalse(NativeSignatures.verifyProof(proof.toBuilder().setRecipient(SERVICE + 1).build(),
         key().publicKey()));
-    assertFalse(ProofEncoding.verify(proof, Ed25519.fromSeed(seed(2)).publicKey()));
-  }
-
-  @Test
-  void proofEncodingExcludesSignatureAndUnknownFields() {
-    PrincipalProof proof =
-        PrincipalProof.newBuilder().setPrincipal(1).setRecipient(2).setCredentialEpoch(3).build();
-    PrincipalProof noisy =
-        proof.toBuilder()
-            .setSignature(ByteString.copyFrom(new byte[64]))
-            .setUnknownFields(
-                UnknownFieldSet.newBuilder()
-                    .addField(99, UnknownFieldSet.Field.newBuilder().addVarint(5).build())
-                    .build())
-            .build();
-    assertArrayEquals(ProofEncoding.encode(proof), ProofEncoding.encode(noisy));
-    // Field 1 varint 1, field 4 varint 3, field 6 varint 2; defaults omitted, number order.
-    assertEquals("0801200330" + "02", Digests.hex(ProofEncoding.encode(proof)));
+    assertFalse(NativeSignatures.verifyProof(proof, Ed25519.fromSeed(seed(2)).publicKey()));
   }
 
   @Test

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import io.grpc.Status;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.SignedCommand;
 import java.io.ByteArrayOutputStream;
@@ -33,7 +34,7 @@ class CommandChainTest {
       assertEquals(chain.sequenceAt(i), c.getSequence());
       assertEquals(1000, c.getNamespace());
       assertTrue(key().publicKey().verify(
-          CommandChain.signedMessage(signed.getCommand().toByteArray()),
+          NativeSignatures.commandMessage(signed.getCommand().toByteArray()),
           signed.getSignature().toByteArray()));
       NativeCommand.BodyCase expected =
           i == 0 ? NativeCommand.BodyCase.BEGIN

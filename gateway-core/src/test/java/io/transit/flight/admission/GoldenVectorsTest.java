@@ -7,8 +7,11 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.transit.flight.crypto.DeclarationFingerprint;
+import io.transit.flight.crypto.DeterministicProto;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.proto.Budgets;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.RequestBundle;
@@ -70,9 +73,9 @@ class GoldenVectorsTest {
     node.put("first_sequence", Long.toUnsignedString(c.first));
     node.put("part_bytes", c.partBytes);
     node.put("declaration_sha256_hex",
-        HEX.formatHex(CanonicalBundle.declarationFingerprint(Fixtures.table())));
+        HEX.formatHex(DeclarationFingerprint.of(Fixtures.table())));
     node.put("proof_encoding_hex",
-        HEX.formatHex(ProofEncoding.encode(bundle.message().getProof())));
+        HEX.formatHex(NativeSignatures.encodeProofFields(bundle.message().getProof())));
     node.put("proof_signature_hex",
         HEX.formatHex(bundle.message().getProof().getSignature().toByteArray()));
     node.put("bundle_hex", HEX.formatHex(bundle.bytes()));
@@ -127,8 +130,9 @@ class GoldenVectorsTest {
       assertEquals(c.get("bundle_sha256_hex").asText(), Digests.hex(Digests.sha256(bundleBytes)));
       RequestBundle bundle = RequestBundle.parseFrom(bundleBytes);
       assertEquals(c.get("sql_utf8").asText(), bundle.getSql().toStringUtf8());
-      assertEquals(c.get("proof_encoding_hex").asText(), Digests.hex(ProofEncoding.encode(bundle.getProof())));
-      assertTrue(ProofEncoding.verify(bundle.getProof(), key));
+      assertEquals(c.get("proof_encoding_hex").asText(),
+          Digests.hex(NativeSignatures.encodeProofFields(bundle.getProof())));
+      assertTrue(NativeSignatures.verifyProof(bundle.getProof(), key));
 
       long sequence = Long.parseUnsignedLong(c.get("first_sequence").asText());
       for (JsonNode cmd : c.get("commands")) {
@@ -136,7 +140,7 @@ class GoldenVectorsTest {
         NativeCommand command = NativeCommand.parseFrom(signed.getCommand());
         assertEquals(Long.toUnsignedString(sequence), cmd.get("sequence").asText());
         assertEquals(sequence, command.getSequence());
-        assertTrue(key.verify(CommandChain.signedMessage(signed.getCommand().toByteArray()),
+        assertTrue(key.verify(NativeSignatures.commandMessage(signed.getCommand().toByteArray()),
             signed.getSignature().toByteArray()));
         sequence++;
       }

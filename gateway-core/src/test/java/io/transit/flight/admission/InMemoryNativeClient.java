@@ -2,12 +2,14 @@ package io.transit.flight.admission;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.crypto.DeterministicProto;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.NativeQueryClient;
+import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.NativeCommand;
@@ -150,7 +152,7 @@ final class InMemoryNativeClient implements NativeQueryClient {
       sent.add(command);
       Principal p = principals.get(command.getPrincipal());
       if (p == null
-          || !p.key.verify(CommandChain.signedMessage(bytes), signed.getSignature().toByteArray())) {
+          || !NativeSignatures.verifyCommand(signed, p.key)) {
         throw QueryCode.ACCESS_DENIED.failure("unknown principal or bad command signature");
       }
       long seq = command.getSequence();
@@ -250,7 +252,7 @@ final class InMemoryNativeClient implements NativeQueryClient {
         proof.getPrincipal() == c.getPrincipal()
             && proof.getQuerySha256().equals(
                 ByteString.copyFrom(Digests.sha256(bundle.getSql().toByteArray())))
-            && ProofEncoding.verify(proof, p.key);
+            && NativeSignatures.verifyProof(proof, p.key);
     if (!proofOk || proof.getCredentialEpoch() != p.epoch) {
       return out.setKind(CommandOutcome.Kind.REJECTED)
           .setCode(QueryCode.ACCESS_DENIED.code())

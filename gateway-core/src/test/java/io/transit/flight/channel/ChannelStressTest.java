@@ -99,6 +99,10 @@ class ChannelStressTest {
           adder.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
         }
         fx.awaitQuiet();
+        // A cancel closes the channel on T_grpc, which runs the close listeners in order: the
+        // registry's release may finish on T_exec before T_grpc reaches the test's listeners.
+        FlightFixture.awaitTrue(() -> side.closeFires.get() >= 1
+            && (!lateListener || lateFires.get() >= 1), "close listeners ran: " + where);
 
         InterceptingListener l = side.listener;
         assertEquals(1, side.closeFires.get(), "close listeners fired once: " + where);

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.grpc.StatusRuntimeException;
+import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -18,7 +20,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.apache.arrow.flight.CallOptions;
-import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightServer;
@@ -26,7 +27,6 @@ import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.NoOpFlightProducer;
 import org.apache.arrow.flight.Ticket;
-import org.apache.arrow.flight.grpc.StatusUtils;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -96,16 +96,11 @@ final class FlightFixture implements AutoCloseable {
     return new StreamLimits(8, 64L << 20, stall, 2);
   }
 
-  /** The mapper the diagnostics module will replace: cause → status, anything else INTERNAL. */
-  static FlightRuntimeException map(Throwable t) {
-    if (t instanceof FlightRuntimeException f) {
-      return f;
-    }
-    if (t instanceof GatewayException g) {
-      return new CallStatus(StatusUtils.fromGrpcStatusCode(g.kind().code()), g, g.code(), null)
-          .toRuntimeException();
-    }
-    return CallStatus.INTERNAL.withCause(t).withDescription(t.getClass().getSimpleName()).toRuntimeException();
+  /** The server's mapper: gRPC statuses with the diagnostic trailer, passed through by Arrow. */
+  static final ErrorMapper ERRORS = new ErrorMapper();
+
+  static StatusRuntimeException map(Throwable t) {
+    return ERRORS.toGrpc(t);
   }
 
   /** A one-column BIGINT batch of {@code rows} rows in {@code allocator}. */
@@ -208,7 +203,7 @@ final class FlightFixture implements AutoCloseable {
       configure.accept(listener);
       FlightServerChannel channel;
       try {
-        channel = registry.open(listener, FlightFixture::map);
+        channel = registry.open(listener, ERRORS::toGrpc);
       } catch (GatewayException e) {
         listener.error(map(e));
         return;

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.UnknownFieldSet;
+import io.transit.flight.crypto.DeterministicProto;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.proto.BeginUpload;
@@ -16,6 +18,7 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import org.junit.jupiter.api.Test;
 
+/** The native signature contract: proof encoding bytes, proof and command signatures. */
 class NativeSignaturesTest {
   private static final Ed25519.KeyPair KEY = Ed25519.fromSeed(filled(3));
   private static final Ed25519.KeyPair OTHER = Ed25519.fromSeed(filled(4));
@@ -38,12 +41,36 @@ class NativeSignaturesTest {
   }
 
   @Test
-  void proofEncodingIsFixedLittleEndianLayout() {
+  void proofEncodingIsDeterministicProtobufOfFieldsOneToSix() {
+    PrincipalProof small =
+        PrincipalProof.newBuilder().setPrincipal(1).setRecipient(2).setCredentialEpoch(3).build();
+    // Field 1 varint 1, field 4 varint 3, field 6 varint 2; defaults omitted, number order.
+    assertEquals("0801200330" + "02", Digests.hex(NativeSignatures.encodeProofFields(small)));
     byte[] e = NativeSignatures.encodeProofFields(proof());
-    assertEquals(8 + 1 + 8 + 8 + 4 + 32 + 8, e.length);
-    assertEquals("0807060504030201" + "01" + "0900000000000000" + "0200000000000000"
-        + "20000000", HexFormat.of().formatHex(e, 0, 29));
-    assertEquals("ffffffffffffffff", HexFormat.of().formatHex(e, e.length - 8, e.length));
+    // Field 1 (principal 0x0102030405060708 as a varint), then has_role true, role 9, epoch 2.
+    assertEquals("08888e98a8c0e0808101" + "1001" + "1809" + "2002",
+        HexFormat.of().formatHex(e, 0, 16));
+    // Field 5: 32 bytes; field 6: recipient 2^64-1 as a ten-byte varint.
+    assertEquals("2a20", HexFormat.of().formatHex(e, 16, 18));
+    assertEquals("30ffffffffffffffffff01", HexFormat.of().formatHex(e, 50, e.length));
+    assertArrayEquals(DeterministicProto.bytes(proof()), e);
+  }
+
+  @Test
+  void proofEncodingExcludesSignatureAndUnknownFields() {
+    PrincipalProof noisy =
+        proof().toBuilder()
+            .setSignature(ByteString.copyFrom(new byte[64]))
+            .setUnknownFields(
+                UnknownFieldSet.newBuilder()
+                    .addField(99, UnknownFieldSet.Field.newBuilder().addVarint(5).build())
+                    .build())
+            .build();
+    assertArrayEquals(
+        NativeSignatures.encodeProofFields(proof()), NativeSignatures.encodeProofFields(noisy));
+    assertArrayEquals(
+        Digests.domainSha256("transit.flight.proof.v1", NativeSignatures.encodeProofFields(noisy)),
+        NativeSignatures.proofMessage(noisy));
   }
 
   @Test
@@ -69,5 +96,9 @@ class NativeSignaturesTest {
     SignedCommand moved = s.toBuilder().setCommand(
         c.toBuilder().setSequence(6).build().toByteString()).build();
     assertFalse(NativeSignatures.verifyCommand(moved, KEY.publicKey()));
+    assertArrayEquals(DeterministicProto.bytes(c), s.getCommand().toByteArray());
+    assertTrue(KEY.publicKey().verify(
+        Digests.domainSha256("transit.native.command.v1", s.getCommand().toByteArray()),
+        s.getSignature().toByteArray()));
   }
 }

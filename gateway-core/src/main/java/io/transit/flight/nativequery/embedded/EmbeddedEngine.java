@@ -88,6 +88,9 @@ public final class EmbeddedEngine implements NativeQueryClient {
       List<Publication> publications, Collection<PrincipalRights> rights, Planner planner)
       throws IOException, SQLException {
     Files.createDirectories(stateDir);
+    if (options.recipient() == 0) {
+      log.warn("no proof recipient configured: principal proofs are accepted for any service id");
+    }
     RightsRegistry registry = new RightsRegistry(rights);
     BufferAllocator allocator = new RootAllocator(options.memoryLimitBytes());
     JournalStore journal = null;

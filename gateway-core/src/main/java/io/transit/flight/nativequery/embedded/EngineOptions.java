@@ -16,6 +16,11 @@ import java.util.Objects;
  * @param deferExecution record accepted queries without running them (tests of resume); they run
  *     when an engine without this flag opens the same state directory
  * @param faults fault-injection hook around the journal commit
+ * @param recipient the service id (unsigned) every principal proof must name as its recipient:
+ *     the gateway's service id. A submit whose proof names another recipient is recorded as
+ *     REJECTED {@code query.access_denied}. 0 means "not configured": the recipient is then not
+ *     checked, which is only for tests and tools that do not care; a deployed engine must set it
+ *     ({@link #withRecipient}), and {@link EmbeddedEngine#open} logs a warning when it is 0.
  */
 public record EngineOptions(
     int executionThreads,
@@ -26,7 +31,8 @@ public record EngineOptions(
     int exportBatchRows,
     Duration shutdownWait,
     boolean deferExecution,
-    CommandFaults faults) {
+    CommandFaults faults,
+    long recipient) {
   public EngineOptions {
     if (executionThreads < 1) {
       throw new IllegalArgumentException(
@@ -41,21 +47,28 @@ public record EngineOptions(
 
   public static EngineOptions defaults() {
     return new EngineOptions(
-        2, 1, 1 << 20, 1024, 1L << 30, 65_536, Duration.ofSeconds(10), false, CommandFaults.NONE);
+        2, 1, 1 << 20, 1024, 1L << 30, 65_536, Duration.ofSeconds(10), false, CommandFaults.NONE,
+        0);
   }
 
   public EngineOptions withDeferExecution(boolean defer) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, defer, faults);
+        memoryLimitBytes, exportBatchRows, shutdownWait, defer, faults, recipient);
   }
 
   public EngineOptions withFaults(CommandFaults f) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, f);
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, f, recipient);
   }
 
   public EngineOptions withExecutionThreads(int threads) {
     return new EngineOptions(threads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults);
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, recipient);
+  }
+
+  /** These options with proofs checked against {@code serviceId} (0: not checked). */
+  public EngineOptions withRecipient(long serviceId) {
+    return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, serviceId);
   }
 }

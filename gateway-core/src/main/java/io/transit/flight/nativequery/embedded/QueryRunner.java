@@ -2,10 +2,11 @@ package io.transit.flight.nativequery.embedded;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.crypto.DeclarationFingerprint;
+import io.transit.flight.crypto.DeterministicProto;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
-import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.nativequery.Planner;
 import io.transit.flight.proto.CellState;
 import io.transit.flight.proto.OutputColumn;
@@ -80,7 +81,7 @@ final class QueryRunner {
     try {
       RequestBundle bundle = RequestBundle.parseFrom(bundleBytes);
       ResultManifest manifest = execute(correlation, accepted, bundle, saved.bundleSha256());
-      manifestBytes = manifest.toByteArray();
+      manifestBytes = DeterministicProto.bytes(manifest);
       done.setState(QueryStatus.State.SUCCEEDED)
           .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
           .setTotalRows(manifest.getTotalRows());
@@ -158,7 +159,7 @@ final class QueryRunner {
         .setNamespace(q.getNamespace())
         .setBundleSha256(ByteString.copyFrom(bundleSha256))
         .setDeclarationSha256(
-            ByteString.copyFrom(NativeSignatures.declarationSha256(bundle.getTable())))
+            ByteString.copyFrom(DeclarationFingerprint.of(bundle.getTable())))
         .setSource(bundle.getTable().getSource())
         .setResource(bundle.getTable().getObjectId())
         .setTotalRows(totalRows)

@@ -1,6 +1,7 @@
 package io.transit.flight.nativequery.embedded;
 
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.crypto.DeclarationFingerprint;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
@@ -190,9 +191,20 @@ final class UploadValidator {
       throw new Rejection(QueryCode.ACCESS_DENIED,
           "the principal proof does not match the principal, query bytes, credential epoch or key");
     }
+    if (options.recipient() != 0 && proof.getRecipient() != options.recipient()) {
+      // A proof addressed to another service must not be replayable here.
+      throw new Rejection(QueryCode.ACCESS_DENIED, "proof recipient "
+          + Long.toUnsignedString(proof.getRecipient()) + " is not this engine's service id "
+          + Long.toUnsignedString(options.recipient()));
+    }
     TableDeclaration table = bundle.getTable();
-    if (!Arrays.equals(bundle.getDeclarationSha256().toByteArray(),
-        NativeSignatures.declarationSha256(table))) {
+    byte[] fingerprint;
+    try {
+      fingerprint = DeclarationFingerprint.of(table);
+    } catch (IllegalArgumentException e) {
+      throw new Rejection(QueryCode.INVALID_COMMAND, e.getMessage());
+    }
+    if (!Arrays.equals(bundle.getDeclarationSha256().toByteArray(), fingerprint)) {
       throw new Rejection(QueryCode.INVALID_COMMAND, "declaration_sha256 does not match the table");
     }
     if (!r.mayRead(table.getSource())) {

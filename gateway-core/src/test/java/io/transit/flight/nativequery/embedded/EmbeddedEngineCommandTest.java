@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.UnknownFieldSet;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.nativequery.NativeSignatures;
@@ -16,6 +17,7 @@ import io.transit.flight.proto.BeginUpload;
 import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.RequestBundle;
 import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.proto.UploadPart;
@@ -181,6 +183,63 @@ class EmbeddedEngineCommandTest {
       last = engine.send(c);
     }
     assertEquals("query.source_unavailable", last.getCode());
+  }
+
+  @Test
+  void submitChecksTheProofRecipientWhenConfigured() throws Exception {
+    open(EngineOptions.defaults().withRecipient(RECIPIENT + 1));
+    List<SignedCommand> elsewhere = chain(1, bundle(table(), SQL, roomyBudgets()), 200);
+    CommandOutcome last = null;
+    for (SignedCommand c : elsewhere) {
+      last = engine.send(c);
+    }
+    assertEquals(CommandOutcome.Kind.REJECTED, last.getKind());
+    assertEquals("query.access_denied", last.getCode());
+    assertEquals("proof recipient " + RECIPIENT + " is not this engine's service id "
+        + (RECIPIENT + 1), last.getMessage());
+    assertArrayEquals(last.toByteArray(),
+        engine.send(elsewhere.get(elsewhere.size() - 1)).toByteArray(), "replayed as recorded");
+    // Unsigned: a recipient above 2^63 is compared and reported exactly.
+    long next = engine.nextSequence(PRINCIPAL);
+    for (SignedCommand c : chain(next, bundle(table(), SQL, roomyBudgets(), EPOCH, KEY, -1L),
+        200)) {
+      last = engine.send(c);
+    }
+    assertEquals("proof recipient 18446744073709551615 is not this engine's service id "
+        + (RECIPIENT + 1), last.getMessage());
+    next = engine.nextSequence(PRINCIPAL);
+    long correlation = admit(engine, next,
+        bundle(table(), SQL, roomyBudgets(), EPOCH, KEY, RECIPIENT + 1));
+    assertEquals(QueryStatus.State.SUCCEEDED, engine.awaitQuery(access(), correlation,
+        System.nanoTime() + TimeUnit.SECONDS.toNanos(20)).getState());
+  }
+
+  @Test
+  void unconfiguredRecipientIsNotChecked() throws Exception {
+    open(EngineOptions.defaults());
+    assertEquals(0, EngineOptions.defaults().recipient());
+    long correlation = admit(engine, 1,
+        bundle(table(), SQL, roomyBudgets(), EPOCH, KEY, RECIPIENT + 7));
+    assertNotEquals(0, correlation);
+  }
+
+  @Test
+  void declarationWithUnknownFieldsIsRejectedAtSubmit() throws Exception {
+    open(EngineOptions.defaults());
+    RequestBundle clean = bundle(table(), SQL, roomyBudgets());
+    UnknownFieldSet extra = UnknownFieldSet.newBuilder()
+        .addField(99, UnknownFieldSet.Field.newBuilder().addVarint(1).build())
+        .build();
+    RequestBundle noisy = clean.toBuilder()
+        .setTable(table().toBuilder().setUnknownFields(extra))
+        .build();
+    CommandOutcome last = null;
+    for (SignedCommand c : chain(1, noisy, 200)) {
+      last = engine.send(c);
+    }
+    assertEquals(CommandOutcome.Kind.REJECTED, last.getKind());
+    assertEquals("query.invalid_command", last.getCode());
+    assertEquals("table declaration carries unknown fields", last.getMessage());
   }
 
   @Test

@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.transit.flight.crypto.DeclarationFingerprint;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
-import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.CellState;
 import io.transit.flight.proto.QueryStatus;
@@ -154,7 +154,7 @@ class EmbeddedEngineResultTest {
     assertEquals(3, m.getSegmentsCount());
     assertEquals(List.of(2048L, 2048L, 904L),
         m.getSegmentsList().stream().map(SegmentRef::getRows).toList());
-    assertArrayEquals(NativeSignatures.declarationSha256(table(0)),
+    assertArrayEquals(DeclarationFingerprint.of(table(0)),
         m.getDeclarationSha256().toByteArray());
     assertEquals(1, m.getResource());
     List<List<Cell>> rows = readAll(s);

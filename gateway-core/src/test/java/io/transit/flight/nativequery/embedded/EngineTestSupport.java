@@ -3,6 +3,8 @@ package io.transit.flight.nativequery.embedded;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.google.protobuf.ByteString;
+import io.transit.flight.crypto.DeclarationFingerprint;
+import io.transit.flight.crypto.DeterministicProto;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.QueryCode;
@@ -82,17 +84,22 @@ final class EngineTestSupport {
 
   static RequestBundle bundle(TableDeclaration table, String sql, Budgets budgets, long epoch,
       Ed25519.KeyPair key) {
+    return bundle(table, sql, budgets, epoch, key, RECIPIENT);
+  }
+
+  static RequestBundle bundle(TableDeclaration table, String sql, Budgets budgets, long epoch,
+      Ed25519.KeyPair key, long recipient) {
     byte[] sqlBytes = sql.getBytes(StandardCharsets.UTF_8);
     PrincipalProof proof = NativeSignatures.signProof(PrincipalProof.newBuilder()
         .setPrincipal(PRINCIPAL)
         .setCredentialEpoch(epoch)
         .setQuerySha256(ByteString.copyFrom(Digests.sha256(sqlBytes)))
-        .setRecipient(RECIPIENT)
+        .setRecipient(recipient)
         .build(), key);
     return RequestBundle.newBuilder()
         .setVersion(1)
         .setTable(table)
-        .setDeclarationSha256(ByteString.copyFrom(NativeSignatures.declarationSha256(table)))
+        .setDeclarationSha256(ByteString.copyFrom(DeclarationFingerprint.of(table)))
         .setSql(ByteString.copyFrom(sqlBytes))
         .setBudgets(budgets)
         .setProof(proof)
@@ -116,7 +123,7 @@ final class EngineTestSupport {
 
   /** begin, parts of at most {@code partBytes}, seal, submit — consecutive from {@code first}. */
   static List<SignedCommand> chain(long first, RequestBundle bundle, int partBytes) {
-    byte[] bytes = bundle.toByteArray();
+    byte[] bytes = DeterministicProto.bytes(bundle);
     ByteString sha = ByteString.copyFrom(Digests.sha256(bytes));
     int parts = (bytes.length + partBytes - 1) / partBytes;
     List<SignedCommand> out = new ArrayList<>();

@@ -1,11 +1,10 @@
-package io.transit.flight.ticket;
+package io.transit.flight.crypto;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import com.google.protobuf.UnknownFieldSet;
-import io.transit.flight.crypto.Digests;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import java.util.HashSet;
@@ -14,6 +13,7 @@ import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
+/** The Table source declaration fingerprint: bytes, sensitivity and unknown-field refusal. */
 class DeclarationFingerprintTest {
 
   private static TableDeclaration table() {
@@ -34,7 +34,7 @@ class DeclarationFingerprintTest {
 
   @Test
   void fingerprintIsSha256OfTheDeterministicSerialization() {
-    byte[] serialized = DeclarationFingerprint.serialize(table());
+    byte[] serialized = DeterministicProto.bytes(table());
     // No maps in the message: deterministic bytes equal the ordinary field-order encoding.
     assertArrayEquals(table().toByteArray(), serialized);
     assertArrayEquals(Digests.sha256(serialized), DeclarationFingerprint.of(table()));
