@@ -138,3 +138,8 @@ def ticket_correlation(ticket: bytes) -> int:
     """The native correlation of an FTK1 statement ticket (tag byte 1 at offset 145)."""
     assert len(ticket) == STATEMENT_TICKET_BYTES and ticket[145] == 1
     return struct.unpack_from("<Q", ticket, 146)[0]
+
+
+def flight_descriptor(command: bytes) -> bytes:
+    """A Flight CMD FlightDescriptor message (type = 2) around ``command``."""
+    return _field_varint(1, 2) + _field_bytes(2, command)

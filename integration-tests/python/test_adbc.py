@@ -1,5 +1,7 @@
 """ADBC Python DBAPI against the real daemon (Flight SQL driver 1.13.0)."""
 
+import json
+
 import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
 import pytest
@@ -52,6 +54,8 @@ def test_error_details_carry_the_diagnostic(gateway):
         cur.adbc_statement.set_options(**{SEQ: str(conn.adbc_connection.get_option_int(NEXT))})
         with pytest.raises(adbc_driver_manager.NotSupportedError) as e:
             cur.execute("SELECT region FROM mixed")
-        details = dict(e.value.details)
+        details = {k.decode() if isinstance(k, bytes) else k: v for k, v in e.value.details}
         assert "transit-diagnostic-bin" in details
-        assert b"query.unsupported" in details["transit-diagnostic-bin"]
+        diagnostic = json.loads(details["transit-diagnostic-bin"])
+        assert diagnostic["code"] == "query.unsupported"
+        assert diagnostic["status"] == "UNIMPLEMENTED"

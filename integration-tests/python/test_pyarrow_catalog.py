@@ -95,3 +95,9 @@ def test_another_callers_ticket_is_refused(primitive, mixed):
     with pytest.raises(fl.FlightError) as e:
         mixed.client.do_get(info.endpoints[0].ticket, mixed.options()).read_all()
     assert "ticket.scope" in str(e.value) or "ticket.declaration" in str(e.value)
+
+
+def test_unknown_action_is_invalid_argument(primitive):
+    with pytest.raises(pa.ArrowInvalid) as e:
+        list(primitive.client.do_action(fl.Action("NoSuchAction", b""), primitive.options()))
+    assert "flight.unknown_action" in str(e.value)

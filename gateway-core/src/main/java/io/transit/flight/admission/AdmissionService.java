@@ -4,6 +4,9 @@ import static io.transit.flight.admission.Unsigned.u64;
 
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Identity;
+import io.transit.flight.diagnostic.Stage;
+import io.transit.flight.nativequery.QueryFailures;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.ReadAccess;
@@ -29,7 +32,6 @@ import java.util.function.LongSupplier;
  * on (and blocks) the calling RPC thread.
  */
 public final class AdmissionService {
-  private static final String STAGE = "admission";
 
   private final NativeQueryClient client;
   private final AdmissionLimiter limiter;
@@ -91,7 +93,8 @@ public final class AdmissionService {
                 Cause.DEADLINE,
                 "admission.deadline",
                 "the deadline passed before the upload was complete; retry with the same sequence")
-            .with("first_sequence", u64(chain.firstSequence()))
+            .at(Stage.ADMISSION)
+            .withIdentity(new Identity(chain.namespace(), null, chain.firstSequence(), null))
             .with("next_unsent_sequence", u64(sequence));
       }
       try {
@@ -112,8 +115,8 @@ public final class AdmissionService {
         || outcome.getPrincipal() != chain.principal()
         || outcome.getSequence() != sequence) {
       throw QueryCode.EVIDENCE.failure("the native outcome names another command")
-          .with("first_sequence", u64(chain.firstSequence()))
-          .with("native_sequence", u64(sequence));
+          .at(Stage.ADMISSION)
+          .withIdentity(commandIdentity(chain, sequence));
     }
     switch (outcome.getKind()) {
       case ACCEPTED -> {}
@@ -122,15 +125,13 @@ public final class AdmissionService {
         String message =
             outcome.getMessage().isEmpty() ? "the native command was rejected" : outcome.getMessage();
         throw new GatewayException(code.cause(), code.code(), message)
-            .with("stage", STAGE)
-            .with("namespace", u64(chain.namespace()))
-            .with("first_sequence", u64(chain.firstSequence()))
-            .with("native_sequence", u64(sequence));
+            .at(Stage.ADMISSION)
+            .withIdentity(commandIdentity(chain, sequence));
       }
       default ->
           throw QueryCode.EVIDENCE.failure("the native outcome has no kind")
-              .with("first_sequence", u64(chain.firstSequence()))
-              .with("native_sequence", u64(sequence));
+              .at(Stage.ADMISSION)
+              .withIdentity(commandIdentity(chain, sequence));
     }
   }
 
@@ -139,9 +140,12 @@ public final class AdmissionService {
     if (e.kind() == Cause.UNKNOWN_OUTCOME) {
       return unknownOutcome(chain, sequence, e);
     }
-    return e.with("first_sequence", u64(chain.firstSequence()))
-        .with("namespace", u64(chain.namespace()))
-        .with("native_sequence", u64(sequence));
+    return e.at(Stage.ADMISSION).withIdentity(commandIdentity(chain, sequence));
+  }
+
+  /** The identity of a failure at one command of the chain. */
+  private static Identity commandIdentity(CommandChain chain, long sequence) {
+    return new Identity(chain.namespace(), null, chain.firstSequence(), sequence);
   }
 
   private static GatewayException unknownOutcome(
@@ -149,11 +153,11 @@ public final class AdmissionService {
     return new GatewayException(
             Cause.UNKNOWN_OUTCOME,
             "admission.unknown_outcome",
-            "the outcome of a native command is unknown; retry with the same sequence and SQL",
+            "outcome of native sequence " + u64(sequence) + " unknown; retry with first sequence "
+                + u64(chain.firstSequence()) + " and the same SQL",
             underlying)
-        .with("first_sequence", u64(chain.firstSequence()))
-        .with("native_sequence", u64(sequence))
-        .with("namespace", u64(chain.namespace()));
+        .at(Stage.ADMISSION)
+        .withIdentity(commandIdentity(chain, sequence));
   }
 
   private Admitted awaitResult(
@@ -198,14 +202,7 @@ public final class AdmissionService {
             status.getTotalRows());
       }
       case FAILED -> {
-        QueryCode code = QueryCode.fromCode(status.getCode());
-        String message = status.getMessage().isEmpty() ? "the query failed" : status.getMessage();
-        String stage = status.getStage().isEmpty() ? "execution" : status.getStage();
-        throw new GatewayException(code.cause(), code.code(), message)
-            .with("stage", stage)
-            .with("namespace", u64(chain.namespace()))
-            .with("correlation", u64(correlation))
-            .with("first_sequence", u64(chain.firstSequence()));
+        throw withQuery(QueryFailures.toException(status), chain, correlation);
       }
       case ACCEPTED ->
           throw withQuery(
@@ -226,8 +223,8 @@ public final class AdmissionService {
 
   private static GatewayException withQuery(
       GatewayException e, CommandChain chain, long correlation) {
-    return e.with("first_sequence", u64(chain.firstSequence()))
-        .with("namespace", u64(chain.namespace()))
-        .with("correlation", u64(correlation));
+    GatewayException staged = e.stage() != null ? e : e.at(Stage.ADMISSION);
+    return staged.withIdentity(
+        new Identity(chain.namespace(), correlation, chain.firstSequence(), null));
   }
 }

@@ -20,4 +20,14 @@ public enum Stage {
   public String wireName() {
     return wireName;
   }
+
+  /** The stage a stored wire name denotes, or {@code fallback} for an empty or unknown name. */
+  public static Stage fromWireName(String name, Stage fallback) {
+    for (Stage s : values()) {
+      if (s.wireName.equals(name)) {
+        return s;
+      }
+    }
+    return fallback;
+  }
 }

@@ -1,6 +1,8 @@
 package io.transit.flight.nativequery;
 
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Identity;
+import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.proto.QueryStatus;
 
@@ -17,11 +19,11 @@ public final class QueryFailures {
       throw new IllegalArgumentException("status: " + status.getState() + " (expected: FAILED)");
     }
     QueryCode code = QueryCode.fromCode(status.getCode());
+    String message = status.getMessage().isEmpty() ? "the query failed" : status.getMessage();
     GatewayException e =
-        GatewayException.of(code.cause(), status.getCode(), status.getMessage())
-            .with("stage", status.getStage())
-            .with("namespace", Long.toUnsignedString(status.getNamespace()))
-            .with("correlation", Long.toUnsignedString(status.getCorrelation()));
+        GatewayException.of(code.cause(), code.code(), message)
+            .at(Stage.fromWireName(status.getStage(), Stage.EXECUTION))
+            .withIdentity(new Identity(status.getNamespace(), status.getCorrelation(), null, null));
     if (code == QueryCode.BUDGET_EXHAUSTED) {
       e = e.with("limit", Long.toUnsignedString(status.getLimit()))
           .with("required", Long.toUnsignedString(status.getRequired()));

@@ -2,6 +2,7 @@ package io.transit.flight.query;
 
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.proto.CellState;
 import java.io.ByteArrayInputStream;
@@ -228,7 +229,7 @@ public final class CellAdapter {
         .with("column", SafeText.fragment(column))
         .with("value", value)
         .with("range", "[0, " + Long.MAX_VALUE + "]")
-        .with("stage", "output");
+        .at(Stage.OUTPUT);
   }
 
   private static boolean endsWithEndOfStream(byte[] segment) {

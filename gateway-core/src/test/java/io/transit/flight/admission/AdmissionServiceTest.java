@@ -77,9 +77,9 @@ class AdmissionServiceTest {
     int sent = engine.sent().size();
     GatewayException e = fails(Status.Code.ABORTED, () -> service.admit(request(1, "SELECT 1")));
     assertEquals("query.namespace_conflict", e.code());
-    assertEquals(u64(1), e.facts().get("first_sequence"));
-    assertEquals(u64(1), e.facts().get("namespace"));
-    assertEquals(u64(1), e.facts().get("native_sequence"));
+    assertEquals(Long.valueOf(1), e.identity().firstSequence());
+    assertEquals(Long.valueOf(1), e.identity().namespace());
+    assertEquals(Long.valueOf(1), e.identity().nativeSequence());
     assertEquals(sent + 1, engine.sent().size());
     assertEquals(1, engine.executions());
   }
@@ -104,9 +104,9 @@ class AdmissionServiceTest {
     long submit = chainLength(caller(), 1, SQL, budgets());
     GatewayException rejected = fails(Status.Code.PERMISSION_DENIED, () -> service.admit(request(1, SQL)));
     assertEquals("query.access_denied", rejected.code());
-    assertEquals("admission", rejected.facts().get("stage"));
-    assertEquals(u64(1), rejected.facts().get("namespace"));
-    assertEquals(u64(submit), rejected.facts().get("native_sequence"));
+    assertEquals("admission", rejected.stage().wireName());
+    assertEquals(Long.valueOf(1), rejected.identity().namespace());
+    assertEquals(Long.valueOf(submit), rejected.identity().nativeSequence());
 
     CallerBinding rotated = new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
     fails(Status.Code.ABORTED, () -> service.admit(request(rotated, 1, SQL, budgets(), inTenSeconds())));
@@ -121,8 +121,8 @@ class AdmissionServiceTest {
     engine.injectFault(InMemoryNativeClient.Fault.AFTER_RECORD, 3);
     GatewayException e = fails(Status.Code.UNAVAILABLE, () -> service.admit(request(1, SQL)));
     assertEquals("admission.unknown_outcome", e.code());
-    assertEquals(u64(1), e.facts().get("first_sequence"));
-    assertEquals(u64(3), e.facts().get("native_sequence"));
+    assertEquals(Long.valueOf(1), e.identity().firstSequence());
+    assertEquals(Long.valueOf(3), e.identity().nativeSequence());
     assertEquals(3, lastSentSequence());
 
     Admitted retried = service.admit(request(1, SQL));
@@ -135,7 +135,7 @@ class AdmissionServiceTest {
     long submit = chainLength(caller(), 1, SQL, budgets());
     engine.injectFault(InMemoryNativeClient.Fault.BEFORE_RECORD, submit);
     GatewayException e = fails(Status.Code.UNAVAILABLE, () -> service.admit(request(1, SQL)));
-    assertEquals(u64(submit), e.facts().get("native_sequence"));
+    assertEquals(Long.valueOf(submit), e.identity().nativeSequence());
     assertEquals(0, engine.executions());
     service.admit(request(1, SQL));
     assertEquals(1, engine.executions());
@@ -148,13 +148,13 @@ class AdmissionServiceTest {
     GatewayException e = fails(Status.Code.DEADLINE_EXCEEDED,
         () -> service.admit(request(caller(), 1, SQL, budgets(), deadline)));
     assertEquals("admission.deadline", e.code());
-    assertEquals(u64(1), e.facts().get("namespace"));
-    assertNotNull(e.facts().get("correlation"));
+    assertEquals(Long.valueOf(1), e.identity().namespace());
+    assertNotNull(e.identity().correlation());
     int recorded = engine.recorded(PRINCIPAL);
 
     engine.release();
     Admitted retried = service.admit(request(1, SQL));
-    assertEquals(e.facts().get("correlation"), u64(retried.correlation()));
+    assertEquals(e.identity().correlation(), Long.valueOf(retried.correlation()));
     assertEquals(1, engine.executions());
     assertEquals(recorded, engine.recorded(PRINCIPAL));
   }
@@ -167,7 +167,7 @@ class AdmissionServiceTest {
     GatewayException e = fails(Status.Code.DEADLINE_EXCEEDED,
         () -> stepping.admit(request(caller(), 1, SQL, budgets(), 2500)));
     assertEquals("admission.deadline", e.code());
-    assertEquals(u64(1), e.facts().get("first_sequence"));
+    assertEquals(Long.valueOf(1), e.identity().firstSequence());
     assertEquals(u64(4), e.facts().get("next_unsent_sequence"));
     assertEquals(3, engine.sent().size());
 
@@ -193,8 +193,8 @@ class AdmissionServiceTest {
     GatewayException e = fails(Status.Code.FAILED_PRECONDITION, () -> service.admit(request(5, SQL)));
     assertEquals("query.sequence_gap", e.code());
     assertEquals(u64(1), e.facts().get("expected_sequence"));
-    assertEquals(u64(5), e.facts().get("first_sequence"));
-    assertEquals(u64(5), e.facts().get("namespace"));
+    assertEquals(Long.valueOf(5), e.identity().firstSequence());
+    assertEquals(Long.valueOf(5), e.identity().namespace());
     assertEquals(1, engine.sent().size());
   }
 
@@ -204,9 +204,9 @@ class AdmissionServiceTest {
     GatewayException e = fails(Status.Code.RESOURCE_EXHAUSTED,
         () -> service.admit(request(caller(), 1, SQL, tiny, inTenSeconds())));
     assertEquals("query.budget_exhausted", e.code());
-    assertEquals("execution", e.facts().get("stage"));
-    assertEquals(u64(1), e.facts().get("namespace"));
-    assertNotNull(e.facts().get("correlation"));
+    assertEquals("execution", e.stage().wireName());
+    assertEquals(Long.valueOf(1), e.identity().namespace());
+    assertNotNull(e.identity().correlation());
     assertEquals("result rows exceed max_result_rows", e.getMessage());
   }
 

@@ -122,7 +122,8 @@ class CellAdapterTest {
         "flight.integer_out_of_range");
     assertEquals(Status.Code.UNIMPLEMENTED, e.kind().code());
     assertEquals(Map.of("column", "n", "value", "9223372036854775808",
-        "range", "[0, 9223372036854775807]", "stage", "output"), e.facts());
+        "range", "[0, 9223372036854775807]"), e.facts());
+    assertEquals(io.transit.flight.diagnostic.Stage.OUTPUT, e.stage());
     byte[] max = segment(List.of("n"), new long[][] {{-1}}, new byte[][] {{U}});
     assertEquals("18446744073709551615",
         failure(max, schema("n", false), Cause.INTEGER_OUT_OF_RANGE, "flight.integer_out_of_range")

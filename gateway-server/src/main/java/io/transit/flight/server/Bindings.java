@@ -10,7 +10,7 @@ import io.transit.flight.server.auth.CredentialRegistry;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateDirectory;
-import io.transit.flight.ticket.DeclarationFingerprint;
+import io.transit.flight.crypto.DeclarationFingerprint;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -85,7 +85,8 @@ final class Bindings {
     return out;
   }
 
+  /** The engine checks every request proof names this gateway service as its recipient. */
   static EngineOptions engineOptions(ResolvedConfig cfg) {
-    return EngineOptions.defaults();
+    return EngineOptions.defaults().withRecipient(cfg.service());
   }
 }

@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.flight.CallOption;
+import org.apache.arrow.flight.CallOptions;
 import org.apache.arrow.flight.FlightCallHeaders;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.HeaderCallOption;
@@ -49,7 +50,7 @@ final class GatewayFixture implements AutoCloseable {
     if (sequence != null) {
       h.insert("x-transit-request-sequence", Long.toUnsignedString(sequence));
     }
-    return new CallOption[] {new HeaderCallOption(h), CallOption.timeout(60, TimeUnit.SECONDS)};
+    return new CallOption[] {new HeaderCallOption(h), CallOptions.timeout(60, TimeUnit.SECONDS)};
   }
 
   /**

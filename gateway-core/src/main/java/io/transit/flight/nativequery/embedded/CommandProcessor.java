@@ -80,7 +80,8 @@ final class CommandProcessor {
       }
       if (order > 0) {
         throw GatewayException.of(Cause.SEQUENCE_GAP, QueryCode.SEQUENCE_GAP.code(),
-                "the sequence is ahead of the next expected native sequence")
+                "sequence " + Long.toUnsignedString(sequence) + " is ahead; expected "
+                    + Long.toUnsignedString(next))
             .with("sequence", Long.toUnsignedString(sequence))
             .with("expected_sequence", Long.toUnsignedString(next));
       }

@@ -40,7 +40,7 @@ public final class DemoData {
       MIXED, List.of(col("id", "INT64", false), col("region", "UTF8", true),
           col("price", "FLOAT64", true), col("flag", "BOOL", true), col("day", "DATE", true),
           col("qty", "INT64", true)),
-      CELLS, List.of(col("id", "INT64", false), col("ok", "CELL_INT64", false),
+      CELLS, List.of(col("id", "INT64", false), col("ok", "CELL_INT64", true),
           col("bad", "CELL_INT64", false), col("big", "UINT64", false),
           col("huge", "INT64", false)));
 

@@ -34,7 +34,12 @@ public final class DemoSetup {
     }
     Path data = stateDir.resolve("demo-data");
     Files.createDirectories(data);
-    List<Publication> pubs = DemoData.generate(data);
+    List<Publication> pubs;
+    try {
+      pubs = DemoData.generate(data);
+    } catch (java.sql.SQLException e) {
+      throw new IOException("demo data generation failed: " + e.getMessage(), e);
+    }
     ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     ObjectNode root = mapper.createObjectNode();
     root.putObject("listen").put("host", "127.0.0.1").put("port", port);

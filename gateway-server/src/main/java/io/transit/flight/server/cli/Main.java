@@ -78,11 +78,10 @@ public final class Main {
       throws ConfigException, IOException, InterruptedException {
     ResolvedConfig cfg = new ConfigLoader().load(configFile);
     GatewayServer server = GatewayServer.start(cfg);
-    CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      server.close();
-      stopped.countDown();
-    }, "transit-shutdown"));
+    CountDownLatch stopRequested = new CountDownLatch(1);
+    // Any other JVM exit still drains (close is idempotent).
+    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "transit-shutdown"));
+    Signals.onTerminate(stopRequested::countDown);
     Signals.onHangup(() -> {
       try {
         server.reload(new ConfigLoader().load(configFile));
@@ -92,7 +91,8 @@ public final class Main {
       }
     });
     ConnectionHelp.print(out, cfg, server.port(), configFile, demo);
-    stopped.await();
+    stopRequested.await();
+    server.close();
     return 0;
   }
 

@@ -3,11 +3,22 @@ package io.transit.flight.server.cli;
 import sun.misc.Signal;
 
 /**
- * SIGHUP wiring. The handler runs on the JVM's signal dispatch thread; reload work there is
- * short (file reads, a map swap) and serialized by the JVM, so reloads never overlap.
+ * Signal wiring. Handlers run on the JVM's signal dispatch thread. SIGHUP reload work is short
+ * (file reads, a map swap) and reloads never overlap. SIGTERM and SIGINT are taken over from the
+ * JVM so that a requested stop drains and then exits 0 (the JVM's default exits 143/130).
  */
 final class Signals {
   private Signals() {}
+
+  static void onTerminate(Runnable action) {
+    for (String name : new String[] {"TERM", "INT"}) {
+      try {
+        Signal.handle(new Signal(name), sig -> action.run());
+      } catch (IllegalArgumentException e) {
+        // Not available here (or reserved by the JVM's own options): the shutdown hook remains.
+      }
+    }
+  }
 
   static void onHangup(Runnable action) {
     try {

@@ -13,12 +13,14 @@ import io.transit.flight.ticket.MetadataReference;
 import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.RejectedExecutionException;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.ActionType;
 import org.apache.arrow.flight.CloseSessionRequest;
 import org.apache.arrow.flight.CloseSessionResult;
 import org.apache.arrow.flight.Criteria;
+import org.apache.arrow.flight.FlightConstants;
 import org.apache.arrow.flight.FlightDescriptor;
 import org.apache.arrow.flight.FlightInfo;
 import org.apache.arrow.flight.FlightStream;
@@ -34,6 +36,7 @@ import org.apache.arrow.flight.SetSessionOptionsRequest;
 import org.apache.arrow.flight.SetSessionOptionsResult;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.flight.sql.FlightSqlProducer;
+import org.apache.arrow.flight.sql.FlightSqlUtils;
 import org.apache.arrow.flight.sql.impl.FlightSql.CommandStatementQuery;
 
 /**
@@ -48,6 +51,23 @@ import org.apache.arrow.flight.sql.impl.FlightSql.CommandStatementQuery;
  */
 public final class TransitSqlProducer extends UnimplementedSqlProducer {
   public static final String NEXT_SEQUENCE_OPTION = "transit.next_sequence";
+
+  private static final Set<String> SESSION_ACTIONS = Set.of(
+      FlightConstants.GET_SESSION_OPTIONS.getType(),
+      FlightConstants.SET_SESSION_OPTIONS.getType(),
+      FlightConstants.CLOSE_SESSION.getType());
+
+  /** Flight SQL's actions and Flight's cancel/renew actions: the profile excludes them all. */
+  private static final Set<String> UNIMPLEMENTED_ACTIONS = unimplementedActions();
+
+  private static Set<String> unimplementedActions() {
+    Set<String> types = new java.util.HashSet<>();
+    FlightSqlUtils.FLIGHT_SQL_ACTIONS.forEach(a -> types.add(a.getType()));
+    types.add(FlightConstants.CANCEL_FLIGHT_INFO.getType());
+    types.add(FlightConstants.RENEW_FLIGHT_ENDPOINT.getType());
+    types.add("CancelQuery");
+    return Set.copyOf(types);
+  }
 
   private final GatewayState state;
   private final StatementService statements;
@@ -160,11 +180,24 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     writer.error(errors.toGrpc(unimplemented("DoExchange")));
   }
 
+  /**
+   * Session actions (caller capabilities) are served; every other Flight SQL or Flight action
+   * answers UNIMPLEMENTED before its body is even parsed; an action type nobody defines is
+   * INVALID_ARGUMENT.
+   */
   @Override
   public void doAction(CallContext context, Action action, StreamListener<Result> listener) {
     try {
       CallerContext.caller();
-      super.doAction(context, action, listener);
+      String type = action.getType();
+      if (SESSION_ACTIONS.contains(type)) {
+        super.doAction(context, action, listener);
+      } else if (UNIMPLEMENTED_ACTIONS.contains(type)) {
+        throw unimplemented(type);
+      } else {
+        throw GatewayException.of(Cause.INVALID_REQUEST, "flight.unknown_action",
+            "unknown action type").with("action", type);
+      }
     } catch (Throwable t) {
       listener.onError(errors.toGrpc(t));
     }
