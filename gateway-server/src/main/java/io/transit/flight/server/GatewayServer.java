@@ -71,6 +71,7 @@ public final class GatewayServer implements AutoCloseable {
   private final Bindings bindings;
   private final Server server;
   private final AtomicInteger closed = new AtomicInteger();
+  private volatile boolean closedCleanly;
 
   private GatewayServer(ResolvedConfig cfg) throws ConfigException, IOException {
     this.config = new AtomicReference<>(cfg);
@@ -149,6 +150,14 @@ public final class GatewayServer implements AutoCloseable {
     return g;
   }
 
+  /**
+   * True once {@link #close} drained every stream writer and found no leaked stream and no byte
+   * left in the root allocator. The CLI turns false into a non-zero exit status.
+   */
+  public boolean closedCleanly() {
+    return closedCleanly;
+  }
+
   public int port() {
     return server.getPort();
   }
@@ -189,7 +198,8 @@ public final class GatewayServer implements AutoCloseable {
     }
     producers.shutdown();
     awaitQuietly(producers);
-    if (!streams.shutdown(Duration.ofSeconds(10))) {
+    boolean drained = streams.shutdown(Duration.ofSeconds(10));
+    if (!drained) {
       log.warn("stream writers did not drain within 10 s");
     }
     serviceExecutor.shutdown();
@@ -198,10 +208,18 @@ public final class GatewayServer implements AutoCloseable {
     awaitQuietly(flightExecutor);
     engine.close();
     long leaked = allocator.getAllocatedMemory();
+    boolean clean = drained && leaked == 0 && streams.leakedStreams() == 0;
     if (leaked != 0) {
       log.error("{} bytes still allocated at shutdown", leaked);
+    } else {
+      try {
+        allocator.close();
+      } catch (IllegalStateException e) {
+        log.error("allocator not empty at shutdown: {}", e.getMessage());
+        clean = false;
+      }
     }
-    allocator.close();
+    closedCleanly = clean;
     log.info("transit flight gateway stopped");
   }
 

@@ -71,6 +71,7 @@ final class GatewayFixture implements AutoCloseable {
   @Override
   public void close() throws Exception {
     server.close();
+    assertEquals(true, server.closedCleanly(), "the daemon drained every stream and freed every byte");
     clientAllocator.close();
   }
 }

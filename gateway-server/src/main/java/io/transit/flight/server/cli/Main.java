@@ -93,7 +93,8 @@ public final class Main {
     ConnectionHelp.print(out, cfg, server.port(), configFile, demo);
     stopRequested.await();
     server.close();
-    return 0;
+    // A leak or an undrained stream at shutdown is a defect worth a failing exit status.
+    return server.closedCleanly() ? 0 : 3;
   }
 
   private static String option(String[] args, String name, String fallback) {
