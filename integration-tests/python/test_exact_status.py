@@ -70,3 +70,14 @@ def test_message_over_16_kib_is_resource_exhausted(channel, gateway):
     code, _, _ = failure(channel, gateway, "primitive",
                          flightsql.statement_query("SELECT a FROM primitive WHERE a IN (" + ",".join(["1"] * 9000) + ")"), 1)
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_handshake_is_unimplemented(channel, gateway):
+    handshake = channel.stream_stream("/arrow.flight.protocol.FlightService/Handshake")
+    with pytest.raises(grpc.RpcError) as e:
+        list(handshake(iter([b""]), metadata=[("authorization", f"Bearer {gateway.token('primitive')}")],
+                       timeout=30))
+    assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    with pytest.raises(grpc.RpcError) as e:
+        list(handshake(iter([b""]), timeout=30))
+    assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED

@@ -101,3 +101,11 @@ def test_unknown_action_is_invalid_argument(primitive):
     with pytest.raises(pa.ArrowInvalid) as e:
         list(primitive.client.do_action(fl.Action("NoSuchAction", b""), primitive.options()))
     assert "flight.unknown_action" in str(e.value)
+
+
+def test_a_reused_connection_grants_nothing(gateway, primitive):
+    primitive.metadata(flightsql.get_catalogs())  # authenticated on this connection...
+    with pytest.raises(fl.FlightUnauthenticatedError):  # ...which proves nothing for the next call
+        primitive.client.get_flight_info(
+            fl.FlightDescriptor.for_command(flightsql.get_catalogs()),
+            fl.FlightCallOptions(headers=[(b"authorization", b"Bearer tfg_not_a_real_credential_0000000000")]))

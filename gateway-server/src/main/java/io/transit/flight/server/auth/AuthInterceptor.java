@@ -26,6 +26,7 @@ import java.util.Set;
  *   <li>Caller-supplied overrides are refused (INVALID_ARGUMENT): any {@code x-transit-*} header
  *       except {@code x-transit-request-sequence}, and the principal/upstream/resource override
  *       names in {@link #OVERRIDES}.
+ *   <li>Handshake answers UNIMPLEMENTED: no token is minted, and connection reuse grants nothing.
  *   <li>The sequence header's values are passed on, unparsed, in {@link #SEQUENCE}; statement
  *       GetFlightInfo alone interprets them (ADBC sends statement headers on every RPC).
  * </ul>
@@ -47,6 +48,9 @@ public final class AuthInterceptor implements ServerInterceptor {
   private static final Metadata.Key<String> SEQUENCE_KEY =
       Metadata.Key.of(SEQUENCE_HEADER, Metadata.ASCII_STRING_MARSHALLER);
 
+  private static final String HANDSHAKE =
+      org.apache.arrow.flight.impl.FlightServiceGrpc.getHandshakeMethod().getFullMethodName();
+
   private final CredentialRegistry registry;
   private final ErrorMapper errors;
 
@@ -63,6 +67,12 @@ public final class AuthInterceptor implements ServerInterceptor {
       // The mapper gives UNAUTHENTICATED a fixed message and no trailer: nothing is disclosed.
       close(call, GatewayException.of(Cause.UNAUTHENTICATED, "auth.unauthenticated",
           "a valid credential is required"));
+      return new ServerCall.Listener<>() {};
+    }
+    if (HANDSHAKE.equals(call.getMethodDescriptor().getFullMethodName())) {
+      // Authentication is per call with the Bearer credential; no session token is ever minted.
+      close(call, GatewayException.of(Cause.UNSUPPORTED, "flight.unimplemented",
+          "Handshake is not implemented: send the Bearer credential on every call"));
       return new ServerCall.Listener<>() {};
     }
     for (String key : headers.keys()) {
