@@ -1,0 +1,67 @@
+"""kill -9 and restart over the same state directory: journal intact, old tickets still read."""
+
+import json
+import os
+import subprocess
+
+from conftest import Caller
+from daemon import ROOT, Daemon
+
+
+def test_kill9_restart_keeps_journal_and_tickets(tmp_path):
+    d = Daemon(tmp_path / "state").start()
+    try:
+        c = Caller(d, "primitive")
+        seq = c.next_sequence()
+        info = c.info("SELECT COUNT(*), SUM(a) FROM primitive WHERE a > 7", seq)
+        before = c.read(info)
+        nxt = json.loads(info.app_metadata)["next_sequence"]
+        d.kill9()
+        d.start()
+        c = Caller(d, "primitive")
+        assert c.next_sequence() == nxt
+        assert c.read(info).equals(before), "a ticket issued before the crash still reads"
+        again = c.info("SELECT COUNT(*), SUM(a) FROM primitive WHERE a > 7", seq)
+        assert again.endpoints[0].ticket.ticket[146:154] == info.endpoints[0].ticket.ticket[146:154]
+        assert c.next_sequence() == nxt
+    finally:
+        d.stop()
+
+
+def refused(state_dir):
+    """Starts the daemon expecting it to refuse; returns its output."""
+    r = subprocess.run([str(ROOT / "scripts" / "gateway"), "demo", "--state-dir", str(state_dir), "--port", "0"],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, TRANSIT_NO_BUILD="1"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    return r.stderr
+
+
+def test_refuses_readable_secrets_equal_credentials_and_bad_config(tmp_path):
+    state = tmp_path / "state"
+    d = Daemon(state).start()
+    assert d.stop() == 0
+    key = state / "keys" / "ticket.key"
+    key.chmod(0o640)
+    assert "0600" in refused(state) and "ticket.key" in refused(state)
+    key.chmod(0o600)
+    cred = state / "credentials" / "mixed.token"
+    cred.chmod(0o604)
+    assert "mixed.token" in refused(state)
+    cred.chmod(0o600)
+    cred.write_text((state / "credentials" / "primitive.token").read_text())
+    assert "equal credentials" in refused(state)
+    cred.write_text("tfg_" + "x" * 40 + "\n")
+    config = state / "gateway.json"
+    cfg = json.loads(config.read_text())
+    cfg["callers"][1]["principal"] = cfg["callers"][0]["principal"]
+    config.write_text(json.dumps(cfg))
+    assert "callers[1].principal" in refused(state)
+    cfg = json.loads(config.read_text())
+    cfg["callers"][1]["principal"] = 102
+    cfg["limits"] = {"max_inbound_message_bytes": 1 << 20}
+    config.write_text(json.dumps(cfg))
+    assert "limits.max_inbound_message_bytes" in refused(state)
+    del cfg["limits"]
+    config.write_text(json.dumps(cfg))
+    d = Daemon(state).start()
+    assert d.stop() == 0
