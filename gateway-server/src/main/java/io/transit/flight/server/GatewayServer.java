@@ -208,6 +208,8 @@ public final class GatewayServer implements AutoCloseable {
     awaitQuietly(flightExecutor);
     engine.close();
     long leaked = allocator.getAllocatedMemory();
+    // Operators size root_allocator_bytes from this; scripts/bench reads it for P4.
+    log.info("root allocator peak {} bytes", allocator.getPeakMemoryAllocation());
     boolean clean = drained && leaked == 0 && streams.leakedStreams() == 0;
     if (leaked != 0) {
       log.error("{} bytes still allocated at shutdown", leaked);

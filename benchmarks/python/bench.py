@@ -1,0 +1,240 @@
+"""scripts/bench: the gateway side by side with a PyArrow Flight server and DuckDB.
+
+One run measures P1 (bulk DoGet), P2 (small statements), P3 (filtered aggregates), P4 (memory
+under slow readers and cancelled streams) and the loopback ceiling, and writes results.json,
+results.md and PNG plots into bench-results/<timestamp>/. See docs/performance.md.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow
+
+import deployment
+import jfr_summary
+import measure
+import report
+from deployment import Gateway, rss_bytes
+
+P3_QUERIES = {
+    "filtered SUM": f"SELECT SUM(a) FROM {deployment.TABLE} WHERE c < 100",
+    "filtered COUNT": f"SELECT COUNT(*) FROM {deployment.TABLE} WHERE b BETWEEN 1000 AND 500000",
+}
+
+
+def args_parser():
+    p = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=20_000_000, help="rows of the 4 x int64 Table")
+    p.add_argument("--runs", type=int, default=5, help="P1 reads and P3 repetitions (median)")
+    p.add_argument("--statements", type=int, default=500, help="P2 closed-loop statements")
+    p.add_argument("--warmup", type=int, default=20, help="P2 statements before timing")
+    p.add_argument("--readers", type=int, default=64, help="P4 concurrent slow readers")
+    p.add_argument("--reader-batches", type=int, default=16, help="batches each slow reader takes")
+    p.add_argument("--reader-pause", type=float, default=0.05, help="seconds between its batches")
+    p.add_argument("--cancels", type=int, default=10_000, help="P4 cancelled streams")
+    p.add_argument("--cancel-threads", type=int, default=8)
+    p.add_argument("--iperf-seconds", type=int, default=5)
+    p.add_argument("--jfr", action="store_true", help="record P1's gateway reads with JFR")
+    p.add_argument("--out", type=Path, help="results directory (default bench-results/<UTC time>)")
+    p.add_argument("--state-root", type=Path, help="where per-row-count state dirs are kept")
+    return p
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"cpu": cpu, "cores": os.cpu_count(), "mem_gib": mem,
+            "pyarrow": pyarrow.__version__, "duckdb": duckdb.__version__,
+            "python": platform.python_version()}
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+class Peer:
+    """The PyArrow Flight server process."""
+
+    def __init__(self, parquet: Path):
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("peer_server.py")), "--parquet",
+             str(parquet)], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("serving "):
+            self.stop()
+            raise RuntimeError("peer server did not start")
+        self.uri = f"grpc://127.0.0.1:{int(line.split()[1])}"
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def iperf(seconds: int) -> dict:
+    if shutil.which("iperf3") is None:
+        return {"skipped": "iperf3 not installed"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds),
+                              "-J"], capture_output=True, text=True, timeout=seconds + 30)
+        bps = json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"]
+        return {"gb_per_s": bps / 8 / 1e9, "seconds": seconds}
+    finally:
+        if server.poll() is None:
+            server.terminate()
+        server.wait(10)
+
+
+def p1_p2_p3(a, gw: Gateway, peer: Peer, out: Path, parquet: Path) -> dict:
+    client = measure.GatewayClient(gw.uri, gw.token())
+    pclient = measure.PeerClient(peer.uri)
+    t0 = time.perf_counter()
+    info = client.info(measure.BULK_SQL)
+    statement_s = time.perf_counter() - t0
+    if info.total_records != a.rows:
+        raise AssertionError(f"gateway answers {info.total_records} rows, expected {a.rows}")
+    ticket = client.ticket(info)
+    print(f"P1: statement admitted and retained in {statement_s:.2f} s; reading", flush=True)
+    # One untimed read each warms caches and JITs; the same first value proves the same data.
+    first_gw = measure.drain(client.reader(ticket))[2]
+    peer_ticket = pclient.ticket(pclient.info(b"bulk"))
+    first_peer = measure.drain(pclient.reader(peer_ticket))[2]
+    if first_gw != first_peer:
+        raise AssertionError(f"gateway and peer serve different data: {first_gw} != {first_peer}")
+    if a.jfr:
+        subprocess.run(["jcmd", str(gw.pid), "JFR.start", "name=p1", "settings=profile",
+                        f"filename={out / 'p1.jfr'}"], check=True, capture_output=True)
+    p1_gw = measure.bulk_doget(client, ticket, a.runs, a.rows)
+    if a.jfr:
+        subprocess.run(["jcmd", str(gw.pid), "JFR.stop", "name=p1"], check=True,
+                       capture_output=True)
+    p1_peer = measure.bulk_doget(pclient, peer_ticket, a.runs, a.rows)
+    print(f"P1: gateway {p1_gw['gb_per_s']:.3f} GB/s, peer {p1_peer['gb_per_s']:.3f} GB/s",
+          flush=True)
+
+    count_sql = f"SELECT COUNT(*) FROM {deployment.TABLE}"
+    p2_gw = measure.closed_loop(lambda: client.query(count_sql), a.statements, a.warmup)
+
+    def canned():
+        pclient.reader(pclient.ticket(pclient.info(b"count"))).read_all()
+
+    p2_peer = measure.closed_loop(canned, a.statements, a.warmup)
+    print(f"P2: gateway p50 {p2_gw['p50_ms']:.2f} ms p99 {p2_gw['p99_ms']:.2f} ms; "
+          f"peer p50 {p2_peer['p50_ms']:.2f} ms p99 {p2_peer['p99_ms']:.2f} ms", flush=True)
+
+    p3 = measure.compute(client, parquet, P3_QUERIES, a.runs)
+    for name, q in p3.items():
+        print(f"P3 {name}: gateway {q['gateway_ms']:.1f} ms, duckdb {q['duckdb_ms']:.1f} ms",
+              flush=True)
+    return {"p1": {"gateway": p1_gw, "peer": p1_peer, "gateway_statement_s": statement_s},
+            "p2": {"gateway": p2_gw, "peer": p2_peer}, "p3": p3}
+
+
+def p4(a, config: Path, log: Path, budget: int) -> dict:
+    out = {"root_allocator_bytes": budget}
+    # Each phase gets a fresh daemon, so the allocator peak and exit status are that phase's.
+    gw = Gateway(config, log).start()
+    try:
+        client = measure.GatewayClient(gw.uri, gw.token())
+        ticket = client.ticket(client.info(measure.BULK_SQL))
+        idle = rss_bytes(gw.pid)["rss"]
+        with measure.RssSampler(gw.pid) as sampler:
+            slow = measure.slow_readers(client, ticket, a.readers, a.reader_batches,
+                                        a.reader_pause)
+        slow.update(rss_idle_bytes=idle, rss_samples=sampler.samples,
+                    rss_peak_bytes=max([v for _, v in sampler.samples], default=idle))
+    finally:
+        stopped = gw.stop()
+    slow.update(stopped)
+    print(f"P4: {a.readers} slow readers: allocator peak {slow.get('allocator_peak_bytes')} B, "
+          f"RSS peak {slow['rss_peak_bytes']} B, errors {len(slow['errors'])}", flush=True)
+    out["slow"] = slow
+
+    gw = Gateway(config, log).start()
+    try:
+        client = measure.GatewayClient(gw.uri, gw.token())
+        ticket = client.ticket(client.info(measure.BULK_SQL))
+        idle = rss_bytes(gw.pid)["rss"]
+        with measure.RssSampler(gw.pid, 0.5) as sampler:
+            cancel = measure.cancelled_streams(client, ticket, a.cancels, a.cancel_threads)
+        cancel.update(rss_idle_bytes=idle, rss_after_bytes=rss_bytes(gw.pid)["rss"],
+                      rss_samples=sampler.samples)
+    finally:
+        stopped = gw.stop()
+    cancel.update(stopped)
+    print(f"P4: {cancel['cancelled']} cancelled streams ({cancel['refused']} refused) in "
+          f"{cancel['seconds']:.1f} s; exit status {cancel['exit_status']}, bytes left "
+          f"{cancel['bytes_left']}", flush=True)
+    out["cancel"] = cancel
+    return out
+
+
+def main() -> int:
+    a = args_parser().parse_args()
+    root = deployment.ROOT
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = a.out or root / "bench-results" / stamp
+    out.mkdir(parents=True, exist_ok=True)
+    state = (a.state_root or root / "bench-results" / "state") / f"rows-{a.rows}"
+    budget = 1 << 30
+    limits = {"max_live_streams": max(64, a.readers), "root_allocator_bytes": budget}
+    print(f"results: {out}\nstate:   {state} (generating data on first use)", flush=True)
+    config = deployment.prepare(state, a.rows, limits)
+    parquet = state / "data" / "bench.parquet"
+    results = {"meta": dict(machine(), rows=a.rows, runs=a.runs, statements=a.statements,
+                            started=stamp, load_before=load(), args=vars(a) | {
+                                "out": str(out), "state_root": str(a.state_root)})}
+    results["iperf3"] = iperf(a.iperf_seconds)
+    print(f"loopback ceiling: {results['iperf3']}", flush=True)
+
+    log = out / "gateway.log"
+    gw = Gateway(config, log).start()
+    peer = Peer(parquet)
+    try:
+        results.update(p1_p2_p3(a, gw, peer, out, parquet))
+    finally:
+        peer.stop()
+        shutdown = gw.stop()
+    results["p1"]["gateway_shutdown"] = shutdown
+    results["p4"] = p4(a, config, log, budget)
+    results["meta"]["load_after"] = load()
+
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    md = ["# scripts/bench results", "", report.table(results)]
+    for png in report.plots(results, out):
+        md.append(f"![{png.stem}]({png.name})")
+    if a.jfr and (out / "p1.jfr").exists():
+        summary = jfr_summary.summarise(out / "p1.jfr")
+        (out / "p1-jfr.md").write_text(jfr_summary.markdown(summary))
+        md += ["", "## Where P1's gateway time goes (JFR)", "", jfr_summary.markdown(summary)]
+    (out / "results.md").write_text("\n".join(md) + "\n")
+    print("\n" + report.table(results) + f"\nwritten: {out / 'results.md'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""Measurements through one PyArrow Flight client, the same code path for gateway and peer."""
+
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pyarrow.flight as fl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integration-tests" / "python"))
+import flightsql  # noqa: E402  (the Flight SQL encoder the end-to-end tests use)
+
+from deployment import COLUMNS, TABLE, rss_bytes  # noqa: E402
+
+BYTES_PER_ROW = 8 * len(COLUMNS)  # logical int64 payload; the same for both servers
+BULK_SQL = f"SELECT {', '.join(COLUMNS)} FROM {TABLE}"
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+class GatewayClient:
+    """A Flight SQL caller that chains its request sequence from each answer."""
+
+    def __init__(self, uri: str, token: str, timeout: float = 600):
+        self.client = fl.FlightClient(uri)
+        self.auth = (b"authorization", f"Bearer {token}".encode())
+        self.timeout = timeout
+        self.sequence = None
+
+    def options(self, sequence=None):
+        headers = [self.auth]
+        if sequence is not None:
+            headers.append((b"x-transit-request-sequence", str(sequence).encode()))
+        return fl.FlightCallOptions(headers=headers, timeout=self.timeout)
+
+    def info(self, sql: str):
+        if self.sequence is None:
+            result = list(self.client.do_action(fl.Action("GetSessionOptions", b""), self.options()))
+            self.sequence = flightsql.session_options(result[0].body.to_pybytes())[
+                "transit.next_sequence"]
+        info = self.client.get_flight_info(
+            fl.FlightDescriptor.for_command(flightsql.statement_query(sql)),
+            self.options(self.sequence))
+        self.sequence = json.loads(info.app_metadata)["next_sequence"]
+        return info
+
+    def ticket(self, info):
+        return info.endpoints[0].ticket
+
+    def reader(self, ticket):
+        return self.client.do_get(ticket, self.options())
+
+    def query(self, sql: str):
+        return self.reader(self.ticket(self.info(sql))).read_all()
+
+
+class PeerClient:
+    """The same two round trips against the PyArrow peer server."""
+
+    def __init__(self, uri: str, timeout: float = 600):
+        self.client = fl.FlightClient(uri)
+        self.opts = fl.FlightCallOptions(timeout=timeout)
+
+    def info(self, name: bytes):
+        return self.client.get_flight_info(fl.FlightDescriptor.for_command(name), self.opts)
+
+    def ticket(self, info):
+        return info.endpoints[0].ticket
+
+    def reader(self, ticket):
+        return self.client.do_get(ticket, self.opts)
+
+
+def drain(reader) -> tuple:
+    """Reads a stream to its end; returns (rows, batches, sum of column a)."""
+    rows = batches = 0
+    first = None
+    for chunk in reader:
+        rows += chunk.data.num_rows
+        batches += 1
+        if first is None and chunk.data.num_rows:
+            first = chunk.data.column(0)[0].as_py()
+    return rows, batches, first
+
+
+def bulk_doget(client, ticket, runs: int, expected_rows: int) -> dict:
+    """Times ``runs`` full reads of one ticket: GB/s and rows/s, median and every run."""
+    seconds = []
+    batches = None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        rows, batches, _ = drain(client.reader(ticket))
+        seconds.append(time.perf_counter() - t0)
+        if rows != expected_rows:
+            raise AssertionError(f"read {rows} rows, expected {expected_rows}")
+    med = statistics.median(seconds)
+    return {"runs_s": seconds, "median_s": med, "rows": expected_rows, "batches": batches,
+            "rows_per_s": expected_rows / med, "gb_per_s": expected_rows * BYTES_PER_ROW / med / 1e9}
+
+
+def closed_loop(one_statement, n: int, warmup: int) -> dict:
+    """Runs ``one_statement`` back to back; latency percentiles in milliseconds."""
+    for _ in range(warmup):
+        one_statement()
+    lat = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        one_statement()
+        lat.append((time.perf_counter() - t0) * 1e3)
+    return {"n": n, "p50_ms": percentile(lat, 50), "p99_ms": percentile(lat, 99),
+            "mean_ms": statistics.fmean(lat), "latencies_ms": lat}
+
+
+def compute(gateway: GatewayClient, parquet: Path, queries: dict, runs: int) -> dict:
+    """Each query end to end through the gateway vs DuckDB in-process on the same data."""
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE {TABLE} AS SELECT * FROM read_parquet('{parquet}')")
+    out = {}
+    for name, sql in queries.items():
+        expected = con.execute(sql).fetchall()
+        gw, dk = [], []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            got = gateway.query(sql)
+            gw.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            con.execute(sql).fetchall()
+            dk.append(time.perf_counter() - t0)
+        if [tuple(r.values()) for r in got.to_pylist()] != expected:
+            raise AssertionError(f"{name}: gateway {got.to_pylist()} != duckdb {expected}")
+        out[name] = {"sql": sql, "gateway_ms": statistics.median(gw) * 1e3,
+                     "duckdb_ms": statistics.median(dk) * 1e3, "result": expected[0][0]}
+    con.close()
+    return out
+
+
+class RssSampler:
+    """Samples a process's RSS every ``interval`` seconds on a thread of its own."""
+
+    def __init__(self, pid: int, interval: float = 0.1):
+        self.pid, self.interval = pid, interval
+        self.samples = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._t0 = time.perf_counter()
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.samples.append((time.perf_counter() - self._t0, rss_bytes(self.pid)["rss"]))
+            except OSError:
+                return
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(5)
+
+
+def slow_readers(gateway: GatewayClient, ticket, readers: int, batches: int,
+                 pause_s: float) -> dict:
+    """``readers`` concurrent streams of one ticket, each taking a batch every ``pause_s``."""
+    errors = []
+
+    def one():
+        try:
+            reader = gateway.reader(ticket)
+            for _ in range(batches):
+                reader.read_chunk()
+                time.sleep(pause_s)
+            reader.cancel()
+        except Exception as e:  # reported, never hidden: a refused stream is a finding
+            errors.append(f"{type(e).__name__}: {str(e)[:200]}")
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=one) for _ in range(readers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    return {"readers": readers, "batches_each": batches, "pause_s": pause_s, "errors": errors,
+            "seconds": time.perf_counter() - t0}
+
+
+def cancelled_streams(gateway: GatewayClient, ticket, count: int, threads: int) -> dict:
+    """Opens ``count`` streams, reads one batch of each and cancels it."""
+    done, refused = [0], []
+    lock = threading.Lock()
+    per_thread = [count // threads + (1 if i < count % threads else 0) for i in range(threads)]
+
+    def worker(n):
+        for _ in range(n):
+            try:
+                reader = gateway.reader(ticket)
+                reader.read_chunk()
+                reader.cancel()
+                with lock:
+                    done[0] += 1
+            except fl.FlightError as e:
+                with lock:
+                    refused.append(str(e)[:200])
+
+    t0 = time.perf_counter()
+    pool = [threading.Thread(target=worker, args=(n,)) for n in per_thread]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join(3600)
+    return {"cancelled": done[0], "refused": len(refused), "refused_examples": refused[:3],
+            "seconds": time.perf_counter() - t0}

@@ -1,0 +1,138 @@
+"""Writes the run's Markdown table and PNG plots from the results dictionary of bench.py."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display on a server
+import matplotlib.pyplot as plt  # noqa: E402
+
+MIB = 1024 * 1024
+
+
+def _ratio(a, b):
+    return f"{a / b:.2f}×" if a is not None and b else "n/a"
+
+
+def _verdict(ok):
+    return "met" if ok else "not met"
+
+
+def table(r: dict) -> str:
+    p1, p2, p3, p4 = r["p1"], r["p2"], r["p3"], r["p4"]
+    g, c = p1["gateway"], p1["peer"]
+    rows = [
+        ("P1 bulk DoGet GB/s (median)", f"{g['gb_per_s']:.3f}", f"{c['gb_per_s']:.3f}",
+         _ratio(g["gb_per_s"], c["gb_per_s"]), "≥ 1.0×",
+         _verdict(g["gb_per_s"] >= c["gb_per_s"])),
+        ("P1 bulk DoGet Mrows/s (median)", f"{g['rows_per_s'] / 1e6:.2f}",
+         f"{c['rows_per_s'] / 1e6:.2f}", _ratio(g["rows_per_s"], c["rows_per_s"]), "", ""),
+    ]
+    pg, pc = p2["gateway"], p2["peer"]
+    rows += [
+        ("P2 statement p50 ms", f"{pg['p50_ms']:.2f}", f"{pc['p50_ms']:.2f}",
+         _ratio(pg["p50_ms"], pc["p50_ms"]), "≤ 3×", _verdict(pg["p50_ms"] <= 3 * pc["p50_ms"])),
+        ("P2 statement p99 ms", f"{pg['p99_ms']:.2f}", f"{pc['p99_ms']:.2f}",
+         _ratio(pg["p99_ms"], pc["p99_ms"]), "≤ 5×", _verdict(pg["p99_ms"] <= 5 * pc["p99_ms"])),
+    ]
+    for name, q in p3.items():
+        rows.append((f"P3 {name} ms (median)", f"{q['gateway_ms']:.1f}", f"{q['duckdb_ms']:.1f}",
+                     _ratio(q["gateway_ms"], q["duckdb_ms"]), "≤ 1.5×",
+                     _verdict(q["gateway_ms"] <= 1.5 * q["duckdb_ms"])))
+    budget = p4["root_allocator_bytes"]
+    slow, cancel = p4["slow"], p4["cancel"]
+    peak = slow["allocator_peak_bytes"]
+    rows += [
+        (f"P4 allocator peak, {slow['readers']} slow readers (MiB)",
+         _mib(peak), f"budget {_mib(budget)}", _ratio(peak, budget), "≤ 1.0× budget",
+         _verdict(peak is not None and peak <= budget)),
+        (f"P4 RSS peak, {slow['readers']} slow readers (MiB)", _mib(slow["rss_peak_bytes"]),
+         f"idle {_mib(slow['rss_idle_bytes'])}", "", "", ""),
+        (f"P4 bytes left after {cancel['cancelled']} cancelled streams",
+         str(cancel["bytes_left"]), f"exit status {cancel['exit_status']}", "", "0",
+         _verdict(cancel["bytes_left"] == 0 and cancel["exit_status"] == 0)),
+        ("P4 RSS after cancelled streams (MiB)", _mib(cancel["rss_after_bytes"]),
+         f"idle {_mib(cancel['rss_idle_bytes'])}", "", "", ""),
+    ]
+    ip = r.get("iperf3", {})
+    ceiling = f"{ip['gb_per_s']:.2f} GB/s" if "gb_per_s" in ip else ip.get("skipped", "n/a")
+    head = ["| measure | gateway | peer | ratio | target | |", "|---|---:|---:|---:|---:|---|"]
+    body = [f"| {' | '.join(row)} |" for row in rows]
+    m = r["meta"]
+    notes = [
+        "",
+        f"Peers: P1/P2 a PyArrow {m['pyarrow']} (Arrow C++) Flight server serving the same "
+        f"data from memory; P3 DuckDB {m['duckdb']} in-process on the same Parquet file.",
+        f"Rows: {m['rows']:,} × 4 int64 (P1 payload {m['rows'] * 32 / 1e9:.2f} GB); "
+        f"P1 runs: {m['runs']}; P2 statements: {m['statements']}.",
+        f"Gateway statement for P1 (admission + execution + retention, once): "
+        f"{p1['gateway_statement_s']:.2f} s.",
+        f"Loopback ceiling (iperf3, one TCP stream): {ceiling}.",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['mem_gib']:.0f} GiB; load average "
+        f"{m['load_before']} before, {m['load_after']} after.",
+    ]
+    return "\n".join(head + body + notes) + "\n"
+
+
+def _mib(n):
+    return "n/a" if n is None else f"{n / MIB:.0f}"
+
+
+def plots(r: dict, out: Path) -> list:
+    files = []
+    p1 = r["p1"]
+    names = ["gateway", "pyarrow server"]
+    values = [p1["gateway"]["gb_per_s"], p1["peer"]["gb_per_s"]]
+    if "gb_per_s" in r.get("iperf3", {}):
+        names.append("iperf3 loopback")
+        values.append(r["iperf3"]["gb_per_s"])
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.bar(names, values, color=["#3b6ea8", "#999999", "#cccccc"][:len(names)])
+    ax.set_ylabel("GB/s (int64 payload)")
+    ax.set_title(f"P1 bulk DoGet, {r['meta']['rows']:,} rows × 4 int64 (median)")
+    files.append(_save(fig, out / "p1_bulk.png"))
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for label, key, color in (("gateway", "gateway", "#3b6ea8"), ("pyarrow canned", "peer", "#999999")):
+        lat = sorted(r["p2"][key]["latencies_ms"])
+        ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], label=label, color=color)
+    ax.set_xscale("log")
+    ax.set_xlabel("statement latency, ms (log)")
+    ax.set_ylabel("fraction ≤ x")
+    ax.set_title("P2 closed-loop SELECT COUNT(*): latency CDF")
+    ax.legend()
+    files.append(_save(fig, out / "p2_latency.png"))
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    queries = list(r["p3"])
+    xs = range(len(queries))
+    ax.bar([x - 0.2 for x in xs], [r["p3"][q]["gateway_ms"] for q in queries], 0.4,
+           label="gateway (end to end)", color="#3b6ea8")
+    ax.bar([x + 0.2 for x in xs], [r["p3"][q]["duckdb_ms"] for q in queries], 0.4,
+           label="DuckDB in-process", color="#999999")
+    ax.set_xticks(list(xs), queries)
+    ax.set_ylabel("ms (median)")
+    ax.set_title("P3 filtered aggregates")
+    ax.legend()
+    files.append(_save(fig, out / "p3_compute.png"))
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for label, key, color in (("64 slow readers", "slow", "#3b6ea8"),
+                              ("cancelled streams", "cancel", "#c0504d")):
+        s = r["p4"][key]["rss_samples"]
+        ax.plot([t for t, _ in s], [v / MIB for _, v in s], label=label, color=color)
+    ax.axhline(r["p4"]["root_allocator_bytes"] / MIB, ls="--", color="#666666",
+               label="root_allocator_bytes")
+    ax.set_xlabel("s")
+    ax.set_ylabel("gateway RSS, MiB")
+    ax.set_title("P4 memory")
+    ax.legend()
+    files.append(_save(fig, out / "p4_memory.png"))
+    return files
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
