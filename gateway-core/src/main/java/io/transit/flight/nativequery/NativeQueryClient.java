@@ -18,6 +18,12 @@ import io.transit.flight.proto.SignedCommand;
  * recorded).
  */
 public interface NativeQueryClient extends AutoCloseable {
+  /**
+   * The code of the {@code ACCESS_DENIED} failure for a correlation that names no query of the
+   * requesting principal (unknown here, or another principal's: the two are indistinguishable).
+   * A gateway holding a verified ticket for that correlation treats it as missing evidence.
+   */
+  String UNKNOWN_RESULT = "query.unknown_result";
 
   /**
    * Records one signed command and returns its recorded outcome, or, for identical bytes at a

@@ -63,7 +63,12 @@ final class Bindings {
     return new Snapshot(byToken, rights);
   }
 
-  /** Refuses a reload that would change what the engine has loaded (that needs a restart). */
+  /**
+   * Refuses a reload that would change what is fixed at start (loaded data, listener, ticket
+   * definition, sizing); otherwise swaps native rights, then credentials and bindings. Callers,
+   * their rights, bindings and publication mappings, {@code deployment.ingress} and
+   * {@code deployment.ticket_ttl_ms} take effect live.
+   */
   void reload(ResolvedConfig current, ResolvedConfig next) throws ConfigException {
     if (!current.publications().equals(next.publications())) {
       throw new ConfigException("publications changed: a restart is required to load new data");
@@ -71,6 +76,18 @@ final class Bindings {
     if (!current.stateDir().equals(next.stateDir()) || current.port() != next.port()
         || !current.host().equals(next.host())) {
       throw new ConfigException("state_dir or listen changed: a restart is required");
+    }
+    // The Transit definition (tickets) and the engine's proof recipient are built from these at
+    // start; taking them live would leave the scope and the definition disagreeing.
+    if (current.realm() != next.realm() || !current.realmName().equals(next.realmName())
+        || current.service() != next.service()) {
+      throw new ConfigException(
+          "deployment.realm, realm_name or service changed: a restart is required");
+    }
+    // Allocators, pools, listener bounds and deadlines are sized at start; a partial live change
+    // would be worse than none.
+    if (!current.limits().equals(next.limits())) {
+      throw new ConfigException("limits changed: a restart is required");
     }
     Snapshot s = build(next);
     engine.updateRights(s.rights());

@@ -5,6 +5,7 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.nativequery.QueryFailures;
 import io.transit.flight.nativequery.ReadAccess;
@@ -95,7 +96,8 @@ final class ResultReader {
     }
     // Another principal's query and an unknown correlation look the same: no existence oracle.
     if (q.isEmpty() || q.get().status().getPrincipal() != access.principal()) {
-      throw RightsRegistry.denied("no such query for this principal");
+      throw GatewayException.of(Cause.ACCESS_DENIED, NativeQueryClient.UNKNOWN_RESULT,
+          "no such query for this principal");
     }
     return q.get();
   }

@@ -299,6 +299,13 @@ class EmbeddedEngineResultTest {
     assertEquals(Cause.ACCESS_DENIED, assertThrows(GatewayException.class, () ->
         engine.readSegment(new io.transit.flight.nativequery.ReadAccess(PRINCIPAL, true, 3, 1),
             s.getCorrelation(), 0, 1L << 30)).kind());
+    // A correlation the principal has no query under is denied with its own code, so a gateway
+    // holding a verified ticket for it can tell missing evidence from a revoked right.
+    GatewayException unknown = assertThrows(GatewayException.class,
+        () -> engine.readManifest(access(), s.getCorrelation() + 1000));
+    assertEquals(Cause.ACCESS_DENIED, unknown.kind());
+    assertEquals(io.transit.flight.nativequery.NativeQueryClient.UNKNOWN_RESULT, unknown.code());
+    assertEquals("query.access_denied", denied.code());
   }
 
   @Test

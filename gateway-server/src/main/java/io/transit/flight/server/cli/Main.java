@@ -88,6 +88,11 @@ public final class Main {
       } catch (ConfigException e) {
         System.err.println("transit-flight: reload refused, previous configuration stays: "
             + e.getMessage());
+      } catch (RuntimeException e) {
+        // An unexpected failure must not escape the signal thread silently: the running
+        // configuration stays (nothing is swapped before the new snapshot is complete).
+        System.err.println("transit-flight: reload refused, previous configuration stays: "
+            + e);
       }
     });
     ConnectionHelp.print(out, cfg, server.port(), configFile, demo);

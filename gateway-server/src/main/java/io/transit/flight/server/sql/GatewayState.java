@@ -17,6 +17,7 @@ import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.ticket.TicketScope;
 import io.transit.flight.ticket.TicketService;
+import io.transit.flight.ticket.VerifiedTicket;
 import java.time.Clock;
 import java.util.Arrays;
 import java.util.concurrent.ExecutorService;
@@ -135,18 +136,18 @@ public final class GatewayState {
   }
 
   /**
-   * Service policy at a disclosure boundary: the caller's binding must still exist unchanged, it
-   * must still hold the entry-read right, and the ticket must not have expired. Returns the
-   * current binding.
+   * Service policy at a disclosure boundary: the caller's binding must still exist with the scope
+   * and Table declaration the ticket was verified against, it must still hold the entry-read
+   * right, and the ticket must not have expired. Returns the current binding. Any thread.
    */
-  public CallerBinding recheck(CallerBinding caller, long expiryMillis) {
+  public CallerBinding recheck(CallerBinding caller, VerifiedTicket ticket) {
     CallerBinding current = credentials.current(caller.name()).orElseThrow(() ->
         GatewayException.of(Cause.ACCESS_DENIED, "access.binding_revoked",
             "the caller's binding was revoked"));
-    if (current.principal() != caller.principal()
-        || current.bindingRevision() != caller.bindingRevision()
-        || current.hasRole() != caller.hasRole() || current.role() != caller.role()
-        || !Arrays.equals(current.declarationFingerprint(), caller.declarationFingerprint())) {
+    // The whole ticket scope, not just the revision: a mapping edited without a revision bump
+    // (another source, requests scope or role) or a new ingress must not keep disclosing.
+    if (!scopeOf(current).equals(ticket.scope())
+        || !Arrays.equals(current.declarationFingerprint(), ticket.declarationFingerprint())) {
       throw GatewayException.of(Cause.ACCESS_DENIED, "access.binding_changed",
           "the caller's binding changed since the ticket was issued");
     }
@@ -158,7 +159,7 @@ public final class GatewayState {
     if (now < 0) {
       throw GatewayException.of(Cause.CLOCK, "clock.invalid", "the clock gave an invalid reading");
     }
-    if (now >= expiryMillis) {
+    if (now >= ticket.expiryMillis()) {
       throw GatewayException.of(Cause.TICKET_EXPIRED, "ticket.expired", "the ticket has expired");
     }
     return current;

@@ -11,6 +11,7 @@ import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.ticket.Ftk1Layout;
 import io.transit.flight.ticket.MetadataReference;
+import io.transit.flight.ticket.VerifiedTicket;
 import java.security.MessageDigest;
 import java.util.List;
 import org.apache.arrow.flight.FlightDescriptor;
@@ -63,9 +64,9 @@ final class MetadataService {
    * Runs on T_caller inside the handler's produce: recompute, compare the digest, send the one
    * batch (the handler completes or errors the stream).
    */
-  void stream(FlightServerChannel channel, CallerBinding caller, MetadataReference ref,
-      long expiryMillis) {
-    CallerBinding current = state.recheck(caller, expiryMillis);
+  void stream(FlightServerChannel channel, CallerBinding caller, VerifiedTicket ticket) {
+    MetadataReference ref = (MetadataReference) ticket.reference();
+    CallerBinding current = state.recheck(caller, ticket);
     Any command;
     try {
       command = Any.parseFrom(ref.command());

@@ -5,15 +5,16 @@ import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
-import io.transit.flight.nativequery.ReadAccess;
+import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.proto.ResultManifest;
-import io.transit.flight.proto.SegmentRef;
 import io.transit.flight.query.CellAdapter;
 import io.transit.flight.query.QueryCompiler;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.ticket.StatementReference;
+import io.transit.flight.ticket.VerifiedTicket;
 import java.security.MessageDigest;
 import java.util.Arrays;
+import java.util.function.Supplier;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 
@@ -22,7 +23,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * ordered segments through the public query client, verifies every digest on the captured bytes
  * before Arrow reads them, converts cells to int64, and hands each batch to the outbound handler
  * (ownership of each batch root passes to the channel). Coverage (segment count, rows, ordered
- * digests, manifest identity) is checked before the stream completes.
+ * digests — {@link Coverage} — and manifest identity) is checked before the stream completes.
  *
  * <p>At every bounded read the caller's current authorization is re-checked — binding still
  * current, entry-read right, ticket expiry — so a revocation after a returned batch ends the stream
@@ -38,48 +39,66 @@ final class ResultStreamer {
   /**
    * Runs on T_caller inside {@link io.transit.flight.channel.FlightOutboundHandler#produce}, which
    * completes the stream when this returns and errors it with whatever this throws.
+   *
+   * <p>Each segment is read only after the channel's gate admits another batch, and the caller's
+   * authorization is re-checked right before that read: a producer parked behind a slow client
+   * never holds a batch it read under authorization that has since been revoked, and the check
+   * happens once per bounded read however far ahead of the client the producer is allowed to run.
    */
-  void stream(FlightServerChannel channel, CallerBinding caller, StatementReference ref,
-      long expiryMillis) {
-    ReadAccess access = state.readAccessOf(caller);
-    state.recheck(caller, expiryMillis);
-    byte[] manifestBytes = state.nativeClient().readManifest(access, ref.correlation());
+  void stream(FlightServerChannel channel, CallerBinding caller, VerifiedTicket ticket) {
+    StatementReference ref = (StatementReference) ticket.reference();
+    CallerBinding current = state.recheck(caller, ticket);
+    byte[] manifestBytes = reachable(() ->
+        state.nativeClient().readManifest(state.readAccessOf(current), ref.correlation()));
     if (!MessageDigest.isEqual(Digests.sha256(manifestBytes), ref.manifestSha256())) {
       throw evidence("retained manifest does not match the ticket");
     }
     ResultManifest manifest = parse(manifestBytes);
     checkIdentity(manifest, caller, ref);
     Schema schema = QueryCompiler.outputSchema(manifest.getColumnsList());
-    long rows = 0;
-    int sent = 0;
+    Coverage coverage = new Coverage(manifest);
     for (int i = 0; i < manifest.getSegmentsCount(); i++) {
-      SegmentRef seg = manifest.getSegments(i);
-      CallerBinding current = state.recheck(caller, expiryMillis);
-      byte[] bytes = state.nativeClient().readSegment(
-          state.readAccessOf(current), ref.correlation(), i, state.limits().maxSegmentBytes());
-      if (bytes.length != seg.getBytes()
-          || !MessageDigest.isEqual(Digests.sha256(bytes), seg.getSha256().toByteArray())) {
-        throw evidence("segment " + i + " does not match its digest").with("segment", i);
-      }
-      VectorSchemaRoot batch = CellAdapter.adapt(bytes, schema, rows, channel.allocator());
-      if (batch.getRowCount() != seg.getRows()) {
-        long got = batch.getRowCount();
+      channel.awaitReadyOrThrow();
+      CallerBinding now = state.recheck(caller, ticket);
+      int index = i;
+      byte[] bytes = reachable(() -> state.nativeClient().readSegment(
+          state.readAccessOf(now), ref.correlation(), index, state.limits().maxSegmentBytes()));
+      coverage.checkBytes(i, bytes);
+      VectorSchemaRoot batch = CellAdapter.adapt(bytes, schema, coverage.rows(), channel.allocator());
+      try {
+        coverage.checkRows(i, batch.getRowCount());
+      } catch (GatewayException e) {
         batch.close();
-        throw evidence("segment " + i + " row count differs from the manifest")
-            .with("segment", i).with("expected_rows", seg.getRows()).with("rows", got);
+        throw e;
       }
-      rows += seg.getRows();
       state.handler().sendResponseBatch(channel, batch);
-      sent++;
     }
-    if (sent != manifest.getSegmentsCount() || rows != manifest.getTotalRows()) {
-      throw evidence("coverage check failed").with("segments", sent).with("rows", rows);
-    }
-    if (sent == 0) {
+    coverage.checkComplete();
+    if (manifest.getSegmentsCount() == 0) {
       // An empty result still carries its schema so clients do not wait for one.
       state.handler().sendResponseBatch(channel, VectorSchemaRoot.create(schema, channel.allocator()));
     }
-    state.recheck(caller, expiryMillis);
+    // The last disclosure boundary: a revocation or expiry after the final read still ends the
+    // stream with an error rather than a completion.
+    state.recheck(caller, ticket);
+  }
+
+  /**
+   * A valid ticket proves this deployment retained the result for this principal, so a native
+   * system that does not know the correlation is missing evidence (another replica's or a lost
+   * journal), not an access question: it fails closed as DATA_LOSS, never as an empty result.
+   */
+  private static byte[] reachable(Supplier<byte[]> read) {
+    try {
+      return read.get();
+    } catch (GatewayException e) {
+      if (NativeQueryClient.UNKNOWN_RESULT.equals(e.code())) {
+        throw new GatewayException(Cause.EVIDENCE, "query.evidence",
+            "the retained result this ticket names is not held by this gateway's native system", e)
+            .with("reason", "unknown_result");
+      }
+      throw e;
+    }
   }
 
   private static ResultManifest parse(byte[] bytes) {
@@ -102,7 +121,7 @@ final class ResultStreamer {
     }
   }
 
-  private static GatewayException evidence(String message) {
+  static GatewayException evidence(String message) {
     return GatewayException.of(Cause.EVIDENCE, "query.evidence", message);
   }
 }

@@ -137,10 +137,10 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       return;
     }
     FlightOutboundHandler.ProducerBody body;
-    if (verified.reference() instanceof StatementReference s) {
-      body = ch -> results.stream(ch, caller, s, verified.expiryMillis());
-    } else if (verified.reference() instanceof MetadataReference m) {
-      body = ch -> metadata.stream(ch, caller, m, verified.expiryMillis());
+    if (verified.reference() instanceof StatementReference) {
+      body = ch -> results.stream(ch, caller, verified);
+    } else if (verified.reference() instanceof MetadataReference) {
+      body = ch -> metadata.stream(ch, caller, verified);
     } else {
       body = ch -> {
         throw GatewayException.of(Cause.INVALID_TICKET, "ticket.layout", "unknown ticket reference");

@@ -1,0 +1,324 @@
+"""Tickets and disclosure boundaries against the real daemon process: revocation mid-stream,
+SIGHUP refusals, replicas sharing the ticket key, key rotation, retained evidence, metadata
+tickets after a reload, and ticket expiry. Each test leaves gateway.json as it found it."""
+
+import contextlib
+import time
+
+import grpc
+import pyarrow.flight as fl
+import pytest
+
+import flightsql
+from disclosure_support import (SMALL_WINDOW, ConfigDaemon, binding_revision, do_get_exact, expiry_ms,
+                                metadata_info, next_sequence, options, statement_info, ticket_of)
+
+BIG = "SELECT id, a, b, c, d FROM primitive"
+BIG_ROWS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = ConfigDaemon(tmp_path_factory.mktemp("disclosure-a")).start()
+    yield d
+    assert d.stop() == 0, "gateway did not exit cleanly (leaked stream memory or undrained stream)"
+
+
+@contextlib.contextmanager
+def restored(daemon):
+    """Puts gateway.json back (and reloads it) whatever the test did to it."""
+    original = daemon.config_path.read_text()
+    try:
+        yield
+    finally:
+        if daemon.config_path.read_text() != original:
+            daemon.config_path.write_text(original)
+            assert daemon.reload() == "reloaded"
+
+
+def big_ticket(daemon):
+    info = statement_info(daemon, "primitive", BIG, next_sequence(daemon, "primitive"))
+    assert info.total_records == BIG_ROWS
+    return ticket_of(info)
+
+
+def slow_reader(daemon, ticket):
+    """A PyArrow reader with a small HTTP/2 window (no BDP probing), like a slow client."""
+    client = fl.FlightClient(daemon.uri, generic_options=SMALL_WINDOW)
+    return client.do_get(fl.Ticket(ticket), options(daemon, "primitive"))
+
+
+# 1. Revocation after a returned batch ---------------------------------------------------------
+
+def test_revoking_read_mid_stream_cuts_the_stream_with_an_error(daemon):
+    ticket = big_ticket(daemon)
+    with restored(daemon):
+        reader = slow_reader(daemon, ticket)
+        first = reader.read_chunk().data
+        assert first.num_rows > 0
+        daemon.edit_caller("primitive", read=False)
+        assert daemon.reload() == "reloaded"
+        rows, batches = first.num_rows, 1
+        with pytest.raises(fl.FlightUnauthorizedError, match="access.read_revoked"):
+            while True:
+                rows += reader.read_chunk().data.num_rows  # StopIteration would fail the test
+                batches += 1
+        assert rows < BIG_ROWS, "the stream must never deliver the whole result after revocation"
+        # Only batches read before the revocation can still arrive: the 2 the gate lets wait on
+        # the stream's writer and the one gRPC is writing; the rest of the 16 are never read.
+        assert batches - 1 <= 3, f"{batches - 1} batches arrived after the revocation"
+
+        again = do_get_exact(daemon, "primitive", ticket)
+        assert again.code == grpc.StatusCode.PERMISSION_DENIED
+        assert again.diag_code == "access.read_revoked"
+
+        daemon.edit_caller("primitive", read=True)
+        assert daemon.reload() == "reloaded"
+        table = slow_reader(daemon, ticket).read_all()
+        assert table.num_rows == BIG_ROWS
+
+
+def test_revoking_read_before_any_batch_refuses_the_stream(daemon):
+    ticket = big_ticket(daemon)
+    with restored(daemon):
+        daemon.edit_caller("primitive", read=False)
+        assert daemon.reload() == "reloaded"
+        out = do_get_exact(daemon, "primitive", ticket)
+        assert out.code == grpc.StatusCode.PERMISSION_DENIED and out.messages == 0
+
+
+# 2. SIGHUP with a bad file --------------------------------------------------------------------
+
+def catalogs_work(daemon, caller):
+    return metadata_info(daemon, caller, flightsql.get_catalogs()).total_records >= 1
+
+
+def test_reload_with_invalid_json_keeps_the_running_configuration(daemon):
+    with restored(daemon):
+        daemon.config_path.write_text(daemon.config_path.read_text()[:-20])
+        outcome = daemon.reload()
+        assert outcome != "reloaded" and "previous configuration stays" in outcome
+        assert catalogs_work(daemon, "primitive")
+
+
+def test_reload_with_a_duplicate_credential_keeps_the_old_credentials(daemon):
+    mixed_file = daemon.state_dir / "credentials" / "mixed.token"
+    old_mixed = daemon.token("mixed")
+    with restored(daemon):
+        try:
+            mixed_file.write_text(daemon.token("primitive") + "\n")
+            outcome = daemon.reload()
+            assert outcome != "reloaded" and "previous configuration stays" in outcome
+            # The running registry still maps the old mixed credential and primitive's.
+            client = fl.FlightClient(daemon.uri)
+            old = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {old_mixed}".encode())],
+                                       timeout=60)
+            info = client.get_flight_info(fl.FlightDescriptor.for_command(flightsql.get_catalogs()), old)
+            assert client.do_get(info.endpoints[0].ticket, old).read_all().num_rows >= 1
+            assert catalogs_work(daemon, "primitive")
+        finally:
+            mixed_file.write_text(old_mixed + "\n")
+
+
+def test_reload_that_changes_the_ticket_definition_is_refused(daemon):
+    with restored(daemon):
+        info = metadata_info(daemon, "primitive", flightsql.get_catalogs())
+        cfg = daemon.config()
+        cfg["deployment"]["service"] = cfg["deployment"]["service"] + 1
+        daemon.write_config(cfg)
+        assert "restart is required" in daemon.reload()
+        out = do_get_exact(daemon, "primitive", ticket_of(info))
+        assert out.code == grpc.StatusCode.OK, "tickets issued before keep verifying"
+
+
+# 6. Metadata tickets after a reload ------------------------------------------------------------
+
+def test_metadata_ticket_refused_after_remapping_with_a_revision_bump(daemon):
+    info = metadata_info(daemon, "primitive", flightsql.get_tables(include_schema=True))
+    ticket = ticket_of(info)
+    assert binding_revision(ticket) == 1
+    with restored(daemon):
+        daemon.edit_caller("primitive", publication="mixed", binding_revision=2)
+        assert daemon.reload() == "reloaded"
+        out = do_get_exact(daemon, "primitive", ticket)
+        # Scope (binding revision, then source) is checked before anything is recomputed.
+        assert out.code == grpc.StatusCode.PERMISSION_DENIED and out.diag_code == "ticket.scope"
+        fresh = metadata_info(daemon, "primitive", flightsql.get_tables(include_schema=False))
+        assert binding_revision(ticket_of(fresh)) == 2
+    assert do_get_exact(daemon, "primitive", ticket).code == grpc.StatusCode.OK
+
+
+def test_metadata_and_statement_tickets_refused_after_remapping_without_a_bump(daemon):
+    meta = ticket_of(metadata_info(daemon, "primitive", flightsql.get_tables()))
+    stmt = ticket_of(statement_info(daemon, "primitive", "SELECT COUNT(*) FROM primitive",
+                                    next_sequence(daemon, "primitive")))
+    with restored(daemon):
+        daemon.edit_caller("primitive", publication="mixed")
+        assert daemon.reload() == "reloaded"
+        for ticket in (meta, stmt):
+            out = do_get_exact(daemon, "primitive", ticket)
+            # The other Table has another source: the scope check refuses before the digest.
+            assert out.code == grpc.StatusCode.PERMISSION_DENIED and out.diag_code == "ticket.scope"
+
+
+# 7. Ticket expiry -------------------------------------------------------------------------------
+
+def set_ttl(daemon, ttl_ms):
+    cfg = daemon.config()
+    cfg["deployment"]["ticket_ttl_ms"] = ttl_ms
+    daemon.write_config(cfg)
+    assert daemon.reload() == "reloaded"
+
+
+def sleep_past(expiry):
+    """Waits (bounded by the ticket's own expiry) until the wall clock passed it."""
+    while time.time() * 1000 < expiry + 50:
+        time.sleep(max(0.01, (expiry + 50 - time.time() * 1000) / 1000))
+
+
+def test_expired_ticket_is_refused(daemon):
+    with restored(daemon):
+        set_ttl(daemon, 1500)
+        ticket = ticket_of(metadata_info(daemon, "primitive", flightsql.get_catalogs()))
+        sleep_past(expiry_ms(ticket))
+        out = do_get_exact(daemon, "primitive", ticket)
+        assert out.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert out.diag_code == "ticket.expired" and out.messages == 0
+
+
+def test_ticket_expiring_mid_stream_ends_the_stream_with_an_error(daemon):
+    # Execute with the normal lifetime; only the reissued ticket is short-lived, so the short
+    # window does not have to cover query execution.
+    seq = next_sequence(daemon, "primitive")
+    statement_info(daemon, "primitive", BIG, seq)
+    after_execution = next_sequence(daemon, "primitive")
+    with restored(daemon):
+        for ttl in (1500, 4000, 15000):  # a slower machine gets a longer window, same assertions
+            set_ttl(daemon, ttl)
+            ticket = ticket_of(statement_info(daemon, "primitive", BIG, seq))
+            expiry = expiry_ms(ticket)
+
+            def pause(i, expiry=expiry):
+                if i == 2:  # schema and the first batch are in: let the ticket expire
+                    sleep_past(expiry)
+
+            out = do_get_exact(daemon, "primitive", ticket, before_each=pause)
+            if out.messages >= 2:
+                break
+        assert out.messages >= 2, "no batch arrived before the ticket expired, even at 15 s"
+        assert out.code == grpc.StatusCode.FAILED_PRECONDITION and out.diag_code == "ticket.expired"
+        assert out.messages < 1 + 16, "the stream must not complete after expiry"
+        assert next_sequence(daemon, "primitive") == after_execution, "reissue executes nothing"
+
+
+# 5. Retained evidence ---------------------------------------------------------------------------
+
+def segment_files(daemon):
+    return {p.name: p for p in (daemon.state_dir / "engine" / "segments").iterdir()
+            if not p.name.endswith(".tmp")}
+
+
+def two_segment_result(daemon, column, rows):
+    """A result of two segments (65536 + the rest) whose content no earlier result shared;
+    returns (ticket, [seg0, seg1])."""
+    before = segment_files(daemon)
+    info = statement_info(daemon, "primitive", f"SELECT id, {column} FROM primitive WHERE id < {rows}",
+                          next_sequence(daemon, "primitive"))
+    assert info.total_records == rows
+    new = [p for name, p in segment_files(daemon).items() if name not in before]
+    assert len(new) == 2, "the result's two segment files are new content"
+    return ticket_of(info), sorted(new, key=lambda p: p.stat().st_size, reverse=True)
+
+
+@contextlib.contextmanager
+def flipped_byte(path, offset):
+    data = path.read_bytes()
+    path.write_bytes(data[:offset] + bytes([data[offset] ^ 0x5A]) + data[offset + 1:])
+    try:
+        yield
+    finally:
+        path.write_bytes(data)
+
+
+def test_corrupted_segment_ends_the_stream_data_loss(daemon):
+    ticket, (seg0, seg1) = two_segment_result(daemon, "a", 100_000)
+    with flipped_byte(seg0, seg0.stat().st_size // 2):
+        out = do_get_exact(daemon, "primitive", ticket)
+        assert out.code == grpc.StatusCode.DATA_LOSS and out.diag_code == "query.evidence"
+        assert out.messages == 0, "nothing of a segment that fails its digest is disclosed"
+    with flipped_byte(seg1, seg1.stat().st_size - 1):
+        out = do_get_exact(daemon, "primitive", ticket)
+        assert out.code == grpc.StatusCode.DATA_LOSS and out.diag_code == "query.evidence"
+        assert out.messages == 2, "schema and the intact first batch, then the error"
+    assert do_get_exact(daemon, "primitive", ticket).code == grpc.StatusCode.OK
+
+
+def test_missing_or_truncated_segment_fails_closed(daemon):
+    ticket, (seg0, seg1) = two_segment_result(daemon, "c", 100_000)
+    data = seg1.read_bytes()
+    aside = seg1.with_name(seg1.name + ".aside")
+    seg1.rename(aside)
+    try:
+        out = do_get_exact(daemon, "primitive", ticket)
+        assert out.code == grpc.StatusCode.DATA_LOSS and out.diag_code == "query.evidence"
+        assert out.messages == 2
+    finally:
+        aside.rename(seg1)
+    seg1.write_bytes(data[:-8])
+    try:
+        out = do_get_exact(daemon, "primitive", ticket)
+        assert out.code == grpc.StatusCode.DATA_LOSS and out.diag_code == "query.evidence"
+    finally:
+        seg1.write_bytes(data)
+    assert do_get_exact(daemon, "primitive", ticket).code == grpc.StatusCode.OK
+
+
+# 3. Two daemons sharing the ticket key and configuration ---------------------------------------
+
+def test_replica_verifies_the_ticket_but_fails_closed_without_the_result(daemon, tmp_path):
+    seq = next_sequence(daemon, "primitive")
+    stmt = ticket_of(statement_info(daemon, "primitive", "SELECT id, a FROM primitive WHERE id < 10", seq))
+    meta = ticket_of(metadata_info(daemon, "primitive", flightsql.get_tables(include_schema=True)))
+    replica = ConfigDaemon(daemon.replica_dir(tmp_path / "replica")).start()
+    try:
+        assert replica.token("primitive") == daemon.token("primitive")
+        # A metadata result is recomputed from the shared configuration: B serves A's ticket.
+        out = do_get_exact(replica, "primitive", meta)
+        assert out.code == grpc.StatusCode.OK and out.messages == 2
+        # B verifies A's statement ticket (no ticket.* failure) but holds no retained result:
+        # missing evidence fails closed, never an empty stream.
+        out = do_get_exact(replica, "primitive", stmt)
+        assert out.code == grpc.StatusCode.DATA_LOSS and out.diag_code == "query.evidence"
+        assert out.messages == 0
+        assert {"name": "reason", "kind": "text", "value": "unknown_result"} in out.diagnostic["facts"]
+        # A still serves it.
+        assert do_get_exact(daemon, "primitive", stmt).code == grpc.StatusCode.OK
+    finally:
+        assert replica.stop() == 0
+
+
+# 4. Ticket key rotation (restarts the module's daemon: keep last) --------------------------------
+
+def test_rotating_the_ticket_key_invalidates_tickets_and_reissue_resolves_the_same_result(daemon):
+    sql = "SELECT id, b FROM primitive WHERE id < 70000"
+    seq = next_sequence(daemon, "primitive")
+    old = ticket_of(statement_info(daemon, "primitive", sql, seq))
+    before = fl.FlightClient(daemon.uri).do_get(fl.Ticket(old), options(daemon, "primitive")).read_all()
+    after_execution = next_sequence(daemon, "primitive")
+    assert daemon.stop() == 0
+    key = daemon.state_dir / "keys" / "ticket.key"
+    old_key = key.read_bytes()
+    key.unlink()  # the daemon generates a new ticket key at start
+    daemon.start()
+    assert key.read_bytes() != old_key
+
+    out = do_get_exact(daemon, "primitive", old)
+    assert out.code == grpc.StatusCode.INVALID_ARGUMENT and out.diag_code == "ticket.signature"
+
+    new = ticket_of(statement_info(daemon, "primitive", sql, seq))
+    assert new != old
+    assert flightsql.ticket_correlation(new) == flightsql.ticket_correlation(old)
+    assert new[154:186] == old[154:186], "same retained manifest"
+    assert next_sequence(daemon, "primitive") == after_execution, "nothing new executed"
+    again = fl.FlightClient(daemon.uri).do_get(fl.Ticket(new), options(daemon, "primitive")).read_all()
+    assert again.equals(before)
