@@ -1,5 +1,6 @@
 package io.transit.flight.nativequery;
 
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Identity;
 import io.transit.flight.diagnostic.Stage;
@@ -25,8 +26,8 @@ public final class QueryFailures {
             .at(Stage.fromWireName(status.getStage(), Stage.EXECUTION))
             .withIdentity(new Identity(status.getNamespace(), status.getCorrelation(), null, null));
     if (code == QueryCode.BUDGET_EXHAUSTED) {
-      e = e.with("limit", Long.toUnsignedString(status.getLimit()))
-          .with("required", Long.toUnsignedString(status.getRequired()));
+      e = e.with(Fact.unsigned("limit", status.getLimit()))
+          .with(Fact.unsigned("required", status.getRequired()));
     }
     if (!status.getColumn().isEmpty()) {
       e = e.with("column", status.getColumn());

@@ -1,6 +1,7 @@
 package io.transit.flight.query;
 
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.diagnostic.QueryCode;
@@ -213,7 +214,8 @@ public final class CellAdapter {
               + SafeText.ident(column) + " row " + row + " is " + s.name()))
           .with("column", SafeText.fragment(column))
           .with("row", row)
-          .with("state", s.name());
+          .with("state", s.name())
+          .at(Stage.OUTPUT);
     }
     String what = s == CellState.CELL_NULL ? "null cell in non-nullable column "
         : "unknown cell state " + state + " in column ";
@@ -227,7 +229,7 @@ public final class CellAdapter {
     return QueryCode.INTEGER_OUT_OF_RANGE.failure(SafeText.message("value " + value
             + " in column " + SafeText.ident(column) + " exceeds int64 maximum"))
         .with("column", SafeText.fragment(column))
-        .with("value", value)
+        .with(Fact.unsigned("value", bits))
         .with("range", "[0, " + Long.MAX_VALUE + "]")
         .at(Stage.OUTPUT);
   }

@@ -3,6 +3,7 @@ package io.transit.flight.ticket;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import java.security.MessageDigest;
 import java.time.Clock;
@@ -143,7 +144,7 @@ public final class TicketService {
     // Valid only strictly before expiry; expiry is u64 on the wire, so compare unsigned.
     if (Long.compareUnsigned(now, parsed.expiryMillis()) >= 0) {
       throw new GatewayException(Cause.TICKET_EXPIRED, "ticket.expired", "ticket has expired")
-          .with("expiry_unix_ms", Long.toUnsignedString(parsed.expiryMillis()));
+          .with(Fact.unsigned("expiry_unix_ms", parsed.expiryMillis()));
     }
     String field = parsed.scope().firstMismatch(currentScope);
     if (field != null) {

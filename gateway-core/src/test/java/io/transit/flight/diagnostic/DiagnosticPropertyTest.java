@@ -18,17 +18,17 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 /**
- * Generated diagnostics (seeded) with up to 100 KB of raw text: the encoding is always valid
- * UTF-8 JSON within 4096 bytes, exact fields are unchanged and every shortening is marked.
+ * Generated diagnostics (seeded, {@link DiagnosticSamples}) with up to 100 KB of raw UTF-8 text:
+ * the encoding is always valid UTF-8 JSON (strict decoder, no duplicate keys) within 4096 bytes;
+ * code, status, cause, outcome, stage, identity, number and digest facts, location coordinates
+ * and actions are unchanged; every shortened string ends with the marker and is flagged, every
+ * dropped value is flagged unavailable, dropped facts are counted, and {@code truncated} is true
+ * exactly when any of that happened (and only when the full form is over 4096 bytes).
  */
 class DiagnosticPropertyTest {
   private static final ObjectMapper JSON =
       new ObjectMapper().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
   private static final String MARKER = GrpcMessage.TRUNCATION_MARKER;
-  private static final String[] CODES = {
-    "query.namespace_conflict", "query.sequence_gap", "admission.busy", "ticket.expired",
-    "flight.integer_out_of_range", "query.budget_exhausted", "a.b", "x" + ".y".repeat(31)
-  };
 
   @Test
   void generatedDiagnosticsStayBoundedExactAndExplicit() throws Exception {
@@ -36,8 +36,12 @@ class DiagnosticPropertyTest {
     int truncated = 0;
     int omitted = 0;
     int unavailable = 0;
+    int largestRaw = 0;
     for (int i = 0; i < 600; i++) {
-      Diagnostic d = generate(random, i);
+      Diagnostic d = DiagnosticSamples.generate(random, i);
+      int raw = DiagnosticSamples.rawBytes(d);
+      assertTrue(raw <= DiagnosticSamples.MAX_RAW_BYTES, "raw " + raw);
+      largestRaw = Math.max(largestRaw, raw);
       byte[] bytes = d.toJson();
       Check check = verify(d, bytes);
       truncated += check.truncated ? 1 : 0;
@@ -48,6 +52,17 @@ class DiagnosticPropertyTest {
     assertTrue(truncated > 100, "truncated cases: " + truncated);
     assertTrue(unavailable > 10, "unavailable cases: " + unavailable);
     assertTrue(omitted > 5, "omitted cases: " + omitted);
+    // The full-size cases really carry (almost) 100 KB of raw text.
+    assertTrue(largestRaw > 99 * 1024, "largest raw text: " + largestRaw);
+  }
+
+  @Test
+  void everyCauseAtEveryShorteningStepStaysBoundedExactAndExplicit() throws Exception {
+    boolean sawOmitted = false;
+    for (Diagnostic d : DiagnosticSamples.perCause()) {
+      sawOmitted |= verify(d, d.toJson()).omitted;
+    }
+    assertTrue(sawOmitted, "the per-cause samples reach step 3");
   }
 
   private record Check(boolean truncated, boolean unavailable, boolean omitted) {}
@@ -160,71 +175,5 @@ class DiagnosticPropertyTest {
         .onMalformedInput(CodingErrorAction.REPORT)
         .onUnmappableCharacter(CodingErrorAction.REPORT)
         .decode(ByteBuffer.wrap(bytes));
-  }
-
-  // ---- generator -------------------------------------------------------------------------
-
-  static Diagnostic generate(Random r, int index) {
-    // Raw text for this case, up to 100 KB in all: the message and each fact take a share.
-    int budget = 1 + r.nextInt(100 * 1024);
-    boolean bigText = r.nextInt(3) == 0;
-    String message = text(r, bigText ? r.nextInt(budget / 2 + 1) : r.nextInt(200));
-    int factCount = switch (r.nextInt(6)) {
-      case 0 -> 0;
-      case 1 -> 300 + r.nextInt(2000); // pathological: many numeric facts
-      default -> r.nextInt(40);
-    };
-    boolean numericFlood = factCount >= 300;
-    List<Fact> facts = new ArrayList<>();
-    for (int i = 0; i < factCount; i++) {
-      String name = "f" + i + (r.nextBoolean() ? "" : ".x_" + r.nextInt(1000));
-      int kind = numericFlood ? r.nextInt(2) : r.nextInt(6);
-      Fact f = switch (kind) {
-        case 0 -> Fact.unsigned(name, r.nextLong());
-        case 1 -> Fact.signed(name, r.nextLong());
-        case 2 -> {
-          byte[] digest = new byte[1 + r.nextInt(64)];
-          r.nextBytes(digest);
-          yield Fact.digest(name, digest);
-        }
-        case 3 -> Fact.path(name, text(r, bigText ? r.nextInt(Math.max(1, budget / 120)) : r.nextInt(60)));
-        default -> Fact.text(name, text(r, bigText ? r.nextInt(Math.max(1, budget / 120)) : r.nextInt(120)));
-      };
-      if (r.nextInt(3) == 0) {
-        String path = r.nextBoolean() ? null : text(r, bigText ? r.nextInt(Math.max(1, budget / 240)) : 20);
-        f = f.at(new Location(path, r.nextInt(1000), r.nextInt(1000), r.nextInt(Integer.MAX_VALUE),
-            r.nextBoolean() ? null : r.nextInt(100)));
-      }
-      facts.add(f);
-    }
-    Cause cause = Cause.values()[r.nextInt(Cause.values().length)];
-    Identity identity = new Identity(
-        r.nextBoolean() ? r.nextLong() : null, r.nextBoolean() ? -1L : null,
-        r.nextBoolean() ? r.nextLong() : null, r.nextBoolean() ? Long.MIN_VALUE : null);
-    List<Action> actions = new ArrayList<>(Recovery.actions(cause));
-    for (int i = r.nextInt(12); i > 0; i--) {
-      actions.add(Action.values()[r.nextInt(Action.values().length)]);
-    }
-    Stage stage = r.nextBoolean() ? null : Stage.values()[r.nextInt(Stage.values().length)];
-    Outcome outcome = Outcome.values()[r.nextInt(Outcome.values().length)];
-    return new Diagnostic(CODES[index % CODES.length], cause, message, outcome, stage, identity,
-        facts, actions);
-  }
-
-  /** Text of about {@code n} chars mixing ASCII, JSON specials, controls, CJK, emoji, lone surrogates. */
-  static String text(Random r, int n) {
-    StringBuilder sb = new StringBuilder(n);
-    while (sb.length() < n) {
-      switch (r.nextInt(10)) {
-        case 0 -> sb.append((char) r.nextInt(0x20));
-        case 1 -> sb.append("\"\\/");
-        case 2 -> sb.append((char) (0x4E00 + r.nextInt(0x5000)));
-        case 3 -> sb.appendCodePoint(0x1F300 + r.nextInt(0x300));
-        case 4 -> sb.append(r.nextBoolean() ? '\uD83D' : '\uDC00');
-        case 5 -> sb.append((char) (0x80 + r.nextInt(0x700)));
-        default -> sb.append((char) (0x20 + r.nextInt(0x5F)));
-      }
-    }
-    return sb.toString();
   }
 }

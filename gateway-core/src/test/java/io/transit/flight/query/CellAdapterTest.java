@@ -1,5 +1,6 @@
 package io.transit.flight.query;
 
+import io.transit.flight.diagnostic.Fact;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -121,11 +122,11 @@ class CellAdapterTest {
     GatewayException e = failure(bytes, schema("n", false), Cause.INTEGER_OUT_OF_RANGE,
         "flight.integer_out_of_range");
     assertEquals(Status.Code.UNIMPLEMENTED, e.kind().code());
-    assertEquals(Map.of("column", "n", "value", "9223372036854775808",
+    assertEquals(Map.of("column", "n", "value", Fact.unsigned("value", Long.MIN_VALUE),
         "range", "[0, 9223372036854775807]"), e.facts());
     assertEquals(io.transit.flight.diagnostic.Stage.OUTPUT, e.stage());
     byte[] max = segment(List.of("n"), new long[][] {{-1}}, new byte[][] {{U}});
-    assertEquals("18446744073709551615",
+    assertEquals(Fact.unsigned("value", -1L),
         failure(max, schema("n", false), Cause.INTEGER_OUT_OF_RANGE, "flight.integer_out_of_range")
             .facts().get("value"));
   }
@@ -140,6 +141,7 @@ class CellAdapterTest {
       GatewayException e = failure(bytes, out, Cause.CELL_STATE, "query.cell_state");
       assertEquals(Status.Code.FAILED_PRECONDITION, e.kind().code());
       assertEquals(Map.of("column", "b", "row", 101L, "state", s.name()), e.facts());
+      assertEquals(io.transit.flight.diagnostic.Stage.OUTPUT, e.stage());
     }
   }
 

@@ -1,5 +1,6 @@
 package io.transit.flight.ticket;
 
+import io.transit.flight.diagnostic.Fact;
 import static io.transit.flight.ticket.TicketFixtures.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -124,7 +125,7 @@ class TicketServiceTest {
               Cause.TICKET_EXPIRED,
               "ticket.expired");
       assertEquals(Status.Code.FAILED_PRECONDITION, e.kind().code());
-      assertEquals(Long.toString(EXPIRY), e.facts().get("expiry_unix_ms"));
+      assertEquals(Fact.unsigned("expiry_unix_ms", EXPIRY), e.facts().get("expiry_unix_ms"));
     }
   }
 

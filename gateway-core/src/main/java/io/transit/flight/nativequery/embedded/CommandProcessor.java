@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.NativeSignatures;
@@ -82,8 +83,8 @@ final class CommandProcessor {
         throw GatewayException.of(Cause.SEQUENCE_GAP, QueryCode.SEQUENCE_GAP.code(),
                 "sequence " + Long.toUnsignedString(sequence) + " is ahead; expected "
                     + Long.toUnsignedString(next))
-            .with("sequence", Long.toUnsignedString(sequence))
-            .with("expected_sequence", Long.toUnsignedString(next));
+            .with(Fact.unsigned("sequence", sequence))
+            .with(Fact.unsigned("expected_sequence", next));
       }
       if (sequence == -1L) {
         // 2^64-1 is the last sequence: accepting it would leave no next sequence to expect.
@@ -118,7 +119,7 @@ final class CommandProcessor {
   private static GatewayException conflict(NativeCommand command, String message) {
     return GatewayException.of(Cause.NAMESPACE_CONFLICT, QueryCode.NAMESPACE_CONFLICT.code(),
             message)
-        .with("sequence", Long.toUnsignedString(command.getSequence()))
-        .with("namespace", Long.toUnsignedString(command.getNamespace()));
+        .with(Fact.unsigned("sequence", command.getSequence()))
+        .with(Fact.unsigned("namespace", command.getNamespace()));
   }
 }

@@ -1,6 +1,7 @@
 package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.NativeQueryClient;
@@ -153,8 +154,8 @@ public final class EmbeddedEngine implements NativeQueryClient {
   private static GatewayException unknownOutcome(NativeCommand c, String why) {
     return GatewayException.of(Cause.UNKNOWN_OUTCOME, "query.unknown_outcome",
             "the native command's outcome is unknown: " + why)
-        .with("sequence", Long.toUnsignedString(c.getSequence()))
-        .with("namespace", Long.toUnsignedString(c.getNamespace()));
+        .with(Fact.unsigned("sequence", c.getSequence()))
+        .with(Fact.unsigned("namespace", c.getNamespace()));
   }
 
   private void start(long correlation) {

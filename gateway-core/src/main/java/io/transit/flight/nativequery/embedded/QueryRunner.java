@@ -5,6 +5,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.crypto.DeclarationFingerprint;
 import io.transit.flight.crypto.DeterministicProto;
 import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.Planner;
@@ -115,12 +116,18 @@ final class QueryRunner {
         .setMessage(e.getMessage() == null ? "" : e.getMessage())
         .setLimit(unsignedFact(e, "limit"))
         .setRequired(unsignedFact(e, "required"))
-        .setColumn(String.valueOf(e.facts().getOrDefault("column", "")));
+        .setColumn(factText(e, "column"));
   }
 
   private static long unsignedFact(GatewayException e, String key) {
+    String v = factText(e, key);
+    return v.isEmpty() ? 0 : Long.parseUnsignedLong(v);
+  }
+
+  /** A fact's text: its value when it is a {@link Fact}, else its string form ("" if absent). */
+  private static String factText(GatewayException e, String key) {
     Object v = e.facts().get(key);
-    return v == null ? 0 : Long.parseUnsignedLong(v.toString());
+    return v == null ? "" : v instanceof Fact f ? f.value() : v.toString();
   }
 
   private ResultManifest execute(long correlation, QueryStatus q, RequestBundle bundle,

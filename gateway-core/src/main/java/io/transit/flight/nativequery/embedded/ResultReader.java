@@ -3,6 +3,7 @@ package io.transit.flight.nativequery.embedded;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.NativeQueryClient;
@@ -105,7 +106,7 @@ final class ResultReader {
   private static ResultManifest retained(JournalStore.SavedQuery q) {
     if (q.released()) {
       throw QueryCode.RETIRED.failure("the retained result was released")
-          .with("correlation", Long.toUnsignedString(q.status().getCorrelation()));
+          .with(Fact.unsigned("correlation", q.status().getCorrelation()));
     }
     switch (q.status().getState()) {
       case SUCCEEDED -> { }

@@ -1,6 +1,7 @@
 package io.transit.flight.nativequery.embedded;
 
 import com.google.protobuf.ByteString;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.proto.Budgets;
@@ -101,8 +102,8 @@ final class ResultWriter implements AutoCloseable {
 
   static GatewayException exhausted(String message, long limit, long required) {
     return QueryCode.BUDGET_EXHAUSTED.failure(message)
-        .with("limit", Long.toUnsignedString(limit))
-        .with("required", Long.toUnsignedString(required));
+        .with(Fact.unsigned("limit", limit))
+        .with(Fact.unsigned("required", required));
   }
 
   @Override

@@ -1,5 +1,6 @@
 package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.diagnostic.Fact;
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -86,8 +87,8 @@ class EmbeddedEngineCommandTest {
     GatewayException e = assertThrows(GatewayException.class, () -> engine.send(other));
     assertEquals(Cause.NAMESPACE_CONFLICT, e.kind());
     assertEquals("query.namespace_conflict", e.code());
-    assertEquals("1", e.facts().get("sequence"));
-    assertEquals("1", e.facts().get("namespace"));
+    assertEquals(Fact.unsigned("sequence", 1), e.facts().get("sequence"));
+    assertEquals(Fact.unsigned("namespace", 1), e.facts().get("namespace"));
   }
 
   @Test
@@ -97,7 +98,7 @@ class EmbeddedEngineCommandTest {
     GatewayException e = assertThrows(GatewayException.class, () -> engine.send(ahead));
     assertEquals(Cause.SEQUENCE_GAP, e.kind());
     assertEquals("query.sequence_gap", e.code());
-    assertEquals("1", e.facts().get("expected_sequence"));
+    assertEquals(Fact.unsigned("expected_sequence", 1), e.facts().get("expected_sequence"));
     assertEquals(1, engine.nextSequence(PRINCIPAL));
   }
 

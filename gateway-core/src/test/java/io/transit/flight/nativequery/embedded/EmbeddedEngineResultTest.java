@@ -1,5 +1,6 @@
 package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.diagnostic.Fact;
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -259,8 +260,8 @@ class EmbeddedEngineResultTest {
     GatewayException e = assertThrows(GatewayException.class,
         () -> engine.readManifest(access(), rowsOver.getCorrelation()));
     assertEquals(Cause.BUDGET_EXHAUSTED, e.kind());
-    assertEquals("100", e.facts().get("limit"));
-    assertEquals("1000", e.facts().get("required"));
+    assertEquals(Fact.unsigned("limit", 100), e.facts().get("limit"));
+    assertEquals(Fact.unsigned("required", 1000), e.facts().get("required"));
 
     QueryStatus fits = run(0, LONG_PROJECT, budgets(1000, 1L << 32, 1L << 28, 1000));
     long segmentBytes = ResultManifest.parseFrom(
@@ -276,7 +277,7 @@ class EmbeddedEngineResultTest {
     GatewayException tooBig = assertThrows(GatewayException.class,
         () -> engine.readSegment(access(), fits.getCorrelation(), 0, segmentBytes - 1));
     assertEquals(Cause.BUDGET_EXHAUSTED, tooBig.kind());
-    assertEquals(Long.toString(segmentBytes), tooBig.facts().get("required"));
+    assertEquals(Fact.unsigned("required", segmentBytes), tooBig.facts().get("required"));
   }
 
   @Test

@@ -5,6 +5,8 @@ import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Identity;
+import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.proto.ResultManifest;
 import io.transit.flight.query.CellAdapter;
@@ -64,7 +66,12 @@ final class ResultStreamer {
       byte[] bytes = reachable(() -> state.nativeClient().readSegment(
           state.readAccessOf(now), ref.correlation(), index, state.limits().maxSegmentBytes()));
       coverage.checkBytes(i, bytes);
-      VectorSchemaRoot batch = CellAdapter.adapt(bytes, schema, coverage.rows(), channel.allocator());
+      VectorSchemaRoot batch;
+      try {
+        batch = CellAdapter.adapt(bytes, schema, coverage.rows(), channel.allocator());
+      } catch (GatewayException e) {
+        throw ofQuery(e, manifest);
+      }
       try {
         coverage.checkRows(i, batch.getRowCount());
       } catch (GatewayException e) {
@@ -119,6 +126,18 @@ final class ResultStreamer {
     if (!ok) {
       throw evidence("retained manifest identity does not match the ticket");
     }
+  }
+
+  /**
+   * A conversion failure of this query's output (cell state, int64 range, IPC evidence) names
+   * the stage and the query it belongs to, as terminal failures from the engine do. The caller
+   * passed the current-authorization recheck before this segment was read.
+   */
+  private static GatewayException ofQuery(GatewayException e, ResultManifest m) {
+    GatewayException out = e.stage() == null ? e.at(Stage.OUTPUT) : e;
+    return out.identity().isEmpty()
+        ? out.withIdentity(new Identity(m.getNamespace(), m.getCorrelation(), null, null))
+        : out;
   }
 
   static GatewayException evidence(String message) {

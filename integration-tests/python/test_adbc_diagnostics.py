@@ -1,0 +1,123 @@
+"""ADBC Python DBAPI (Flight SQL driver 1.13.0): the Diagnostic v1 trailer arrives as an entry of
+the exception's ``details`` and validates against docs/diagnostic-v1.schema.json, for failures
+before any header (compile error, admission, unauthenticated) and in the middle of a DoGet stream.
+"""
+
+import adbc_driver_flightsql.dbapi as flight_sql
+import adbc_driver_manager
+import pytest
+
+from diagnostic_clients import (TRAILER, U64_MAX, bounded, decode_diagnostic, facts, stop_variant,
+                                variant_daemon)
+
+SEQ = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
+NEXT = "adbc.flight.sql.session.option.transit.next_sequence"
+
+
+def connect(gw, caller, token=None):
+    return flight_sql.connect(gw.uri, db_kwargs={
+        "adbc.flight.sql.authorization_header": f"Bearer {token or gw.token(caller)}"})
+
+
+def fail(conn, sql, sequence=None, fetch=False):
+    """Runs ``sql`` (at ``sequence``, default the next one) and returns the DBAPI error."""
+    cur = conn.cursor()
+    try:
+        if sequence is None:
+            sequence = conn.adbc_connection.get_option_int(NEXT)
+        cur.adbc_statement.set_options(**{SEQ: str(sequence)})
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.execute(sql)
+            if fetch:
+                cur.fetch_arrow_table()
+        return e.value
+    finally:
+        cur.close()
+
+
+def diagnostic(err):
+    """The checked diagnostic in ``err.details``, or None when there is none."""
+    values = [bytes(v) for k, v in err.details
+              if (k.decode() if isinstance(k, bytes) else k) == TRAILER]
+    assert len(values) <= 1, values
+    if not values:
+        return None
+    d = decode_diagnostic(values[0])
+    # The driver's message quotes the grpc-message, the bounded "code: message".
+    assert bounded(d["code"] + ": " + d["message"]) in str(err)
+    return d
+
+
+def test_compile_error_before_any_header(gateway):
+    sql = "SELECT a FROM primitive WHERE a = '100% caf\u00e9' AND id = 515151"
+    with connect(gateway, "primitive") as conn:
+        err = fail(conn, sql)
+        d = diagnostic(err)
+        assert (d["status"], d["code"]) == ("INVALID_ARGUMENT", "query.type_mismatch")
+        assert facts(d)["literal"]["value"].startswith("'100% caf")
+        assert "515151" not in str(err) and sql not in str(err)
+        assert gateway.token("primitive") not in str(err) + repr(d)
+
+
+def test_sequence_gap_and_overflow_carry_identity(gateway):
+    with connect(gateway, "primitive") as conn:
+        nxt = conn.adbc_connection.get_option_int(NEXT)
+        d = diagnostic(fail(conn, "SELECT SUM(a) FROM primitive", nxt + 7))
+        assert (d["status"], d["code"], d["stage"]) == ("FAILED_PRECONDITION", "query.sequence_gap",
+                                                        "admission")
+        assert facts(d)["expected_sequence"] == {"name": "expected_sequence", "kind": "number",
+                                                 "value": str(nxt)}
+    with connect(gateway, "cells") as conn:
+        seq = conn.adbc_connection.get_option_int(NEXT)
+        d = diagnostic(fail(conn, "SELECT SUM(huge) FROM cells", seq))
+        assert (d["status"], d["code"], d["stage"]) == ("OUT_OF_RANGE", "query.arithmetic_overflow",
+                                                        "execution")
+        assert d["identity"]["namespace"] == str(seq)
+
+
+def test_doget_failure_carries_the_trailer(gateway):
+    with connect(gateway, "cells") as conn:
+        seq = conn.adbc_connection.get_option_int(NEXT)
+        d = diagnostic(fail(conn, "SELECT bad FROM cells", seq, fetch=True))
+        assert (d["status"], d["code"], d["stage"]) == ("FAILED_PRECONDITION", "query.cell_state",
+                                                        "output")
+        assert d["identity"]["namespace"] == str(seq)
+
+
+@pytest.fixture(scope="module")
+def tight(gateway):
+    d = variant_daemon(gateway, {"rows_per_segment": 1})
+    yield d
+    stop_variant(d)
+
+
+def test_failure_in_the_middle_of_a_doget_stream(tight):
+    with connect(tight, "cells") as conn:
+        seq = conn.adbc_connection.get_option_int(NEXT)
+        cur = conn.cursor()
+        cur.adbc_statement.set_options(**{SEQ: str(seq)})
+        # Row 0 (big = 1) is its own segment and batch; row 1 holds 2^64-1. DBAPI fetches read
+        # through the driver manager's reader, which keeps the error's details (the raw PyArrow
+        # reader of fetch_record_batch() would give a bare OSError).
+        cur.execute("SELECT big FROM cells WHERE id < 3")
+        assert cur.fetchone() == (1,)
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.fetchone()
+        cur.close()
+    d = diagnostic(e.value)
+    assert (d["status"], d["code"], d["stage"]) == ("UNIMPLEMENTED", "flight.integer_out_of_range",
+                                                    "output")
+    assert d["identity"]["namespace"] == str(seq)
+    assert facts(d)["value"]["value"] == U64_MAX
+
+
+def test_unauthenticated_has_no_detail(gateway):
+    with connect(gateway, "primitive", token="tfg_" + "y" * 43) as conn:
+        cur = conn.cursor()
+        cur.adbc_statement.set_options(**{SEQ: "1"})
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.execute("SELECT SUM(a) FROM primitive")
+        cur.close()
+    assert diagnostic(e.value) is None
+    assert "auth.unauthenticated: a valid credential is required" in str(e.value)
+    assert "primitive" not in str(e.value).replace("SELECT SUM(a) FROM primitive", "")
