@@ -14,6 +14,7 @@ import io.transit.flight.channel.StreamLimits;
 import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.ErrorMapper;
+import io.transit.flight.nativequery.embedded.CommandFaults;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
 import io.transit.flight.query.QueryCompiler;
 import io.transit.flight.server.auth.AuthInterceptor;
@@ -73,7 +74,8 @@ public final class GatewayServer implements AutoCloseable {
   private final AtomicInteger closed = new AtomicInteger();
   private volatile boolean closedCleanly;
 
-  private GatewayServer(ResolvedConfig cfg) throws ConfigException, IOException {
+  private GatewayServer(ResolvedConfig cfg, CommandFaults faults)
+      throws ConfigException, IOException {
     this.config = new AtomicReference<>(cfg);
     Limits limits = cfg.limits();
     StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
@@ -87,7 +89,7 @@ public final class GatewayServer implements AutoCloseable {
 
     this.allocator = new RootAllocator(limits.rootAllocatorBytes());
     ErrorMapper errors = new ErrorMapper(limits.diagnosticMetadataBytes());
-    this.engine = openEngine(state, cfg, snapshot);
+    this.engine = openEngine(state, cfg, snapshot, faults);
     CredentialRegistry credentials = new CredentialRegistry();
     credentials.replace(snapshot.byToken());
 
@@ -125,9 +127,13 @@ public final class GatewayServer implements AutoCloseable {
   }
 
   private static EmbeddedEngine openEngine(StateDirectory state, ResolvedConfig cfg,
-      Bindings.Snapshot snapshot) throws ConfigException, IOException {
+      Bindings.Snapshot snapshot, CommandFaults faults) throws ConfigException, IOException {
+    if (faults != CommandFaults.NONE) {
+      log.warn("TEST FAULTS ENABLED ({}={}): this daemon is for tests only",
+          TestFaults.VARIABLE, faults);
+    }
     try {
-      return EmbeddedEngine.open(state.engineDir(), Bindings.engineOptions(cfg),
+      return EmbeddedEngine.open(state.engineDir(), Bindings.engineOptions(cfg).withFaults(faults),
           Bindings.publications(cfg), snapshot.rights(), QueryCompiler::compile);
     } catch (IllegalArgumentException e) {
       // A publication whose data does not match its declaration: the message names both.
@@ -139,7 +145,16 @@ public final class GatewayServer implements AutoCloseable {
 
   /** Builds and starts the daemon; the caller owns the result and must close it. */
   public static GatewayServer start(ResolvedConfig cfg) throws ConfigException, IOException {
-    GatewayServer g = new GatewayServer(cfg);
+    return start(cfg, CommandFaults.NONE);
+  }
+
+  /**
+   * As {@link #start(ResolvedConfig)} with injected engine faults: only the CLI passes anything
+   * but {@link CommandFaults#NONE}, and only from {@link TestFaults#VARIABLE}.
+   */
+  public static GatewayServer start(ResolvedConfig cfg, CommandFaults faults)
+      throws ConfigException, IOException {
+    GatewayServer g = new GatewayServer(cfg, faults);
     try {
       g.server.start();
     } catch (IOException e) {

@@ -8,6 +8,10 @@ import io.transit.flight.proto.NativeCommand;
  * the send throw {@code UNKNOWN_OUTCOME} ({@code query.unknown_outcome}) at that point: before the
  * record nothing is recorded; after it the command is recorded (and an accepted query runs) but the
  * caller never sees the outcome. Called on the sending thread; must be thread-safe.
+ *
+ * <p>{@link #executionDelayMillis()} holds every accepted query back before it executes, so tests
+ * can act (deadlines, disconnects, kill -9) while a query is accepted but unfinished. It is read
+ * on the engine's execution threads.
  */
 public interface CommandFaults {
   /** Where around the commit a fault may be injected. */
@@ -20,4 +24,9 @@ public interface CommandFaults {
   CommandFaults NONE = (point, command) -> false;
 
   boolean fail(Point point, NativeCommand command);
+
+  /** How long each accepted query waits before it executes; 0 (the default) runs it at once. */
+  default long executionDelayMillis() {
+    return 0;
+  }
 }

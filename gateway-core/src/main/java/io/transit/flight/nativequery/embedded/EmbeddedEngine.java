@@ -169,6 +169,10 @@ public final class EmbeddedEngine implements NativeQueryClient {
 
   private void runOne(long correlation) {
     try {
+      if (!holdBack(options.faults().executionDelayMillis())) {
+        // Closing during an injected delay: the query stays ACCEPTED and resumes at the next open.
+        return;
+      }
       runner.run(correlation);
     } catch (SQLException | RuntimeException e) {
       if (!closing) {
@@ -180,6 +184,21 @@ public final class EmbeddedEngine implements NativeQueryClient {
         completions.notifyAll();
       }
     }
+  }
+
+  /** Waits out an injected execution delay in short slices; false when closing cut it short. */
+  private boolean holdBack(long delayMillis) {
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delayMillis);
+    while (!closing && end - System.nanoTime() > 0) {
+      try {
+        long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
+        Thread.sleep(Math.min(50, left + 1));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+    return !closing;
   }
 
   @Override

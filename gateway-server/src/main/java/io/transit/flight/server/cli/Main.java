@@ -1,6 +1,8 @@
 package io.transit.flight.server.cli;
 
+import io.transit.flight.nativequery.embedded.CommandFaults;
 import io.transit.flight.server.GatewayServer;
+import io.transit.flight.server.TestFaults;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ConfigLoader;
 import io.transit.flight.server.config.ResolvedConfig;
@@ -77,7 +79,10 @@ public final class Main {
   private static int serve(Path configFile, PrintStream out, boolean demo)
       throws ConfigException, IOException, InterruptedException {
     ResolvedConfig cfg = new ConfigLoader().load(configFile);
-    GatewayServer server = GatewayServer.start(cfg);
+    // Test-only: empty unless the environment explicitly names faults (see TestFaults).
+    CommandFaults faults = TestFaults.fromEnvironment(System.getenv())
+        .<CommandFaults>map(f -> f).orElse(CommandFaults.NONE);
+    GatewayServer server = GatewayServer.start(cfg, faults);
     CountDownLatch stopRequested = new CountDownLatch(1);
     // Any other JVM exit still drains (close is idempotent).
     Runtime.getRuntime().addShutdownHook(new Thread(server::close, "transit-shutdown"));

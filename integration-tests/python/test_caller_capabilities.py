@@ -1,0 +1,74 @@
+"""Caller capabilities (ARCHITECTURE.md §6, docs/clients.md): the read-only session option
+`transit.next_sequence` through ADBC and PyArrow; SetSessionOptions refuses; CloseSession is a
+no-op success."""
+
+import json
+
+import adbc_driver_flightsql.dbapi as flight_sql
+import adbc_driver_manager
+import pyarrow.flight as fl
+import pytest
+
+import flightsql
+
+SEQ = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
+NEXT = "adbc.flight.sql.session.option.transit.next_sequence"
+
+
+def test_adbc_learns_each_next_sequence_only_from_caller_capabilities(gateway):
+    with flight_sql.connect(gateway.uri, db_kwargs={
+            "adbc.flight.sql.authorization_header": f"Bearer {gateway.token('primitive')}"}) as conn:
+        seen = []
+        for limit in (11, 22, 33):
+            seq = conn.adbc_connection.get_option_int(NEXT)
+            seen.append(seq)
+            with conn.cursor() as cur:
+                cur.adbc_statement.set_options(**{SEQ: str(seq)})
+                cur.execute(f"SELECT COUNT(*) FROM primitive WHERE id < {limit}")
+                assert cur.fetch_arrow_table().column(0).to_pylist() == [limit]
+        # Each statement's chain is begin, one part, seal, submit: the next one starts 4 later.
+        assert [b - a for a, b in zip(seen, seen[1:])] == [4, 4]
+        assert conn.adbc_connection.get_option_int(NEXT) == seen[-1] + 4
+
+
+def test_adbc_cannot_set_the_read_only_option(gateway, primitive):
+    before = primitive.next_sequence()
+    with flight_sql.connect(gateway.uri, db_kwargs={
+            "adbc.flight.sql.authorization_header": f"Bearer {gateway.token('primitive')}"}) as conn:
+        with pytest.raises(adbc_driver_manager.Error):
+            conn.adbc_connection.set_options(**{NEXT: "1"})
+    assert primitive.next_sequence() == before
+
+
+def test_pyarrow_chains_three_statements_through_app_metadata(primitive):
+    seq = primitive.next_sequence()
+    for limit in (5, 6, 7):
+        info = primitive.info(f"SELECT COUNT(*) FROM primitive WHERE id < {limit}", seq)
+        assert primitive.read(info).column(0).to_pylist() == [limit]
+        meta = json.loads(info.app_metadata)
+        assert meta["version"] == 1 and meta["next_sequence"] == seq + 4
+        seq = meta["next_sequence"]
+    assert primitive.next_sequence() == seq
+
+
+def _set_request(name: str, value: int) -> bytes:
+    option_value = flightsql._field_varint(3, value)  # SessionOptionValue.int64_value
+    entry = flightsql._field_bytes(1, name.encode()) + flightsql._field_bytes(2, option_value)
+    return flightsql._field_bytes(1, entry)
+
+
+def test_set_session_options_refuses_every_name_and_close_session_succeeds(primitive):
+    before = primitive.next_sequence()
+    body = _set_request("transit.next_sequence", 1) + _set_request("other", 2)
+    [result] = list(primitive.client.do_action(fl.Action("SetSessionOptions", body), primitive.options()))
+    errors = {}
+    for entry in flightsql.parse(result.body.to_pybytes()).get(1, []):
+        e = flightsql.parse(entry)
+        errors[e[1][0].decode()] = flightsql.parse(e[2][0]).get(1, [0])[0]
+    # ErrorValue: INVALID_NAME = 1, INVALID_VALUE = 2 (the option exists but is read-only).
+    assert errors == {"transit.next_sequence": 2, "other": 1}
+    assert primitive.next_sequence() == before
+
+    [closed] = list(primitive.client.do_action(fl.Action("CloseSession", b""), primitive.options()))
+    assert flightsql.parse(closed.body.to_pybytes()) == {1: [1]}  # CloseSessionResult.Status.CLOSED
+    assert primitive.next_sequence() == before, "nothing to close: the caller works on"

@@ -1,0 +1,133 @@
+"""Crash harness: kill -9 the daemon at random instants during a stream of statements.
+
+Each run starts the daemon on the same state directory, streams statements from one client
+(each at the next sequence its predecessor's app_metadata named), kills the daemon (SIGKILL) at a
+random instant — every third run at the moment a query is accepted but unfinished — restarts it,
+and retries the interrupted statement with its same first sequence and SQL. Then:
+
+- queries accepted but unfinished at the kill finish after the restart with no client retry;
+- the retry resolves (a namespace the journal had already accepted keeps its correlation);
+- every statement of the run, and a sample of older ones, replays to its recorded correlation
+  and next sequence (old first sequences keep working after newer ones were admitted);
+- the journal has exactly one query per admitted namespace, no other, all SUCCEEDED, and its
+  next sequence is the one the client holds.
+
+TRANSIT_CRASH_RUNS sets the number of runs (default 10; scripts/stress-admission uses 100) and
+TRANSIT_CRASH_SEED the random seed (printed, so a failing schedule can be replayed).
+"""
+
+import os
+import random
+import threading
+import time
+
+import grpc
+
+from admission_support import (FaultyDaemon, connect, info_fields, next_sequence, prepared_state,
+                               statement, wait_until)
+
+RUNS = int(os.environ.get("TRANSIT_CRASH_RUNS", "10"))
+SEED = int(os.environ.get("TRANSIT_CRASH_SEED", str(time.time_ns() % 1_000_000)))
+# Accepted queries wait this long before executing, so kills often find one unfinished.
+FAULTS = "execution-delay-ms:300"
+
+
+def sql_for(i: int) -> str:
+    if i % 4 == 3:
+        # A bundle above 4096 bytes: several upload parts, so more instants fall inside the upload.
+        ids = ",".join(str(n) for n in range(i, i + 1100))
+        return f"SELECT COUNT(*), SUM(a) FROM primitive WHERE id IN ({ids})"
+    return f"SELECT COUNT(*), SUM(c) FROM primitive WHERE id < {1000 + i}"
+
+
+class Stream(threading.Thread):
+    """Sends statements one after another until a call fails (the daemon was killed)."""
+
+    def __init__(self, d, first_sequence, first_index):
+        super().__init__(daemon=True)
+        self.d, self.sequence, self.index = d, first_sequence, first_index
+        self.admitted = []  # (first sequence, sql, correlation, next sequence)
+        self.pending = None  # (first sequence, sql) of the interrupted statement
+
+    def run(self):
+        with connect(self.d) as ch:
+            while True:
+                sql = sql_for(self.index)
+                try:
+                    correlation, meta = info_fields(statement(ch, self.d, "primitive", sql, self.sequence, 60))
+                except grpc.RpcError:
+                    self.pending = (self.sequence, sql)
+                    return
+                self.admitted.append((self.sequence, sql, correlation, meta["next_sequence"]))
+                self.sequence, self.index = meta["next_sequence"], self.index + 1
+
+
+def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path):
+    print(f"crash harness: {RUNS} runs, seed {SEED}")
+    rnd = random.Random(SEED)
+    d = FaultyDaemon(prepared_state(tmp_path), FAULTS).start()
+    journal, principal = d.journal(), d.principal("primitive")
+    admitted = {}  # first sequence -> (sql, correlation, next sequence)
+    with connect(d) as ch:
+        expected = next_sequence(ch, d, "primitive")
+    figures = {"not_started": 0, "mid_upload": 0, "accepted_unfinished": 0,
+               "finished_unreported": 0, "resumed": 0}
+    try:
+        for run in range(RUNS):
+            stream = Stream(d, expected, len(admitted))
+            stream.start()
+            if run % 3 == 2:
+                wait_until(lambda: any(st == "ACCEPTED" for _, st in journal.queries(principal).values()),
+                           60, "an accepted, unfinished query")
+            else:
+                time.sleep(rnd.uniform(0.05, 2.0))
+            d.kill9()
+            stream.join(60)
+            assert not stream.is_alive() and stream.pending is not None
+            for s, sql, correlation, nxt in stream.admitted:
+                admitted[s] = (sql, correlation, nxt)
+
+            # The state the kill left, read from the journal while no daemon runs.
+            s, sql = stream.pending
+            before = journal.queries(principal)
+            unfinished = [c for c, st in before.values() if st == "ACCEPTED"]
+            if s in before:
+                figures["accepted_unfinished" if before[s][1] == "ACCEPTED" else "finished_unreported"] += 1
+            elif journal.next_sequence(principal) > s:
+                figures["mid_upload"] += 1
+            else:
+                figures["not_started"] += 1
+
+            d.start()
+            # Accepted work resumes by itself, before any client retries.
+            for correlation in unfinished:
+                assert journal.wait_state(correlation, {"SUCCEEDED", "FAILED"}) == "SUCCEEDED"
+                figures["resumed"] += 1
+
+            with connect(d) as ch:
+                correlation, meta = info_fields(statement(ch, d, "primitive", sql, s))
+                if s in before:
+                    assert correlation == before[s][0], "the retry resolves to the accepted query"
+                admitted[s] = (sql, correlation, meta["next_sequence"])
+                expected = meta["next_sequence"]
+
+                older = [k for k in admitted if k not in {a[0] for a in stream.admitted} and k != s]
+                for k in [a[0] for a in stream.admitted] + rnd.sample(older, min(3, len(older))):
+                    again, meta = info_fields(statement(ch, d, "primitive", admitted[k][0], k))
+                    assert (again, meta["next_sequence"]) == admitted[k][1:], f"replay at {k}"
+
+                ns = journal.queries(principal)
+                assert set(ns) == set(admitted), "exactly the admitted namespaces hold a query"
+                assert {ns[k][0] for k in ns} == {v[1] for v in admitted.values()}
+                assert all(st == "SUCCEEDED" for _, st in ns.values())
+                assert journal.next_sequence(principal) == expected == next_sequence(ch, d, "primitive")
+
+        with connect(d) as ch:
+            for k, (sql, correlation, nxt) in admitted.items():
+                again, meta = info_fields(statement(ch, d, "primitive", sql, k))
+                assert (again, meta["next_sequence"]) == (correlation, nxt)
+        assert journal.query_rows() == len(admitted)
+    finally:
+        d.stop()
+    print(f"crash harness figures: runs={RUNS} statements={len(admitted)} {figures}")
+    assert figures["resumed"] >= RUNS // 3
