@@ -28,8 +28,9 @@ import org.slf4j.LoggerFactory;
  * #failStream(Throwable)} and the root free; T_grpc calls {@link #onChannelCancelled()} and
  * {@link #onReady()}. {@link #close()}, {@link #abort(Throwable)} and {@link
  * #addCloseListener(Runnable)} are safe from any thread. The stream root and every {@link
- * ServerStreamListener} call are confined to T_exec; each such entry point calls {@link
- * StreamExecutor#checkOnExecutor()}.
+ * ServerStreamListener} call that acts on the call (start, putNext, completed, error) are confined
+ * to T_exec; each such entry point calls {@link StreamExecutor#checkOnExecutor()}. The gate reads
+ * {@code isReady()} on T_caller; the registry registers the handlers on T_grpc before any task.
  *
  * <p><b>Buffers.</b> A source root passed to {@code sendBatch} is owned by that call and freed in
  * its {@code finally}; a source root that never reached {@code sendBatch} is freed by {@code

@@ -48,6 +48,13 @@ class ChannelStressTest {
       return t;
     });
     StreamLimits limits = new StreamLimits(8, 64L << 20, Duration.ofSeconds(10), 2);
+    long started = System.nanoTime();
+    int cancelled = 0;
+    int externallyClosed = 0;
+    int clientErrors = 0;
+    int hangs = 0;
+    long leakedStreams;
+    long leakedBytes;
     try (FlightFixture fx = new FlightFixture(2, limits)) {
       for (int i = 0; i < iterations; i++) {
         String where = "seed " + seed + ", iteration " + i;
@@ -92,6 +99,17 @@ class ChannelStressTest {
           stream.cancel("stress cancel", null);
         }
         FlightFixture.ClientResult result = FlightFixture.read(stream, cancelAfter);
+        if (result.error() != null) {
+          clientErrors++;
+          // The client's call deadline is the hang bound: reaching it means the stream never ended.
+          if (result.error().status().code() == FlightStatusCode.TIMED_OUT) {
+            hangs++;
+          }
+        }
+        assertEquals(0, hangs, "the client side ended before its deadline: " + where);
+        // read() cancels once cancelAfter batches arrived; 0 means cancelled before reading.
+        cancelled += cancelAfter == 0 || (cancelAfter > 0 && result.batches() >= cancelAfter) ? 1 : 0;
+        externallyClosed += externalClose ? 1 : 0;
         if (closer != null) {
           closer.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
         }
@@ -114,6 +132,9 @@ class ChannelStressTest {
         assertEquals(0, l.opsOffExecutor.get(), "listener only on T_exec: " + where);
         assertEquals(0, fx.gatewayRoot.getAllocatedMemory(), "zero bytes: " + where);
         assertEquals(0, fx.registry.leakedStreams(), "no leaked stream: " + where);
+        // The lease released exactly once: one release per stream, every permit back, none extra.
+        assertEquals(i + 1, fx.registry.releasedStreams(), "one release per stream: " + where);
+        assertEquals(limits.maxLiveStreams(), fx.registry.availablePermits(), "permits: " + where);
         assertTrue(side.producerFailure == null || side.producerFailure instanceof GatewayException,
             "producer saw only channel failures: " + side.producerFailure + " at " + where);
         if (cancelAfter < 0) {
@@ -121,9 +142,18 @@ class ChannelStressTest {
           assertOutcome(result, batches, failAtEnd, externalClose, where);
         }
       }
+      fx.awaitQuiet();
+      leakedStreams = fx.registry.leakedStreams();
+      leakedBytes = fx.gatewayRoot.getAllocatedMemory();
     } finally {
       others.shutdownNow();
     }
+    // The figures docs/channel.md asks a stress run to report.
+    System.out.printf(
+        "ChannelStressTest: %d iterations (seed %d) in %.1f s: %d with a client cancel, %d closed from"
+            + " outside, %d client-side errors; leaked streams: %d, leaked bytes: %d; hangs: %d%n",
+        iterations, seed, (System.nanoTime() - started) / 1e9, cancelled, externallyClosed,
+        clientErrors, leakedStreams, leakedBytes, hangs);
   }
 
   private static void assertOutcome(

@@ -30,6 +30,21 @@ final class GatewayFixture implements AutoCloseable {
     start();
   }
 
+  /**
+   * As {@link #GatewayFixture()}, with the demo configuration (gateway.json) edited by {@code
+   * edit} before the daemon loads it, e.g. to shorten a limit.
+   */
+  GatewayFixture(java.util.function.Consumer<com.fasterxml.jackson.databind.node.ObjectNode> edit)
+      throws Exception {
+    this.stateDir = Files.createTempDirectory("transit-it-");
+    Path config = DemoSetup.ensure(stateDir, 0);
+    var json = new com.fasterxml.jackson.databind.ObjectMapper();
+    var root = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(config.toFile());
+    edit.accept(root);
+    json.writeValue(config.toFile(), root);
+    start();
+  }
+
   void start() throws Exception {
     server = GatewayServer.start(new ConfigLoader().load(DemoSetup.ensure(stateDir, 0)));
   }
