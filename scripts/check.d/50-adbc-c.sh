@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The ADBC C consumer: compiles integration-tests/c with gcc against the adbc.h of the pinned
+# adbc-driver-manager package, then runs the C column of the client matrix and the consumer's own
+# checks against the real daemon (pytest drives the consumer process line by line).
+#   TRANSIT_VENV   the venv with the pinned packages (scripts/test exports it)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+venv=${TRANSIT_VENV:-}
+if [ -z "$venv" ]; then
+  for candidate in "$root/.venv" /tmp/pyvenv; do
+    if [ -x "$candidate/bin/python" ]; then venv=$candidate; break; fi
+  done
+fi
+export TRANSIT_VENV=$venv
+command -v gcc >/dev/null || { echo "gcc is required for the ADBC C consumer" >&2; exit 2; }
+TRANSIT_ADBC_C=$("$root/integration-tests/c/build.sh")
+TRANSIT_ADBC_DRIVER=$("$root/integration-tests/c/build.sh" --driver)
+export TRANSIT_ADBC_C TRANSIT_ADBC_DRIVER
+cd "$root/integration-tests/python"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -k adbc_c test_client_matrix.py test_c_consumer.py
