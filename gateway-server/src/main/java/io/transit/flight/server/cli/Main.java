@@ -55,12 +55,15 @@ public final class Main {
         if (config == null) {
           return usage();
         }
-        return serve(Path.of(config), out, false);
+        return serve(Path.of(config), out, false, null);
       }
       case "demo" -> {
         Path stateDir = Path.of(option(args, "--state-dir", ".state/demo"));
-        int port = Integer.parseInt(option(args, "--port", "31337"));
-        return serve(DemoSetup.ensure(stateDir, port), out, true);
+        String portOption = option(args, "--port", null);
+        int port = portOption != null ? Integer.parseInt(portOption) : 31337;
+        // An explicit --port wins over the port the demo config was first written with.
+        return serve(DemoSetup.ensure(stateDir, port), out, true,
+            portOption != null ? port : null);
       }
       case "check-config" -> {
         if (config == null) {
@@ -76,9 +79,9 @@ public final class Main {
     }
   }
 
-  private static int serve(Path configFile, PrintStream out, boolean demo)
+  private static int serve(Path configFile, PrintStream out, boolean demo, Integer port)
       throws ConfigException, IOException, InterruptedException {
-    ResolvedConfig cfg = new ConfigLoader().load(configFile);
+    ResolvedConfig cfg = load(configFile, port);
     // Test-only: empty unless the environment explicitly names faults (see TestFaults).
     CommandFaults faults = TestFaults.fromEnvironment(System.getenv())
         .<CommandFaults>map(f -> f).orElse(CommandFaults.NONE);
@@ -89,7 +92,7 @@ public final class Main {
     Signals.onTerminate(stopRequested::countDown);
     Signals.onHangup(() -> {
       try {
-        server.reload(new ConfigLoader().load(configFile));
+        server.reload(load(configFile, port));
       } catch (ConfigException e) {
         System.err.println("transit-flight: reload refused, previous configuration stays: "
             + e.getMessage());
@@ -105,6 +108,11 @@ public final class Main {
     server.close();
     // A leak or an undrained stream at shutdown is a defect worth a failing exit status.
     return server.closedCleanly() ? 0 : 3;
+  }
+
+  private static ResolvedConfig load(Path configFile, Integer port) throws ConfigException {
+    ResolvedConfig cfg = new ConfigLoader().load(configFile);
+    return port == null ? cfg : cfg.withPort(port);
   }
 
   private static String option(String[] args, String name, String fallback) {

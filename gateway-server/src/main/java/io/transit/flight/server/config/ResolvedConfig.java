@@ -23,6 +23,12 @@ public record ResolvedConfig(
     Map<String, Publication> publications,
     List<Caller> callers) {
 
+  /** This configuration listening on {@code newPort} instead (a command-line override). */
+  public ResolvedConfig withPort(int newPort) {
+    return new ResolvedConfig(host, newPort, stateDir, realm, realmName, service, ingress,
+        ticketTtlMs, limits, publications, callers);
+  }
+
   /** A published Table and its data files. */
   public record Publication(
       String name, TableDeclaration declaration, String format, List<Path> files) {}
