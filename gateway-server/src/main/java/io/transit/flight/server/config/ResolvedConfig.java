@@ -21,7 +21,19 @@ public record ResolvedConfig(
     long ticketTtlMs,
     Limits limits,
     Map<String, Publication> publications,
-    List<Caller> callers) {
+    List<Caller> callers,
+    Transport transport) {
+
+  /**
+   * The listeners beyond {@code host:port}: whether TCP is served at all, an optional Unix domain
+   * socket (null when absent) and the gateway's own TLS files (both null when the edge
+   * terminates TLS).
+   */
+  public record Transport(boolean tcp, Path unixSocket, Path tlsCertFile, Path tlsKeyFile) {
+    public boolean tls() {
+      return tlsCertFile != null;
+    }
+  }
 
   /** A published Table and its data files. */
   public record Publication(

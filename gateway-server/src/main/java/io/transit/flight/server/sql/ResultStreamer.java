@@ -52,6 +52,7 @@ final class ResultStreamer {
     Schema schema = QueryCompiler.outputSchema(manifest.getColumnsList());
     long rows = 0;
     int sent = 0;
+    ResponseBudget budget = new ResponseBudget(state.limits().maxResponseBytesPerStream());
     for (int i = 0; i < manifest.getSegmentsCount(); i++) {
       SegmentRef seg = manifest.getSegments(i);
       CallerBinding current = state.recheck(caller, expiryMillis);
@@ -61,7 +62,7 @@ final class ResultStreamer {
           || !MessageDigest.isEqual(Digests.sha256(bytes), seg.getSha256().toByteArray())) {
         throw evidence("segment " + i + " does not match its digest").with("segment", i);
       }
-      VectorSchemaRoot batch = CellAdapter.adapt(bytes, schema, rows, channel.allocator());
+      VectorSchemaRoot batch = adapt(bytes, schema, rows, channel);
       if (batch.getRowCount() != seg.getRows()) {
         long got = batch.getRowCount();
         batch.close();
@@ -69,6 +70,7 @@ final class ResultStreamer {
             .with("segment", i).with("expected_rows", seg.getRows()).with("rows", got);
       }
       rows += seg.getRows();
+      budget.charge(batch);
       state.handler().sendResponseBatch(channel, batch);
       sent++;
     }
@@ -80,6 +82,24 @@ final class ResultStreamer {
       state.handler().sendResponseBatch(channel, VectorSchemaRoot.create(schema, channel.allocator()));
     }
     state.recheck(caller, expiryMillis);
+  }
+
+  /**
+   * Converts one segment. An allocator limit (CellAdapter's {@code flight.allocation},
+   * UNAVAILABLE as the profile maps allocation failure) is given both configured limits.
+   */
+  private VectorSchemaRoot adapt(byte[] bytes, Schema schema, long firstRow,
+      FlightServerChannel channel) {
+    try {
+      return CellAdapter.adapt(bytes, schema, firstRow, channel.allocator());
+    } catch (GatewayException e) {
+      if ("flight.allocation".equals(e.code())) {
+        throw e.with("stream_limit", Long.toString(channel.allocator().getLimit()))
+            .with("root_limit", Long.toString(state.allocator().getLimit()))
+            .with("segment_bytes", Long.toString(bytes.length));
+      }
+      throw e;
+    }
   }
 
   private static ResultManifest parse(byte[] bytes) {
