@@ -7,6 +7,7 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerTransportFilter;
 import io.grpc.StatusRuntimeException;
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
@@ -84,7 +85,9 @@ public final class ConnectionBudget extends ServerTransportFilter implements Ser
               "transport.connections_exhausted",
               "the gateway serves at most " + max + " connections; retry later")
           .with("limit", Integer.toString(max))
-          .with("required", Integer.toString(max + 1)));
+          .with("required", Integer.toString(max + 1))
+          // Nothing about the request was wrong: the same call on a later connection can pass.
+          .withActions(Action.RETRY_LATER));
       call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
       return new ServerCall.Listener<>() {};
     }
