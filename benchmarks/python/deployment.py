@@ -17,7 +17,7 @@ import duckdb
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVING = re.compile(r"is serving grpc://([0-9.]+):(\d+)")
-PEAK = re.compile(r"root allocator peak (\d+) bytes")
+PEAK = re.compile(r"allocator_peak_bytes=(\d+)")
 LEFT = re.compile(r"(\d+) bytes still allocated at shutdown")
 TABLE = "bench"
 CALLER = "bench"

@@ -155,6 +155,12 @@ public final class ErrorMapper {
       }
       return e;
     }
+    if (t instanceof org.apache.arrow.memory.OutOfMemoryException) {
+      // An allocator limit (root or per stream) is a configured bound, not a defect; the profile
+      // maps allocation failure to UNAVAILABLE.
+      return GatewayException.of(Cause.TRANSPORT, "flight.allocation",
+          "an Arrow allocation exceeded its allocator's configured limit");
+    }
     if (t instanceof StatusRuntimeException s) {
       return foreignStatus(s.getStatus().getCode(), s.getStatus().getCause(), t);
     }

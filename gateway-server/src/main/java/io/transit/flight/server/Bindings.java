@@ -74,7 +74,7 @@ final class Bindings {
       throw new ConfigException("publications changed: a restart is required to load new data");
     }
     if (!current.stateDir().equals(next.stateDir()) || current.port() != next.port()
-        || !current.host().equals(next.host())) {
+        || !current.host().equals(next.host()) || !current.transport().equals(next.transport())) {
       throw new ConfigException("state_dir or listen changed: a restart is required");
     }
     // The Transit definition (tickets) and the engine's proof recipient are built from these at

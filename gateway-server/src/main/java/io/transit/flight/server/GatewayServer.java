@@ -1,8 +1,6 @@
 package io.transit.flight.server;
 
-import io.grpc.Server;
 import io.grpc.ServerInterceptors;
-import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.transit.flight.admission.AdmissionConfig;
 import io.transit.flight.admission.AdmissionLimiter;
 import io.transit.flight.admission.AdmissionService;
@@ -26,16 +24,19 @@ import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.server.sql.Deadlines;
 import io.transit.flight.server.sql.GatewayState;
 import io.transit.flight.server.sql.TransitSqlProducer;
+import io.transit.flight.server.transport.ConnectionBudget;
+import io.transit.flight.server.transport.Listeners;
 import io.transit.flight.ticket.TicketService;
 import io.transit.flight.ticket.TransitDefinition;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.security.SecureRandom;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Clock;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -69,8 +70,10 @@ public final class GatewayServer implements AutoCloseable {
   private final ExecutorService producers;
   private final ExecutorService serviceExecutor;
   private final ExecutorService flightExecutor;
+  private final ScheduledExecutorService timer;
   private final Bindings bindings;
-  private final Server server;
+  private final ConnectionBudget connections;
+  private final Listeners server;
   private final AtomicInteger closed = new AtomicInteger();
   private volatile boolean closedCleanly;
 
@@ -110,20 +113,23 @@ public final class GatewayServer implements AutoCloseable {
         new FlightOutboundHandler(), producers, errors, clock);
     bindings.attach(credentials, engine);
 
+    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "transit-deadlines");
+      t.setDaemon(true);
+      return t;
+    });
     TransitSqlProducer producer = new TransitSqlProducer(gatewayState,
-        new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs()));
+        new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
+            limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
     this.serviceExecutor = pool("transit-grpc", Math.max(8, limits.admissionPerGateway() + 8));
     this.flightExecutor = pool("transit-flight", 4);
-    this.server = NettyServerBuilder.forAddress(new InetSocketAddress(cfg.host(), cfg.port()))
-        .addService(ServerInterceptors.intercept(
+    this.connections = new ConnectionBudget(limits.maxConnections(), errors);
+    this.server = Listeners.build(cfg,
+        ServerInterceptors.intercept(
             FlightGrpcUtils.createFlightService(allocator, producer, ServerAuthHandler.NO_OP,
                 flightExecutor),
-            new AuthInterceptor(credentials, errors)))
-        .executor(serviceExecutor)
-        .maxConcurrentCallsPerConnection(1)
-        .maxInboundMessageSize(limits.maxInboundMessageBytes())
-        .maxInboundMetadataSize(limits.maxInboundMetadataBytes())
-        .build();
+            new AuthInterceptor(credentials, errors)),
+        serviceExecutor, connections);
   }
 
   private static EmbeddedEngine openEngine(StateDirectory state, ResolvedConfig cfg,
@@ -161,7 +167,13 @@ public final class GatewayServer implements AutoCloseable {
       g.close();
       throw e;
     }
-    log.info("transit flight gateway listening on {}:{}", cfg.host(), g.port());
+    if (cfg.transport().tcp()) {
+      log.info("transit flight gateway listening on {}:{}{}", cfg.host(), g.port(),
+          cfg.transport().tls() ? " (TLS)" : "");
+    }
+    if (cfg.transport().unixSocket() != null) {
+      log.info("transit flight gateway listening on unix:{}", cfg.transport().unixSocket());
+    }
     return g;
   }
 
@@ -173,8 +185,14 @@ public final class GatewayServer implements AutoCloseable {
     return closedCleanly;
   }
 
+  /** The bound TCP port, or -1 when only the Unix socket is served. */
   public int port() {
-    return server.getPort();
+    return server.port();
+  }
+
+  /** The connection budget (live and peak connections holding a slot). */
+  public ConnectionBudget connections() {
+    return connections;
   }
 
   public BufferAllocator allocator() {
@@ -213,6 +231,7 @@ public final class GatewayServer implements AutoCloseable {
     }
     producers.shutdown();
     awaitQuietly(producers);
+    timer.shutdownNow(); // pending data deadlines only abort streams that are gone by now
     boolean drained = streams.shutdown(Duration.ofSeconds(10));
     if (!drained) {
       log.warn("stream writers did not drain within 10 s");
@@ -223,8 +242,8 @@ public final class GatewayServer implements AutoCloseable {
     awaitQuietly(flightExecutor);
     engine.close();
     long leaked = allocator.getAllocatedMemory();
-    // Operators size root_allocator_bytes from this; scripts/bench reads it for P4.
-    log.info("root allocator peak {} bytes", allocator.getPeakMemoryAllocation());
+    // Operators size root_allocator_bytes from the peak; scripts/bench reads it for P4.
+    long peakBytes = allocator.getPeakMemoryAllocation();
     boolean clean = drained && leaked == 0 && streams.leakedStreams() == 0;
     if (leaked != 0) {
       log.error("{} bytes still allocated at shutdown", leaked);
@@ -237,7 +256,10 @@ public final class GatewayServer implements AutoCloseable {
       }
     }
     closedCleanly = clean;
-    log.info("transit flight gateway stopped");
+    // One line for operators and tests: what the budgets saw over the daemon's life.
+    log.info("transit flight gateway stopped: leaked_bytes={} leaked_streams={} drained={}"
+            + " allocator_peak_bytes={} connections_peak={}",
+        leaked, streams.leakedStreams(), drained, peakBytes, connections.peak());
   }
 
   private static void awaitQuietly(ExecutorService e) {

@@ -9,9 +9,15 @@ final class ConnectionHelp {
   private ConnectionHelp() {}
 
   static void print(PrintStream out, ResolvedConfig cfg, int port, Path configFile, boolean demo) {
-    String uri = "grpc://" + cfg.host() + ":" + port;
+    ResolvedConfig.Transport t = cfg.transport();
+    String uri = t.tcp()
+        ? (t.tls() ? "grpc+tls://" : "grpc://") + cfg.host() + ":" + port
+        : "grpc+unix://" + t.unixSocket();
     out.println();
     out.println("Transit Flight Gateway is serving " + uri + (demo ? " (demo deployment)" : ""));
+    if (t.tcp() && t.unixSocket() != null) {
+      out.println("Transit Flight Gateway is serving grpc+unix://" + t.unixSocket());
+    }
     out.println("  config:     " + configFile.toAbsolutePath());
     for (ResolvedConfig.Caller c : cfg.callers()) {
       ResolvedConfig.Publication p = cfg.publications().get(c.publication());

@@ -54,7 +54,7 @@ public final class ConfigLoader {
   }
 
   ResolvedConfig resolve(GatewayConfig raw, Path base) throws ConfigException {
-    GatewayConfig.Listen listen = raw.listen() != null ? raw.listen() : new GatewayConfig.Listen(null, null);
+    GatewayConfig.Listen listen = raw.listen() != null ? raw.listen() : new GatewayConfig.Listen(null, null, null, null, null);
     String host = listen.host() != null ? listen.host() : "127.0.0.1";
     int port = listen.port() != null ? listen.port() : 31337;
     check(port >= 0 && port <= 65535, "listen.port", port, "0..65535");
@@ -110,7 +110,45 @@ public final class ConfigLoader {
       callers.add(c);
     }
     return new ResolvedConfig(host, port, stateDir, realm, realmName, service, ingress, ttl, limits,
-        Map.copyOf(pubs), List.copyOf(callers));
+        Map.copyOf(pubs), List.copyOf(callers), transport(listen, base));
+  }
+
+  /** Unix socket and TLS paths resolve against the config file's directory, like state_dir. */
+  private static ResolvedConfig.Transport transport(GatewayConfig.Listen listen, Path base)
+      throws ConfigException {
+    boolean tcp = listen.tcp() == null || listen.tcp();
+    Path socket = null;
+    if (listen.unixSocket() != null) {
+      socket = base.resolve(require(listen.unixSocket(), "listen.unix_socket")).normalize();
+      // sun_path holds 107 bytes; a longer path fails at bind with an obscure error.
+      check(socket.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= 107,
+          "listen.unix_socket", socket, "a path of at most 107 bytes");
+    }
+    check(tcp || socket != null, "listen.tcp", false, "true unless listen.unix_socket is set");
+    Path cert = null;
+    Path key = null;
+    if (listen.tls() != null) {
+      cert = base.resolve(require(listen.tls().certFile(), "listen.tls.cert_file")).normalize();
+      key = base.resolve(require(listen.tls().keyFile(), "listen.tls.key_file")).normalize();
+      check(Files.isReadable(cert), "listen.tls.cert_file", cert, "a readable PEM certificate chain");
+      check(Files.isReadable(key), "listen.tls.key_file", key, "a readable PKCS#8 PEM private key");
+      checkPrivate(key, "listen.tls.key_file");
+    }
+    return new ResolvedConfig.Transport(tcp, socket, cert, key);
+  }
+
+  /** A private key readable by group or others is refused, like every other secret. */
+  private static void checkPrivate(Path file, String field) throws ConfigException {
+    try {
+      for (java.nio.file.attribute.PosixFilePermission p : Files.getPosixFilePermissions(file)) {
+        if (p.name().startsWith("GROUP") || p.name().startsWith("OTHERS")) {
+          throw new ConfigException(field + ": " + file + " lets group or others access a private"
+              + " key (expected mode 0600 or 0400)");
+        }
+      }
+    } catch (IOException e) {
+      throw new ConfigException(field + ": " + file + ": cannot read: " + e.getMessage(), e);
+    }
   }
 
   private static ResolvedConfig.Publication publication(
@@ -202,6 +240,19 @@ public final class ConfigLoader {
         "limits.diagnostic_metadata_bytes", l.diagnosticMetadataBytes(), "0..16384");
     check(l.producerThreads() >= 1, "limits.producer_threads", l.producerThreads(), ">= 1");
     check(l.writerThreads() >= 1, "limits.writer_threads", l.writerThreads(), ">= 1");
+    check(l.dataDeadlineDefaultMs() >= 100 && l.dataDeadlineDefaultMs() <= l.dataDeadlineMaxMs(),
+        "limits.data_deadline_default_ms", l.dataDeadlineDefaultMs(), "100..data_deadline_max_ms");
+    check(l.maxResponseBytesPerStream() >= 1 << 20, "limits.max_response_bytes_per_stream",
+        l.maxResponseBytesPerStream(), ">= 1 MiB");
+    check(l.handshakeTimeoutMs() >= 100, "limits.handshake_timeout_ms", l.handshakeTimeoutMs(), ">= 100");
+    check(l.keepaliveTimeMs() >= 10_000, "limits.keepalive_time_ms", l.keepaliveTimeMs(), ">= 10000");
+    check(l.keepaliveTimeoutMs() >= 1_000, "limits.keepalive_timeout_ms", l.keepaliveTimeoutMs(), ">= 1000");
+    check(l.permitKeepaliveTimeMs() >= 1_000, "limits.permit_keepalive_time_ms",
+        l.permitKeepaliveTimeMs(), ">= 1000");
+    check(l.maxConnectionIdleMs() >= 100, "limits.max_connection_idle_ms", l.maxConnectionIdleMs(), ">= 100");
+    check(l.maxConnectionAgeMs() >= 100, "limits.max_connection_age_ms", l.maxConnectionAgeMs(), ">= 100");
+    check(l.maxConnectionAgeGraceMs() >= 0, "limits.max_connection_age_grace_ms",
+        l.maxConnectionAgeGraceMs(), ">= 0");
   }
 
   private static String name(String v, String field) throws ConfigException {

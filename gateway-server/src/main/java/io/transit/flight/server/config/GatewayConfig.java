@@ -19,8 +19,22 @@ public record GatewayConfig(
     @JsonProperty("publications") List<PublicationConfig> publications,
     @JsonProperty("callers") List<CallerConfig> callers) {
 
-  /** Where the private HTTP/2 listener binds (loopback by default: it sits behind a TLS edge). */
-  public record Listen(@JsonProperty("host") String host, @JsonProperty("port") Integer port) {}
+  /**
+   * Where the private HTTP/2 listener binds (loopback by default: it sits behind a TLS edge), an
+   * optional Unix domain socket for an edge on the same host, and optional TLS for deployments
+   * without an edge.
+   */
+  public record Listen(
+      @JsonProperty("host") String host,
+      @JsonProperty("port") Integer port,
+      @JsonProperty("tcp") Boolean tcp,
+      @JsonProperty("unix_socket") String unixSocket,
+      @JsonProperty("tls") Tls tls) {}
+
+  /** PEM certificate chain and PKCS#8 PEM private key for the gateway's own TLS. */
+  public record Tls(
+      @JsonProperty("cert_file") String certFile,
+      @JsonProperty("key_file") String keyFile) {}
 
   /** This deployment's identity: the u64 scope values tickets and proofs carry. */
   public record Deployment(

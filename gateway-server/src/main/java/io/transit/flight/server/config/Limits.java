@@ -28,11 +28,22 @@ public record Limits(
     @JsonProperty("upload_part_bytes") Integer uploadPartBytes,
     @JsonProperty("diagnostic_metadata_bytes") Integer diagnosticMetadataBytes,
     @JsonProperty("producer_threads") Integer producerThreads,
-    @JsonProperty("writer_threads") Integer writerThreads) {
+    @JsonProperty("writer_threads") Integer writerThreads,
+    @JsonProperty("data_deadline_default_ms") Long dataDeadlineDefaultMs,
+    @JsonProperty("data_deadline_max_ms") Long dataDeadlineMaxMs,
+    @JsonProperty("max_response_bytes_per_stream") Long maxResponseBytesPerStream,
+    @JsonProperty("handshake_timeout_ms") Long handshakeTimeoutMs,
+    @JsonProperty("keepalive_time_ms") Long keepaliveTimeMs,
+    @JsonProperty("keepalive_timeout_ms") Long keepaliveTimeoutMs,
+    @JsonProperty("permit_keepalive_time_ms") Long permitKeepaliveTimeMs,
+    @JsonProperty("max_connection_idle_ms") Long maxConnectionIdleMs,
+    @JsonProperty("max_connection_age_ms") Long maxConnectionAgeMs,
+    @JsonProperty("max_connection_age_grace_ms") Long maxConnectionAgeGraceMs) {
 
   public static Limits defaults() {
     return new Limits(null, null, null, null, null, null, null, null, null, null, null, null, null,
-        null, null, null, null, null, null).withDefaults();
+        null, null, null, null, null, null, null, null, null, null, null, null, null, null, null,
+        null).withDefaults();
   }
 
   /** This record with every absent field set to its documented default. */
@@ -59,7 +70,18 @@ public record Limits(
         // One producer per live stream: a producer parked for a slow reader must not hold up
         // another stream (the credit-stall budget bounds how long it parks).
         or(producerThreads, streams),
-        or(writerThreads, Math.max(2, Runtime.getRuntime().availableProcessors())));
+        or(writerThreads, Math.max(2, Runtime.getRuntime().availableProcessors())),
+        or(dataDeadlineDefaultMs, 600_000L),
+        or(dataDeadlineMaxMs, 3_600_000L),
+        or(maxResponseBytesPerStream, 4L << 30),
+        or(handshakeTimeoutMs, 20_000L),
+        or(keepaliveTimeMs, 120_000L),
+        or(keepaliveTimeoutMs, 20_000L),
+        or(permitKeepaliveTimeMs, 60_000L),
+        or(maxConnectionIdleMs, 300_000L),
+        or(maxConnectionAgeMs, 7_200_000L),
+        // Long enough for a DoGet started just before the age limit to run to its deadline.
+        or(maxConnectionAgeGraceMs, or(dataDeadlineMaxMs, 3_600_000L)));
   }
 
   private static <T> T or(T v, T d) {

@@ -21,12 +21,24 @@ public record ResolvedConfig(
     long ticketTtlMs,
     Limits limits,
     Map<String, Publication> publications,
-    List<Caller> callers) {
+    List<Caller> callers,
+    Transport transport) {
+
+  /**
+   * The listeners beyond {@code host:port}: whether TCP is served at all, an optional Unix domain
+   * socket (null when absent) and the gateway's own TLS files (both null when the edge
+   * terminates TLS).
+   */
+  public record Transport(boolean tcp, Path unixSocket, Path tlsCertFile, Path tlsKeyFile) {
+    public boolean tls() {
+      return tlsCertFile != null;
+    }
+  }
 
   /** This configuration listening on {@code newPort} instead (a command-line override). */
   public ResolvedConfig withPort(int newPort) {
     return new ResolvedConfig(host, newPort, stateDir, realm, realmName, service, ingress,
-        ticketTtlMs, limits, publications, callers);
+        ticketTtlMs, limits, publications, callers, transport);
   }
 
   /** A published Table and its data files. */

@@ -79,6 +79,8 @@ final class MetadataService {
       throw GatewayException.of(Cause.PRECONDITION, "catalog.changed",
           "the catalog result changed since the ticket was issued; call GetFlightInfo again");
     }
-    state.handler().sendResponseBatch(channel, IpcBytes.read(result, channel.allocator()));
+    org.apache.arrow.vector.VectorSchemaRoot batch = IpcBytes.read(result, channel.allocator());
+    new ResponseBudget(state.limits().maxResponseBytesPerStream()).charge(batch);
+    state.handler().sendResponseBatch(channel, batch);
   }
 }

@@ -59,6 +59,7 @@ final class ResultStreamer {
     checkIdentity(manifest, caller, ref);
     Schema schema = QueryCompiler.outputSchema(manifest.getColumnsList());
     Coverage coverage = new Coverage(manifest);
+    ResponseBudget budget = new ResponseBudget(state.limits().maxResponseBytesPerStream());
     for (int i = 0; i < manifest.getSegmentsCount(); i++) {
       channel.awaitReadyOrThrow();
       CallerBinding now = state.recheck(caller, ticket);
@@ -68,12 +69,13 @@ final class ResultStreamer {
       coverage.checkBytes(i, bytes);
       VectorSchemaRoot batch;
       try {
-        batch = CellAdapter.adapt(bytes, schema, coverage.rows(), channel.allocator());
+        batch = adapt(bytes, schema, coverage.rows(), channel);
       } catch (GatewayException e) {
         throw ofQuery(e, manifest);
       }
       try {
         coverage.checkRows(i, batch.getRowCount());
+        budget.charge(batch);
       } catch (GatewayException e) {
         batch.close();
         throw e;
@@ -103,6 +105,24 @@ final class ResultStreamer {
         throw new GatewayException(Cause.EVIDENCE, "query.evidence",
             "the retained result this ticket names is not held by this gateway's native system", e)
             .with("reason", "unknown_result");
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Converts one segment. An allocator limit (CellAdapter's {@code flight.allocation},
+   * UNAVAILABLE as the profile maps allocation failure) is given both configured limits.
+   */
+  private VectorSchemaRoot adapt(byte[] bytes, Schema schema, long firstRow,
+      FlightServerChannel channel) {
+    try {
+      return CellAdapter.adapt(bytes, schema, firstRow, channel.allocator());
+    } catch (GatewayException e) {
+      if ("flight.allocation".equals(e.code())) {
+        throw e.with("stream_limit", Long.toString(channel.allocator().getLimit()))
+            .with("root_limit", Long.toString(state.allocator().getLimit()))
+            .with("segment_bytes", Long.toString(bytes.length));
       }
       throw e;
     }

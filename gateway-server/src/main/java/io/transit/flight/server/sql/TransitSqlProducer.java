@@ -15,6 +15,7 @@ import io.transit.flight.ticket.VerifiedTicket;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.ActionType;
 import org.apache.arrow.flight.CloseSessionRequest;
@@ -73,13 +74,18 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   private final StatementService statements;
   private final MetadataService metadata;
   private final ResultStreamer results;
+  private final Deadlines deadlines;
+  private final ScheduledExecutorService timer;
 
-  public TransitSqlProducer(GatewayState state, Deadlines deadlines) {
+  /** {@code timer} runs the data deadlines of DoGet streams (see {@link StreamDeadline}). */
+  public TransitSqlProducer(GatewayState state, Deadlines deadlines, ScheduledExecutorService timer) {
     super(state.errors());
     this.state = state;
     this.statements = new StatementService(state, deadlines);
     this.metadata = new MetadataService(state);
     this.results = new ResultStreamer(state);
+    this.deadlines = deadlines;
+    this.timer = timer;
   }
 
   @Override
@@ -136,6 +142,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       listener.error(errors.toGrpc(t));
       return;
     }
+    StreamDeadline.bound(channel, deadlines, timer);
     FlightOutboundHandler.ProducerBody body;
     if (verified.reference() instanceof StatementReference) {
       body = ch -> results.stream(ch, caller, verified);
