@@ -8,17 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.Cause;
-import java.math.BigInteger;
-import java.security.KeyFactory;
 import java.security.MessageDigest;
-import java.security.PrivateKey;
-import java.security.PublicKey;
-import java.security.Signature;
-import java.security.SignatureException;
-import java.security.spec.EdECPoint;
-import java.security.spec.EdECPrivateKeySpec;
-import java.security.spec.EdECPublicKeySpec;
-import java.security.spec.NamedParameterSpec;
 import java.util.Arrays;
 import net.i2p.crypto.eddsa.EdDSAEngine;
 import net.i2p.crypto.eddsa.EdDSAPublicKey;
@@ -28,9 +18,6 @@ import org.junit.jupiter.api.Test;
 
 /** The ticket signature against two independent Ed25519 implementations. */
 class TicketSignatureTest {
-  private static final BigInteger L =
-      BigInteger.TWO.pow(252).add(new BigInteger("27742317777372353535851937790883648493"));
-
   @Test
   void malleatedSignatureThatRawEddsaAcceptsIsRejected() throws Exception {
     TicketService service = service();
@@ -64,13 +51,7 @@ class TicketSignatureTest {
         byte[] ticket = service.issue(scope(), declaration(), EXPIRY, ref);
         byte[] ours = Arrays.copyOfRange(ticket, ticket.length - 64, ticket.length);
 
-        PrivateKey jdkKey =
-            KeyFactory.getInstance("Ed25519")
-                .generatePrivate(new EdECPrivateKeySpec(NamedParameterSpec.ED25519, seed(first)));
-        Signature jdk = Signature.getInstance("Ed25519");
-        jdk.initSign(jdkKey);
-        jdk.update(signedDigest(ticket));
-        assertArrayEquals(jdk.sign(), ours);
+        assertArrayEquals(JdkEd25519.sign(seed(first), signedDigest(ticket)), ours);
         assertTrue(jdkVerify(key.publicKey().encoded(), signedDigest(ticket), ours));
       }
     }
@@ -81,46 +62,13 @@ class TicketSignatureTest {
         "transit.flight.ticket.v1", Arrays.copyOf(ticket, ticket.length - 64));
   }
 
-  /** Adds L to the little-endian S in bytes 32..63; still fits: S + L &lt; 2^253. */
+  /** Adds L to the little-endian S in bytes 32..63 (S is the last 32 bytes). */
   private static byte[] withSPlusL(byte[] signature) {
-    byte[] sBigEndian = new byte[32];
-    for (int i = 0; i < 32; i++) {
-      sBigEndian[i] = signature[63 - i];
-    }
-    BigInteger s = new BigInteger(1, sBigEndian).add(L);
-    byte[] be = s.toByteArray();
-    byte[] out = signature.clone();
-    Arrays.fill(out, 32, 64, (byte) 0);
-    for (int i = 0; i < be.length && i < 32; i++) {
-      out[32 + i] = be[be.length - 1 - i];
-    }
-    assertTrue(s.bitLength() <= 256);
-    return out;
+    return Ftk1Vectors.withSPlusL(signature);
   }
 
-  /** JDK verification from the raw 32-byte RFC 8032 public key encoding. */
   private static boolean jdkVerify(byte[] publicKey, byte[] message, byte[] signature)
       throws Exception {
-    byte[] yBigEndian = new byte[32];
-    for (int i = 0; i < 32; i++) {
-      yBigEndian[i] = publicKey[31 - i];
-    }
-    boolean xOdd = (yBigEndian[0] & 0x80) != 0;
-    yBigEndian[0] &= 0x7F;
-    PublicKey key =
-        KeyFactory.getInstance("Ed25519")
-            .generatePublic(
-                new EdECPublicKeySpec(
-                    NamedParameterSpec.ED25519,
-                    new EdECPoint(xOdd, new BigInteger(1, yBigEndian))));
-    Signature jdk = Signature.getInstance("Ed25519");
-    jdk.initVerify(key);
-    jdk.update(message);
-    try {
-      return jdk.verify(signature);
-    } catch (SignatureException e) {
-      // The JDK reports a non-canonical S ("s is too large") by throwing.
-      return false;
-    }
+    return JdkEd25519.verify(publicKey, message, signature);
   }
 }
