@@ -33,6 +33,7 @@ import java.security.SecureRandom;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Clock;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -96,7 +97,8 @@ public final class GatewayServer implements AutoCloseable {
     CredentialRegistry credentials = new CredentialRegistry();
     credentials.replace(snapshot.byToken());
 
-    Clock clock = Clock.systemUTC();
+    // Only a TestFaults hook (tests) replaces the system clock.
+    Clock clock = faults instanceof TestFaults t ? t.clock(Clock.systemUTC()) : Clock.systemUTC();
     TicketService tickets = new TicketService(ticketKey,
         TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), clock);
     AdmissionConfig admissionConfig = new AdmissionConfig(limits.admissionPerGateway(),
@@ -140,7 +142,9 @@ public final class GatewayServer implements AutoCloseable {
     }
     try {
       return EmbeddedEngine.open(state.engineDir(), Bindings.engineOptions(cfg).withFaults(faults),
-          Bindings.publications(cfg), snapshot.rights(), QueryCompiler::compile);
+          faults instanceof TestFaults t && t.enginePublicationsNone()
+              ? List.of() : Bindings.publications(cfg),
+          snapshot.rights(), QueryCompiler::compile);
     } catch (IllegalArgumentException e) {
       // A publication whose data does not match its declaration: the message names both.
       throw new ConfigException(e.getMessage(), e);

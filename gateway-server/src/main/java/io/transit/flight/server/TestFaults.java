@@ -3,6 +3,10 @@ package io.transit.flight.server;
 import io.transit.flight.nativequery.embedded.CommandFaults;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.server.config.ConfigException;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -13,7 +17,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * Test-only fault injection for the daemon's embedded engine, read from the environment variable
  * {@value #VARIABLE} and nowhere else (never from the configuration file). End-to-end tests use it
- * to make a native outcome unknown or to hold accepted queries back; an operator never sets it.
+ * to make a native outcome unknown, to hold accepted queries back, to retire results or to break
+ * the gateway's clock; an operator never sets it.
  *
  * <p>Grammar (comma-separated, no spaces):
  *
@@ -21,6 +26,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   before-record:KIND:WHEN   fail the matching command before its journal record
  *   after-record:KIND:WHEN    fail the matching command after its record committed
  *   execution-delay-ms:N      every accepted query waits N ms (1..600000) before executing
+ *   release-after-execution   every result is released as soon as its query has executed
+ *   clock:negative            the gateway's clock reads -1 ms (an invalid observation: CLOCK)
+ *   clock:defect              the gateway's clock throws IllegalStateException (a defect: INTERNAL)
+ *   engine-publications:none  the engine loads no publication, so every submit is rejected with
+ *                             query.source_unavailable (PRECONDITION)
  *   KIND = begin | part | seal | submit | any      WHEN = once | always
  * </pre>
  *
@@ -43,11 +53,19 @@ public final class TestFaults implements CommandFaults {
   private final String spec;
   private final List<Rule> rules;
   private final long delayMillis;
+  private final boolean release;
+  /** "negative", "defect" or null (the system clock). */
+  private final String clockFault;
+  private final boolean unpublished;
 
-  private TestFaults(String spec, List<Rule> rules, long delayMillis) {
+  private TestFaults(String spec, List<Rule> rules, long delayMillis, boolean release,
+      String clockFault, boolean unpublished) {
     this.spec = spec;
     this.rules = List.copyOf(rules);
     this.delayMillis = delayMillis;
+    this.release = release;
+    this.clockFault = clockFault;
+    this.unpublished = unpublished;
   }
 
   /** The faults named by {@value #VARIABLE} in {@code env}, or empty when it is unset or empty. */
@@ -59,10 +77,20 @@ public final class TestFaults implements CommandFaults {
     }
     List<Rule> rules = new ArrayList<>();
     long delay = 0;
+    boolean release = false;
+    String clock = null;
+    boolean unpublished = false;
     for (String item : spec.split(",", -1)) {
       String[] f = item.split(":", -1);
       if (f.length == 2 && f[0].equals("execution-delay-ms")) {
         delay = delayOf(f[1]);
+      } else if (f.length == 1 && f[0].equals("release-after-execution")) {
+        release = true;
+      } else if (f.length == 2 && f[0].equals("clock")
+          && (f[1].equals("negative") || f[1].equals("defect"))) {
+        clock = f[1];
+      } else if (item.equals("engine-publications:none")) {
+        unpublished = true;
       } else if (f.length == 3 && (f[0].equals("before-record") || f[0].equals("after-record"))) {
         Point point = f[0].startsWith("before") ? Point.BEFORE_RECORD : Point.AFTER_RECORD;
         rules.add(new Rule(point, kindOf(f[1]), whenOf(f[2])));
@@ -70,7 +98,7 @@ public final class TestFaults implements CommandFaults {
         throw refused("'" + item + "' is not a fault");
       }
     }
-    return Optional.of(new TestFaults(spec, rules, delay));
+    return Optional.of(new TestFaults(spec, rules, delay, release, clock, unpublished));
   }
 
   private static NativeCommand.BodyCase kindOf(String s) throws ConfigException {
@@ -120,6 +148,53 @@ public final class TestFaults implements CommandFaults {
   @Override
   public long executionDelayMillis() {
     return delayMillis;
+  }
+
+  @Override
+  public boolean releaseAfterExecution() {
+    return release;
+  }
+
+  /** Whether the engine is to open without any publication (the gateway's bindings keep theirs). */
+  public boolean enginePublicationsNone() {
+    return unpublished;
+  }
+
+  /** The clock the gateway uses for ticket expiry: {@code base} unless a clock fault is named. */
+  public Clock clock(Clock base) {
+    return clockFault == null ? base : new FaultyClock(clockFault.equals("defect"));
+  }
+
+  /** A clock that reads -1 ms, or throws as a defect would; every thread may call it. */
+  private static final class FaultyClock extends Clock {
+    private final boolean defect;
+
+    FaultyClock(boolean defect) {
+      this.defect = defect;
+    }
+
+    @Override
+    public long millis() {
+      if (defect) {
+        throw new IllegalStateException("injected clock defect (" + VARIABLE + ")");
+      }
+      return -1;
+    }
+
+    @Override
+    public Instant instant() {
+      return Instant.ofEpochMilli(millis());
+    }
+
+    @Override
+    public ZoneId getZone() {
+      return ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(ZoneId zone) {
+      return this;
+    }
   }
 
   @Override

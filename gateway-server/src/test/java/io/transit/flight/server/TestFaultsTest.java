@@ -49,10 +49,28 @@ class TestFaultsTest {
   }
 
   @Test
+  void releaseAndClockFaults() throws ConfigException {
+    java.time.Clock system = java.time.Clock.systemUTC();
+    TestFaults none = parse("execution-delay-ms:5");
+    assertFalse(none.releaseAfterExecution());
+    assertTrue(none.clock(system) == system);
+    TestFaults f = parse("release-after-execution,clock:negative");
+    assertTrue(f.releaseAfterExecution());
+    assertEquals(-1, f.clock(system).millis());
+    IllegalStateException e = assertThrows(IllegalStateException.class,
+        () -> parse("clock:defect").clock(system).millis());
+    assertTrue(e.getMessage().contains(TestFaults.VARIABLE));
+    assertFalse(f.enginePublicationsNone());
+    assertTrue(parse("engine-publications:none").enginePublicationsNone());
+  }
+
+  @Test
   void anythingElseRefusesTheStart() {
     for (String bad : new String[] {"after-record:submit", "after-record:submit:twice",
         "during-record:part:once", "after-record:Submit:once", "execution-delay-ms:0",
         "execution-delay-ms:600001", "execution-delay-ms:x", "after-record:submit:once,",
+        "release-after-execution:once", "clock", "clock:slow", "clock:negative:once",
+        "engine-publications:some",
         " after-record:submit:once"}) {
       ConfigException e = assertThrows(ConfigException.class, () -> parse(bad), bad);
       assertTrue(e.getMessage().startsWith(TestFaults.VARIABLE + ": "), e.getMessage());

@@ -12,6 +12,10 @@ import io.transit.flight.proto.NativeCommand;
  * <p>{@link #executionDelayMillis()} holds every accepted query back before it executes, so tests
  * can act (deadlines, disconnects, kill -9) while a query is accepted but unfinished. It is read
  * on the engine's execution threads.
+ *
+ * <p>{@link #releaseAfterExecution()} releases every result as soon as its query has run (before
+ * waiters are woken), so a test can redeem a ticket for a retired result. Read on the execution
+ * threads.
  */
 public interface CommandFaults {
   /** Where around the commit a fault may be injected. */
@@ -28,5 +32,10 @@ public interface CommandFaults {
   /** How long each accepted query waits before it executes; 0 (the default) runs it at once. */
   default long executionDelayMillis() {
     return 0;
+  }
+
+  /** Whether each query's result is released right after it executed; false by default. */
+  default boolean releaseAfterExecution() {
+    return false;
   }
 }

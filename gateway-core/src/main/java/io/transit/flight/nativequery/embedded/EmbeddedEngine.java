@@ -174,6 +174,11 @@ public final class EmbeddedEngine implements NativeQueryClient {
         return;
       }
       runner.run(correlation);
+      if (options.faults().releaseAfterExecution()) {
+        // Test-only: released before the finally below wakes waiters, so every ticket issued
+        // for this result already names a retired one.
+        release(correlation);
+      }
     } catch (SQLException | RuntimeException e) {
       if (!closing) {
         log.error("query {} could not record its outcome", Long.toUnsignedString(correlation), e);
