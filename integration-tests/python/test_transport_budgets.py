@@ -4,11 +4,17 @@ configured with a small value of that budget; every daemon must stop with zero l
 The 16 KiB message budget is test_exact_status.py::test_message_over_16_kib_is_resource_exhausted;
 the inbound metadata budget and one-stream-per-connection are in test_hostile_input.py."""
 
+import socket
 import time
 
 import grpc
 import h2.errors
+import pyarrow as pa
+import pyarrow.flight as fl
 import pytest
+from hyperframe.frame import Frame, GoAwayFrame, PingFrame
+
+import flightsql
 
 import edgehelp as E
 from edgehelp import template_state  # noqa: F401  (session fixture)
@@ -155,21 +161,83 @@ def test_stream_allocator_limit(daemon_with):
     code, _, diag = E.rpc_failure(lambda: list(E.do_get(ch, d, ticket)))
     assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "flight.allocation"
     assert diag_fact(diag, "stream_limit") == str(1 << 20)
+    assert diag_fact(diag, "refused_by").startswith("stream-")
     ch.close()
     E.healthy_query(d)
 
 
 def test_root_allocator_limit(daemon_with):
-    # The root bounds every stream together; here it is as small as one stream's budget.
-    d = daemon_with({"root_allocator_bytes": 2 << 20, "stream_allocator_bytes": 2 << 20,
-                     "max_segment_bytes": 2 << 20})
-    ch = E.channel(d.target)
-    ticket = E.flight_info(ch, d, "SELECT id, a, c FROM primitive")
-    code, _, diag = E.rpc_failure(lambda: list(E.do_get(ch, d, ticket)))
-    assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "flight.allocation"
-    assert diag_fact(diag, "root_limit") == str(2 << 20)
-    ch.close()
+    # A (three int64 columns, 16384-row segments) completes alone inside the 2.25 MiB root.
+    # Paused after its first message, A keeps its stream root (one ~400 KiB batch). B (five
+    # columns) then needs its segment's IPC body and converted batches at once: inside its own
+    # 2 MiB stream allocator, but not inside what the root has left. (A 1.75 MiB stream
+    # allocator refuses B itself: refused_by names the stream then.)
+    root, stream = 9 << 18, 2 << 20
+    d = daemon_with({"root_allocator_bytes": root, "stream_allocator_bytes": stream,
+                     "max_segment_bytes": 1 << 20, "rows_per_segment": 16384})
+    # A tiny receive window without BDP growth: A's sends stop in the gateway's transport (as
+    # copies) and its producer parks holding only the stream root.
+    ch_a = E.channel(d.target, **{"grpc.http2.bdp_probe": 0, "grpc.http2.lookahead_bytes": 16384})
+    ch_b = E.channel(d.target)
+    ticket_a = E.flight_info(ch_a, d, "SELECT id, a, c FROM primitive")
+    ticket_b = E.flight_info(ch_b, d, BIG)
+    first = iter(E.do_get(ch_a, d, ticket_a))
+    next(first)
+    # Setup, not a measurement: A's producer parks within milliseconds once gRPC is not ready.
+    time.sleep(2)
+    code, _, diag = E.rpc_failure(lambda: list(E.do_get(ch_b, d, ticket_b)))
+    assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "flight.allocation", diag
+    assert diag_fact(diag, "refused_by") == "root", diag
+    assert diag_fact(diag, "root_limit") == str(root) and diag_fact(diag, "stream_limit") == str(stream)
+    # The refused stream freed what it held: A, resumed, completes (coverage-checked server-side).
+    assert 1 + sum(1 for _ in first) > 2
+    ch_a.close()
+    ch_b.close()
     E.healthy_query(d)
+    assert d.assert_clean_stop()["allocator_peak_bytes"] <= root
+
+
+def test_metadata_stream_is_under_the_response_budget(daemon_with):
+    """Catalog results are Arrow streams like any other: a GetTables result with schemas that
+    passes the budget by one byte is refused with the exact figures, a smaller one passes."""
+    required = java_buffer_bytes(catalog_table(daemon_with(), flightsql.get_tables(include_schema=True)))
+    d = daemon_with({"max_response_bytes_per_stream": required - 1})
+    ch = E.channel(d.target)
+    ticket = catalog_ticket(ch, d, flightsql.get_tables(include_schema=True))
+    code, _, diag = E.rpc_failure(lambda: list(E.do_get(ch, d, ticket)))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "flight.response_budget"
+    assert diag_fact(diag, "limit") == str(required - 1) and diag_fact(diag, "required") == str(required)
+    ch.close()
+    assert catalog_table(d, flightsql.get_tables()).column("table_name").to_pylist() == ["primitive"]
+
+
+def catalog_ticket(ch, d, command: bytes) -> bytes:
+    info = ch.unary_unary(E.GET_FLIGHT_INFO)(flightsql.flight_descriptor(command),
+                                              metadata=d.auth(), timeout=30)
+    return E.first_ticket(info)
+
+
+def catalog_table(d, command: bytes):
+    client = fl.FlightClient(d.uri)
+    try:
+        opts = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {d.token('primitive')}".encode())],
+                                    timeout=60)
+        info = client.get_flight_info(fl.FlightDescriptor.for_command(command), opts)
+        return client.do_get(info.endpoints[0].ticket, opts).read_all()
+    finally:
+        client.close()
+
+
+def java_buffer_bytes(table) -> int:
+    """What the gateway charges for a batch of string/binary columns (Arrow Java's
+    getBufferSize): validity bits, (rows + 1) int32 offsets and the value bytes per column."""
+    total = 0
+    for column in table.columns:
+        values = column.to_pylist()
+        if values:
+            assert pa.types.is_string(column.type) or pa.types.is_binary(column.type), column.type
+            total += (len(values) + 7) // 8 + (len(values) + 1) * 4 + sum(len(v) for v in values if v)
+    return total
 
 
 def test_idle_connection_is_closed_with_goaway(daemon_with):
@@ -206,3 +274,57 @@ def test_handshake_timeout_closes_a_silent_connection(daemon_with):
     E.recv_until_closed(s, 30)  # raises unless the daemon closes it
     s.close()
     E.healthy_query(d)
+
+
+def test_server_keepalive_closes_a_peer_that_never_answers_pings(daemon_with):
+    # 10 s is the least keepalive time grpc-java honours (it raises anything lower to 10 s).
+    d = daemon_with({"keepalive_time_ms": 10_000, "keepalive_timeout_ms": 1_000})
+    normal = E.channel(d.target)
+    states = []
+    normal.subscribe(states.append, try_to_connect=True)
+    E.next_sequence(normal, d)
+    started = time.monotonic()
+    s, _, _ = E.h2_open(d.port)  # handshake done; from here on nothing is sent, no PING ACK
+    frames = read_frames_until_closed(s, 60)
+    s.close()
+    pings = [(t, f) for t, f in frames if isinstance(f, PingFrame) and "ACK" not in f.flags]
+    assert pings, frames
+    assert pings[0][0] - started >= 9.0  # not before keepalive_time (slack for clock reads)
+    after_ping = [f for t, f in frames if t >= pings[0][0] and not isinstance(f, PingFrame)]
+    # The connection ended (GOAWAY, then close) after the unanswered PING, not before it.
+    assert all(isinstance(f, GoAwayFrame) for f in after_ping), after_ping
+    # The normal client answered the same PINGs: its connection stayed up and still serves.
+    E.next_sequence(normal, d)
+    ready = states.index(grpc.ChannelConnectivity.READY)
+    assert set(states[ready:]) == {grpc.ChannelConnectivity.READY}, states
+    normal.close()
+    E.healthy_query(d)
+
+
+def read_frames_until_closed(s, limit_s):
+    """Every HTTP/2 frame the server sends, with its arrival time, until it closes the
+    connection; never answers anything. Bounded by limit_s."""
+    frames, buf = [], bytearray()
+    deadline = time.monotonic() + limit_s
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError("the connection was not closed within %.0fs: %r" % (limit_s, frames))
+        s.settimeout(remaining)
+        try:
+            data = s.recv(65536)
+        except ConnectionResetError:
+            data = b""
+        except socket.timeout:
+            continue
+        if not data:
+            return frames
+        buf.extend(data)
+        now = time.monotonic()
+        while len(buf) >= 9:
+            frame, length = Frame.parse_frame_header(memoryview(bytes(buf[:9])))
+            if len(buf) < 9 + length:
+                break
+            frame.parse_body(memoryview(bytes(buf[9:9 + length])))
+            del buf[:9 + length]
+            frames.append((now, frame))

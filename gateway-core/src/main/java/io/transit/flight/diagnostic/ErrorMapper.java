@@ -155,11 +155,8 @@ public final class ErrorMapper {
       }
       return e;
     }
-    if (t instanceof org.apache.arrow.memory.OutOfMemoryException) {
-      // An allocator limit (root or per stream) is a configured bound, not a defect; the profile
-      // maps allocation failure to UNAVAILABLE.
-      return GatewayException.of(Cause.TRANSPORT, "flight.allocation",
-          "an Arrow allocation exceeded its allocator's configured limit");
+    if (t instanceof org.apache.arrow.memory.OutOfMemoryException oom) {
+      return allocationFailure(oom, "an Arrow allocation exceeded its allocator's configured limit");
     }
     if (t instanceof StatusRuntimeException s) {
       return foreignStatus(s.getStatus().getCode(), s.getStatus().getCause(), t);
@@ -168,6 +165,24 @@ public final class ErrorMapper {
       return foreignStatus(StatusUtils.toGrpcStatusCode(f.status().code()), f.status().cause(), t);
     }
     return internal(t);
+  }
+
+  /**
+   * An allocator limit (root or per stream) is a configured bound, not a defect; the profile maps
+   * allocation failure to UNAVAILABLE {@code flight.allocation}. Fact {@code refused_by} names the
+   * allocator whose limit refused: {@code root} for the gateway's root allocator, otherwise the
+   * child allocator's name (a stream's is {@code stream-N}), so operators know which budget to
+   * raise. Arrow records the refusing allocator on every failed allocation.
+   */
+  public static GatewayException allocationFailure(
+      org.apache.arrow.memory.OutOfMemoryException e, String message) {
+    GatewayException out = GatewayException.of(Cause.TRANSPORT, "flight.allocation", message);
+    org.apache.arrow.memory.BufferAllocator failed = e.getOutcomeDetails()
+        .map(org.apache.arrow.memory.AllocationOutcomeDetails::getFailedAllocator).orElse(null);
+    if (failed != null) {
+      out = out.with("refused_by", failed.getParentAllocator() == null ? "root" : failed.getName());
+    }
+    return out;
   }
 
   private static GatewayException foreignStatus(Status.Code code, Throwable cause, Throwable t) {

@@ -1,6 +1,7 @@
 package io.transit.flight.query;
 
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Stage;
@@ -134,8 +135,7 @@ public final class CellAdapter {
     } catch (GatewayException e) {
       throw e;
     } catch (OutOfMemoryException e) {
-      throw GatewayException.of(Cause.TRANSPORT, "flight.allocation",
-          "allocation failed while converting a segment");
+      throw ErrorMapper.allocationFailure(e, "allocation failed while converting a segment");
     } catch (Exception e) {
       // IOException, Arrow validation failures and malformed-buffer runtime errors all mean the
       // retained bytes are not the evidence they claim to be.

@@ -242,9 +242,13 @@ public final class ConfigLoader {
     check(l.writerThreads() >= 1, "limits.writer_threads", l.writerThreads(), ">= 1");
     check(l.dataDeadlineDefaultMs() >= 100 && l.dataDeadlineDefaultMs() <= l.dataDeadlineMaxMs(),
         "limits.data_deadline_default_ms", l.dataDeadlineDefaultMs(), "100..data_deadline_max_ms");
-    check(l.maxResponseBytesPerStream() >= 1 << 20, "limits.max_response_bytes_per_stream",
-        l.maxResponseBytesPerStream(), ">= 1 MiB");
+    // 256 bytes still lets a small catalog result or a one-row statement through, so a tight
+    // budget can be tried (and tested) on metadata streams too; smaller refuses nearly everything.
+    check(l.maxResponseBytesPerStream() >= 256, "limits.max_response_bytes_per_stream",
+        l.maxResponseBytesPerStream(), ">= 256");
     check(l.handshakeTimeoutMs() >= 100, "limits.handshake_timeout_ms", l.handshakeTimeoutMs(), ">= 100");
+    // grpc-java (KeepAliveManager.clampKeepAliveTimeInNanos) raises any server keepalive time
+    // below 10 s to 10 s; refusing it here keeps the configured value the effective one.
     check(l.keepaliveTimeMs() >= 10_000, "limits.keepalive_time_ms", l.keepaliveTimeMs(), ">= 10000");
     check(l.keepaliveTimeoutMs() >= 1_000, "limits.keepalive_timeout_ms", l.keepaliveTimeoutMs(), ">= 1000");
     check(l.permitKeepaliveTimeMs() >= 1_000, "limits.permit_keepalive_time_ms",
