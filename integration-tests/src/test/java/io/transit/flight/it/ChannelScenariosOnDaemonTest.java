@@ -22,9 +22,6 @@ import org.apache.arrow.flight.NoOpSessionOptionValueVisitor;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.flight.sql.FlightSqlClient;
 import org.apache.arrow.vector.BigIntVector;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -34,30 +31,11 @@ import org.junit.jupiter.api.Test;
  * with a follow-up query on the same daemon succeeding. No assertion depends on timing: waits
  * are bounded, and a hang shows up as a deadline status instead of the expected one.
  */
-class ChannelScenariosOnDaemonTest {
+class ChannelScenariosOnDaemonTest extends DaemonTestBase {
   /** Deadline of the calls whose outcome must be an error, not a hang. */
   private static final long CALL_BOUND_SECONDS = 30;
   private static final String MILLION_ROWS = "SELECT id, a, b, c, d FROM primitive";
 
-  static GatewayFixture gw;
-  static FlightSqlClient client;
-
-  @BeforeAll
-  static void start() throws Exception {
-    gw = new GatewayFixture();
-    client = gw.client();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    client.close();
-    gw.close();
-  }
-
-  @AfterEach
-  void daemonHoldsNoStreamMemory() throws Exception {
-    gw.assertNoStreamMemory();
-  }
 
   @Test
   void s4_clientCancelAfterFirstBatchOfMillionRowResult() throws Exception {

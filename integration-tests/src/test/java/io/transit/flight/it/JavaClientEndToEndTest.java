@@ -20,32 +20,10 @@ import org.apache.arrow.flight.sql.FlightSqlClient;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** Java FlightSqlClient against the real daemon on loopback, exact status codes included. */
-class JavaClientEndToEndTest {
-  static GatewayFixture gw;
-  static FlightSqlClient client;
-
-  @BeforeAll
-  static void start() throws Exception {
-    gw = new GatewayFixture();
-    client = gw.client();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    client.close();
-    gw.close();
-  }
-
-  @AfterEach
-  void everyStreamFreedItsMemory() throws Exception {
-    gw.assertNoStreamMemory();
-  }
+class JavaClientEndToEndTest extends DaemonTestBase {
 
   long nextSequence(String caller) throws Exception {
     var result = client.getSessionOptions(new GetSessionOptionsRequest(), gw.as(caller, null));

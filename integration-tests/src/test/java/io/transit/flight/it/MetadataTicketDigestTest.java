@@ -20,10 +20,6 @@ import java.util.Arrays;
 import org.apache.arrow.flight.FlightInfo;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.flight.Ticket;
-import org.apache.arrow.flight.sql.FlightSqlClient;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -34,26 +30,7 @@ import org.junit.jupiter.api.Test;
  * version behind the same key). This test issues, with the deployment's own key, a ticket whose
  * scope is current and whose digest is not, and one with the genuine digest as the control.
  */
-class MetadataTicketDigestTest {
-  static GatewayFixture gw;
-  static FlightSqlClient client;
-
-  @BeforeAll
-  static void start() throws Exception {
-    gw = new GatewayFixture();
-    client = gw.client();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    client.close();
-    gw.close();
-  }
-
-  @AfterEach
-  void everyStreamFreedItsMemory() throws Exception {
-    gw.assertNoStreamMemory();
-  }
+class MetadataTicketDigestTest extends DaemonTestBase {
 
   @Test
   void aChangedCatalogResultIsRefusedAndTheGenuineDigestIsServed() throws Exception {
