@@ -1,12 +1,12 @@
 package io.transit.flight.channel;
 
 import static io.transit.flight.channel.FlightFixture.WAIT;
+import static io.transit.flight.channel.FlightFixture.await;
 import static io.transit.flight.channel.FlightFixture.batch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.memory.BufferAllocator;
@@ -15,17 +15,6 @@ import org.junit.jupiter.api.Test;
 
 /** Root-cause classes 9, 10 and 12: close-listener registration, isolation, early returns. */
 class CloseListenerTest {
-
-  private static void await(CountDownLatch latch) {
-    try {
-      if (!latch.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
-        throw new AssertionError("latch not released within " + WAIT);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
-  }
 
   @Test
   void throwingCloseListenerDoesNotStrandTheOthers() throws Exception {

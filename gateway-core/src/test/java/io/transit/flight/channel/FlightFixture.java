@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -167,6 +168,18 @@ final class FlightFixture implements AutoCloseable {
   /** Waits (bounded) until every stream is released and no executor task is pending. */
   void awaitQuiet() throws InterruptedException {
     awaitTrue(() -> registry.liveStreams() == 0 && pool.pendingTasks() == 0, "streams released");
+  }
+
+  /** Waits for {@code latch} at most {@link #WAIT}; a longer wait fails the test. */
+  static void await(CountDownLatch latch) {
+    try {
+      if (!latch.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+        throw new AssertionError("latch not released within " + WAIT);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
   }
 
   static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {

@@ -1,6 +1,7 @@
 package io.transit.flight.channel;
 
 import static io.transit.flight.channel.FlightFixture.WAIT;
+import static io.transit.flight.channel.FlightFixture.await;
 import static io.transit.flight.channel.FlightFixture.awaitTrue;
 import static io.transit.flight.channel.FlightFixture.batch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -24,7 +25,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.arrow.flight.FlightStatusCode;
@@ -37,17 +37,6 @@ import org.junit.jupiter.api.Test;
 
 /** The channel contract's scenarios S1–S10 over a real Flight server and client. */
 class FlightServerChannelScenarioTest {
-
-  private static void await(CountDownLatch latch) {
-    try {
-      if (!latch.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
-        throw new AssertionError("latch not released within " + WAIT);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
-  }
 
   private static ByteBuffer utf8(String s) {
     return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));

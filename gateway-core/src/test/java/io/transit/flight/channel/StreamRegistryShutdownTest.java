@@ -1,6 +1,7 @@
 package io.transit.flight.channel;
 
 import static io.transit.flight.channel.FlightFixture.WAIT;
+import static io.transit.flight.channel.FlightFixture.await;
 import static io.transit.flight.channel.FlightFixture.batch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -23,17 +24,6 @@ import org.junit.jupiter.api.Test;
  * behind a busy executor drains them all; nothing leaks and every stream is released.
  */
 class StreamRegistryShutdownTest {
-
-  private static void await(CountDownLatch latch) {
-    try {
-      if (!latch.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
-        throw new AssertionError("latch not released within " + WAIT);
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
-  }
 
   @Test
   void shutdownDrainsQueuedSendsAndPostedRootFreeWithoutLeak() throws Exception {
