@@ -3,6 +3,8 @@ package io.transit.flight.nativequery;
 import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.SignedCommand;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
 
 /**
  * The native query system's public query client: the seam where the embedded engine stands
@@ -50,6 +52,24 @@ public interface NativeQueryClient extends AutoCloseable {
    * maxBytes}.
    */
   byte[] readSegment(ReadAccess access, long correlation, int index, long maxBytes);
+
+  /**
+   * The same bounded read with the same checks, captured into a buffer of {@code allocator}
+   * instead of the heap: the segment's bytes are {@code [0, writerIndex())} of the returned
+   * buffer, which the caller owns and closes. This default copies the heap form; a client that
+   * can fill the buffer directly (the embedded engine reads the file into it) overrides it.
+   *
+   * @throws org.apache.arrow.memory.OutOfMemoryException when {@code allocator} refuses the
+   *     segment's size
+   */
+  default ArrowBuf readSegment(
+      ReadAccess access, long correlation, int index, long maxBytes, BufferAllocator allocator) {
+    byte[] bytes = readSegment(access, correlation, index, maxBytes);
+    ArrowBuf buf = allocator.buffer(bytes.length);
+    buf.setBytes(0, bytes);
+    buf.writerIndex(bytes.length);
+    return buf;
+  }
 
   @Override
   void close();

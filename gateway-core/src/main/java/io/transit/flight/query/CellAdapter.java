@@ -7,9 +7,9 @@ import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.proto.CellState;
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
-import java.nio.channels.Channels;
+import java.nio.ByteBuffer;
+import java.nio.channels.ReadableByteChannel;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
@@ -43,36 +43,70 @@ import org.apache.arrow.vector.util.ValueVectorUtility;
  * → {@code query.evidence}. Columns are checked in order, rows in order within a column; the first
  * failing cell is reported.
  *
- * <p>The value buffer is never copied or boxed: every valid cell already holds its int64 bits
- * (null cells hold 0 and are masked by validity), so it is transferred whole from the decoded
- * cell vector, and validity is built from the states in the same pass that checks them.
+ * <p>No cell is copied or boxed: the batch body is a slice of the segment buffer, and every valid
+ * cell already holds its int64 bits (null cells hold 0 and are masked by validity), so each
+ * column's value buffer goes to the output whole, and validity is built from the states in the
+ * same pass that checks them.
  *
- * <p>Buffers: everything is allocated in the caller's allocator. The message body, the decoded
- * batch and the cell vectors are closed before {@link #adapt} returns, on every path. The returned root is owned by the
- * caller, who must close it (e.g. by handing it to the channel, which then owns it). Stateless;
- * any thread, one call per segment.
+ * <p>Buffers: everything is allocated in the caller's allocator. The decoded batch and the cell
+ * vectors are closed before {@code adapt} returns, on every path; the returned root retains the
+ * slices of the segment it uses and is owned by the caller, who must close it (e.g. by handing it
+ * to the channel, which then owns it). Stateless; any thread, one call per segment.
  */
 public final class CellAdapter {
   private static final int INT64_STATE = CellState.CELL_INT64_VALUE;
   private static final int UINT64_STATE = CellState.CELL_UINT64_VALUE;
   private static final int NULL_STATE = CellState.CELL_NULL_VALUE;
+  /** Eight {@code CELL_INT64} state bytes read as one long (the value is the same either order). */
+  private static final long ALL_INT64 = 0x0101010101010101L * INT64_STATE;
   private static final byte[] END_OF_STREAM = {-1, -1, -1, -1, 0, 0, 0, 0};
 
   private CellAdapter() {}
 
   /**
-   * Converts one segment.
+   * Converts one segment held on the heap: copies it into one buffer of {@code allocator} and
+   * converts that ({@link #adapt(ArrowBuf, long, Schema, long, BufferAllocator)}).
    *
    * @param segment the verified segment bytes (the caller keeps them; they are not retained)
    * @param output the result's output schema ({@link QueryCompiler#outputSchema}): int64 fields
    * @param firstRow the result row number of the segment's first row, for failure facts
-   * @param allocator where the reader and the returned vectors are allocated
+   * @param allocator where the copy and the returned vectors are allocated
    * @return a root with {@code output}'s fields; ownership passes to the caller
    * @throws GatewayException EVIDENCE, CELL_STATE, INTEGER_OUT_OF_RANGE, or TRANSPORT when the
    *     allocator refuses memory
    */
   public static VectorSchemaRoot adapt(
       byte[] segment, Schema output, long firstRow, BufferAllocator allocator) {
+    ArrowBuf copy;
+    try {
+      copy = allocator.buffer(segment.length);
+    } catch (OutOfMemoryException e) {
+      throw ErrorMapper.allocationFailure(e, "allocation failed while converting a segment");
+    }
+    try (copy) {
+      copy.setBytes(0, segment);
+      return adapt(copy, segment.length, output, firstRow, allocator);
+    }
+  }
+
+  /**
+   * Converts one segment in place: the batch body is sliced out of {@code segment} rather than
+   * copied, and each column's int64 value buffer is handed to the output unchanged, so the
+   * returned root holds a reference to {@code segment}'s memory (its validity bits may be
+   * cleared there for null cells) until the root is closed.
+   *
+   * @param segment the verified segment bytes in {@code [0, length)}; the caller keeps its own
+   *     reference and closes it whenever it likes — the returned root retains what it uses
+   * @param length the segment's length in bytes
+   * @param output the result's output schema ({@link QueryCompiler#outputSchema}): int64 fields
+   * @param firstRow the result row number of the segment's first row, for failure facts
+   * @param allocator where the decoded cell vectors and the returned vectors are allocated
+   * @return a root with {@code output}'s fields; ownership passes to the caller
+   * @throws GatewayException EVIDENCE, CELL_STATE, INTEGER_OUT_OF_RANGE, or TRANSPORT when the
+   *     allocator refuses memory
+   */
+  public static VectorSchemaRoot adapt(
+      ArrowBuf segment, long length, Schema output, long firstRow, BufferAllocator allocator) {
     List<String> names = new ArrayList<>(output.getFields().size());
     for (Field f : output.getFields()) {
       if (!(f.getType() instanceof ArrowType.Int t) || t.getBitWidth() != 64 || !t.getIsSigned()) {
@@ -80,12 +114,15 @@ public final class CellAdapter {
       }
       names.add(f.getName());
     }
-    if (!endsWithEndOfStream(segment)) {
+    if (length < 0 || length > segment.capacity() || length > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("segment length " + length);
+    }
+    if (!endsWithEndOfStream(segment, length)) {
       throw evidence("segment is not a complete Arrow IPC stream");
     }
     Schema expected = CellFormat.segmentSchema(names);
-    ByteArrayInputStream in = new ByteArrayInputStream(segment);
-    ReadChannel channel = new ReadChannel(Channels.newChannel(in));
+    BufferChannel in = new BufferChannel(segment.nioBuffer(0, (int) length));
+    ReadChannel channel = new ReadChannel(in);
     // Messages are read one by one here rather than through ArrowStreamReader, which leaks a
     // message body when a batch header has an unexpected type (Arrow Java 18.3).
     try {
@@ -104,16 +141,19 @@ public final class CellAdapter {
         throw evidence("segment has no record batch");
       }
       long bodyLength = batchMessage.getMessageBodyLength();
-      if (bodyLength < 0 || bodyLength > in.available()) {
+      if (bodyLength < 0 || bodyLength > in.remaining()) {
         throw evidence("segment batch body exceeds the segment");
       }
-      ArrowBuf body = MessageSerializer.readMessageBody(channel, bodyLength, allocator);
+      ArrowBuf body = segment.slice(in.position(), bodyLength);
+      in.skip(bodyLength);
+      // The slice shares the segment's reference count; deserializeRecordBatch releases one
+      // reference of it once the batch holds its own, so take that one here.
+      body.getReferenceManager().retain();
       ArrowRecordBatch batch;
       try {
-        // On success the batch holds the body's slices and the body's own reference is released.
         batch = MessageSerializer.deserializeRecordBatch(batchMessage, body);
       } catch (IOException | RuntimeException e) {
-        body.close();
+        body.getReferenceManager().release();
         throw e;
       }
       VectorSchemaRoot result;
@@ -124,7 +164,7 @@ public final class CellAdapter {
         result = convert(cells, output, firstRow, allocator);
       }
       try {
-        if (MessageSerializer.readMessage(channel) != null || in.available() != 0) {
+        if (MessageSerializer.readMessage(channel) != null || in.remaining() != 0) {
           throw evidence("segment has more than one record batch");
         }
       } catch (IOException | RuntimeException e) {
@@ -182,11 +222,14 @@ public final class CellAdapter {
       ArrowBuf stateBuf = states.getDataBuffer();
       ArrowBuf valueBuf = out.getDataBuffer();
       ArrowBuf validity = out.getValidityBuffer();
-      for (int r = 0; r < rows; r++) {
-        int state = stateBuf.getByte(r) & 0xff;
-        if (state == INT64_STATE) {
+      int r = 0;
+      while (r < rows) {
+        // Eight states per read: a run of plain int64 cells (the common case) costs one compare.
+        if (rows - r >= Long.BYTES && stateBuf.getLong(r) == ALL_INT64) {
+          r += Long.BYTES;
           continue;
         }
+        int state = stateBuf.getByte(r) & 0xff;
         if (state == UINT64_STATE) {
           long bits = valueBuf.getLong((long) r * BigIntVector.TYPE_WIDTH);
           if (bits < 0) {
@@ -194,9 +237,10 @@ public final class CellAdapter {
           }
         } else if (state == NULL_STATE && field.isNullable()) {
           BitVectorHelper.unsetBit(validity, r);
-        } else {
+        } else if (state != INT64_STATE) {
           throw badCell(field.getName(), firstRow + r, state);
         }
+        r++;
       }
       out.setValueCount(rows);
       return out;
@@ -234,17 +278,59 @@ public final class CellAdapter {
         .at(Stage.OUTPUT);
   }
 
-  private static boolean endsWithEndOfStream(byte[] segment) {
-    if (segment.length < END_OF_STREAM.length) {
+  private static boolean endsWithEndOfStream(ArrowBuf segment, long length) {
+    if (length < END_OF_STREAM.length) {
       return false;
     }
-    int from = segment.length - END_OF_STREAM.length;
+    long from = length - END_OF_STREAM.length;
     for (int i = 0; i < END_OF_STREAM.length; i++) {
-      if (segment[from + i] != END_OF_STREAM[i]) {
+      if (segment.getByte(from + i) != END_OF_STREAM[i]) {
         return false;
       }
     }
     return true;
+  }
+
+  /** A read channel over one segment's bytes that can skip a batch body without reading it. */
+  private static final class BufferChannel implements ReadableByteChannel {
+    private final ByteBuffer bytes;
+
+    BufferChannel(ByteBuffer bytes) {
+      this.bytes = bytes;
+    }
+
+    @Override
+    public int read(ByteBuffer dst) {
+      if (!bytes.hasRemaining()) {
+        return -1;
+      }
+      int n = Math.min(dst.remaining(), bytes.remaining());
+      ByteBuffer chunk = bytes.slice();
+      chunk.limit(n);
+      dst.put(chunk);
+      bytes.position(bytes.position() + n);
+      return n;
+    }
+
+    long position() {
+      return bytes.position();
+    }
+
+    long remaining() {
+      return bytes.remaining();
+    }
+
+    void skip(long n) {
+      bytes.position(bytes.position() + (int) n);
+    }
+
+    @Override
+    public boolean isOpen() {
+      return true;
+    }
+
+    @Override
+    public void close() {}
   }
 
   private static GatewayException evidence(String message) {

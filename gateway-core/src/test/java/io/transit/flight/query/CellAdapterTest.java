@@ -238,4 +238,58 @@ class CellAdapterTest {
     assertThrows(IllegalArgumentException.class,
         () -> CellSegmentWriter.write(List.of("a"), new long[][] {{1}}, new byte[][] {{I, I}}, allocator));
   }
+
+  @Test
+  void everyStatePositionIsCheckedAcrossEightCellRuns() {
+    // 37 rows: four whole eight-state words and a tail, so each position is seen once inside a
+    // word that the fast path must not skip and once in the tail.
+    int rows = 37;
+    long[] values = new long[rows];
+    Arrays.setAll(values, r -> r * 3L);
+    byte m = CellFormat.code(CellState.CELL_MISSING);
+    for (int p = 0; p < rows; p++) {
+      byte[] states = new byte[rows];
+      Arrays.fill(states, I);
+      states[p] = N;
+      byte[] withNull = segment(List.of("v"), new long[][] {values}, new byte[][] {states});
+      try (VectorSchemaRoot root = CellAdapter.adapt(withNull, schema("v", true), allocator)) {
+        BigIntVector v = (BigIntVector) root.getVector(0);
+        assertEquals(1, v.getNullCount(), "position " + p);
+        assertTrue(v.isNull(p), "position " + p);
+        assertEquals(values[(p + 1) % rows], v.get((p + 1) % rows));
+      }
+      states[p] = m;
+      byte[] withMissing = segment(List.of("v"), new long[][] {values}, new byte[][] {states});
+      assertEquals(100L + p,
+          failure(withMissing, schema("v", true), Cause.CELL_STATE, "query.cell_state")
+              .facts().get("row"));
+    }
+  }
+
+  @Test
+  void aSegmentBufferIsAdaptedInPlaceAndOutlivesTheCallersReference() {
+    long[] values = new long[4096];
+    Arrays.setAll(values, r -> 5L + r);
+    byte[] states = new byte[values.length];
+    Arrays.fill(states, I);
+    byte[] bytes = segment(List.of("v"), new long[][] {values}, new byte[][] {states});
+    org.apache.arrow.memory.ArrowBuf buf = allocator.buffer(bytes.length);
+    buf.setBytes(0, bytes);
+    VectorSchemaRoot root;
+    try (buf) {
+      root = CellAdapter.adapt(buf, bytes.length, schema("v", false), 0, allocator);
+      // Beyond the segment only validity bitmaps (512 bytes each) are new; a copy of the value
+      // buffer alone would be 32 KiB.
+      long extra = allocator.getAllocatedMemory() - buf.capacity();
+      assertTrue(extra < 8 << 10, "the output shares the segment's memory: " + extra + " new bytes");
+    }
+    try (root) {
+      assertTrue(allocator.getAllocatedMemory() > 0, "the root keeps the segment alive");
+      BigIntVector v = (BigIntVector) root.getVector(0);
+      for (int r = 0; r < values.length; r++) {
+        assertEquals(values[r], v.get(r));
+      }
+    }
+    // @AfterEach: zero bytes once the root is closed.
+  }
 }

@@ -25,6 +25,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.slf4j.Logger;
@@ -246,6 +247,13 @@ public final class EmbeddedEngine implements NativeQueryClient {
   @Override
   public byte[] readSegment(ReadAccess access, long correlation, int index, long maxBytes) {
     return reader.segment(access, correlation, index, maxBytes);
+  }
+
+  /** Reads the segment file straight into {@code allocator}'s memory: no heap copy. */
+  @Override
+  public ArrowBuf readSegment(
+      ReadAccess access, long correlation, int index, long maxBytes, BufferAllocator allocator) {
+    return reader.segment(access, correlation, index, maxBytes, allocator);
   }
 
   /** Releases a retained result: later reads fail with RETIRED. Returns false if unknown. */

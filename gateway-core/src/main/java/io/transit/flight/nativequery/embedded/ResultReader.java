@@ -17,6 +17,8 @@ import java.io.IOException;
 import java.sql.SQLException;
 import java.util.Arrays;
 import java.util.Optional;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
 
 /**
  * Reads saved queries and retained results for a caller, re-checking the principal's current
@@ -47,6 +49,39 @@ final class ResultReader {
   }
 
   byte[] segment(ReadAccess access, long correlation, int index, long maxBytes) {
+    SegmentRef ref = readableSegment(access, correlation, index, maxBytes);
+    Optional<byte[]> bytes;
+    try {
+      bytes = segments.read(ref.getSha256().toByteArray());
+    } catch (IOException e) {
+      throw unreadable(e);
+    }
+    if (bytes.isEmpty()) {
+      throw missing(index);
+    }
+    if (bytes.get().length != ref.getBytes()) {
+      throw wrongSize(index);
+    }
+    return bytes.get();
+  }
+
+  /** {@link #segment(ReadAccess, long, int, long)} read straight into a buffer the caller owns. */
+  ArrowBuf segment(
+      ReadAccess access, long correlation, int index, long maxBytes, BufferAllocator allocator) {
+    SegmentRef ref = readableSegment(access, correlation, index, maxBytes);
+    try {
+      return segments.read(ref.getSha256().toByteArray(), ref.getBytes(), allocator)
+          .orElseThrow(() -> missing(index));
+    } catch (SegmentStore.WrongSize e) {
+      throw wrongSize(index);
+    } catch (IOException e) {
+      throw unreadable(e);
+    }
+  }
+
+  /** The checks of every bounded read: current rights, ownership, retention, index, size bound. */
+  private SegmentRef readableSegment(
+      ReadAccess access, long correlation, int index, long maxBytes) {
     PrincipalRights r = rights.require(access.principal());
     JournalStore.SavedQuery q = owned(access, correlation);
     ResultManifest m = retained(q);
@@ -64,20 +99,22 @@ final class ResultReader {
     if (Long.compareUnsigned(ref.getBytes(), maxBytes) > 0) {
       throw ResultWriter.exhausted("the segment exceeds the read bound", maxBytes, ref.getBytes());
     }
-    Optional<byte[]> bytes;
-    try {
-      bytes = segments.read(ref.getSha256().toByteArray());
-    } catch (IOException e) {
-      throw new GatewayException(Cause.EVIDENCE, QueryCode.EVIDENCE.code(),
-          "the retained segment cannot be read", e);
-    }
-    if (bytes.isEmpty() || bytes.get().length != ref.getBytes()) {
-      throw QueryCode.EVIDENCE.failure(bytes.isEmpty()
-              ? "the retained segment file is missing"
-              : "the retained segment file has the wrong size")
-          .with("segment", index);
-    }
-    return bytes.get();
+    return ref;
+  }
+
+  private static GatewayException unreadable(IOException e) {
+    return new GatewayException(Cause.EVIDENCE, QueryCode.EVIDENCE.code(),
+        "the retained segment cannot be read", e);
+  }
+
+  private static GatewayException missing(int index) {
+    return QueryCode.EVIDENCE.failure("the retained segment file is missing")
+        .with("segment", index);
+  }
+
+  private static GatewayException wrongSize(int index) {
+    return QueryCode.EVIDENCE.failure("the retained segment file has the wrong size")
+        .with("segment", index);
   }
 
   private JournalStore.SavedQuery inspected(ReadAccess access, long correlation) {

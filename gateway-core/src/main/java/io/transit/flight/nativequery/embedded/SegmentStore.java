@@ -11,6 +11,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Optional;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
 
 /**
  * Content-addressed retained segment files: {@code segments/<sha256-hex>}. A segment is written to
@@ -60,6 +62,50 @@ final class SegmentStore {
       return Optional.of(Files.readAllBytes(dir.resolve(Digests.hex(sha256))));
     } catch (NoSuchFileException e) {
       return Optional.empty();
+    }
+  }
+
+  /**
+   * Reads the stored file into a buffer of {@code allocator} without a heap copy; empty when the
+   * file is missing. The caller owns the returned buffer; its bytes are {@code [0,
+   * writerIndex())}.
+   *
+   * @throws WrongSize when the file does not hold exactly {@code expectedBytes} (also when its
+   *     size changes while it is read)
+   */
+  Optional<ArrowBuf> read(byte[] sha256, long expectedBytes, BufferAllocator allocator)
+      throws IOException {
+    try (FileChannel ch = FileChannel.open(dir.resolve(Digests.hex(sha256)),
+        StandardOpenOption.READ)) {
+      if (ch.size() != expectedBytes || expectedBytes > Integer.MAX_VALUE) {
+        throw new WrongSize();
+      }
+      ArrowBuf buf = allocator.buffer(expectedBytes);
+      try {
+        ByteBuffer target = buf.nioBuffer(0, (int) expectedBytes);
+        while (target.hasRemaining()) {
+          if (ch.read(target) < 0) {
+            throw new WrongSize();
+          }
+        }
+        if (ch.read(ByteBuffer.allocate(1)) >= 0) {
+          throw new WrongSize();
+        }
+        buf.writerIndex(expectedBytes);
+        return Optional.of(buf);
+      } catch (IOException | RuntimeException e) {
+        buf.close();
+        throw e;
+      }
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    }
+  }
+
+  /** A stored segment file whose size is not the size its manifest lists. */
+  static final class WrongSize extends IOException {
+    WrongSize() {
+      super("the retained segment file has the wrong size");
     }
   }
 

@@ -329,6 +329,41 @@ class EmbeddedEngineResultTest {
   }
 
   @Test
+  void segmentsReadIntoAnAllocatorMatchTheHeapReadAndFailClosed() throws Exception {
+    open(EngineOptions.defaults());
+    QueryStatus s = run(0, PROJECT, roomyBudgets());
+    ResultManifest m = ResultManifest.parseFrom(engine.readManifest(access(), s.getCorrelation()));
+    try (org.apache.arrow.memory.BufferAllocator reader =
+        new org.apache.arrow.memory.RootAllocator(64 << 20)) {
+      for (int i = 0; i < m.getSegmentsCount(); i++) {
+        byte[] heap = engine.readSegment(access(), s.getCorrelation(), i, 1L << 30);
+        try (org.apache.arrow.memory.ArrowBuf buf =
+            engine.readSegment(access(), s.getCorrelation(), i, 1L << 30, reader)) {
+          assertEquals(heap.length, buf.writerIndex());
+          assertArrayEquals(Digests.sha256(heap), Digests.sha256(buf, buf.writerIndex()));
+        }
+      }
+      java.nio.file.Path file = state.resolve("segments").resolve(
+          Digests.hex(m.getSegments(1).getSha256().toByteArray()));
+      byte[] original = Files.readAllBytes(file);
+      Files.write(file, java.util.Arrays.copyOf(original, original.length - 8));
+      GatewayException shorter = assertThrows(GatewayException.class,
+          () -> engine.readSegment(access(), s.getCorrelation(), 1, 1L << 30, reader).close());
+      assertEquals(Cause.EVIDENCE, shorter.kind());
+      assertEquals("the retained segment file has the wrong size", shorter.getMessage());
+      Files.delete(file);
+      GatewayException missing = assertThrows(GatewayException.class,
+          () -> engine.readSegment(access(), s.getCorrelation(), 1, 1L << 30, reader).close());
+      assertEquals("the retained segment file is missing", missing.getMessage());
+      try (org.apache.arrow.memory.BufferAllocator tiny = reader.newChildAllocator("tiny", 0, 1024)) {
+        assertThrows(org.apache.arrow.memory.OutOfMemoryException.class,
+            () -> engine.readSegment(access(), s.getCorrelation(), 0, 1L << 30, tiny).close());
+      }
+      assertEquals(0, reader.getAllocatedMemory(), "no bytes left on any path");
+    }
+  }
+
+  @Test
   void restartKeepsJournalAndResultsAndResumesAcceptedQueries() throws Exception {
     open(EngineOptions.defaults());
     QueryStatus done = run(0, SUMS, roomyBudgets());

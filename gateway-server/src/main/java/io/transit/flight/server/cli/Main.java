@@ -27,7 +27,24 @@ import java.util.concurrent.CountDownLatch;
 public final class Main {
   private Main() {}
 
+  /**
+   * Sizes both Netty pools (Arrow's and gRPC's shaded copy) with 16 MiB chunks unless the operator
+   * set them. Arrow rounds a buffer up to a power of two assuming such chunks, while Netty's own
+   * default is 4 MiB: a 2-4 MiB segment buffer or outbound message would then be allocated
+   * outside the pool — a fresh, zero-filled direct buffer per batch. Must run before any Netty
+   * class initialises.
+   */
+  static void poolWholeBatches() {
+    for (String key : new String[] {
+        "io.netty.allocator.maxOrder", "io.grpc.netty.shaded.io.netty.allocator.maxOrder"}) {
+      if (System.getProperty(key) == null) {
+        System.setProperty(key, "11");
+      }
+    }
+  }
+
   public static void main(String[] args) {
+    poolWholeBatches();
     int code;
     try {
       code = run(args, System.out);

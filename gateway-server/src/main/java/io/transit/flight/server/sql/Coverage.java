@@ -1,6 +1,5 @@
 package io.transit.flight.server.sql;
 
-import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.proto.ResultManifest;
@@ -42,16 +41,17 @@ final class Coverage {
   }
 
   /**
-   * The captured bytes of segment {@code index} must be the next one in manifest order and match
-   * its size and SHA-256 — checked before Arrow reads them.
+   * The captured bytes of segment {@code index} — {@code length} bytes whose SHA-256 the caller
+   * computed on exactly the bytes Arrow will read — must be the next segment in manifest order and
+   * match its size and digest. Checked before Arrow reads them.
    */
-  void checkBytes(int index, byte[] bytes) {
+  void checkBytes(int index, long length, byte[] sha256) {
     if (index != next || index >= manifest.getSegmentsCount()) {
       throw evidence("segment " + index + " is out of manifest order").with("segment", index);
     }
     SegmentRef seg = manifest.getSegments(index);
-    if (bytes.length != seg.getBytes()
-        || !MessageDigest.isEqual(Digests.sha256(bytes), seg.getSha256().toByteArray())) {
+    if (length != seg.getBytes()
+        || !MessageDigest.isEqual(sha256, seg.getSha256().toByteArray())) {
       throw evidence("segment " + index + " does not match its digest").with("segment", index);
     }
   }

@@ -4,6 +4,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Identity;
 import io.transit.flight.diagnostic.Stage;
@@ -17,6 +18,8 @@ import io.transit.flight.ticket.VerifiedTicket;
 import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.function.Supplier;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.OutOfMemoryException;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 
@@ -27,9 +30,16 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * (ownership of each batch root passes to the channel). Coverage (segment count, rows, ordered
  * digests — {@link Coverage} — and manifest identity) is checked before the stream completes.
  *
- * <p>At every bounded read the caller's current authorization is re-checked — binding still
- * current, entry-read right, ticket expiry — so a revocation after a returned batch ends the stream
- * with an error, never with a completed (shortened) result.
+ * <p>At every bounded read and again at every hand-off the caller's current authorization is
+ * re-checked — binding still current, entry-read right, ticket expiry — so a revocation after a
+ * returned batch ends the stream with an error, never with a completed (shortened) result.
+ *
+ * <p>Buffers: each segment is captured straight into the stream's allocator (no heap copy), is
+ * digested there, and is owned by {@link #stream} until its reference is closed right after
+ * conversion; the converted root shares the segment's memory (its int64 value buffers are the
+ * segment's own) and keeps it alive until the channel, which owns the root from the hand-off,
+ * closes it. So at most one segment's memory per stream is resident beyond what the channel
+ * holds.
  */
 final class ResultStreamer {
   private final GatewayState state;
@@ -42,10 +52,11 @@ final class ResultStreamer {
    * Runs on T_caller inside {@link io.transit.flight.channel.FlightOutboundHandler#produce}, which
    * completes the stream when this returns and errors it with whatever this throws.
    *
-   * <p>Each segment is read only after the channel's gate admits another batch, and the caller's
-   * authorization is re-checked right before that read: a producer parked behind a slow client
-   * never holds a batch it read under authorization that has since been revoked, and the check
-   * happens once per bounded read however far ahead of the client the producer is allowed to run.
+   * <p>Each bounded read re-checks the caller's authorization right before it; the converted
+   * batch then waits in the channel's readiness gate (so reading, digesting and converting the
+   * next segment overlap the write of the previous batch), and authorization is checked once more
+   * after that wait, right before the hand-off: a batch built under authorization revoked while
+   * the producer was parked is freed, never disclosed.
    */
   void stream(FlightServerChannel channel, CallerBinding caller, VerifiedTicket ticket) {
     StatementReference ref = (StatementReference) ticket.reference();
@@ -61,22 +72,26 @@ final class ResultStreamer {
     Coverage coverage = new Coverage(manifest);
     ResponseBudget budget = new ResponseBudget(state.limits().maxResponseBytesPerStream());
     for (int i = 0; i < manifest.getSegmentsCount(); i++) {
-      channel.awaitReadyOrThrow();
       CallerBinding now = state.recheck(caller, ticket);
-      int index = i;
-      byte[] bytes = reachable(() -> state.nativeClient().readSegment(
-          state.readAccessOf(now), ref.correlation(), index, state.limits().maxSegmentBytes()));
-      coverage.checkBytes(i, bytes);
       VectorSchemaRoot batch;
-      try {
-        batch = adapt(bytes, schema, coverage.rows(), channel);
-      } catch (GatewayException e) {
-        throw ofQuery(e, manifest);
+      try (ArrowBuf bytes = readSegment(channel, now, ref, manifest, i)) {
+        long length = bytes.writerIndex();
+        coverage.checkBytes(i, length, Digests.sha256(bytes, length));
+        try {
+          batch = adapt(bytes, length, schema, coverage.rows(), channel);
+        } catch (GatewayException e) {
+          throw ofQuery(e, manifest);
+        }
       }
       try {
         coverage.checkRows(i, batch.getRowCount());
         budget.charge(batch);
-      } catch (GatewayException e) {
+        // The batch is built while the previous one is still being written; only now does the
+        // producer park for backpressure, holding this one batch. Authorization is checked
+        // again after the wait, so a revocation while parked is honoured before disclosure.
+        channel.awaitReadyOrThrow();
+        state.recheck(caller, ticket);
+      } catch (RuntimeException e) {
         batch.close();
         throw e;
       }
@@ -97,7 +112,7 @@ final class ResultStreamer {
    * system that does not know the correlation is missing evidence (another replica's or a lost
    * journal), not an access question: it fails closed as DATA_LOSS, never as an empty result.
    */
-  private static byte[] reachable(Supplier<byte[]> read) {
+  private static <T> T reachable(Supplier<T> read) {
     try {
       return read.get();
     } catch (GatewayException e) {
@@ -111,21 +126,41 @@ final class ResultStreamer {
   }
 
   /**
+   * One bounded read, captured straight into the stream's allocator (the segment is the one
+   * resident batch; the converted root keeps using its memory).
+   */
+  private ArrowBuf readSegment(FlightServerChannel channel, CallerBinding now,
+      StatementReference ref, ResultManifest manifest, int index) {
+    try {
+      return reachable(() -> state.nativeClient().readSegment(state.readAccessOf(now),
+          ref.correlation(), index, state.limits().maxSegmentBytes(), channel.allocator()));
+    } catch (OutOfMemoryException e) {
+      throw limits(ErrorMapper.allocationFailure(e, "allocation failed while reading a segment"),
+          channel, manifest.getSegments(index).getBytes());
+    }
+  }
+
+  /**
    * Converts one segment. An allocator limit (CellAdapter's {@code flight.allocation},
    * UNAVAILABLE as the profile maps allocation failure) is given both configured limits.
    */
-  private VectorSchemaRoot adapt(byte[] bytes, Schema schema, long firstRow,
+  private VectorSchemaRoot adapt(ArrowBuf bytes, long length, Schema schema, long firstRow,
       FlightServerChannel channel) {
     try {
-      return CellAdapter.adapt(bytes, schema, firstRow, channel.allocator());
+      return CellAdapter.adapt(bytes, length, schema, firstRow, channel.allocator());
     } catch (GatewayException e) {
       if ("flight.allocation".equals(e.code())) {
-        throw e.with("stream_limit", Long.toString(channel.allocator().getLimit()))
-            .with("root_limit", Long.toString(state.allocator().getLimit()))
-            .with("segment_bytes", Long.toString(bytes.length));
+        throw limits(e, channel, length);
       }
       throw e;
     }
+  }
+
+  private GatewayException limits(GatewayException e, FlightServerChannel channel,
+      long segmentBytes) {
+    return e.with("stream_limit", Long.toString(channel.allocator().getLimit()))
+        .with("root_limit", Long.toString(state.allocator().getLimit()))
+        .with("segment_bytes", Long.toString(segmentBytes));
   }
 
   private static ResultManifest parse(byte[] bytes) {
