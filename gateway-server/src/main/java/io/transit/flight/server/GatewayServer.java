@@ -14,7 +14,7 @@ import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.nativequery.embedded.CommandFaults;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
-import io.transit.flight.query.QueryCompiler;
+import io.transit.flight.query.PlanCache;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.auth.CredentialRegistry;
 import io.transit.flight.server.config.ConfigException;
@@ -93,7 +93,10 @@ public final class GatewayServer implements AutoCloseable {
 
     this.allocator = new RootAllocator(limits.rootAllocatorBytes());
     ErrorMapper errors = new ErrorMapper(limits.diagnosticMetadataBytes());
-    this.engine = openEngine(state, cfg, snapshot, faults);
+    // One cache for the statement service and the engine: a statement is parsed once, not at
+    // each of its compile, submit check and execution.
+    PlanCache plans = PlanCache.withDefaults();
+    this.engine = openEngine(state, cfg, snapshot, faults, plans);
     CredentialRegistry credentials = new CredentialRegistry();
     credentials.replace(snapshot.byToken());
 
@@ -112,7 +115,7 @@ public final class GatewayServer implements AutoCloseable {
     this.producers = pool("transit-producer", limits.producerThreads());
     GatewayState gatewayState = new GatewayState(config, credentials, tickets, admission, engine,
         new CatalogResults(new SqlInfoCatalog(VERSION, "18.3.0")), allocator, streams,
-        new FlightOutboundHandler(), producers, errors, clock);
+        new FlightOutboundHandler(), producers, errors, clock, plans);
     bindings.attach(credentials, engine);
 
     this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -135,7 +138,8 @@ public final class GatewayServer implements AutoCloseable {
   }
 
   private static EmbeddedEngine openEngine(StateDirectory state, ResolvedConfig cfg,
-      Bindings.Snapshot snapshot, CommandFaults faults) throws ConfigException, IOException {
+      Bindings.Snapshot snapshot, CommandFaults faults, PlanCache plans)
+      throws ConfigException, IOException {
     if (faults != CommandFaults.NONE) {
       log.warn("TEST FAULTS ENABLED ({}={}): this daemon is for tests only",
           TestFaults.VARIABLE, faults);
@@ -144,7 +148,7 @@ public final class GatewayServer implements AutoCloseable {
       return EmbeddedEngine.open(state.engineDir(), Bindings.engineOptions(cfg).withFaults(faults),
           faults instanceof TestFaults t && t.enginePublicationsNone()
               ? List.of() : Bindings.publications(cfg),
-          snapshot.rights(), QueryCompiler::compile);
+          snapshot.rights(), plans::compile);
     } catch (IllegalArgumentException e) {
       // A publication whose data does not match its declaration: the message names both.
       throw new ConfigException(e.getMessage(), e);

@@ -52,6 +52,7 @@ public final class EmbeddedEngine implements NativeQueryClient {
   private final CommandProcessor commands;
   private final ResultReader reader;
   private final QueryRunner runner;
+  private final DuckSessions sessions;
   private final BufferAllocator allocator;
   private final ExecutorService executor;
   private final Object completions = new Object();
@@ -69,7 +70,8 @@ public final class EmbeddedEngine implements NativeQueryClient {
     UploadValidator uploads = new UploadValidator(journal, rights, tables, planner, options);
     this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence());
     this.reader = new ResultReader(journal, rights, segments);
-    this.runner = new QueryRunner(journal, tables, segments, allocator, planner,
+    this.sessions = new DuckSessions(tables);
+    this.runner = new QueryRunner(journal, sessions, segments, allocator, planner,
         options.exportBatchRows(), () -> closing);
     AtomicInteger n = new AtomicInteger();
     this.executor = new ThreadPoolExecutor(options.executionThreads(),
@@ -284,6 +286,7 @@ public final class EmbeddedEngine implements NativeQueryClient {
       executor.shutdownNow();
       Thread.currentThread().interrupt();
     }
+    sessions.close();
     try {
       tables.close();
     } catch (SQLException e) {

@@ -10,8 +10,11 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Properties;
 
 /**
  * The engine's durable journal: principals' next sequences, recorded commands and outcomes,
@@ -21,7 +24,8 @@ import java.util.Optional;
  *
  * <p>One JDBC connection, guarded by this object's monitor: {@link #transaction} holds it for the
  * whole unit of work, so callers on any thread (senders, query runners, readers) see each other's
- * transactions whole. The row-level methods must only be called inside {@link #transaction}.
+ * transactions whole. The row-level methods must only be called inside {@link #transaction}; they
+ * reuse one cached prepared statement per SQL text (closing each result set resets it).
  * Unsigned 64-bit ids are stored as their signed bit patterns.
  */
 final class JournalStore implements AutoCloseable {
@@ -73,13 +77,19 @@ final class JournalStore implements AutoCloseable {
   };
 
   private final Connection connection;
+  // @GuardedBy("this"): one prepared statement per distinct SQL text of this class (a fixed,
+  // small set), kept for the connection's life: preparing costs more than running most of them.
+  private final Map<String, PreparedStatement> statements = new HashMap<>();
 
   private JournalStore(Connection connection) {
     this.connection = connection;
   }
 
   static JournalStore open(Path file) throws SQLException {
-    Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+    Properties props = new Properties();
+    // Nothing here reads generated keys; left on, every INSERT runs a last_insert_rowid() query.
+    props.setProperty("jdbc.get_generated_keys", "false");
+    Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath(), props);
     try (Statement s = c.createStatement()) {
       s.execute("PRAGMA journal_mode=WAL");
       s.execute("PRAGMA synchronous=FULL");
@@ -112,12 +122,10 @@ final class JournalStore implements AutoCloseable {
   }
 
   long nextSequence(long principal, long first) throws SQLException {
-    try (PreparedStatement p =
-        connection.prepareStatement("SELECT next_sequence FROM principals WHERE principal = ?")) {
-      p.setLong(1, principal);
-      try (ResultSet r = p.executeQuery()) {
-        return r.next() ? r.getLong(1) : first;
-      }
+    PreparedStatement p = prepared("SELECT next_sequence FROM principals WHERE principal = ?");
+    p.setLong(1, principal);
+    try (ResultSet r = p.executeQuery()) {
+      return r.next() ? r.getLong(1) : first;
     }
   }
 
@@ -129,13 +137,12 @@ final class JournalStore implements AutoCloseable {
   }
 
   Optional<Recorded> command(long principal, long sequence) throws SQLException {
-    try (PreparedStatement p = connection.prepareStatement(
-        "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?")) {
-      p.setLong(1, principal);
-      p.setLong(2, sequence);
-      try (ResultSet r = p.executeQuery()) {
-        return r.next() ? Optional.of(new Recorded(r.getBytes(1), r.getBytes(2))) : Optional.empty();
-      }
+    PreparedStatement p = prepared(
+        "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?");
+    p.setLong(1, principal);
+    p.setLong(2, sequence);
+    try (ResultSet r = p.executeQuery()) {
+      return r.next() ? Optional.of(new Recorded(r.getBytes(1), r.getBytes(2))) : Optional.empty();
     }
   }
 
@@ -146,18 +153,17 @@ final class JournalStore implements AutoCloseable {
   }
 
   Optional<Upload> upload(long principal, long namespace) throws SQLException {
-    try (PreparedStatement p = connection.prepareStatement(
+    PreparedStatement p = prepared(
         "SELECT declared_bytes, part_count, bundle_sha256, received_parts, received_bytes, state"
-            + " FROM uploads WHERE principal = ? AND namespace = ?")) {
-      p.setLong(1, principal);
-      p.setLong(2, namespace);
-      try (ResultSet r = p.executeQuery()) {
-        if (!r.next()) {
-          return Optional.empty();
-        }
-        return Optional.of(new Upload(r.getLong(1), r.getInt(2), r.getBytes(3), r.getInt(4),
-            r.getLong(5), UploadState.valueOf(r.getString(6))));
+            + " FROM uploads WHERE principal = ? AND namespace = ?");
+    p.setLong(1, principal);
+    p.setLong(2, namespace);
+    try (ResultSet r = p.executeQuery()) {
+      if (!r.next()) {
+        return Optional.empty();
       }
+      return Optional.of(new Upload(r.getLong(1), r.getInt(2), r.getBytes(3), r.getInt(4),
+          r.getLong(5), UploadState.valueOf(r.getString(6))));
     }
   }
 
@@ -183,29 +189,26 @@ final class JournalStore implements AutoCloseable {
 
   /** The upload's parts concatenated in index order. */
   byte[] assembled(long principal, long namespace) throws SQLException {
-    try (PreparedStatement p = connection.prepareStatement("SELECT data FROM upload_parts"
-        + " WHERE principal = ? AND namespace = ? ORDER BY part_index")) {
-      p.setLong(1, principal);
-      p.setLong(2, namespace);
-      ByteArrayOutputStream out = new ByteArrayOutputStream();
-      try (ResultSet r = p.executeQuery()) {
-        while (r.next()) {
-          out.writeBytes(r.getBytes(1));
-        }
+    PreparedStatement p = prepared("SELECT data FROM upload_parts"
+        + " WHERE principal = ? AND namespace = ? ORDER BY part_index");
+    p.setLong(1, principal);
+    p.setLong(2, namespace);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try (ResultSet r = p.executeQuery()) {
+      while (r.next()) {
+        out.writeBytes(r.getBytes(1));
       }
-      return out.toByteArray();
     }
+    return out.toByteArray();
   }
 
   /** A fresh correlation: durable and monotonic (the counter commits with the query row). */
   long allocateCorrelation() throws SQLException {
     long next = 1;
-    try (PreparedStatement p =
-        connection.prepareStatement("SELECT value FROM counters WHERE name = 'correlation'")) {
-      try (ResultSet r = p.executeQuery()) {
-        if (r.next()) {
-          next = r.getLong(1) + 1;
-        }
+    PreparedStatement p = prepared("SELECT value FROM counters WHERE name = 'correlation'");
+    try (ResultSet r = p.executeQuery()) {
+      if (r.next()) {
+        next = r.getLong(1) + 1;
       }
     }
     if (update("UPDATE counters SET value = ? WHERE name = 'correlation'", next) == 0) {
@@ -239,63 +242,82 @@ final class JournalStore implements AutoCloseable {
   }
 
   Optional<SavedQuery> query(long correlation) throws SQLException {
-    try (PreparedStatement p = connection.prepareStatement(
+    PreparedStatement p = prepared(
         "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
             + " total_rows, limit_amount, required_amount, failed_column, released, manifest"
-            + " FROM queries WHERE correlation = ?")) {
-      p.setLong(1, correlation);
-      try (ResultSet r = p.executeQuery()) {
-        if (!r.next()) {
-          return Optional.empty();
-        }
-        QueryStatus.Builder s = QueryStatus.newBuilder()
-            .setCorrelation(correlation)
-            .setPrincipal(r.getLong(1))
-            .setNamespace(r.getLong(2))
-            .setState(QueryStatus.State.valueOf(r.getString(4)))
-            .setCode(r.getString(5))
-            .setStage(r.getString(6))
-            .setMessage(r.getString(7))
-            .setTotalRows(r.getLong(9))
-            .setLimit(r.getLong(10))
-            .setRequired(r.getLong(11))
-            .setColumn(r.getString(12));
-        byte[] manifestSha = r.getBytes(8);
-        if (manifestSha != null) {
-          s.setManifestSha256(com.google.protobuf.ByteString.copyFrom(manifestSha));
-        }
-        return Optional.of(new SavedQuery(s.build(), r.getBytes(3), r.getInt(13) != 0,
-            r.getBytes(14)));
+            + " FROM queries WHERE correlation = ?");
+    p.setLong(1, correlation);
+    try (ResultSet r = p.executeQuery()) {
+      if (!r.next()) {
+        return Optional.empty();
       }
+      QueryStatus.Builder s = QueryStatus.newBuilder()
+          .setCorrelation(correlation)
+          .setPrincipal(r.getLong(1))
+          .setNamespace(r.getLong(2))
+          .setState(QueryStatus.State.valueOf(r.getString(4)))
+          .setCode(r.getString(5))
+          .setStage(r.getString(6))
+          .setMessage(r.getString(7))
+          .setTotalRows(r.getLong(9))
+          .setLimit(r.getLong(10))
+          .setRequired(r.getLong(11))
+          .setColumn(r.getString(12));
+      byte[] manifestSha = r.getBytes(8);
+      if (manifestSha != null) {
+        s.setManifestSha256(com.google.protobuf.ByteString.copyFrom(manifestSha));
+      }
+      return Optional.of(new SavedQuery(s.build(), r.getBytes(3), r.getInt(13) != 0,
+          r.getBytes(14)));
     }
   }
 
   /** Correlations of accepted queries without a terminal status, oldest first. */
   List<Long> unfinished() throws SQLException {
     List<Long> out = new ArrayList<>();
-    try (PreparedStatement p = connection.prepareStatement(
-        "SELECT correlation FROM queries WHERE state = ? ORDER BY correlation")) {
-      p.setString(1, QueryStatus.State.ACCEPTED.name());
-      try (ResultSet r = p.executeQuery()) {
-        while (r.next()) {
-          out.add(r.getLong(1));
-        }
+    PreparedStatement p = prepared(
+        "SELECT correlation FROM queries WHERE state = ? ORDER BY correlation");
+    p.setString(1, QueryStatus.State.ACCEPTED.name());
+    try (ResultSet r = p.executeQuery()) {
+      while (r.next()) {
+        out.add(r.getLong(1));
       }
     }
     return out;
   }
 
   private int update(String sql, Object... args) throws SQLException {
-    try (PreparedStatement p = connection.prepareStatement(sql)) {
-      for (int i = 0; i < args.length; i++) {
-        p.setObject(i + 1, args[i]);
-      }
-      return p.executeUpdate();
+    PreparedStatement p = prepared(sql);
+    for (int i = 0; i < args.length; i++) {
+      p.setObject(i + 1, args[i]);
     }
+    return p.executeUpdate();
+  }
+
+  /** The cached statement for {@code sql}, prepared on first use; under this object's monitor. */
+  private PreparedStatement prepared(String sql) throws SQLException {
+    PreparedStatement p = statements.get(sql);
+    if (p == null) {
+      p = connection.prepareStatement(sql);
+      statements.put(sql, p);
+    }
+    return p;
   }
 
   @Override
   public synchronized void close() throws SQLException {
+    SQLException failed = null;
+    for (PreparedStatement p : statements.values()) {
+      try {
+        p.close();
+      } catch (SQLException e) {
+        failed = e;
+      }
+    }
+    statements.clear();
     connection.close();
+    if (failed != null) {
+      throw failed;
+    }
   }
 }

@@ -19,7 +19,6 @@ import io.transit.flight.query.QueryPlan;
 import java.io.IOException;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -40,7 +39,8 @@ import org.slf4j.LoggerFactory;
  * crash in between leaves the query ACCEPTED and it simply runs again.
  *
  * <p>{@link #run} is called on an engine execution thread, one query per call; the runner itself
- * is stateless and shared. Each run owns a child allocator that must be empty when it ends.
+ * is shared and keeps no per-query state (each run borrows a DuckDB session from the shared pool
+ * and gives it back). Each run owns a child allocator that must be empty when it ends.
  */
 final class QueryRunner {
   static final String STAGE = "execution";
@@ -48,19 +48,22 @@ final class QueryRunner {
   private static final BigInteger INT64_MIN = BigInteger.valueOf(Long.MIN_VALUE);
   private static final BigInteger INT64_MAX = BigInteger.valueOf(Long.MAX_VALUE);
 
+  /** An accepted query read for execution: its saved row and its assembled bundle bytes. */
+  private record Pending(JournalStore.SavedQuery saved, byte[] bundle) {}
+
   private final JournalStore journal;
-  private final DuckTables tables;
+  private final DuckSessions sessions;
   private final SegmentStore segments;
   private final BufferAllocator allocator;
   private final Planner planner;
   private final int batchRows;
   private final BooleanSupplier stopping;
 
-  QueryRunner(JournalStore journal, DuckTables tables, SegmentStore segments,
+  QueryRunner(JournalStore journal, DuckSessions sessions, SegmentStore segments,
       BufferAllocator allocator, Planner planner, int batchRows, BooleanSupplier stopping) {
     this.stopping = stopping;
     this.journal = journal;
-    this.tables = tables;
+    this.sessions = sessions;
     this.segments = segments;
     this.allocator = allocator;
     this.planner = planner;
@@ -69,14 +72,20 @@ final class QueryRunner {
 
   /** Runs the query and records its terminal status; returns it (null if it was not pending). */
   QueryStatus run(long correlation) throws SQLException {
-    JournalStore.SavedQuery saved = journal.transaction(() -> journal.query(correlation))
-        .orElseThrow(() -> new IllegalStateException("no query " + correlation));
-    QueryStatus accepted = saved.status();
-    if (accepted.getState() != QueryStatus.State.ACCEPTED) {
+    // One read transaction for the saved query and its bundle (nothing is written here).
+    Pending pending = journal.transaction(() -> {
+      JournalStore.SavedQuery q = journal.query(correlation)
+          .orElseThrow(() -> new IllegalStateException("no query " + correlation));
+      QueryStatus s = q.status();
+      return s.getState() != QueryStatus.State.ACCEPTED ? null
+          : new Pending(q, journal.assembled(s.getPrincipal(), s.getNamespace()));
+    });
+    if (pending == null) {
       return null;
     }
-    byte[] bundleBytes = journal.transaction(
-        () -> journal.assembled(accepted.getPrincipal(), accepted.getNamespace()));
+    JournalStore.SavedQuery saved = pending.saved();
+    QueryStatus accepted = saved.status();
+    byte[] bundleBytes = pending.bundle();
     QueryStatus.Builder done = accepted.toBuilder();
     byte[] manifestBytes = null;
     try {
@@ -140,12 +149,13 @@ final class QueryRunner {
     List<String> names = plan.outputs().stream().map(QueryPlan.Output::name).toList();
     List<SegmentRef> refs;
     long totalRows;
+    DuckSessions.Session session = sessions.borrow();
+    boolean clean = false;
     try (BufferAllocator child = allocator.newChildAllocator(
             "query-" + Long.toUnsignedString(correlation), 0, allocator.getLimit());
         ResultWriter writer =
-            new ResultWriter(child, segments, names, bundle.getBudgets());
-        Connection c = tables.connect();
-        PreparedStatement ps = c.prepareStatement(duck.sql())) {
+            new ResultWriter(child, segments, names, bundle.getBudgets())) {
+      PreparedStatement ps = session.prepared(duck.sql());
       duck.bind(ps);
       try (ResultSet rs = ps.executeQuery()) {
         if (plan.aggregate()) {
@@ -154,8 +164,15 @@ final class QueryRunner {
           projection(rs, child, writer, bundle.getBudgets().getMaxResultRows());
         }
       }
+      clean = true;
       refs = writer.finish();
       totalRows = writer.totalRows();
+    } finally {
+      if (clean) {
+        sessions.giveBack(session);
+      } else {
+        sessions.discard(session);
+      }
     }
     ResultManifest.Builder m = ResultManifest.newBuilder()
         .setVersion(1)
@@ -185,7 +202,7 @@ final class QueryRunner {
     if (Long.compareUnsigned(1, maxRows) > 0) {
       throw ResultWriter.exhausted("the result exceeds max_result_rows", maxRows, 1);
     }
-    CellSegmentBuilder segment = writer.segment();
+    CellSegmentBuilder segment = writer.segment(1);
     segment.reserve(1);
     for (int i = 0; i < plan.outputs().size(); i++) {
       QueryPlan.Output o = plan.outputs().get(i);
@@ -226,7 +243,7 @@ final class QueryRunner {
         int done = 0;
         while (done < n) {
           int take = Math.min(n - done, writer.room());
-          CellSegmentBuilder segment = writer.segment();
+          CellSegmentBuilder segment = writer.segment(take);
           segment.reserve(take);
           for (int c = 0; c < batch.getFieldVectors().size(); c++) {
             segment.copy(c, batch.getVector(c), done, take);

@@ -39,13 +39,16 @@ final class ResultWriter implements AutoCloseable {
     return budgets.getRowsPerSegment() - (current == null ? 0 : current.rows());
   }
 
-  /** The open segment (opened on first use); fill at most {@link #room()} rows, then commit. */
-  CellSegmentBuilder segment() {
+  /**
+   * The open segment, opened on first use with room for {@code rows} (the rows about to be
+   * filled, at most {@link #room()}); fill at most {@link #room()} rows, then commit.
+   */
+  CellSegmentBuilder segment(int rows) {
     if (current == null) {
-      // Start small: a segment grows as rows arrive, so a large rows_per_segment costs nothing
-      // until rows exist.
+      // Sized for the rows at hand, not for rows_per_segment: a one-row aggregate allocates one
+      // row, and a segment grows only if later batches fill it further.
       current = new CellSegmentBuilder(allocator, names,
-          Math.min(budgets.getRowsPerSegment(), 4096));
+          Math.max(1, Math.min(budgets.getRowsPerSegment(), rows)));
     }
     return current;
   }

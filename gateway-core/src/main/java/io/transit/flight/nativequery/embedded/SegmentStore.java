@@ -21,9 +21,25 @@ import org.apache.arrow.memory.BufferAllocator;
  * file is either absent or complete. Identical segments share one file, so files are never
  * deleted by one result's release. Any thread may call any method; concurrent writers of the same
  * content both rename complete files over each other.
+ *
+ * <p>{@link #sync()} skips the directory fsync when no rename can be undurable: each rename is
+ * counted as started (under this object's monitor) before it is issued and as done after it
+ * returned, and a sync records the done count read before its fsync once the fsync returned. It
+ * skips only when that record reaches the started count, i.e. every rename ever issued finished
+ * before a completed fsync began. A writer that finds its content already stored (possibly renamed
+ * by another thread a moment ago) thus syncs unless that rename is already durable. The counts
+ * start ahead of the record, so files left by an earlier process are synced once before first use.
  */
 final class SegmentStore {
   private final Path dir;
+  // @GuardedBy("this"): renames issued, and renames returned (or failed); one extra each stands
+  // for the files found at open.
+  private long renamesStarted = 1;
+  private long renamesDone = 1;
+  // @GuardedBy("this"): the renamesDone value the last finished directory fsync covered.
+  private long renamesSynced;
+  // @GuardedBy("this"): directory fsyncs done (tests check the skip).
+  private long directorySyncs;
 
   SegmentStore(Path dir) throws IOException {
     this.dir = Files.createDirectories(dir);
@@ -45,10 +61,17 @@ final class SegmentStore {
         }
         ch.force(true);
       }
+      synchronized (this) {
+        renamesStarted++;
+      }
       try {
         Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE);
       } catch (AtomicMoveNotSupportedException e) {
         Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING);
+      } finally {
+        synchronized (this) {
+          renamesDone++;
+        }
       }
     } finally {
       Files.deleteIfExists(temp);
@@ -115,6 +138,13 @@ final class SegmentStore {
 
   /** Makes every rename so far durable. */
   void sync() throws IOException {
+    long covers;
+    synchronized (this) {
+      if (renamesSynced == renamesStarted) {
+        return;
+      }
+      covers = renamesDone;
+    }
     // Makes the rename itself durable; some platforms cannot open a directory for sync.
     try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
       ch.force(true);
@@ -123,5 +153,13 @@ final class SegmentStore {
         throw e;
       }
     }
+    synchronized (this) {
+      renamesSynced = Math.max(renamesSynced, covers);
+      directorySyncs++;
+    }
+  }
+
+  synchronized long directorySyncs() {
+    return directorySyncs;
   }
 }

@@ -11,6 +11,7 @@ import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.proto.Budgets;
+import io.transit.flight.query.PlanCache;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.auth.CredentialRegistry;
 import io.transit.flight.server.config.Limits;
@@ -27,7 +28,8 @@ import org.apache.arrow.memory.BufferAllocator;
 /**
  * What the producer's services share: the current configuration (swapped whole on reload), the
  * credential registry, the ticket service, admission, the native query client, the catalog, the
- * root allocator, and the streaming core (stream registry, outbound handler, T_caller pool).
+ * root allocator, the streaming core (stream registry, outbound handler, T_caller pool) and the
+ * plan cache.
  *
  * <p>Thread-safe: every field is final and thread-safe itself; the configuration is read through
  * an AtomicReference so each call sees one consistent snapshot.
@@ -45,11 +47,13 @@ public final class GatewayState {
   private final ExecutorService producers;
   private final ErrorMapper errors;
   private final Clock clock;
+  private final PlanCache plans;
 
   public GatewayState(AtomicReference<ResolvedConfig> config, CredentialRegistry credentials,
       TicketService tickets, AdmissionService admission, NativeQueryClient nativeClient,
       CatalogResults catalog, BufferAllocator allocator, StreamRegistry streams,
-      FlightOutboundHandler handler, ExecutorService producers, ErrorMapper errors, Clock clock) {
+      FlightOutboundHandler handler, ExecutorService producers, ErrorMapper errors, Clock clock,
+      PlanCache plans) {
     this.config = config;
     this.credentials = credentials;
     this.tickets = tickets;
@@ -62,6 +66,12 @@ public final class GatewayState {
     this.producers = producers;
     this.errors = errors;
     this.clock = clock;
+    this.plans = plans;
+  }
+
+  /** Compiled statements, shared with the native engine's planner. */
+  public PlanCache plans() {
+    return plans;
   }
 
   public TicketService tickets() {

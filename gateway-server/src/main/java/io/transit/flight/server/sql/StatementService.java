@@ -36,7 +36,7 @@ final class StatementService {
 
   SchemaResult getSchema(CommandStatementQuery command, CallerBinding caller) {
     rejectTransaction(command);
-    QueryPlan plan = QueryCompiler.compile(command.getQuery(), caller.table());
+    QueryPlan plan = state.plans().compile(command.getQuery(), caller.table());
     return new SchemaResult(QueryCompiler.outputSchema(plan));
   }
 
@@ -45,7 +45,7 @@ final class StatementService {
       List<String> sequenceValues) {
     long firstSequence = SequenceHeader.parse(sequenceValues);
     rejectTransaction(command);
-    QueryPlan plan = QueryCompiler.compile(command.getQuery(), caller.table());
+    QueryPlan plan = state.plans().compile(command.getQuery(), caller.table());
     Schema schema = QueryCompiler.outputSchema(plan);
     Admitted admitted = state.admission().admit(
         state.admissionRequest(caller, firstSequence, command.getQueryBytes().toByteArray(),

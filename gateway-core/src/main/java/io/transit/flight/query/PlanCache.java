@@ -1,0 +1,90 @@
+package io.transit.flight.query;
+
+import io.transit.flight.proto.TableDeclaration;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * A bounded cache in front of {@link QueryCompiler#compile}: one statement's SQL is compiled by the
+ * statement service, checked again when its submit is recorded and planned again by the query
+ * runner, and parsing dominates each of those. The key is every input of {@code compile} — the
+ * SQL string and the whole {@link TableDeclaration} (a protobuf message: deep equality, immutable)
+ * — so a hit returns exactly what compiling again would. {@link QueryPlan} is immutable (records
+ * over copied lists, enums and immutable literal values), so one instance is shared by all callers.
+ * Failures are not cached: a refused statement compiles (and fails) again.
+ *
+ * <p>Bounded twice: at most {@code maxEntries} plans and at most {@code maxSqlChars} characters of
+ * cached SQL, evicting the least recently used; a statement longer than an eighth of the character
+ * budget is compiled but never cached, so one huge statement cannot flush the cache.
+ *
+ * <p>Thread-safe: lookups and insertions take this object's monitor briefly; compilation runs
+ * outside it, so two threads missing on the same key may both compile (equal results).
+ */
+public final class PlanCache {
+  /** Defaults for the daemon: far above the statements one deployment repeats. */
+  public static final int DEFAULT_MAX_ENTRIES = 512;
+  public static final int DEFAULT_MAX_SQL_CHARS = 1 << 20;
+
+  private record Key(String sql, TableDeclaration table) {}
+
+  private final int maxEntries;
+  private final long maxSqlChars;
+  private final int maxEntryChars;
+  // @GuardedBy("this"); access order, so iteration starts at the least recently used entry.
+  private final LinkedHashMap<Key, QueryPlan> plans = new LinkedHashMap<>(16, 0.75f, true);
+  // @GuardedBy("this"): characters of SQL held by the keys of plans.
+  private long sqlChars;
+
+  public PlanCache(int maxEntries, int maxSqlChars) {
+    if (maxEntries < 1 || maxSqlChars < 8) {
+      throw new IllegalArgumentException("maxEntries " + maxEntries + ", maxSqlChars "
+          + maxSqlChars + " (expected: >= 1 and >= 8)");
+    }
+    this.maxEntries = maxEntries;
+    this.maxSqlChars = maxSqlChars;
+    this.maxEntryChars = maxSqlChars / 8;
+  }
+
+  /** A cache with the daemon defaults. */
+  public static PlanCache withDefaults() {
+    return new PlanCache(DEFAULT_MAX_ENTRIES, DEFAULT_MAX_SQL_CHARS);
+  }
+
+  /** As {@link QueryCompiler#compile}: the same plan, or the same {@code GatewayException}. */
+  public QueryPlan compile(String sql, TableDeclaration table) {
+    Objects.requireNonNull(sql, "sql");
+    Objects.requireNonNull(table, "table");
+    Key key = new Key(sql, table);
+    synchronized (this) {
+      QueryPlan hit = plans.get(key);
+      if (hit != null) {
+        return hit;
+      }
+    }
+    QueryPlan plan = QueryCompiler.compile(sql, table);
+    if (sql.length() <= maxEntryChars) {
+      insert(key, plan);
+    }
+    return plan;
+  }
+
+  /** Plans currently cached. */
+  public synchronized int size() {
+    return plans.size();
+  }
+
+  private synchronized void insert(Key key, QueryPlan plan) {
+    if (plans.putIfAbsent(key, plan) != null) {
+      return; // another thread compiled the same statement meanwhile
+    }
+    sqlChars += key.sql().length();
+    Iterator<Map.Entry<Key, QueryPlan>> eldest = plans.entrySet().iterator();
+    while (plans.size() > maxEntries || sqlChars > maxSqlChars) {
+      Key evicted = eldest.next().getKey();
+      eldest.remove();
+      sqlChars -= evicted.sql().length();
+    }
+  }
+}

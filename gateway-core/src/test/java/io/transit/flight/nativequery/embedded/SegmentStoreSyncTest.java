@@ -1,0 +1,43 @@
+package io.transit.flight.nativequery.embedded;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SegmentStoreSyncTest {
+  private static final byte[] X = "segment x".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] Y = "segment y".getBytes(StandardCharsets.US_ASCII);
+
+  @Test
+  void theDirectoryIsSyncedOnlyWhenARenameMayNotBeDurable(@TempDir Path dir) throws Exception {
+    SegmentStore store = new SegmentStore(dir);
+    byte[] sha = store.write(X);
+    store.sync();
+    assertEquals(1, store.directorySyncs());
+    store.sync();
+    assertEquals(1, store.directorySyncs(), "nothing was renamed since the last sync");
+    assertArrayEquals(sha, store.write(X)); // already stored: no rename
+    store.sync();
+    assertEquals(1, store.directorySyncs());
+    store.write(Y);
+    store.sync();
+    assertEquals(2, store.directorySyncs());
+    assertArrayEquals(X, store.read(sha).orElseThrow());
+  }
+
+  @Test
+  void filesFoundAtOpenAreSyncedOnceBeforeUse(@TempDir Path dir) throws Exception {
+    new SegmentStore(dir).write(X); // an earlier process that stopped before its sync
+    SegmentStore reopened = new SegmentStore(dir);
+    reopened.write(X);
+    reopened.sync();
+    assertEquals(1, reopened.directorySyncs());
+    reopened.write(X);
+    reopened.sync();
+    assertEquals(1, reopened.directorySyncs());
+  }
+}
