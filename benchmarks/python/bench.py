@@ -37,7 +37,10 @@ def args_parser():
     p.add_argument("--rows", type=int, default=20_000_000, help="rows of the 4 x int64 Table")
     p.add_argument("--runs", type=int, default=5, help="P1 reads and P3 repetitions (median)")
     p.add_argument("--statements", type=int, default=500, help="P2 closed-loop statements")
-    p.add_argument("--warmup", type=int, default=20, help="P2 statements before timing")
+    p.add_argument("--warmup", type=int, default=500,
+                   help="P2 statements before timing (the JIT compiles the serving path meanwhile)")
+    p.add_argument("--warmup-reads", type=int, default=2,
+                   help="untimed P1 reads of each server before timing")
     p.add_argument("--readers", type=int, default=64, help="P4 concurrent slow readers")
     p.add_argument("--reader-batches", type=int, default=16, help="batches each slow reader takes")
     p.add_argument("--reader-pause", type=float, default=0.05, help="seconds between its batches")
@@ -119,10 +122,11 @@ def p1_p2_p3(a, gw: Gateway, peer: Peer, out: Path, parquet: Path) -> dict:
         raise AssertionError(f"gateway answers {info.total_records} rows, expected {a.rows}")
     ticket = client.ticket(info)
     print(f"P1: statement admitted and retained in {statement_s:.2f} s; reading", flush=True)
-    # One untimed read each warms caches and JITs; the same first value proves the same data.
-    first_gw = measure.drain(client.reader(ticket))[2]
+    # Untimed reads warm caches and the JIT; the same first value proves the same data.
     peer_ticket = pclient.ticket(pclient.info(b"bulk"))
-    first_peer = measure.drain(pclient.reader(peer_ticket))[2]
+    for _ in range(max(1, a.warmup_reads)):
+        first_gw = measure.drain(client.reader(ticket))[2]
+        first_peer = measure.drain(pclient.reader(peer_ticket))[2]
     if first_gw != first_peer:
         raise AssertionError(f"gateway and peer serve different data: {first_gw} != {first_peer}")
     if a.jfr:
@@ -206,6 +210,7 @@ def main() -> int:
     config = deployment.prepare(state, a.rows, limits)
     parquet = state / "data" / "bench.parquet"
     results = {"meta": dict(machine(), rows=a.rows, runs=a.runs, statements=a.statements,
+                            warmup=a.warmup, warmup_reads=a.warmup_reads,
                             started=stamp, load_before=load(), args=vars(a) | {
                                 "out": str(out), "state_root": str(a.state_root)})}
     results["iperf3"] = iperf(a.iperf_seconds)

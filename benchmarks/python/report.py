@@ -64,7 +64,8 @@ def table(r: dict) -> str:
         f"Peers: P1/P2 a PyArrow {m['pyarrow']} (Arrow C++) Flight server serving the same "
         f"data from memory; P3 DuckDB {m['duckdb']} in-process on the same Parquet file.",
         f"Rows: {m['rows']:,} × 4 int64 (P1 payload {m['rows'] * 32 / 1e9:.2f} GB); "
-        f"P1 runs: {m['runs']}; P2 statements: {m['statements']}.",
+        f"P1 runs: {m['runs']} (after {m.get('warmup_reads', 1)} untimed reads of each server); "
+        f"P2 statements: {m['statements']} (after {m.get('warmup', 0)} untimed).",
         f"Gateway statement for P1 (admission + execution + retention, once): "
         f"{p1['gateway_statement_s']:.2f} s.",
         f"Loopback ceiling (iperf3, one TCP stream): {ceiling}.",
