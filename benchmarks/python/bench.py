@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 import pyarrow
 
+import cpu_profile
 import deployment
 import jfr_summary
 import measure
@@ -48,6 +49,9 @@ def args_parser():
     p.add_argument("--cancel-threads", type=int, default=8)
     p.add_argument("--iperf-seconds", type=int, default=5)
     p.add_argument("--jfr", action="store_true", help="record P1's gateway reads with JFR")
+    p.add_argument("--cpu-profile", action="store_true",
+                   help="sample the main gateway's CPU with async-profiler (fetched from Maven"
+                        " Central) and summarise it by serving path")
     p.add_argument("--out", type=Path, help="results directory (default bench-results/<UTC time>)")
     p.add_argument("--state-root", type=Path, help="where per-row-count state dirs are kept")
     return p
@@ -217,7 +221,10 @@ def main() -> int:
     print(f"loopback ceiling: {results['iperf3']}", flush=True)
 
     log = out / "gateway.log"
-    gw = Gateway(config, log).start()
+    collapsed = out / "gateway-cpu.collapsed"
+    java_opts = (cpu_profile.java_option(cpu_profile.agent(root), collapsed)
+                 if a.cpu_profile else "")
+    gw = Gateway(config, log, java_opts).start()
     peer = Peer(parquet)
     try:
         results.update(p1_p2_p3(a, gw, peer, out, parquet))
@@ -236,6 +243,10 @@ def main() -> int:
         summary = jfr_summary.summarise(out / "p1.jfr")
         (out / "p1-jfr.md").write_text(jfr_summary.markdown(summary))
         md += ["", "## Where P1's gateway time goes (JFR)", "", jfr_summary.markdown(summary)]
+    if a.cpu_profile and collapsed.exists():
+        cpu = cpu_profile.markdown(cpu_profile.summarise(collapsed))
+        (out / "gateway-cpu.md").write_text(cpu)
+        md += ["", "## Where the gateway's CPU goes (async-profiler)", "", cpu]
     (out / "results.md").write_text("\n".join(md) + "\n")
     print("\n" + report.table(results) + f"\nwritten: {out / 'results.md'}", flush=True)
     return 0
