@@ -1,0 +1,95 @@
+package io.transit.flight.nativequery.embedded;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.util.List;
+import org.apache.arrow.memory.RootAllocator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class DuckSessionsTest {
+  private RootAllocator allocator;
+  private DuckTables tables;
+  private DuckSessions sessions;
+
+  @BeforeEach
+  void open() throws Exception {
+    allocator = new RootAllocator();
+    tables = DuckTables.load(List.of(), allocator);
+    sessions = new DuckSessions(tables);
+  }
+
+  @AfterEach
+  void close() throws Exception {
+    sessions.close();
+    tables.close();
+    assertEquals(0, allocator.getAllocatedMemory());
+    allocator.close();
+  }
+
+  private static long plusOne(PreparedStatement p, long value) throws Exception {
+    p.setLong(1, value);
+    try (ResultSet r = p.executeQuery()) {
+      assertTrue(r.next());
+      return r.getLong(1);
+    }
+  }
+
+  @Test
+  void aSessionGivenBackIsReusedWithItsPreparedStatements() throws Exception {
+    DuckSessions.Session first = sessions.borrow();
+    PreparedStatement p = first.prepared("SELECT CAST(? AS BIGINT) + 1");
+    assertEquals(42, plusOne(p, 41));
+    sessions.giveBack(first);
+    assertEquals(1, sessions.idleCount());
+
+    DuckSessions.Session again = sessions.borrow();
+    assertSame(first, again, "the idle session is reused");
+    assertSame(p, again.prepared("SELECT CAST(? AS BIGINT) + 1"), "and its statement");
+    assertEquals(8, plusOne(p, 7), "parameters are rebound on every run");
+    DuckSessions.Session second = sessions.borrow();
+    assertNotSame(again, second, "a concurrent run gets its own session");
+    sessions.giveBack(again);
+    sessions.giveBack(second);
+    assertEquals(2, sessions.idleCount());
+  }
+
+  @Test
+  void statementsPerSessionAreBoundedLeastRecentlyUsedFirst() throws Exception {
+    DuckSessions.Session s = sessions.borrow();
+    PreparedStatement eldest = s.prepared("SELECT CAST(? AS BIGINT) + 0");
+    for (int i = 1; i <= DuckSessions.STATEMENTS_PER_SESSION; i++) {
+      s.prepared("SELECT CAST(? AS BIGINT) + " + i);
+    }
+    assertEquals(DuckSessions.STATEMENTS_PER_SESSION, s.statementCount());
+    assertTrue(eldest.isClosed(), "the least recently used statement was evicted and closed");
+    assertEquals(6, plusOne(s.prepared("SELECT CAST(? AS BIGINT) + 1"), 5));
+    sessions.giveBack(s);
+  }
+
+  @Test
+  void discardedAndLateSessionsAreClosed() throws Exception {
+    DuckSessions.Session failed = sessions.borrow();
+    PreparedStatement p = failed.prepared("SELECT CAST(? AS BIGINT) + 1");
+    sessions.discard(failed);
+    assertTrue(p.isClosed());
+    assertEquals(0, sessions.idleCount(), "a failed run's session is not reused");
+
+    DuckSessions.Session idle = sessions.borrow();
+    PreparedStatement q = idle.prepared("SELECT CAST(? AS BIGINT) + 2");
+    DuckSessions.Session late = sessions.borrow();
+    PreparedStatement r = late.prepared("SELECT CAST(? AS BIGINT) + 3");
+    sessions.giveBack(idle);
+    sessions.close();
+    assertTrue(q.isClosed(), "close() closes idle sessions");
+    sessions.giveBack(late);
+    assertTrue(r.isClosed(), "a session given back after close() is closed");
+    assertEquals(0, sessions.idleCount());
+  }
+}
