@@ -6,9 +6,10 @@ native and intrinsic frames included. Its agent comes from Maven Central
 (``tools.profiler:async-profiler``, the platform jar holds ``libasyncProfiler.so``) and is
 loaded when the gateway starts; the collapsed stacks are written when the gateway exits.
 
-The summary splits the samples by what the stack shows it was doing: the DoGet serving path
-(producer, single-writer executor, Netty event loop — dominated by P1's bulk reads), statement
-admission (GetFlightInfo and the query runner — P2 and P3), the JIT compiler, and the rest.
+The summary splits the samples by what the stack shows it was doing: the one-off execution of
+P1's bulk projection, the DoGet serving path (producer, single-writer executor — dominated by
+P1's bulk reads), statement admission (GetFlightInfo and the query runner — P2 and P3), the JIT
+compiler, the Netty event loop, and the rest.
 """
 
 import collections
@@ -24,6 +25,7 @@ THREAD = re.compile(r"^\[(.*?)(?:[-#]?\d+)? tid=\d+\]$")
 
 # First match wins: a stack is attributed to the first group one of whose markers it contains.
 GROUPS = (
+    ("projection execution (the P1 statement's one-off run)", ("QueryRunner.projection",)),
     ("DoGet serving path", ("ResultStreamer.stream", "StreamExecutor.drain",
                             "FlightServerChannel.sendBatch", "TransitSqlProducer.getStream")),
     ("statement admission", ("StatementService.getFlightInfo", "EmbeddedEngine.runOne")),
