@@ -48,6 +48,8 @@ def args_parser():
     p.add_argument("--cancels", type=int, default=10_000, help="P4 cancelled streams")
     p.add_argument("--cancel-threads", type=int, default=8)
     p.add_argument("--iperf-seconds", type=int, default=5)
+    p.add_argument("--floor-seconds", type=float, default=2,
+                   help="warm-up and then measuring time of each mandated-work figure")
     p.add_argument("--jfr", action="store_true", help="record P1's gateway reads with JFR")
     p.add_argument("--cpu-profile", action="store_true",
                    help="sample the main gateway's CPU with async-profiler (fetched from Maven"
@@ -116,6 +118,26 @@ def iperf(seconds: int) -> dict:
         server.wait(10)
 
 
+def mandated_work(a, state: Path) -> dict:
+    """The work the profile requires per segment and per statement, timed alone in this run.
+
+    Runs benchmarks' MandatedWork (SHA-256 of a segment, the segment read, Ed25519 sign/verify, a
+    durable SQLite commit) while no server runs, in a directory on the journal's filesystem.
+    """
+    java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") \
+        else "java"
+    root = deployment.ROOT
+    cp = f"{root / 'benchmarks/target/benchmarks.jar'}:{root / 'benchmarks/target/lib'}/*"
+    done = subprocess.run(
+        [java, "--add-opens=java.base/java.nio=org.apache.arrow.memory.core,ALL-UNNAMED",
+         "-cp", cp, "io.transit.flight.benchmarks.MandatedWork", "--dir",
+         str(state / "mandated-work"), "--seconds", str(a.floor_seconds)],
+        capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"MandatedWork failed ({done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def p1_p2_p3(a, gw: Gateway, peer: Peer, out: Path, parquet: Path) -> dict:
     client = measure.GatewayClient(gw.uri, gw.token())
     pclient = measure.PeerClient(peer.uri)
@@ -151,15 +173,21 @@ def p1_p2_p3(a, gw: Gateway, peer: Peer, out: Path, parquet: Path) -> dict:
         pclient.reader(pclient.ticket(pclient.info(b"count"))).read_all()
 
     p2_peer = measure.closed_loop(canned, a.statements, a.warmup)
+    # The gateway's own cheapest round trip: the same two RPCs, authentication and a signed,
+    # verified ticket, but no admission (the P2 floor in report.floors builds on it).
+    p2_rt = measure.closed_loop(lambda: client.metadata(measure.flightsql.get_table_types()),
+                                a.statements, a.warmup)
     print(f"P2: gateway p50 {p2_gw['p50_ms']:.2f} ms p99 {p2_gw['p99_ms']:.2f} ms; "
-          f"peer p50 {p2_peer['p50_ms']:.2f} ms p99 {p2_peer['p99_ms']:.2f} ms", flush=True)
+          f"peer p50 {p2_peer['p50_ms']:.2f} ms p99 {p2_peer['p99_ms']:.2f} ms; gateway "
+          f"GetTableTypes round trip p50 {p2_rt['p50_ms']:.2f} ms", flush=True)
 
     p3 = measure.compute(client, parquet, P3_QUERIES, a.runs)
     for name, q in p3.items():
         print(f"P3 {name}: gateway {q['gateway_ms']:.1f} ms, duckdb {q['duckdb_ms']:.1f} ms",
               flush=True)
     return {"p1": {"gateway": p1_gw, "peer": p1_peer, "gateway_statement_s": statement_s},
-            "p2": {"gateway": p2_gw, "peer": p2_peer}, "p3": p3}
+            "p2": {"gateway": p2_gw, "peer": p2_peer, "gateway_metadata_round_trip": p2_rt},
+            "p3": p3}
 
 
 def p4(a, config: Path, log: Path, budget: int) -> dict:
@@ -233,10 +261,12 @@ def main() -> int:
         shutdown = gw.stop()
     results["p1"]["gateway_shutdown"] = shutdown
     results["p4"] = p4(a, config, log, budget)
+    results["mandated"] = mandated_work(a, state)
+    print(f"mandated work alone: {results['mandated']}", flush=True)
     results["meta"]["load_after"] = load()
 
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    md = ["# scripts/bench results", "", report.table(results)]
+    md = ["# scripts/bench results", "", report.table(results), "", report.floors(results)]
     for png in report.plots(results, out):
         md.append(f"![{png.stem}]({png.name})")
     if a.jfr and (out / "p1.jfr").exists():
@@ -248,7 +278,8 @@ def main() -> int:
         (out / "gateway-cpu.md").write_text(cpu)
         md += ["", "## Where the gateway's CPU goes (async-profiler)", "", cpu]
     (out / "results.md").write_text("\n".join(md) + "\n")
-    print("\n" + report.table(results) + f"\nwritten: {out / 'results.md'}", flush=True)
+    print("\n" + report.table(results) + "\n" + report.floors(results)
+          + f"\nwritten: {out / 'results.md'}", flush=True)
     return 0
 
 

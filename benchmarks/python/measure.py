@@ -59,6 +59,12 @@ class GatewayClient:
     def query(self, sql: str):
         return self.reader(self.ticket(self.info(sql))).read_all()
 
+    def metadata(self, command: bytes):
+        """GetFlightInfo + DoGet of a catalog command: no admission, a signed metadata ticket."""
+        info = self.client.get_flight_info(fl.FlightDescriptor.for_command(command),
+                                           self.options())
+        return self.reader(self.ticket(info)).read_all()
+
 
 class PeerClient:
     """The same two round trips against the PyArrow peer server."""

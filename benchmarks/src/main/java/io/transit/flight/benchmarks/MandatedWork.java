@@ -1,0 +1,229 @@
+package io.transit.flight.benchmarks;
+
+import io.transit.flight.admission.CommandChain;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.nativequery.embedded.DemoData;
+import io.transit.flight.proto.TableDeclaration;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.function.LongSupplier;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+
+/**
+ * Times, alone, the work the profile and the architecture require of every retained segment and
+ * every statement, so {@code scripts/bench} can set each P1/P2 target beside its floor measured in
+ * the same run on the same machine:
+ *
+ * <ul>
+ *   <li>a segment's SHA-256 (captured bytes are verified before conversion and one bounded batch
+ *       is resident, so a stream digests its segments one after another), alone and after the
+ *       read of the segment file from the page cache;
+ *   <li>Ed25519 signing and verification over a 32-byte message (commands, the bundle's proof and
+ *       the ticket each cost one of both);
+ *   <li>the cheapest durable record: one small row committed to SQLite in WAL mode with {@code
+ *       synchronous=FULL}, the journal's settings, on the filesystem given by {@code --dir}.
+ * </ul>
+ *
+ * <p>Each figure is the median of single operations after a warm-up of the same length. The
+ * counts per statement come from the real {@link CommandChain} of a {@code SELECT COUNT(*)}
+ * bundle. Prints one JSON object on stdout. Single-threaded; exits with every buffer released.
+ *
+ * <p>Usage: {@code MandatedWork --dir DIR [--seconds S]} (DIR is created and emptied of its own
+ * files at the end).
+ */
+public final class MandatedWork {
+  private static final int PAYLOAD_BYTES_PER_ROW = Fixtures.COLUMNS.size() * Long.BYTES;
+
+  private MandatedWork() {}
+
+  public static void main(String[] args) throws Exception {
+    Path dir = null;
+    double seconds = 2;
+    for (int i = 0; i < args.length; i++) {
+      switch (args[i]) {
+        case "--dir" -> dir = Path.of(args[++i]);
+        case "--seconds" -> seconds = Double.parseDouble(args[++i]);
+        default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+      }
+    }
+    if (dir == null) {
+      throw new IllegalArgumentException("--dir is required");
+    }
+    Files.createDirectories(dir);
+    long budget = (long) (seconds * 1e9);
+    StringBuilder json = new StringBuilder("{");
+    try (BufferAllocator allocator = new RootAllocator()) {
+      segmentWork(allocator, dir, budget, json);
+    }
+    signatureWork(budget, json);
+    commitWork(dir, budget, json);
+    perStatement(json);
+    json.append("\"seconds_per_figure\":").append(seconds).append('}');
+    System.out.println(json);
+  }
+
+  /** SHA-256 of one gateway-shaped segment held in Arrow memory; then read from file + SHA-256. */
+  private static void segmentWork(BufferAllocator allocator, Path dir, long budget,
+      StringBuilder json) throws IOException {
+    byte[] segment = Fixtures.segment(allocator);
+    Path file = dir.resolve("segment.arrow");
+    Files.write(file, segment);
+    try (ArrowBuf buf = allocator.buffer(segment.length);
+        FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+      buf.setBytes(0, segment);
+      byte[] expected = Digests.sha256(segment);
+      long digestNs = median(budget, () -> {
+        long t0 = System.nanoTime();
+        byte[] d = Digests.sha256(buf, segment.length);
+        long t = System.nanoTime() - t0;
+        check(Arrays.equals(d, expected), "digest differs");
+        return t;
+      });
+      long readDigestNs = median(budget, () -> {
+        long t0 = System.nanoTime();
+        ByteBuffer target = buf.nioBuffer(0, segment.length);
+        try {
+          long pos = 0;
+          while (target.hasRemaining()) {
+            int n = channel.read(target, pos);
+            check(n > 0, "segment file shorter than written");
+            pos += n;
+          }
+        } catch (IOException e) {
+          throw new IllegalStateException(e);
+        }
+        byte[] d = Digests.sha256(buf, segment.length);
+        long t = System.nanoTime() - t0;
+        check(Arrays.equals(d, expected), "digest differs after read");
+        return t;
+      });
+      long payload = (long) Fixtures.SEGMENT_ROWS * PAYLOAD_BYTES_PER_ROW;
+      json.append("\"segment\":{\"rows\":").append(Fixtures.SEGMENT_ROWS)
+          .append(",\"bytes\":").append(segment.length)
+          .append(",\"payload_bytes\":").append(payload)
+          .append(",\"sha256_ns\":").append(digestNs)
+          .append(",\"read_sha256_ns\":").append(readDigestNs)
+          .append(",\"sha256_payload_gb_per_s\":").append(fmt(payload / (double) digestNs))
+          .append(",\"read_sha256_payload_gb_per_s\":")
+          .append(fmt(payload / (double) readDigestNs)).append("},");
+    } finally {
+      Files.deleteIfExists(file);
+    }
+  }
+
+  /** Ed25519 over a 32-byte message, as commands, proofs and tickets sign a SHA-256. */
+  private static void signatureWork(long budget, StringBuilder json) {
+    Ed25519.KeyPair key = Fixtures.KEY;
+    byte[] message = Digests.sha256(new byte[] {1, 2, 3});
+    byte[] signature = key.sign(message);
+    long signNs = median(budget, () -> {
+      long t0 = System.nanoTime();
+      byte[] s = key.sign(message);
+      long t = System.nanoTime() - t0;
+      check(s.length == Ed25519.SIGNATURE_BYTES, "signature length");
+      return t;
+    });
+    long verifyNs = median(budget, () -> {
+      long t0 = System.nanoTime();
+      boolean ok = key.publicKey().verify(message, signature);
+      long t = System.nanoTime() - t0;
+      check(ok, "signature does not verify");
+      return t;
+    });
+    json.append("\"ed25519\":{\"sign_ns\":").append(signNs)
+        .append(",\"verify_ns\":").append(verifyNs).append("},");
+  }
+
+  /** One small row per transaction, committed with the journal's durability settings. */
+  private static void commitWork(Path dir, long budget, StringBuilder json) throws SQLException,
+      IOException {
+    Path db = dir.resolve("commit-floor.sqlite");
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + db)) {
+      try (Statement s = c.createStatement()) {
+        s.execute("PRAGMA journal_mode=WAL");
+        s.execute("PRAGMA synchronous=FULL");
+        s.execute("CREATE TABLE record(id INTEGER PRIMARY KEY, body BLOB NOT NULL)");
+      }
+      c.setAutoCommit(false);
+      byte[] body = new byte[160];
+      try (PreparedStatement insert = c.prepareStatement("INSERT INTO record(body) VALUES (?)")) {
+        long commitNs = median(budget, () -> {
+          try {
+            long t0 = System.nanoTime();
+            insert.setBytes(1, body);
+            insert.executeUpdate();
+            c.commit();
+            return System.nanoTime() - t0;
+          } catch (SQLException e) {
+            throw new IllegalStateException(e);
+          }
+        });
+        json.append("\"durable_commit_ns\":").append(commitNs).append(',');
+      }
+    } finally {
+      for (String suffix : new String[] {"", "-wal", "-shm"}) {
+        Files.deleteIfExists(dir.resolve("commit-floor.sqlite" + suffix));
+      }
+    }
+  }
+
+  /** How many of each a statement costs, from the real chain of a one-row statement. */
+  private static void perStatement(StringBuilder json) {
+    TableDeclaration table = DemoData.declaration(DemoData.PRIMITIVE, 1);
+    int commands = CommandChain.derive(
+            Fixtures.bundle(table, "SELECT COUNT(*) FROM " + DemoData.PRIMITIVE),
+            Fixtures.PRINCIPAL, Fixtures.KEY, 1, CommandChain.DEFAULT_PART_BYTES)
+        .commands().size();
+    // Each command is recorded durably before the next is sent, and the query's terminal status
+    // is recorded before GetFlightInfo answers; admission signs every command and the bundle's
+    // proof, the engine verifies both, and GetFlightInfo signs the ticket DoGet verifies.
+    json.append("\"per_statement\":{\"commands\":").append(commands)
+        .append(",\"durable_commits\":").append(commands + 1)
+        .append(",\"signs\":").append(commands + 2)
+        .append(",\"verifies\":").append(commands + 2).append("},");
+  }
+
+  /** Runs {@code op} for {@code budget} ns untimed, then for {@code budget} ns; the median. */
+  private static long median(long budget, LongSupplier op) {
+    long end = System.nanoTime() + budget;
+    while (System.nanoTime() - end < 0) {
+      op.getAsLong();
+    }
+    long[] samples = new long[1024];
+    int n = 0;
+    end = System.nanoTime() + budget;
+    while (n < 5 || System.nanoTime() - end < 0) {
+      if (n == samples.length) {
+        samples = Arrays.copyOf(samples, n * 2);
+      }
+      samples[n++] = op.getAsLong();
+    }
+    long[] sorted = Arrays.copyOf(samples, n);
+    Arrays.sort(sorted);
+    return sorted[n / 2];
+  }
+
+  private static void check(boolean ok, String what) {
+    if (!ok) {
+      throw new IllegalStateException(what);
+    }
+  }
+
+  private static String fmt(double v) {
+    return String.format(Locale.ROOT, "%.4f", v);
+  }
+}
