@@ -65,3 +65,25 @@ def test_refuses_readable_secrets_equal_credentials_and_bad_config(tmp_path):
     config.write_text(json.dumps(cfg))
     d = Daemon(state).start()
     assert d.stop() == 0
+
+
+def test_started_with_sighup_ignored_says_reload_is_unavailable_and_still_serves(tmp_path):
+    # nohup leaves SIGHUP ignored; the JVM then installs no handler, so the daemon must say so
+    # instead of letting every reload signal vanish.
+    d = Daemon(tmp_path / "state").start(ignore_hangup=True)
+    try:
+        assert any("SIGHUP is ignored" in line for line in d.output), "".join(d.output)
+        c = Caller(d, "primitive")
+        assert c.read(c.info("SELECT COUNT(*) FROM primitive", c.next_sequence())).num_rows == 1
+        d.hangup()
+        assert d.proc.poll() is None, "an ignored SIGHUP must not stop the daemon"
+    finally:
+        assert d.stop() == 0
+
+
+def test_started_normally_does_not_warn_about_sighup(tmp_path):
+    d = Daemon(tmp_path / "state").start()
+    try:
+        assert not any("SIGHUP" in line for line in d.output), "".join(d.output)
+    finally:
+        assert d.stop() == 0

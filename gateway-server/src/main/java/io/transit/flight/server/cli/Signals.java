@@ -1,6 +1,7 @@
 package io.transit.flight.server.cli;
 
 import sun.misc.Signal;
+import sun.misc.SignalHandler;
 
 /**
  * Signal wiring. Handlers run on the JVM's signal dispatch thread. SIGHUP reload work is short
@@ -22,7 +23,12 @@ final class Signals {
 
   static void onHangup(Runnable action) {
     try {
-      Signal.handle(new Signal("HUP"), sig -> action.run());
+      if (Signal.handle(new Signal("HUP"), sig -> action.run()) == SignalHandler.SIG_IGN) {
+        // The JVM leaves a signal ignored when the parent ignored it (nohup does so for SIGHUP)
+        // and then installs nothing, so reloads would silently never happen.
+        System.err.println("transit-flight: SIGHUP is ignored in this process (started under"
+            + " nohup?): configuration reload by signal is unavailable; restart without it");
+      }
     } catch (IllegalArgumentException e) {
       System.err.println("transit-flight: SIGHUP reload unavailable on this platform");
     }
