@@ -102,6 +102,15 @@ class Gateway:
             raise RuntimeError("gateway did not start; see " + str(self.log_file))
         return self
 
+    def compiles(self) -> int:
+        """Compilations the daemon's JIT finished so far (jcmd's sun.ci.totalCompiles)."""
+        out = subprocess.run(["jcmd", str(self.pid), "PerfCounter.print"], capture_output=True,
+                             text=True, timeout=60, check=True).stdout
+        m = re.search(r"sun\.ci\.totalCompiles=(\d+)", out)
+        if m is None:
+            raise RuntimeError("jcmd PerfCounter.print has no sun.ci.totalCompiles")
+        return int(m.group(1))
+
     @property
     def pid(self) -> int:
         return self.proc.pid

@@ -123,6 +123,25 @@ def closed_loop(one_statement, n: int, warmup: int) -> dict:
             "mean_ms": statistics.fmean(lat), "latencies_ms": lat}
 
 
+def settle(one_statement, compiles, block: int = 200, quiet: int = 20, limit: int = 6000) -> dict:
+    """Runs ``one_statement`` in blocks until the JIT is quiet: two blocks in a row during which
+    the JVM finished fewer than ``quiet`` compilations (``compiles()`` counts them), or ``limit``
+    statements. A long-running daemon is measured in that state, not while C2 still competes
+    for the two vCPUs."""
+    trail, ran, calm = [], 0, 0
+    before = compiles()
+    while ran < limit and calm < 2:
+        for _ in range(block):
+            one_statement()
+        ran += block
+        now = compiles()
+        trail.append(now - before)
+        before = now
+        calm = calm + 1 if trail[-1] < quiet else 0
+    return {"statements": ran, "block": block, "quiet_below": quiet,
+            "compiles_per_block": trail, "settled": calm >= 2}
+
+
 def compute(gateway: GatewayClient, parquet: Path, queries: dict, runs: int) -> dict:
     """Each query end to end through the gateway vs DuckDB in-process on the same data."""
     con = duckdb.connect()

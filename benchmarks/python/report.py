@@ -65,7 +65,8 @@ def table(r: dict) -> str:
         f"data from memory; P3 DuckDB {m['duckdb']} in-process on the same Parquet file.",
         f"Rows: {m['rows']:,} × 4 int64 (P1 payload {m['rows'] * 32 / 1e9:.2f} GB); "
         f"P1 runs: {m['runs']} (after {m.get('warmup_reads', 1)} untimed reads of each server); "
-        f"P2 statements: {m['statements']} (after {m.get('warmup', 0)} untimed).",
+        f"P2 statements: {m['statements']} (after {m.get('warmup', 0)} untimed"
+        + _settled(p2["gateway"].get("settle")) + ").",
         f"Gateway statement for P1 (admission + execution + retention, once): "
         f"{p1['gateway_statement_s']:.2f} s.",
         f"Loopback ceiling (iperf3, one TCP stream): {ceiling}.",
@@ -149,6 +150,14 @@ def floors(r: dict) -> str:
         "batch is resident and its bytes are verified before conversion.",
     ]
     return "\n".join(head + [f"| {' | '.join(row)} |" for row in rows] + notes) + "\n"
+
+
+def _settled(s) -> str:
+    if not s:
+        return ""
+    how = "until the JIT was quiet" if s["settled"] else "without the JIT going quiet (limit)"
+    return (f", then {s['statements']} more {how}: fewer than {s['quiet_below']} compilations "
+            f"in two blocks of {s['block']}; the peer gets the fixed warm-up only")
 
 
 def _mib(n):
