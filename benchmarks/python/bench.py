@@ -131,7 +131,7 @@ def mandated_work(a, state: Path) -> dict:
     root = deployment.ROOT
     cp = f"{root / 'benchmarks/target/benchmarks.jar'}:{root / 'benchmarks/target/lib'}/*"
     done = subprocess.run(
-        [java, "--add-opens=java.base/java.nio=org.apache.arrow.memory.core,ALL-UNNAMED",
+        [java, "--add-opens=java.base/java.nio=ALL-UNNAMED",
          "-cp", cp, "io.transit.flight.benchmarks.MandatedWork", "--dir",
          str(state / "mandated-work"), "--seconds", str(a.floor_seconds)],
         capture_output=True, text=True, timeout=600)

@@ -112,12 +112,11 @@ def floors(r: dict) -> str:
          f"{per['verifies']} verifies ({verify * 1e3:.0f} µs)",
          f"{alone_ms:.2f} ms", _ratio(alone_ms, canned50) + " canned p50", "≤ 3×",
          reach(alone_ms <= 3 * canned50)),
-    ]
-    rows.append(
         ("P2 mandated work + the canned round trip (two RPCs cost the gateway at least what a "
          "C++ server answering from memory takes)", f"{alone_ms + canned50:.2f} ms",
          _ratio(alone_ms + canned50, canned50) + " canned p50", "≤ 3×",
-         reach(alone_ms + canned50 <= 3 * canned50)))
+         reach(alone_ms + canned50 <= 3 * canned50)),
+    ]
     rt = r["p2"].get("gateway_metadata_round_trip")
     if rt:
         # The metadata round trip already signs and verifies one ticket.
@@ -133,7 +132,7 @@ def floors(r: dict) -> str:
              _ratio(rt["p99_ms"] + rest, canned99) + " canned p99", "≤ 5×",
              reach(rt["p99_ms"] + rest <= 5 * canned99)),
         ]
-    head = ["| mandated work alone, same run | figure | vs peer | target | target |",
+    head = ["| floor, same run | figure | vs peer | target | under this floor |",
             "|---|---:|---:|---:|---|"]
     notes = [
         "",
