@@ -22,11 +22,16 @@ class Daemon:
         self.output = []
 
     def start(self, timeout: float = 90.0, ignore_hangup: bool = False):
-        """Starts the daemon; ``ignore_hangup`` starts it with SIGHUP ignored, as nohup does."""
+        """Starts the daemon with SIGHUP at its default, whatever this runner inherited (so the
+        reload tests also pass under nohup); ``ignore_hangup`` starts it ignored, as nohup does."""
         args = [str(ROOT / "scripts" / "gateway"), "demo", "--state-dir", str(self.state_dir),
                 "--port", str(self.port)]
         env = dict(os.environ, TRANSIT_NO_BUILD="1")
-        preexec = (lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if ignore_hangup else None
+        hangup = signal.SIG_IGN if ignore_hangup else signal.SIG_DFL
+
+        def preexec():
+            signal.signal(signal.SIGHUP, hangup)
+
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, env=env, preexec_fn=preexec)
         found = threading.Event()
