@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# scripts/bench end to end at toy scale: the harness builds what it needs, makes its own venv,
+# generates a Table, runs the daemon, the PyArrow peer, DuckDB and MandatedWork, and writes the
+# table, the floors and four plots. Checks that every figure and file is there and that P4 left
+# 0 bytes — never how fast anything was (speed is judged from full runs, docs/performance.md).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$root/scripts/bench" --rows 100000 --runs 1 --warmup-reads 1 --statements 20 --warmup 5 \
+  --no-settle --readers 4 --reader-batches 2 --reader-pause 0.01 --cancels 20 --cancel-threads 2 \
+  --iperf-seconds 1 --floor-seconds 0.05 --state-root "$work/state" --out "$work/out" \
+  > "$work/bench.log" 2>&1 || { tail -40 "$work/bench.log" >&2; exit 1; }
+"${TRANSIT_BENCH_VENV:-$root/.venv-bench}/bin/python" - "$work/out" <<'PY'
+import json, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+r = json.loads((out / "results.json").read_text())
+assert {"p1", "p2", "p3", "p4", "mandated", "iperf3"} <= r.keys(), r.keys()
+assert r["p1"]["gateway"]["gb_per_s"] > 0 and r["p1"]["peer"]["gb_per_s"] > 0
+assert len(r["p2"]["gateway"]["latencies_ms"]) == 20 and r["p2"]["gateway"]["settle"] is None
+assert r["p2"]["gateway_metadata_round_trip"]["p50_ms"] > 0
+assert set(r["p3"]) == {"filtered SUM", "filtered COUNT"}
+cancel = r["p4"]["cancel"]
+assert cancel["bytes_left"] == 0 and cancel["exit_status"] == 0, cancel
+assert r["p4"]["slow"]["errors"] == [], r["p4"]["slow"]["errors"]
+assert r["mandated"]["per_statement"] == {"commands": 4, "durable_commits": 5, "signs": 6,
+                                          "verifies": 6}, r["mandated"]["per_statement"]
+md = (out / "results.md").read_text()
+for row in ("| P1 bulk DoGet GB/s", "| P2 statement p50 ms", "| P3 filtered SUM", "| P4 bytes left",
+            "| floor, same run", "| P1 cap: SHA-256", "| P2 floor p50"):
+    assert row in md, row
+for png in ("p1_bulk", "p2_latency", "p3_compute", "p4_memory"):
+    assert (out / f"{png}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+    assert f"]({png}.png)" in md, png
+print("scripts/bench smoke: table, floors and plots written; P4 left 0 bytes")
+PY
