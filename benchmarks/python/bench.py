@@ -223,7 +223,7 @@ def p4(a, config: Path, log: Path, budget: int) -> dict:
         with measure.RssSampler(gw.pid) as sampler:
             slow = measure.slow_readers(client, ticket, a.readers, a.reader_batches,
                                         a.reader_pause)
-        slow.update(rss_idle_bytes=idle, rss_samples=sampler.samples,
+        slow.update(rss_idle_bytes=idle, startup_s=gw.startup_s, rss_samples=sampler.samples,
                     rss_peak_bytes=max([v for _, v in sampler.samples], default=idle))
     finally:
         stopped = gw.stop()

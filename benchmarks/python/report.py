@@ -48,6 +48,7 @@ def table(r: dict) -> str:
          _verdict(peak is not None and peak <= budget)),
         (f"P4 RSS peak, {slow['readers']} slow readers (MiB)", _mib(slow["rss_peak_bytes"]),
          f"idle {_mib(slow['rss_idle_bytes'])}", "", "", ""),
+        ("Daemon start-up to serving (s)", f"{slow['startup_s']:.2f}", "", "", "", ""),
         (f"P4 bytes left after {cancel['cancelled']} cancelled streams",
          str(cancel["bytes_left"]), f"exit status {cancel['exit_status']}", "", "0",
          _verdict(cancel["bytes_left"] == 0 and cancel["exit_status"] == 0)),
@@ -62,7 +63,8 @@ def table(r: dict) -> str:
     notes = [
         "",
         f"Peers: P1/P2 a PyArrow {m['pyarrow']} (Arrow C++) Flight server serving the same "
-        f"data from memory; P3 DuckDB {m['duckdb']} in-process on the same Parquet file.",
+        f"data from memory; P3 DuckDB {m['duckdb']} in-process scanning the same Parquet file in "
+        f"place (a view, as the gateway's engine does).",
         f"Rows: {m['rows']:,} × 4 int64 (P1 payload {m['rows'] * 32 / 1e9:.2f} GB); "
         f"P1 runs: {m['runs']} (after {m.get('warmup_reads', 1)} untimed reads of each server); "
         f"P2 statements: {m['statements']} (after {m.get('warmup', 0)} untimed"

@@ -10,6 +10,8 @@ public enum QueryCode {
   BUDGET_EXHAUSTED("query.budget_exhausted", Cause.BUDGET_EXHAUSTED),
   ACCESS_DENIED("query.access_denied", Cause.ACCESS_DENIED),
   SOURCE_UNAVAILABLE("query.source_unavailable", Cause.PRECONDITION),
+  /** A published file is no longer what it was when the engine opened (published files are immutable). */
+  SOURCE_CHANGED("query.source_changed", Cause.PRECONDITION),
   INVALID_PLAN("query.invalid_plan", Cause.INVALID_REQUEST),
   UNSUPPORTED("query.unsupported", Cause.UNSUPPORTED),
   NAMESPACE_CONFLICT("query.namespace_conflict", Cause.NAMESPACE_CONFLICT),

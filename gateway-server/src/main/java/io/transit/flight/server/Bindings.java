@@ -4,6 +4,7 @@ import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.nativequery.Publication;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
+import io.transit.flight.nativequery.embedded.DuckSettings;
 import io.transit.flight.nativequery.embedded.EngineOptions;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.auth.CredentialRegistry;
@@ -86,8 +87,8 @@ final class Bindings {
     }
     // Allocators, pools, listener bounds and deadlines are sized at start; a partial live change
     // would be worse than none.
-    if (!current.limits().equals(next.limits())) {
-      throw new ConfigException("limits changed: a restart is required");
+    if (!current.limits().equals(next.limits()) || !current.engine().equals(next.engine())) {
+      throw new ConfigException("limits, engine or jvm changed: a restart is required");
     }
     Snapshot s = build(next);
     engine.updateRights(s.rights());
@@ -104,6 +105,10 @@ final class Bindings {
 
   /** The engine checks every request proof names this gateway service as its recipient. */
   static EngineOptions engineOptions(ResolvedConfig cfg) {
-    return EngineOptions.defaults().withRecipient(cfg.service());
+    ResolvedConfig.Engine e = cfg.engine();
+    return EngineOptions.defaults()
+        .withRecipient(cfg.service())
+        .withMemoryLimitBytes(e.allocatorBytes())
+        .withDuck(new DuckSettings(e.memoryLimitBytes(), e.threads(), e.tempDir()));
   }
 }

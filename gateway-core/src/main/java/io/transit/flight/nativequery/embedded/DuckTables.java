@@ -1,72 +1,105 @@
 package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
 import java.io.IOException;
-import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.sql.Connection;
 import java.sql.DriverManager;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import org.apache.arrow.c.ArrowArrayStream;
-import org.apache.arrow.c.Data;
+import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.ipc.ArrowFileReader;
 import org.duckdb.DuckDBConnection;
 
 /**
- * The published Tables, loaded once at open into an in-memory DuckDB database and immutable
- * afterwards (so re-executing a plan gives the same rows). Each Table becomes a DuckDB table named
- * after its object id; its declared columns are checked against what was loaded, and a mismatch is
- * a startup error naming the publication and the column.
+ * The published Tables, scanned in place: each Table is a DuckDB view over Parquet files, so
+ * opening reads only file footers, whatever the data's size, and a query holds only what DuckDB's
+ * memory limit allows. Parquet publications are scanned where they lie; CSV and Arrow IPC files
+ * are scanned through their {@link ParquetCopies}. Every scanned file is checked against its
+ * declaration from metadata alone ({@link FileSchemaCheck}).
  *
- * <p>Opened and closed on the engine's opening/closing thread; {@link #connect()} and
- * {@link #publication(long)} may be called from any thread (query runners, senders).
+ * <p>Each source file's {@link FileIdentity} is recorded at open, and {@link #checkUnchanged}
+ * compares the files with it before and after every execution: a published file that changed
+ * fails the statement instead of answering over different data. Rows come back in file order,
+ * then row-group order ({@code preserve_insertion_order}), so re-running a plan after a restart
+ * writes the same segments.
+ *
+ * <p>Opened and closed on the engine's opening/closing thread; {@link #connect()}, {@link
+ * #publication(long)} and {@link #checkUnchanged(long)} may be called from any thread (upload
+ * validation, query runners): the views and identities are immutable after open.
  */
 final class DuckTables implements AutoCloseable {
-  private final DuckDBConnection database;
-  private final Map<Long, Publication> byObjectId;
+  /** The longest file name a failure message carries; the fact has it whole. */
+  private static final int MAX_NAME_IN_MESSAGE = 64;
 
-  private DuckTables(DuckDBConnection database, Map<Long, Publication> byObjectId) {
+  /** A publication as served: its declaration and files, and what the files were at open. */
+  private record Served(Publication publication, List<FileIdentity> identities) {}
+
+  private final DuckDBConnection database;
+  private final Map<Long, Served> byObjectId;
+
+  private DuckTables(DuckDBConnection database, Map<Long, Served> byObjectId) {
     this.database = database;
     this.byObjectId = Map.copyOf(byObjectId);
   }
 
-  /** Loads every publication; the allocator only serves the Arrow IPC import and is not kept. */
-  static DuckTables load(List<Publication> publications, BufferAllocator allocator)
-      throws SQLException {
+  /**
+   * Opens DuckDB with {@code settings} and publishes every Table as a view over its files.
+   *
+   * @param stateDir the engine's state directory: DuckDB's default spill directory and the
+   *     converted copies live under it
+   * @param allocator only serves reading Arrow IPC files for their conversion; not kept
+   * @throws IllegalArgumentException a declaration does not match its files
+   * @throws SQLException DuckDB refused a setting or a file could not be read
+   */
+  static DuckTables open(List<Publication> publications, DuckSettings settings, Path stateDir,
+      BufferAllocator allocator) throws SQLException, IOException {
     DuckDBConnection db = (DuckDBConnection) DriverManager.getConnection("jdbc:duckdb:");
     try {
-      Map<Long, Publication> byId = new HashMap<>();
+      configure(db, settings, stateDir);
+      Path converted = stateDir.resolve("converted");
+      Set<Path> copiesInUse = new HashSet<>();
+      Map<Long, Served> byId = new HashMap<>();
       for (Publication p : publications) {
         TableDeclaration d = p.declaration();
-        if (byId.put(d.getObjectId(), p) != null) {
+        if (byId.containsKey(d.getObjectId())) {
           throw new IllegalArgumentException("publication " + d.getTable() + ": object id "
               + Long.toUnsignedString(d.getObjectId()) + " is published twice");
         }
-        loadOne(db, p, allocator);
-        checkColumns(db, p);
+        List<FileIdentity> identities = identities(p);
+        List<Path> scanned = p.format().equals("parquet") ? p.files()
+            : ParquetCopies.of(db, p, identities, converted, allocator);
+        copiesInUse.addAll(p.format().equals("parquet") ? List.of() : scanned);
+        for (Path f : scanned) {
+          FileSchemaCheck.check(db, p, f);
+        }
+        try (Statement s = db.createStatement()) {
+          s.execute("CREATE VIEW " + quote(tableName(d.getObjectId()))
+              + " AS SELECT * FROM read_parquet(" + fileList(scanned) + ")");
+        }
+        byId.put(d.getObjectId(), new Served(p, identities));
       }
+      ParquetCopies.removeUnused(converted, copiesInUse);
       return new DuckTables(db, byId);
-    } catch (SQLException | RuntimeException e) {
+    } catch (SQLException | IOException | RuntimeException e) {
       db.close();
       throw e;
     }
   }
 
-  /** The DuckDB table holding object {@code objectId}'s rows. */
+  /** The DuckDB view over object {@code objectId}'s rows. */
   static String tableName(long objectId) {
     return "pub_" + Long.toUnsignedString(objectId);
   }
@@ -88,7 +121,33 @@ final class DuckTables implements AutoCloseable {
   }
 
   Optional<Publication> publication(long objectId) {
-    return Optional.ofNullable(byObjectId.get(objectId));
+    return Optional.ofNullable(byObjectId.get(objectId)).map(Served::publication);
+  }
+
+  /**
+   * Fails when a file of object {@code objectId}'s publication is no longer what it was at open
+   * (missing, another size, another modification time or another footer): FAILED_PRECONDITION
+   * {@code query.source_changed}, naming the file. An unknown object id passes (upload validation
+   * refuses it).
+   */
+  void checkUnchanged(long objectId) {
+    Served s = byObjectId.get(objectId);
+    if (s == null) {
+      return;
+    }
+    for (FileIdentity id : s.identities()) {
+      String change = id.change(s.publication().format());
+      if (change != null) {
+        String name = id.path().getFileName().toString();
+        String shown = name.length() <= MAX_NAME_IN_MESSAGE ? name
+            : name.substring(0, MAX_NAME_IN_MESSAGE) + "…";
+        throw QueryCode.SOURCE_CHANGED.failure("published file " + shown + " of "
+                + s.publication().declaration().getTable() + " changed since the engine opened ("
+                + change + ")")
+            .with("file", name)
+            .with("change", change);
+      }
+    }
   }
 
   /** A new connection to the shared database; the caller closes it. */
@@ -96,113 +155,38 @@ final class DuckTables implements AutoCloseable {
     return database.duplicate();
   }
 
-  private static void loadOne(DuckDBConnection db, Publication p, BufferAllocator allocator)
-      throws SQLException {
-    TableDeclaration d = p.declaration();
-    String table = quote(tableName(d.getObjectId()));
-    List<String> files = new ArrayList<>();
-    for (Path f : p.files()) {
-      files.add(literal(f.toAbsolutePath().toString()));
+  private static void configure(DuckDBConnection db, DuckSettings settings, Path stateDir)
+      throws SQLException, IOException {
+    Path temp = settings.tempDirectoryUnder(stateDir);
+    if (!Files.isDirectory(temp)) {
+      // Spilled operator state holds rows of the Tables: as private as the rest of the state.
+      Files.createDirectories(temp,
+          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
     }
-    String list = "[" + String.join(", ", files) + "]";
     try (Statement s = db.createStatement()) {
-      switch (p.format()) {
-        case "parquet" -> s.execute(
-            "CREATE TABLE " + table + " AS SELECT * FROM read_parquet(" + list + ")");
-        case "csv" -> s.execute("CREATE TABLE " + table + " AS SELECT * FROM read_csv(" + list
-            + ", header = true, auto_detect = false, columns = " + csvColumns(d) + ")");
-        case "arrow" -> loadArrow(db, p, table, allocator);
-        default -> throw new IllegalArgumentException("format " + p.format());
-      }
-    } catch (SQLException e) {
-      throw new SQLException("publication " + d.getTable() + ": loading " + p.format()
-          + " files failed: " + e.getMessage(), e);
+      s.execute("SET memory_limit = '" + settings.memoryLimitBytes() + "B'");
+      s.execute("SET threads = " + settings.threads());
+      s.execute("SET temp_directory = " + literal(temp.toAbsolutePath().toString()));
+      // Row order of a scan is file order, then row-group order: re-execution writes the same
+      // segments. (DuckDB's default, set so no future default can change it.)
+      s.execute("SET preserve_insertion_order = true");
+      // Footers are parsed once, not per statement; a file that changes is caught by
+      // checkUnchanged before DuckDB reads it.
+      s.execute("SET parquet_metadata_cache = true");
     }
   }
 
-  private static String csvColumns(TableDeclaration d) {
-    List<String> cols = new ArrayList<>();
-    for (ColumnDeclaration c : d.getColumnsList()) {
-      LogicalType t = logicalType(d, c);
-      if (t == LogicalType.CELL_INT64) {
-        throw new IllegalArgumentException("publication " + d.getTable() + ": column "
-            + c.getName() + " is CELL_INT64, which CSV files cannot hold");
-      }
-      cols.add(literal(c.getName()) + ": " + literal(duckType(t)));
-    }
-    return "{" + String.join(", ", cols) + "}";
-  }
-
-  private static void loadArrow(
-      DuckDBConnection db, Publication p, String table, BufferAllocator allocator)
-      throws SQLException {
-    for (int i = 0; i < p.files().size(); i++) {
-      String view = "arrow_import_" + i;
-      try (FileChannel ch = FileChannel.open(p.files().get(i), StandardOpenOption.READ);
-          ArrowFileReader reader = new ArrowFileReader(ch, allocator);
-          ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator);
-          Statement s = db.createStatement()) {
-        // The stream takes over the reader's batches; DuckDB consumes it during the statement.
-        Data.exportArrayStream(allocator, reader, stream);
-        db.registerArrowStream(view, stream);
-        s.execute(i == 0
-            ? "CREATE TABLE " + table + " AS SELECT * FROM " + view
-            : "INSERT INTO " + table + " SELECT * FROM " + view);
+  private static List<FileIdentity> identities(Publication p) throws IOException {
+    List<FileIdentity> ids = new ArrayList<>();
+    for (Path f : p.files()) {
+      try {
+        ids.add(FileIdentity.of(f, p.format()));
       } catch (IOException e) {
-        throw new SQLException("publication " + p.declaration().getTable() + ": cannot read "
-            + p.files().get(i) + ": " + e.getMessage(), e);
+        throw new IOException("publication " + p.declaration().getTable() + ": cannot read "
+            + f + ": " + e.getMessage(), e);
       }
     }
-  }
-
-  private static void checkColumns(DuckDBConnection db, Publication p) throws SQLException {
-    TableDeclaration d = p.declaration();
-    String name = tableName(d.getObjectId());
-    List<String[]> loaded = new ArrayList<>();
-    try (PreparedStatement s = db.prepareStatement("SELECT column_name, data_type FROM"
-        + " information_schema.columns WHERE table_name = ? ORDER BY ordinal_position")) {
-      s.setString(1, name);
-      try (ResultSet r = s.executeQuery()) {
-        while (r.next()) {
-          loaded.add(new String[] {r.getString(1), r.getString(2)});
-        }
-      }
-    }
-    List<ColumnDeclaration> declared = d.getColumnsList();
-    for (int i = 0; i < declared.size(); i++) {
-      ColumnDeclaration c = declared.get(i);
-      String expected = duckType(logicalType(d, c));
-      if (i >= loaded.size() || !loaded.get(i)[0].equals(c.getName())) {
-        throw new IllegalArgumentException("publication " + d.getTable() + ": column "
-            + c.getName() + " is declared at position " + (i + 1) + " but the data has "
-            + (i < loaded.size() ? loaded.get(i)[0] : "no column") + " there");
-      }
-      if (!normalize(loaded.get(i)[1]).equals(normalize(expected))) {
-        throw new IllegalArgumentException("publication " + d.getTable() + ": column "
-            + c.getName() + " is declared " + c.getLogicalType() + " (" + expected
-            + ") but the data has " + loaded.get(i)[1]);
-      }
-      if (!c.getNullable()) {
-        checkNoNulls(db, d, name, c.getName());
-      }
-    }
-    if (loaded.size() != declared.size()) {
-      throw new IllegalArgumentException("publication " + d.getTable() + ": the data has "
-          + loaded.size() + " columns (expected: " + declared.size() + " declared)");
-    }
-  }
-
-  private static void checkNoNulls(DuckDBConnection db, TableDeclaration d, String table,
-      String column) throws SQLException {
-    try (Statement s = db.createStatement();
-        ResultSet r = s.executeQuery("SELECT count(*) FROM " + quote(table) + " WHERE "
-            + quote(column) + " IS NULL")) {
-      r.next();
-      if (r.getLong(1) != 0) {
-        throw new IllegalArgumentException("publication " + d.getTable() + ": column " + column
-            + " is declared not nullable but holds " + r.getLong(1) + " nulls");
-      }
-    }
+    return ids;
   }
 
   static LogicalType logicalType(TableDeclaration d, ColumnDeclaration c) {
@@ -214,11 +198,15 @@ final class DuckTables implements AutoCloseable {
     }
   }
 
-  private static String normalize(String duckType) {
-    return duckType.replace("\"", "").replaceAll("\\s+", "").toUpperCase(Locale.ROOT);
+  static String fileList(List<Path> files) {
+    List<String> quoted = new ArrayList<>();
+    for (Path f : files) {
+      quoted.add(literal(f.toAbsolutePath().toString()));
+    }
+    return "[" + String.join(", ", quoted) + "]";
   }
 
-  private static String literal(String text) {
+  static String literal(String text) {
     return "'" + text.replace("'", "''") + "'";
   }
 

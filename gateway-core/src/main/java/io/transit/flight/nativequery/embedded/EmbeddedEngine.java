@@ -32,7 +32,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The embedded native query system: journal (SQLite), published Tables and execution (DuckDB),
+ * The embedded native query system: journal (SQLite), published Tables scanned in place and
+ * execution (DuckDB),
  * retained results (content-addressed segment files) behind {@link NativeQueryClient}.
  *
  * <p>Threads: {@link #send}, the readers, {@link #awaitQuery}, {@link #release} and {@link
@@ -71,7 +72,7 @@ public final class EmbeddedEngine implements NativeQueryClient {
     this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence());
     this.reader = new ResultReader(journal, rights, segments);
     this.sessions = new DuckSessions(tables);
-    this.runner = new QueryRunner(journal, sessions, segments, allocator, planner,
+    this.runner = new QueryRunner(journal, tables, sessions, segments, allocator, planner,
         options.exportBatchRows(), () -> closing);
     AtomicInteger n = new AtomicInteger();
     this.executor = new ThreadPoolExecutor(options.executionThreads(),
@@ -83,8 +84,8 @@ public final class EmbeddedEngine implements NativeQueryClient {
   }
 
   /**
-   * Opens (or creates) the engine's state under {@code stateDir}, loads the publications into
-   * DuckDB and resumes accepted-but-unfinished queries (unless execution is deferred).
+   * Opens (or creates) the engine's state under {@code stateDir}, publishes the Tables as DuckDB
+   * views over their files (reading only footers: see {@link DuckTables}) and resumes accepted-but-unfinished queries (unless execution is deferred).
    *
    * @throws IllegalArgumentException when a publication does not match its declaration
    */
@@ -101,7 +102,7 @@ public final class EmbeddedEngine implements NativeQueryClient {
     DuckTables tables = null;
     try {
       journal = JournalStore.open(stateDir.resolve("journal.sqlite"));
-      tables = DuckTables.load(publications, allocator);
+      tables = DuckTables.open(publications, options.duck(), stateDir, allocator);
       SegmentStore segments = new SegmentStore(stateDir.resolve("segments"));
       EmbeddedEngine engine =
           new EmbeddedEngine(options, journal, tables, registry, segments, allocator, planner);

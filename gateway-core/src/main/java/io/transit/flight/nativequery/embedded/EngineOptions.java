@@ -16,6 +16,7 @@ import java.util.Objects;
  * @param deferExecution record accepted queries without running them (tests of resume); they run
  *     when an engine without this flag opens the same state directory
  * @param faults fault-injection hook around the journal commit
+ * @param duck DuckDB's own memory limit, threads and spill directory (see {@link DuckSettings})
  * @param recipient the service id (unsigned) every principal proof must name as its recipient:
  *     the gateway's service id. A submit whose proof names another recipient is recorded as
  *     REJECTED {@code query.access_denied}. 0 means "not configured": the recipient is then not
@@ -32,6 +33,7 @@ public record EngineOptions(
     Duration shutdownWait,
     boolean deferExecution,
     CommandFaults faults,
+    DuckSettings duck,
     long recipient) {
   public EngineOptions {
     if (executionThreads < 1) {
@@ -43,32 +45,45 @@ public record EngineOptions(
     }
     Objects.requireNonNull(shutdownWait, "shutdownWait");
     Objects.requireNonNull(faults, "faults");
+    Objects.requireNonNull(duck, "duck");
   }
 
   public static EngineOptions defaults() {
     return new EngineOptions(
         2, 1, 1 << 20, 1024, 1L << 30, 65_536, Duration.ofSeconds(10), false, CommandFaults.NONE,
-        0);
+        DuckSettings.defaults(), 0);
   }
 
   public EngineOptions withDeferExecution(boolean defer) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, defer, faults, recipient);
+        memoryLimitBytes, exportBatchRows, shutdownWait, defer, faults, duck, recipient);
   }
 
   public EngineOptions withFaults(CommandFaults f) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, f, recipient);
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, f, duck, recipient);
   }
 
   public EngineOptions withExecutionThreads(int threads) {
     return new EngineOptions(threads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, recipient);
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient);
+  }
+
+  /** These options with DuckDB's memory limit, threads and spill directory set to {@code d}. */
+  public EngineOptions withDuck(DuckSettings d) {
+    return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, d, recipient);
+  }
+
+  /** These options with the engine's Arrow allocator limited to {@code bytes}. */
+  public EngineOptions withMemoryLimitBytes(long bytes) {
+    return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
+        bytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient);
   }
 
   /** These options with proofs checked against {@code serviceId} (0: not checked). */
   public EngineOptions withRecipient(long serviceId) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, serviceId);
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, serviceId);
   }
 }

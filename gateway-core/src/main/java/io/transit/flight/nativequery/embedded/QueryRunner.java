@@ -53,17 +53,20 @@ final class QueryRunner {
 
   private final JournalStore journal;
   private final DuckSessions sessions;
+  private final DuckTables tables;
   private final SegmentStore segments;
   private final BufferAllocator allocator;
   private final Planner planner;
   private final int batchRows;
   private final BooleanSupplier stopping;
 
-  QueryRunner(JournalStore journal, DuckSessions sessions, SegmentStore segments,
-      BufferAllocator allocator, Planner planner, int batchRows, BooleanSupplier stopping) {
+  QueryRunner(JournalStore journal, DuckTables tables, DuckSessions sessions,
+      SegmentStore segments, BufferAllocator allocator, Planner planner, int batchRows,
+      BooleanSupplier stopping) {
     this.stopping = stopping;
     this.journal = journal;
     this.sessions = sessions;
+    this.tables = tables;
     this.segments = segments;
     this.allocator = allocator;
     this.planner = planner;
@@ -147,6 +150,10 @@ final class QueryRunner {
     PlanTranslator.Translated duck =
         PlanTranslator.translate(plan, DuckTables.tableName(bundle.getTable().getObjectId()));
     List<String> names = plan.outputs().stream().map(QueryPlan.Output::name).toList();
+    long objectId = bundle.getTable().getObjectId();
+    // The Table is scanned in place: its files must still be the ones published, before the scan
+    // and again after it (a file replaced mid-scan must not become a retained result).
+    tables.checkUnchanged(objectId);
     List<SegmentRef> refs;
     long totalRows;
     DuckSessions.Session session = sessions.borrow();
@@ -165,6 +172,7 @@ final class QueryRunner {
         }
       }
       clean = true;
+      tables.checkUnchanged(objectId);
       refs = writer.finish();
       totalRows = writer.totalRows();
     } finally {

@@ -7,15 +7,18 @@
  * <ul>
  *   <li>{@link io.transit.flight.nativequery.embedded.EmbeddedEngine} — open, send, await, read,
  *       release, reload rights, close.
- *   <li>{@link io.transit.flight.nativequery.embedded.EngineOptions} and {@link
- *       io.transit.flight.nativequery.embedded.CommandFaults} — settings and the unknown-outcome
- *       fault hook.
+ *   <li>{@link io.transit.flight.nativequery.embedded.EngineOptions}, {@link
+ *       io.transit.flight.nativequery.embedded.DuckSettings} and {@link
+ *       io.transit.flight.nativequery.embedded.CommandFaults} — settings, DuckDB's resources and
+ *       the unknown-outcome fault hook.
  *   <li>{@link io.transit.flight.nativequery.embedded.DemoData} — the generated demo Tables.
  * </ul>
  *
  * <p>Inside: {@code CommandProcessor} and {@code UploadValidator} decide commands in one
  * {@code JournalStore} (SQLite) transaction; {@code QueryRunner} executes plans translated by
- * {@code PlanTranslator} on the Tables {@code DuckTables} loaded, cutting rows into segments with
+ * {@code PlanTranslator} on the Tables {@code DuckTables} publishes as views over their files
+ * (checked by {@code FileSchemaCheck}, CSV/Arrow through {@code ParquetCopies}, guarded by each
+ * file's {@code FileIdentity} before and after every scan), cutting rows into segments with
  * {@code ResultWriter}/{@code CellSegmentBuilder} and storing them in {@code SegmentStore};
  * {@code ResultReader} serves reads under {@code RightsRegistry}'s current rights.
  *

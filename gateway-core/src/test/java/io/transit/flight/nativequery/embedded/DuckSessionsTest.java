@@ -12,8 +12,10 @@ import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class DuckSessionsTest {
+  @TempDir java.nio.file.Path state;
   private RootAllocator allocator;
   private DuckTables tables;
   private DuckSessions sessions;
@@ -21,7 +23,7 @@ class DuckSessionsTest {
   @BeforeEach
   void open() throws Exception {
     allocator = new RootAllocator();
-    tables = DuckTables.load(List.of(), allocator);
+    tables = DuckTables.open(List.of(), DuckSettings.defaults(), state, allocator);
     sessions = new DuckSessions(tables);
   }
 

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import io.transit.flight.nativequery.embedded.DuckSettings;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
@@ -71,6 +72,7 @@ public final class ConfigLoader {
 
     Limits limits = (raw.limits() != null ? raw.limits() : Limits.defaults()).withDefaults();
     validateLimits(limits);
+    ResolvedConfig.Engine engine = engine(raw.engine(), raw.jvm(), stateDir);
 
     Map<String, ResolvedConfig.Publication> pubs = new LinkedHashMap<>();
     List<GatewayConfig.PublicationConfig> pubList = raw.publications() != null ? raw.publications() : List.of();
@@ -110,7 +112,26 @@ public final class ConfigLoader {
       callers.add(c);
     }
     return new ResolvedConfig(host, port, stateDir, realm, realmName, service, ingress, ttl, limits,
-        Map.copyOf(pubs), List.copyOf(callers), transport(listen, base));
+        engine, Map.copyOf(pubs), List.copyOf(callers), transport(listen, base));
+  }
+
+  /** Engine and JVM sizing with the machine-sized defaults of {@link DuckSettings}. */
+  private static ResolvedConfig.Engine engine(GatewayConfig.Engine e, GatewayConfig.Jvm jvm,
+      Path stateDir) throws ConfigException {
+    GatewayConfig.Engine raw = e != null ? e : new GatewayConfig.Engine(null, null, null, null);
+    long memory = raw.memoryLimitBytes() != null ? raw.memoryLimitBytes()
+        : DuckSettings.defaultMemoryLimitBytes();
+    check(memory >= DuckSettings.MIN_MEMORY_LIMIT_BYTES, "engine.memory_limit_bytes", memory,
+        ">= " + DuckSettings.MIN_MEMORY_LIMIT_BYTES);
+    int threads = raw.threads() != null ? raw.threads() : DuckSettings.defaultThreads();
+    check(threads >= 1 && threads <= 256, "engine.threads", threads, "1..256");
+    Path temp = stateDir.resolve(raw.tempDir() != null ? raw.tempDir() : "engine/duckdb-tmp")
+        .normalize();
+    long allocator = raw.allocatorBytes() != null ? raw.allocatorBytes() : 1L << 30;
+    check(allocator >= 16L << 20, "engine.allocator_bytes", allocator, ">= 16 MiB");
+    long heap = jvm != null && jvm.heapBytes() != null ? jvm.heapBytes() : DEFAULT_HEAP_BYTES;
+    check(heap >= 128L << 20, "jvm.heap_bytes", heap, ">= 128 MiB");
+    return new ResolvedConfig.Engine(memory, threads, temp, allocator, heap);
   }
 
   /** Unix socket and TLS paths resolve against the config file's directory, like state_dir. */
@@ -285,6 +306,9 @@ public final class ConfigLoader {
     }
     return v;
   }
+
+  /** The JVM heap when {@code jvm.heap_bytes} is absent (docs/limits.md). */
+  public static final long DEFAULT_HEAP_BYTES = 1L << 30;
 
   private static void check(boolean ok, String field, Object value, String expected)
       throws ConfigException {

@@ -16,6 +16,8 @@ public record GatewayConfig(
     @JsonProperty("state_dir") String stateDir,
     @JsonProperty("deployment") Deployment deployment,
     @JsonProperty("limits") Limits limits,
+    @JsonProperty("engine") Engine engine,
+    @JsonProperty("jvm") Jvm jvm,
     @JsonProperty("publications") List<PublicationConfig> publications,
     @JsonProperty("callers") List<CallerConfig> callers) {
 
@@ -43,6 +45,20 @@ public record GatewayConfig(
       @JsonProperty("service") Long service,
       @JsonProperty("ingress") Long ingress,
       @JsonProperty("ticket_ttl_ms") Long ticketTtlMs) {}
+
+  /**
+   * The embedded engine's own resources: DuckDB's memory limit, threads and spill directory, and
+   * the Arrow allocator its queries write results through. Absent fields take defaults sized for
+   * the machine (docs/limits.md).
+   */
+  public record Engine(
+      @JsonProperty("memory_limit_bytes") Long memoryLimitBytes,
+      @JsonProperty("threads") Integer threads,
+      @JsonProperty("temp_dir") String tempDir,
+      @JsonProperty("allocator_bytes") Long allocatorBytes) {}
+
+  /** The JVM's own sizing, applied by the launcher before the daemon starts. */
+  public record Jvm(@JsonProperty("heap_bytes") Long heapBytes) {}
 
   /** One published Table: where its data is and its declared logical row descriptor. */
   public record PublicationConfig(

@@ -20,6 +20,7 @@ public record ResolvedConfig(
     long ingress,
     long ticketTtlMs,
     Limits limits,
+    Engine engine,
     Map<String, Publication> publications,
     List<Caller> callers,
     Transport transport) {
@@ -38,8 +39,16 @@ public record ResolvedConfig(
   /** This configuration listening on {@code newPort} instead (a command-line override). */
   public ResolvedConfig withPort(int newPort) {
     return new ResolvedConfig(host, newPort, stateDir, realm, realmName, service, ingress,
-        ticketTtlMs, limits, publications, callers, transport);
+        ticketTtlMs, limits, engine, publications, callers, transport);
   }
+
+  /**
+   * The embedded engine's resources and the JVM heap, every default applied: DuckDB's memory
+   * limit, threads and spill directory, the engine's Arrow allocator, and the heap the launcher
+   * gives the JVM ({@code -Xmx}). All are sized at start.
+   */
+  public record Engine(long memoryLimitBytes, int threads, Path tempDir, long allocatorBytes,
+      long heapBytes) {}
 
   /** A published Table and its data files. */
   public record Publication(

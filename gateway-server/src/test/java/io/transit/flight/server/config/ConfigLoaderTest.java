@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.transit.flight.nativequery.embedded.DuckSettings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -52,6 +53,29 @@ class ConfigLoaderTest {
     ResolvedConfig c = new ConfigLoader().load(example);
     assertEquals(1, c.publications().size());
     assertTrue(c.callers().get(0).hasRole());
+    assertEquals(new ResolvedConfig.Engine(2L << 30, 4,
+        c.stateDir().resolve("engine/duckdb-tmp"), 1L << 30, 1L << 30), c.engine());
+  }
+
+  @Test
+  void engineAndHeapDefaultToMachineSizedValuesAndAreRangeChecked() throws Exception {
+    ResolvedConfig c = load(VALID.formatted(caller("a", 10)));
+    assertEquals(DuckSettings.defaultMemoryLimitBytes(), c.engine().memoryLimitBytes());
+    assertTrue(c.engine().memoryLimitBytes() >= 256L << 20
+        && c.engine().memoryLimitBytes() <= 4L << 30);
+    assertEquals(Runtime.getRuntime().availableProcessors(), c.engine().threads());
+    assertEquals(dir.resolve("state/engine/duckdb-tmp"), c.engine().tempDir());
+    assertEquals(ConfigLoader.DEFAULT_HEAP_BYTES, c.engine().heapBytes());
+    String engine = VALID.formatted(caller("a", 10)).replace("\"state_dir\"",
+        "\"engine\": {\"memory_limit_bytes\": 67108864, \"threads\": 1, \"temp_dir\": \"/tmp/x\","
+            + " \"allocator_bytes\": 33554432}, \"jvm\": {\"heap_bytes\": 268435456},"
+            + " \"state_dir\"");
+    assertEquals(new ResolvedConfig.Engine(64L << 20, 1, Path.of("/tmp/x"), 32L << 20,
+        256L << 20), load(engine).engine());
+    assertMessage("engine.memory_limit_bytes", engine.replace("67108864", "1048576"));
+    assertMessage("engine.threads", engine.replace("\"threads\": 1", "\"threads\": 0"));
+    assertMessage("jvm.heap_bytes", engine.replace("268435456", "1024"));
+    assertMessage("unknown field", engine.replace("\"threads\"", "\"thread\""));
   }
 
   @Test

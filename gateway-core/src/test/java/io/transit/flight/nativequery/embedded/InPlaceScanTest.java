@@ -1,0 +1,261 @@
+package io.transit.flight.nativequery.embedded;
+
+import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.nativequery.Publication;
+import io.transit.flight.proto.ColumnDeclaration;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.query.LogicalType;
+import io.transit.flight.query.QueryPlan;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Publications scanned in place: opening reads footers only, row order is file order then
+ * row-group order across restarts, a published file that changes fails the statement
+ * FAILED_PRECONDITION naming the file, and nullability is proven from metadata.
+ */
+class InPlaceScanTest {
+  @TempDir Path data;
+  @TempDir Path state;
+
+  private static final TableDeclaration TABLE = TableDeclaration.newBuilder().setCatalog("c")
+      .setDbSchema("s").setTable("t").setObjectId(31).setSource(1)
+      .addColumns(ColumnDeclaration.newBuilder().setName("k").setLogicalType("INT64"))
+      .addColumns(ColumnDeclaration.newBuilder().setName("v").setLogicalType("INT64")
+          .setNullable(true))
+      .build();
+  private static final TableDeclaration OTHER = TABLE.toBuilder().setTable("u").setObjectId(32)
+      .build();
+  private static final TablePlanner PLANNER = new TablePlanner()
+      .put("k", new QueryPlan(List.of(column("k", LogicalType.INT64, false)), null, null, false))
+      .put("sum v", new QueryPlan(List.of(new QueryPlan.Output("s", true,
+          QueryPlan.OutputKind.SUM, "v", LogicalType.INT64)), null, null, true));
+
+  /** Writes {@code rows} rows k = first.., v = k * 10, in row groups of {@code groupRows}. */
+  private Path parquet(String name, long first, long rows, long groupRows) throws Exception {
+    Path f = data.resolve(name);
+    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
+        Statement s = c.createStatement()) {
+      // Descending inside the file, so file order cannot be mistaken for sorted order.
+      s.execute("COPY (SELECT (" + first + " + " + rows + " - 1 - i)::BIGINT AS k,"
+          + " ((" + first + " + " + rows + " - 1 - i) * 10)::BIGINT AS v FROM range(" + rows
+          + ") t(i) ORDER BY i) TO '" + f + "' (FORMAT parquet, ROW_GROUP_SIZE " + groupRows
+          + ")");
+    }
+    return f;
+  }
+
+  private EmbeddedEngine open(List<Publication> pubs) throws Exception {
+    return EmbeddedEngine.open(state, EngineOptions.defaults(), pubs, List.of(fullRights()),
+        PLANNER);
+  }
+
+  private static QueryStatus run(EmbeddedEngine engine, TableDeclaration t, String sql)
+      throws Exception {
+    long c = admit(engine, engine.nextSequence(PRINCIPAL), bundle(t, sql, roomyBudgets()));
+    return engine.awaitQuery(access(), c, System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
+  }
+
+  private static List<Long> keys(EmbeddedEngine engine, QueryStatus s) throws Exception {
+    ResultManifest m = ResultManifest.parseFrom(engine.readManifest(access(), s.getCorrelation()));
+    List<Long> keys = new ArrayList<>();
+    for (int i = 0; i < m.getSegmentsCount(); i++) {
+      for (List<Cell> row : decode(
+          engine.readSegment(access(), s.getCorrelation(), i, 64 << 20), List.of("k"))) {
+        keys.add(row.get(0).value());
+      }
+    }
+    return keys;
+  }
+
+  @Test
+  void rowsComeInFileThenRowGroupOrderAndTheSameAfterARestart() throws Exception {
+    // Three files of several row groups each, listed out of key order.
+    List<Path> files = List.of(parquet("b.parquet", 30_000, 25_000, 4_000),
+        parquet("a.parquet", 0, 20_000, 3_000), parquet("c.parquet", 70_000, 9_000, 2_000));
+    List<Long> expected = new ArrayList<>();
+    for (long[] f : new long[][] {{30_000, 25_000}, {0, 20_000}, {70_000, 9_000}}) {
+      for (long k = f[0] + f[1] - 1; k >= f[0]; k--) {
+        expected.add(k);
+      }
+    }
+    Publication p = new Publication(TABLE, files, "parquet");
+    List<Long> first;
+    byte[] firstManifestDigest;
+    try (EmbeddedEngine engine = open(List.of(p))) {
+      QueryStatus s = run(engine, TABLE, "k");
+      assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
+      first = keys(engine, s);
+      firstManifestDigest = s.getManifestSha256().toByteArray();
+    }
+    assertEquals(expected, first);
+    // A fresh engine state, as after losing the retained results: the same plan over the same
+    // files writes the same rows in the same order, so the same manifest digest.
+    Path again = Files.createDirectory(state.resolve("again"));
+    try (EmbeddedEngine engine = EmbeddedEngine.open(again, EngineOptions.defaults(), List.of(p),
+        List.of(fullRights()), PLANNER)) {
+      QueryStatus s = run(engine, TABLE, "k");
+      assertEquals(first, keys(engine, s));
+      assertArrayEquals(firstManifestDigest, s.getManifestSha256().toByteArray());
+    }
+  }
+
+  @Test
+  void aChangedFileFailsTheStatementNamingItWhileOtherTablesAndOldResultsServe()
+      throws Exception {
+    Path changing = parquet("changing.parquet", 0, 1_000, 500);
+    Path steady = parquet("steady.parquet", 0, 1_000, 500);
+    try (EmbeddedEngine engine = open(List.of(new Publication(TABLE, List.of(changing),
+        "parquet"), new Publication(OTHER, List.of(steady), "parquet")))) {
+      QueryStatus before = run(engine, TABLE, "sum v");
+      assertEquals(QueryStatus.State.SUCCEEDED, before.getState(), before.getMessage());
+      byte[] retained = engine.readSegment(access(), before.getCorrelation(), 0, 1 << 20);
+
+      // Same size, same footer, only the modification time: still another file as far as the
+      // published identity goes.
+      Files.setLastModifiedTime(changing, FileTime.fromMillis(
+          Files.getLastModifiedTime(changing).toMillis() - 60_000));
+      QueryStatus touched = run(engine, TABLE, "sum v");
+      assertEquals(QueryStatus.State.FAILED, touched.getState());
+      assertEquals("query.source_changed", touched.getCode());
+      assertTrue(touched.getMessage().contains("changing.parquet")
+          && touched.getMessage().contains("modification time"), touched.getMessage());
+
+      // Rewritten with other rows: another size and footer.
+      parquet("changing.parquet", 5, 2_000, 500);
+      QueryStatus rewritten = run(engine, TABLE, "k");
+      assertEquals("query.source_changed", rewritten.getCode(), rewritten.getMessage());
+
+      Files.delete(changing);
+      QueryStatus missing = run(engine, TABLE, "k");
+      assertEquals("query.source_changed", missing.getCode());
+      assertTrue(missing.getMessage().contains("missing"), missing.getMessage());
+
+      QueryStatus other = run(engine, OTHER, "sum v");
+      assertEquals(QueryStatus.State.SUCCEEDED, other.getState(), other.getMessage());
+      assertArrayEquals(retained,
+          engine.readSegment(access(), before.getCorrelation(), 0, 1 << 20),
+          "a result retained before the change still reads back unchanged");
+    }
+  }
+
+  @Test
+  void openingReadsFootersNotData() throws Exception {
+    Path f = parquet("damaged.parquet", 0, 200_000, 50_000);
+    // Overwrite every data page with 0xFF; the footer (and its length and magic) stays intact.
+    try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw")) {
+      raf.seek(raf.length() - 8);
+      int footer = Integer.reverseBytes(raf.readInt());
+      byte[] junk = new byte[(int) (raf.length() - 8 - footer - 4)];
+      java.util.Arrays.fill(junk, (byte) 0xFF);
+      raf.seek(4);
+      raf.write(junk);
+    }
+    long started = System.nanoTime();
+    try (EmbeddedEngine engine = open(List.of(new Publication(TABLE, List.of(f), "parquet")))) {
+      // Opened: nothing read the damaged pages. Scanning them fails the statement instead.
+      QueryStatus s = run(engine, TABLE, "sum v");
+      assertEquals(QueryStatus.State.FAILED, s.getState());
+    }
+    assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(30));
+  }
+
+  @Test
+  void notNullableIsProvenByRepetitionOrStatisticsElseRefused() throws Exception {
+    TableDeclaration kNotNull = TABLE;
+    // k is OPTIONAL in DuckDB's files but every row group counts 0 nulls: accepted.
+    try (EmbeddedEngine engine = open(List.of(new Publication(kNotNull,
+        List.of(parquet("stats.parquet", 0, 10, 5)), "parquet")))) {
+      assertEquals(QueryStatus.State.SUCCEEDED, run(engine, kNotNull, "k").getState());
+    }
+    // v declared not nullable holds nulls: refused naming the column and the file.
+    Path withNulls = data.resolve("nulls.parquet");
+    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
+        Statement s = c.createStatement()) {
+      s.execute("COPY (SELECT i::BIGINT AS k, CASE WHEN i = 3 THEN NULL ELSE i END::BIGINT AS v"
+          + " FROM range(10) t(i)) TO '" + withNulls + "' (FORMAT parquet)");
+    }
+    TableDeclaration vNotNull = TABLE.toBuilder()
+        .setColumns(1, TABLE.getColumns(1).toBuilder().setNullable(false)).build();
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> open(List.of(new Publication(vNotNull, List.of(withNulls), "parquet"))));
+    assertTrue(e.getMessage().contains("column v") && e.getMessage().contains("1 nulls")
+        && e.getMessage().contains("nulls.parquet"), e.getMessage());
+  }
+
+  @Test
+  void convertedCopiesAreReusedAndRemovedWhenUnused() throws Exception {
+    Path csv = data.resolve("t.csv");
+    Files.writeString(csv, "k,v\n3,30\n1,\n2,20\n");
+    Publication p = new Publication(TABLE, List.of(csv), "csv");
+    Path converted = state.resolve("converted");
+    try (EmbeddedEngine engine = open(List.of(p))) {
+      assertEquals(List.of(3L, 1L, 2L), keys(engine, run(engine, TABLE, "k")));
+    }
+    List<Path> copies = list(converted);
+    assertEquals(1, copies.size());
+    FileTime written = Files.getLastModifiedTime(copies.get(0));
+    try (EmbeddedEngine engine = open(List.of(p))) {
+      assertEquals(copies, list(converted), "the copy is reused");
+      assertEquals(written, Files.getLastModifiedTime(copies.get(0)));
+    }
+    // The source changes between runs (a new publication of other data): a new copy, the old
+    // one removed.
+    Files.writeString(csv, "k,v\n9,90\n");
+    try (EmbeddedEngine engine = open(List.of(p))) {
+      assertEquals(List.of(9L), keys(engine, run(engine, TABLE, "k")));
+      List<Path> now = list(converted);
+      assertEquals(1, now.size());
+      assertFalse(now.equals(copies));
+    }
+    try (EmbeddedEngine engine = open(List.of())) {
+      assertEquals(List.of(), list(converted), "no publication uses a copy any more");
+    }
+  }
+
+  @Test
+  void fileIdentityNoticesEachKindOfChange() throws Exception {
+    Path f = parquet("id.parquet", 0, 100, 50);
+    FileIdentity id = FileIdentity.of(f, "parquet");
+    assertNull(id.change("parquet"));
+    Path csv = data.resolve("x.csv");
+    Files.write(csv, new byte[3 * FileIdentity.CSV_EDGE_BYTES]);
+    FileIdentity csvId = FileIdentity.of(csv, "csv");
+    FileTime t = Files.getLastModifiedTime(csv);
+    try (RandomAccessFile raf = new RandomAccessFile(csv.toFile(), "rw")) {
+      raf.seek(raf.length() - 1);
+      raf.write(1);
+    }
+    Files.setLastModifiedTime(csv, t);
+    assertEquals("footer", csvId.change("csv"), "the tail of a CSV file is digested");
+    Files.writeString(data.resolve("not.parquet"), "no magic here");
+    assertThrows(java.io.IOException.class,
+        () -> FileIdentity.of(data.resolve("not.parquet"), "parquet"));
+  }
+
+  private static List<Path> list(Path dir) throws Exception {
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.sorted().toList();
+    }
+  }
+}

@@ -1,0 +1,55 @@
+package io.transit.flight.server.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The launcher's heap look-up: the same file the daemon will read, or the default. */
+class JvmOptionsTest {
+  @TempDir Path dir;
+
+  private static String run(String... args) {
+    PrintStream saved = System.out;
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+    try {
+      JvmOptions.main(args);
+    } finally {
+      System.setOut(saved);
+    }
+    return out.toString(StandardCharsets.UTF_8).strip();
+  }
+
+  @Test
+  void heapComesFromTheConfigurationTheDaemonWillRead() throws Exception {
+    Path demoState = Files.createDirectory(dir.resolve("demo"));
+    assertEquals("-Xmx1073741824", run("demo", "--state-dir", demoState.toString()),
+        "a demo's first run has no file yet: the default heap");
+    Path config = dir.resolve("gateway.json");
+    Files.writeString(config, """
+        {
+          "state_dir": "state",
+          // comments are allowed, as for the daemon
+          "deployment": {"realm": 1, "realm_name": "t", "service": 7, "ingress": 1},
+          "jvm": {"heap_bytes": 268435456},
+          "publications": [{"name": "p", "catalog": "c", "schema": "s", "table": "t",
+            "owner": "o", "object_id": 5, "source": 9, "metadata_ref": "m",
+            "format": "parquet", "files": ["x.parquet"],
+            "columns": [{"name": "a", "type": "INT64", "nullable": false}]}],
+          "callers": [{"name": "a", "credential_file": "credentials/a", "principal": 10,
+            "principal_key_file": "keys/a.key", "requests": 1, "publication": "p"}]
+        }""");
+    assertEquals("-Xmx268435456", run("run", "--config", config.toString()));
+    Files.copy(config, demoState.resolve(DemoSetup.CONFIG));
+    assertEquals("-Xmx268435456", run("demo", "--state-dir", demoState.toString(), "--port", "0"));
+    Files.writeString(config, "{ not json");
+    assertEquals("-Xmx1073741824", run("run", "--config", config.toString()),
+        "a file that does not load: the default; the daemon reports the error itself");
+  }
+}
