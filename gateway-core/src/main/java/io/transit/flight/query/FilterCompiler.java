@@ -256,6 +256,11 @@ final class FilterCompiler {
     if (!(right instanceof ParenthesedExpressionList<?> items)) {
       throw SafeText.unsupported("unsupported: IN needs a parenthesized list of literals");
     }
+    if (items.isEmpty()) {
+      // Standard SQL has no empty list, and engines disagree on NULL rows (DuckDB: x NOT IN ()
+      // is NULL for a NULL x); refusing keeps one meaning.
+      throw SafeText.invalid("query.syntax", "syntax error: empty IN list");
+    }
     DeclaredColumn c = scope.resolve(column);
     requireOperator(c, "IN", c.type().filterable());
     List<Literal> values = new ArrayList<>(items.size());

@@ -240,7 +240,7 @@ public final class QueryCompiler {
       } else if (e instanceof AllTableColumns all) {
         requireCanonical(all, all.getTable().getFullyQualifiedName() + ".*", "modifier on *");
         requireNoAlias(alias, "*");
-        scope.checkQualifier(all.getTable());
+        scope.checkQualifier(all);
         scope.columns().forEach(c -> outputs.add(column(c, null)));
         columns = true;
       } else if (unwrap(e) instanceof Column c) {
