@@ -130,7 +130,10 @@ public final class GatewayServer implements AutoCloseable {
     TransitSqlProducer producer = new TransitSqlProducer(gatewayState,
         new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
             limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
-    this.serviceExecutor = pool("transit-grpc", Math.max(8, limits.admissionPerGateway() + 8));
+    // Admissions and compilations in flight each hold a service thread; eight more stay free
+    // for metadata and session calls however many of those are busy.
+    this.serviceExecutor = pool("transit-grpc",
+        limits.admissionPerGateway() + limits.compilePerGateway() + 8);
     this.flightExecutor = pool("transit-flight", 4);
     this.connections = new ConnectionBudget(limits.maxConnections(), errors);
     this.server = Listeners.build(cfg,
