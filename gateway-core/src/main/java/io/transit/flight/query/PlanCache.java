@@ -57,7 +57,7 @@ public final class PlanCache {
     return compile(sql, table, CompileWatch.NONE);
   }
 
-  /** As {@link QueryCompiler#compile(String, TableDeclaration, CompileWatch)}, through the cache. */
+  /** As {@link QueryCompiler#compile(String, TableDeclaration, CompileWatch)}, cached. */
   public QueryPlan compile(String sql, TableDeclaration table, CompileWatch watch) {
     Objects.requireNonNull(sql, "sql");
     Objects.requireNonNull(table, "table");

@@ -19,8 +19,8 @@ import net.sf.jsqlparser.statement.select.AllTableColumns;
  * The caller's published Table as one query sees it: the declared columns with their logical
  * types, and how the query named the Table in FROM (so that qualified column references can be
  * checked). Identifier rules: a quoted identifier matches exactly (never split at dots), an
- * unquoted one case-insensitively ({@link Locale#ROOT} lower case); among several case-insensitive matches an exact-case match wins, otherwise
- * the reference is ambiguous. One instance per compilation; confined to the compiling thread.
+ * unquoted one case-insensitively ({@link Locale#ROOT} lower case); among several
+ * case-insensitive matches an exact-case match wins, otherwise the reference is ambiguous. One instance per compilation; confined to the compiling thread.
  */
 final class TableScope {
   /** One declared column; {@code name} is the declared (exact-case) name. */
