@@ -257,8 +257,8 @@ final class FilterCompiler {
       throw SafeText.unsupported("unsupported: IN needs a parenthesized list of literals");
     }
     if (items.isEmpty()) {
-      // Standard SQL has no empty list, and engines disagree on NULL rows (DuckDB: x NOT IN ()
-      // is NULL for a NULL x); refusing keeps one meaning.
+      // Neither standard SQL nor the engine (DuckDB 1.4.4: a parser error) has an empty list;
+      // giving it a meaning here counted NULL rows into NOT IN ().
       throw SafeText.invalid("query.syntax", "syntax error: empty IN list");
     }
     DeclaredColumn c = scope.resolve(column);
