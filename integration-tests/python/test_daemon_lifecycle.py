@@ -87,3 +87,57 @@ def test_started_normally_does_not_warn_about_sighup(tmp_path):
         assert not any("SIGHUP" in line for line in d.output), "".join(d.output)
     finally:
         assert d.stop() == 0
+
+
+def test_second_daemon_on_the_same_state_dir_refuses_naming_the_holder(tmp_path):
+    # Issue 14 finding 6: two daemons on one journal would hand out interleaved sequences.
+    state = tmp_path / "state"
+    d = Daemon(state).start()
+    try:
+        message = refused(state).strip()
+        assert message.count("\n") == 0, message
+        assert f"pid {d.proc.pid}" in message and "one daemon per state directory" in message, message
+        assert (state / "gateway.lock").read_text().strip() == str(d.proc.pid)
+        c = Caller(d, "primitive")
+        assert c.read(c.info("SELECT COUNT(*) FROM primitive", c.next_sequence())).num_rows == 1
+    finally:
+        assert d.stop() == 0
+    # The lock ends with its holder: the directory serves again.
+    d = Daemon(state).start()
+    assert d.stop() == 0
+
+
+def test_existing_state_is_restricted_to_its_owner_at_start(tmp_path):
+    state = tmp_path / "state"
+    d = Daemon(state).start()
+    assert d.stop() == 0
+    journal = state / "engine" / "journal.sqlite"
+    loose = [state, state / "keys", state / "credentials", state / "engine"]
+    segments = state / "engine" / "segments"
+    if segments.is_dir():
+        loose.append(segments)
+    for p in loose:
+        p.chmod(0o755)
+    journal.chmod(0o644)
+    d = Daemon(state).start()
+    try:
+        for p in loose:
+            assert p.stat().st_mode & 0o777 == 0o700, p
+        for f in (state / "engine").rglob("*"):
+            if f.is_file() and not f.is_symlink():
+                assert f.stat().st_mode & 0o777 == 0o600, f
+        said = "".join(d.output)
+        assert "journal.sqlite: mode rw-r--r-- restricted to rw-------" in said, said
+    finally:
+        assert d.stop() == 0
+
+
+def test_first_run_leaves_no_state_readable_by_others(tmp_path):
+    state = tmp_path / "state"
+    d = Daemon(state).start()
+    try:
+        for f in [state, *(state / "engine").rglob("*")]:
+            if not f.is_symlink():
+                assert f.stat().st_mode & 0o077 == 0, f
+    finally:
+        assert d.stop() == 0

@@ -256,6 +256,11 @@ final class FilterCompiler {
     if (!(right instanceof ParenthesedExpressionList<?> items)) {
       throw SafeText.unsupported("unsupported: IN needs a parenthesized list of literals");
     }
+    if (items.isEmpty()) {
+      // Neither standard SQL nor the engine (DuckDB 1.4.4: a parser error) has an empty list;
+      // giving it a meaning here counted NULL rows into NOT IN ().
+      throw SafeText.invalid("query.syntax", "syntax error: empty IN list");
+    }
     DeclaredColumn c = scope.resolve(column);
     requireOperator(c, "IN", c.type().filterable());
     List<Literal> values = new ArrayList<>(items.size());

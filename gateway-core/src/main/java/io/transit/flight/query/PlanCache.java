@@ -54,6 +54,11 @@ public final class PlanCache {
 
   /** As {@link QueryCompiler#compile}: the same plan, or the same {@code GatewayException}. */
   public QueryPlan compile(String sql, TableDeclaration table) {
+    return compile(sql, table, CompileWatch.NONE);
+  }
+
+  /** As {@link QueryCompiler#compile(String, TableDeclaration, CompileWatch)}, cached. */
+  public QueryPlan compile(String sql, TableDeclaration table, CompileWatch watch) {
     Objects.requireNonNull(sql, "sql");
     Objects.requireNonNull(table, "table");
     Key key = new Key(sql, table);
@@ -63,11 +68,16 @@ public final class PlanCache {
         return hit;
       }
     }
-    QueryPlan plan = QueryCompiler.compile(sql, table);
+    QueryPlan plan = QueryCompiler.compile(sql, table, watch);
     if (sql.length() <= maxEntryChars) {
       insert(key, plan);
     }
     return plan;
+  }
+
+  /** Whether {@code sql} over {@code table} is cached: compiling it costs no parse. */
+  public synchronized boolean contains(String sql, TableDeclaration table) {
+    return plans.containsKey(new Key(sql, table));
   }
 
   /** Plans currently cached. */

@@ -22,6 +22,7 @@ import net.sf.jsqlparser.expression.JdbcNamedParameter;
 import net.sf.jsqlparser.expression.JdbcParameter;
 import net.sf.jsqlparser.expression.operators.relational.LikeExpression;
 import net.sf.jsqlparser.expression.operators.relational.ParenthesedExpressionList;
+import net.sf.jsqlparser.parser.CCJSqlParser;
 import net.sf.jsqlparser.parser.CCJSqlParserUtil;
 import net.sf.jsqlparser.parser.ParseException;
 import net.sf.jsqlparser.parser.Token;
@@ -50,20 +51,27 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * {@code UNIMPLEMENTED} ({@code query.unsupported}). {@code docs/queries.md} lists the supported
  * query set and every failure. Messages are short printable ASCII and never contain the SQL.
  *
- * <p>Stateless and thread-safe: each call parses on the calling thread.
+ * <p>Stateless and thread-safe: each call parses on the calling thread; {@link SqlGuard} bounds
+ * the text first, and a {@link CompileWatch} lets another thread stop the parse.
  */
 public final class QueryCompiler {
-  /** Parenthesis nesting above this is refused before parsing: parse time grows steeply with it. */
-  static final int MAX_NESTING = 32;
-
   private QueryCompiler() {}
 
   /** Compiles {@code sql} against {@code table}; throws {@link GatewayException} when refused. */
   public static QueryPlan compile(String sql, TableDeclaration table) {
+    return compile(sql, table, CompileWatch.NONE);
+  }
+
+  /**
+   * As {@link #compile(String, TableDeclaration)}; when another thread abandons {@code watch},
+   * the parse stops early and the watch's failure is thrown.
+   */
+  public static QueryPlan compile(String sql, TableDeclaration table, CompileWatch watch) {
     Objects.requireNonNull(sql, "sql");
     Objects.requireNonNull(table, "table");
+    Objects.requireNonNull(watch, "watch");
     TableScope scope = TableScope.of(table);
-    PlainSelect select = plainSelect(parse(sql));
+    PlainSelect select = plainSelect(parse(sql, watch));
     rejectClauses(select);
     if (!(select.getFromItem() instanceof Table from)) {
       throw SafeText.unsupported(select.getFromItem() == null
@@ -104,23 +112,31 @@ public final class QueryCompiler {
     return new Field(name, new FieldType(nullable, new ArrowType.Int(64, true), null), null);
   }
 
-  private static Statement parse(String sql) {
+  private static Statement parse(String sql, CompileWatch watch) {
     if (sql.isBlank()) {
       throw SafeText.invalid("query.syntax", "syntax error: empty query");
     }
-    if (nesting(sql) > MAX_NESTING) {
-      throw SafeText.unsupported("unsupported: parentheses nested deeper than " + MAX_NESTING);
-    }
+    // Linear and before any parse: the bounds hold whatever the comments hide.
+    String text = SqlGuard.check(sql);
     Statements statements;
     try {
       // Complex parsing backtracks exponentially on nested parentheses and adds nothing the
       // profile needs.
-      statements = CCJSqlParserUtil.newParser(sql).withAllowComplexParsing(false).Statements();
+      CCJSqlParser parser = CCJSqlParserUtil.newParser(text).withAllowComplexParsing(false);
+      watch.attach(parser);
+      watch.check();
+      statements = parser.Statements();
+      watch.check();
+    } catch (GatewayException e) {
+      throw e;
     } catch (ParseException e) {
+      watch.check();
       throw SafeText.invalid("query.syntax", "syntax error" + position(e));
     } catch (TokenMgrException | StackOverflowError e) {
+      watch.check();
       throw SafeText.invalid("query.syntax", "syntax error: invalid token");
     } catch (RuntimeException e) {
+      watch.check();
       throw SafeText.invalid("query.syntax", "syntax error");
     }
     if (statements == null || statements.isEmpty()) {
@@ -138,28 +154,6 @@ public final class QueryCompiler {
       return "";
     }
     return " at line " + at.beginLine + ", column " + at.beginColumn;
-  }
-
-  /** Deepest parenthesis nesting outside quoted text; errs high on parentheses in comments. */
-  private static int nesting(String sql) {
-    int depth = 0;
-    int max = 0;
-    char quote = 0;
-    for (int i = 0; i < sql.length(); i++) {
-      char c = sql.charAt(i);
-      if (quote != 0) {
-        if (c == quote) {
-          quote = 0;
-        }
-      } else if (c == '\'' || c == '"' || c == '`') {
-        quote = c;
-      } else if (c == '(') {
-        max = Math.max(max, ++depth);
-      } else if (c == ')') {
-        depth--;
-      }
-    }
-    return max;
   }
 
   private static PlainSelect plainSelect(Statement statement) {
@@ -246,7 +240,7 @@ public final class QueryCompiler {
       } else if (e instanceof AllTableColumns all) {
         requireCanonical(all, all.getTable().getFullyQualifiedName() + ".*", "modifier on *");
         requireNoAlias(alias, "*");
-        scope.checkQualifier(all.getTable());
+        scope.checkQualifier(all);
         scope.columns().forEach(c -> outputs.add(column(c, null)));
         columns = true;
       } else if (unwrap(e) instanceof Column c) {

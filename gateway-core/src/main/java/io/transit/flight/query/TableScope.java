@@ -6,16 +6,21 @@ import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import net.sf.jsqlparser.expression.Alias;
+import net.sf.jsqlparser.parser.ASTNodeAccess;
+import net.sf.jsqlparser.parser.SimpleNode;
+import net.sf.jsqlparser.parser.Token;
 import net.sf.jsqlparser.schema.Column;
 import net.sf.jsqlparser.schema.Table;
+import net.sf.jsqlparser.statement.select.AllTableColumns;
 
 /**
  * The caller's published Table as one query sees it: the declared columns with their logical
  * types, and how the query named the Table in FROM (so that qualified column references can be
- * checked). Identifier rules: a quoted identifier matches exactly, an unquoted one
- * case-insensitively; among several case-insensitive matches an exact-case match wins, otherwise
- * the reference is ambiguous. One instance per compilation; confined to the compiling thread.
+ * checked). Identifier rules: a quoted identifier matches exactly (never split at dots), an
+ * unquoted one case-insensitively ({@link Locale#ROOT} lower case); among several
+ * case-insensitive matches an exact-case match wins, otherwise the reference is ambiguous. One instance per compilation; confined to the compiling thread.
  */
 final class TableScope {
   /** One declared column; {@code name} is the declared (exact-case) name. */
@@ -41,8 +46,14 @@ final class TableScope {
       return new Ident(raw, false);
     }
 
+    /**
+     * Quoted: exactly. Unquoted: after lower-casing both with {@link Locale#ROOT} — never
+     * {@code equalsIgnoreCase}, whose per-character folding makes {@code İD} match {@code id}.
+     */
     boolean matches(String declared) {
-      return quoted ? text.equals(declared) : text.equalsIgnoreCase(declared);
+      return quoted
+          ? text.equals(declared)
+          : text.toLowerCase(Locale.ROOT).equals(declared.toLowerCase(Locale.ROOT));
     }
   }
 
@@ -82,7 +93,7 @@ final class TableScope {
 
   /** Checks that FROM names the caller's Table and remembers its alias. */
   void bindFrom(Table from) {
-    if (!namesTable(from.getNameParts())) {
+    if (!namesTable(written(from, from.getNameParts(), false))) {
       throw unknownTable(from.getName());
     }
     Alias a = from.getAlias();
@@ -94,9 +105,13 @@ final class TableScope {
     }
   }
 
-  /** Checks a qualifier such as {@code t} in {@code t.a} or {@code t.*}. */
-  void checkQualifier(Table qualifier) {
-    List<String> parts = qualifier.getNameParts();
+  /** Checks the qualifier of {@code t.*}. */
+  void checkQualifier(AllTableColumns all) {
+    checkQualifier(all.getTable(), written(all, all.getTable().getNameParts(), true));
+  }
+
+  /** Checks a qualifier such as {@code t} in {@code t.a}; {@code parts} innermost first. */
+  private void checkQualifier(Table qualifier, List<String> parts) {
     boolean ok;
     if (alias != null) {
       // As in SQL, an alias hides the Table's own name.
@@ -113,7 +128,10 @@ final class TableScope {
   DeclaredColumn resolve(Column ref) {
     Table qualifier = ref.getTable();
     if (qualifier != null && qualifier.getName() != null && !qualifier.getNameParts().isEmpty()) {
-      checkQualifier(qualifier);
+      List<String> parts = new ArrayList<>(qualifier.getNameParts());
+      parts.add(0, ref.getColumnName());
+      parts = written(ref, parts, false);
+      checkQualifier(qualifier, parts.subList(1, parts.size()));
     }
     Ident id = Ident.parse(ref.getColumnName());
     DeclaredColumn found = null;
@@ -137,6 +155,34 @@ final class TableScope {
           .with("column", SafeText.fragment(id.text()));
     }
     return found;
+  }
+
+  /**
+   * A dotted name's parts, innermost first, as the caller wrote them: read from the parser's
+   * tokens, because JSqlParser splits a quoted name at its dots ({@code "a.b"} becomes two
+   * parts), which would let {@code "transit.demo.t"} name the Table. {@code parsed} (the
+   * parser's own parts) serves when the node carries no tokens. {@code dropLast} drops a
+   * trailing {@code *}.
+   */
+  private static List<String> written(ASTNodeAccess node, List<String> parsed, boolean dropLast) {
+    SimpleNode ast = node.getASTNode();
+    if (ast == null || ast.jjtGetFirstToken() == null) {
+      return parsed;
+    }
+    List<String> parts = new ArrayList<>();
+    Token t = ast.jjtGetFirstToken();
+    Token last = ast.jjtGetLastToken();
+    while (t != null) {
+      parts.add(0, t.image);
+      if (t == last || t.next == null || !".".equals(t.next.image) || t.next == last) {
+        break;
+      }
+      t = t.next.next;
+    }
+    if (dropLast && !parts.isEmpty()) {
+      parts.remove(0);
+    }
+    return parts;
   }
 
   /** Name parts arrive innermost first: table, schema, catalog. */

@@ -194,6 +194,44 @@ class QueryCompilerTest {
     fails("SELECT trips.id FROM trips t", TABLE, Cause.INVALID_REQUEST, "query.unknown_table");
   }
 
+  @ParameterizedTest
+  @CsvSource(delimiter = '|', value = {
+      "\"transit.public.Trips\"", "\"public.Trips\"", "transit.\"public.Trips\"",
+      "\"transit.public\".\"Trips\""})
+  void quotedNamesAreNeverSplitAtDots(String from) {
+    fails("SELECT id FROM " + from, TABLE, Cause.INVALID_REQUEST, "query.unknown_table");
+    fails("SELECT " + from + ".id FROM trips", TABLE, Cause.INVALID_REQUEST, "query.unknown_table");
+    fails("SELECT " + from + ".* FROM trips", TABLE, Cause.INVALID_REQUEST, "query.unknown_table");
+  }
+
+  @Test
+  void quotedColumnNamesWithDotsMatchExactly() {
+    TableDeclaration t = TableDeclaration.newBuilder().setTable("t")
+        .addColumns(col("a.b", "INT64", false)).addColumns(col("b", "INT64", false)).build();
+    assertEquals("a.b", QueryCompiler.compile("SELECT \"a.b\" FROM t", t).outputs().get(0).column());
+    assertEquals("b", QueryCompiler.compile("SELECT t.\"b\" FROM t", t).outputs().get(0).column());
+    fails("SELECT \"t.b\" FROM t", t, Cause.INVALID_REQUEST, "query.unknown_column");
+  }
+
+  @Test
+  void unquotedNamesFoldWithTheRootLocaleOnly() {
+    // equalsIgnoreCase folds U+0130 (dotted capital I) to i; Locale.ROOT lower-casing does not.
+    fails("SELECT \u0130D FROM trips", TABLE, Cause.INVALID_REQUEST, "query.unknown_column");
+    fails("SELECT id FROM TR\u0130PS", TABLE, Cause.INVALID_REQUEST, "query.unknown_table");
+    fails("SELECT \u0131d FROM trips", TABLE, Cause.INVALID_REQUEST, "query.unknown_column");
+    assertEquals("id", QueryCompiler.compile("SELECT ID FROM TRIPS", TABLE).outputs().get(0).column());
+    fails("SELECT \"ID\" FROM trips", TABLE, Cause.INVALID_REQUEST, "query.unknown_column");
+  }
+
+  @ParameterizedTest
+  @CsvSource(delimiter = '|', value = {"id IN ()", "id NOT IN ()", "NOT id IN ( )",
+      "id = 1 OR fare NOT IN () AND id = 2"})
+  void emptyInListsAreSyntaxErrors(String where) {
+    GatewayException e = fails("SELECT id FROM trips WHERE " + where, TABLE,
+        Cause.INVALID_REQUEST, "query.syntax");
+    assertTrue(e.getMessage().contains("empty IN list"), e.getMessage());
+  }
+
   @Test
   void caseOnlyDuplicatesNeedQuoting() {
     TableDeclaration t = TableDeclaration.newBuilder().setTable("t")
@@ -281,7 +319,14 @@ class QueryCompilerTest {
   @Test
   void deepNestingIsRefusedQuickly() {
     String deep = "SELECT id FROM trips WHERE " + "(".repeat(40) + "id = 1" + ")".repeat(40);
-    unsupported(deep, TABLE);
+    GatewayException e = fails(deep, TABLE, Cause.INVALID_REQUEST, "query.too_complex");
+    assertEquals(40, e.facts().get("required"));
+    // Issue 14 finding 1: the quote in the comment no longer hides the nesting after it.
+    String hidden = "SELECT id FROM trips WHERE id = 1 -- '\nOR " + "(".repeat(800) + "id = 2"
+        + ")".repeat(800);
+    long start = System.nanoTime();
+    fails(hidden, TABLE, Cause.INVALID_REQUEST, "query.too_complex");
+    assertTrue(System.nanoTime() - start < 1_000_000_000L, "refused before any parse");
     String ok = "SELECT id FROM trips WHERE " + "NOT (".repeat(12) + "id = 1" + ")".repeat(12);
     assertTrue(QueryCompiler.compile(ok, TABLE).filter() instanceof QueryPlan.Not);
   }

@@ -21,6 +21,7 @@ import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateDirectory;
+import io.transit.flight.server.config.StateLock;
 import io.transit.flight.server.sql.Deadlines;
 import io.transit.flight.server.sql.GatewayState;
 import io.transit.flight.server.sql.TransitSqlProducer;
@@ -65,6 +66,7 @@ public final class GatewayServer implements AutoCloseable {
   private static final int MAX_PENDING_BATCHES = 2;
 
   private final AtomicReference<ResolvedConfig> config;
+  private final StateLock stateLock;
   private final BufferAllocator allocator;
   private final EmbeddedEngine engine;
   private final StreamRegistry streams;
@@ -78,12 +80,12 @@ public final class GatewayServer implements AutoCloseable {
   private final AtomicInteger closed = new AtomicInteger();
   private volatile boolean closedCleanly;
 
-  private GatewayServer(ResolvedConfig cfg, CommandFaults faults)
-      throws ConfigException, IOException {
+  private GatewayServer(ResolvedConfig cfg, CommandFaults faults, StateDirectory state,
+      StateLock stateLock) throws ConfigException, IOException {
     this.config = new AtomicReference<>(cfg);
+    this.stateLock = stateLock;
     Limits limits = cfg.limits();
-    StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
-    state.prepare();
+    reportTightened(state);
     Ed25519.KeyPair ticketKey = state.loadOrCreateKey(state.ticketKeyFile());
     // Generated and guarded like every key; the embedded engine needs no inspection signatures,
     // a remote native client will sign its inspection reads with it.
@@ -97,6 +99,8 @@ public final class GatewayServer implements AutoCloseable {
     // each of its compile, submit check and execution.
     PlanCache plans = PlanCache.withDefaults();
     this.engine = openEngine(state, cfg, snapshot, faults, plans);
+    // The engine creates its journal and segment files with the process umask on first run.
+    reportTightened(state);
     CredentialRegistry credentials = new CredentialRegistry();
     credentials.replace(snapshot.byToken());
 
@@ -126,7 +130,10 @@ public final class GatewayServer implements AutoCloseable {
     TransitSqlProducer producer = new TransitSqlProducer(gatewayState,
         new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
             limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
-    this.serviceExecutor = pool("transit-grpc", Math.max(8, limits.admissionPerGateway() + 8));
+    // Admissions and compilations in flight each hold a service thread; eight more stay free
+    // for metadata and session calls however many of those are busy.
+    this.serviceExecutor = pool("transit-grpc",
+        limits.admissionPerGateway() + limits.compilePerGateway() + 8);
     this.flightExecutor = pool("transit-flight", 4);
     this.connections = new ConnectionBudget(limits.maxConnections(), errors);
     this.server = Listeners.build(cfg,
@@ -135,6 +142,12 @@ public final class GatewayServer implements AutoCloseable {
                 flightExecutor),
             new AuthInterceptor(credentials, errors)),
         serviceExecutor, connections);
+  }
+
+  private static void reportTightened(StateDirectory state) throws ConfigException {
+    for (String line : state.tighten()) {
+      log.warn("state_dir {}", line);
+    }
   }
 
   private static EmbeddedEngine openEngine(StateDirectory state, ResolvedConfig cfg,
@@ -168,7 +181,21 @@ public final class GatewayServer implements AutoCloseable {
    */
   public static GatewayServer start(ResolvedConfig cfg, CommandFaults faults)
       throws ConfigException, IOException {
-    GatewayServer g = new GatewayServer(cfg, faults);
+    StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
+    state.prepare();
+    StateLock lock = StateLock.acquire(cfg.stateDir());
+    GatewayServer g;
+    try {
+      g = new GatewayServer(cfg, faults, state, lock);
+    } catch (ConfigException | IOException | RuntimeException | Error e) {
+      // Nothing else was started; another attempt in this process may take the directory.
+      try {
+        lock.close();
+      } catch (IOException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
     try {
       g.server.start();
     } catch (IOException e) {
@@ -249,6 +276,11 @@ public final class GatewayServer implements AutoCloseable {
     awaitQuietly(serviceExecutor);
     awaitQuietly(flightExecutor);
     engine.close();
+    try {
+      stateLock.close();
+    } catch (IOException e) {
+      log.warn("state directory lock: release failed (the OS drops it at exit)");
+    }
     long leaked = allocator.getAllocatedMemory();
     // Operators size root_allocator_bytes from the peak; scripts/bench reads it for P4.
     long peakBytes = allocator.getPeakMemoryAllocation();

@@ -97,6 +97,9 @@ final class PlanTranslator {
       if (t == LogicalType.BOOL) {
         throw invalid("IN on BOOL column " + in.column());
       }
+      if (in.values().isEmpty()) {
+        throw invalid("empty IN list on column " + in.column());
+      }
       for (QueryPlan.Literal l : in.values()) {
         literal(in.column(), t, l);
       }
@@ -184,10 +187,6 @@ final class PlanTranslator {
       param(b.high(), sql, ps);
       sql.append(')');
     } else if (f instanceof QueryPlan.InList in) {
-      if (in.values().isEmpty()) {
-        sql.append(in.negated() ? "TRUE" : "FALSE");
-        return;
-      }
       sql.append(DuckTables.quote(in.column())).append(in.negated() ? " NOT IN (" : " IN (");
       for (int i = 0; i < in.values().size(); i++) {
         sql.append(i > 0 ? ", " : "");

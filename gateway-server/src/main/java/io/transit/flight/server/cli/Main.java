@@ -6,6 +6,7 @@ import io.transit.flight.server.TestFaults;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ConfigLoader;
 import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.server.config.StateLock;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -48,6 +49,9 @@ public final class Main {
     int code;
     try {
       code = run(args, System.out);
+    } catch (StateLock.StateDirectoryBusyException e) {
+      System.err.println("transit-flight: " + e.getMessage());
+      code = 2;
     } catch (ConfigException e) {
       System.err.println("transit-flight: configuration refused: " + e.getMessage());
       code = 2;

@@ -1,7 +1,7 @@
 package io.transit.flight.server.config;
 
 /** The configuration or state directory is unusable; the message names the field or file. */
-public final class ConfigException extends Exception {
+public class ConfigException extends Exception {
   private static final long serialVersionUID = 1L;
 
   public ConfigException(String message) {

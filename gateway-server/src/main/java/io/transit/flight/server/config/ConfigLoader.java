@@ -278,6 +278,12 @@ public final class ConfigLoader {
     check(l.maxConnectionAgeMs() >= 100, "limits.max_connection_age_ms", l.maxConnectionAgeMs(), ">= 100");
     check(l.maxConnectionAgeGraceMs() >= 0, "limits.max_connection_age_grace_ms",
         l.maxConnectionAgeGraceMs(), ">= 0");
+    check(l.compilePerGateway() >= 1 && l.compilePerGateway() <= 1024,
+        "limits.compile_per_gateway", l.compilePerGateway(), "1..1024");
+    check(l.compilePerCaller() >= 1 && l.compilePerCaller() <= l.compilePerGateway(),
+        "limits.compile_per_caller", l.compilePerCaller(), "1..compile_per_gateway");
+    check(l.compileTimeoutMs() >= 100 && l.compileTimeoutMs() <= 60_000,
+        "limits.compile_timeout_ms", l.compileTimeoutMs(), "100..60000");
   }
 
   private static String name(String v, String field) throws ConfigException {

@@ -38,12 +38,15 @@ public record Limits(
     @JsonProperty("permit_keepalive_time_ms") Long permitKeepaliveTimeMs,
     @JsonProperty("max_connection_idle_ms") Long maxConnectionIdleMs,
     @JsonProperty("max_connection_age_ms") Long maxConnectionAgeMs,
-    @JsonProperty("max_connection_age_grace_ms") Long maxConnectionAgeGraceMs) {
+    @JsonProperty("max_connection_age_grace_ms") Long maxConnectionAgeGraceMs,
+    @JsonProperty("compile_per_gateway") Integer compilePerGateway,
+    @JsonProperty("compile_per_caller") Integer compilePerCaller,
+    @JsonProperty("compile_timeout_ms") Long compileTimeoutMs) {
 
   public static Limits defaults() {
     return new Limits(null, null, null, null, null, null, null, null, null, null, null, null, null,
         null, null, null, null, null, null, null, null, null, null, null, null, null, null, null,
-        null).withDefaults();
+        null, null, null, null).withDefaults();
   }
 
   /** This record with every absent field set to its documented default. */
@@ -81,7 +84,12 @@ public record Limits(
         or(maxConnectionIdleMs, 300_000L),
         or(maxConnectionAgeMs, 7_200_000L),
         // Long enough for a DoGet started just before the age limit to run to its deadline.
-        or(maxConnectionAgeGraceMs, or(dataDeadlineMaxMs, 3_600_000L)));
+        or(maxConnectionAgeGraceMs, or(dataDeadlineMaxMs, 3_600_000L)),
+        // Parses in flight: far above what honest callers need (a parse takes milliseconds),
+        // low enough that the service pool keeps threads for everyone else.
+        or(compilePerGateway, 8),
+        or(compilePerCaller, 2),
+        or(compileTimeoutMs, 2_000L));
   }
 
   private static <T> T or(T v, T d) {

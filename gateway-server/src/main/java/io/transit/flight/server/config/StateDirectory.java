@@ -2,19 +2,24 @@ package io.transit.flight.server.config;
 
 import io.transit.flight.crypto.Ed25519;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.stream.Stream;
 
 /**
  * The daemon's private state directory: Ed25519 keys (ticket key, gateway inspection key, one key
@@ -24,6 +29,10 @@ import java.util.Set;
  * 0700 directories. An existing key or credential file that is group- or other-accessible is
  * refused: a secret that others could have read is not a secret any more, and the operator must
  * decide what to do (rotate, then fix the mode).
+ *
+ * <p>Everything else the daemon keeps here is private too: at start, {@link #tighten} restricts
+ * the state, key, credential and engine directories to 0700 and every file under the engine
+ * directory (journal, segments) to 0600, saying what it changed, or refuses naming the path.
  *
  * <p>Key file format: one line {@code ed25519-seed-v1 <base64 of the 32-byte seed>}. Credential
  * file format: one line holding the opaque token (printable ASCII, at least 32 characters).
@@ -66,6 +75,47 @@ public final class StateDirectory {
       createPrivateDirs(engineDir());
     } catch (IOException e) {
       throw new ConfigException("state_dir " + root + ": cannot create: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Restricts the state, {@code keys}, {@code credentials} and {@code engine} directories to
+   * 0700 and everything under {@code engine} to 0700 (directories) or 0600 (files); symbolic
+   * links are left alone. Returns one line per path whose mode changed. Keys and credentials are
+   * not loosened or tightened here: a readable secret is refused where it is read.
+   */
+  public List<String> tighten() throws ConfigException {
+    List<String> changed = new ArrayList<>();
+    for (Path dir : List.of(root, root.resolve("keys"), root.resolve("credentials"))) {
+      restrict(dir, OWNER_ONLY_DIR, changed);
+    }
+    try (Stream<Path> engine = Files.walk(engineDir())) {
+      for (Path p : (Iterable<Path>) engine::iterator) {
+        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+          restrict(p, OWNER_ONLY_DIR, changed);
+        } else if (Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
+          restrict(p, OWNER_ONLY_FILE, changed);
+        }
+      }
+    } catch (IOException | UncheckedIOException e) {
+      throw new ConfigException("state_dir " + engineDir() + ": cannot list: " + e.getMessage(), e);
+    }
+    return changed;
+  }
+
+  private static void restrict(Path p, Set<PosixFilePermission> wanted, List<String> changed)
+      throws ConfigException {
+    try {
+      Set<PosixFilePermission> now = Files.getPosixFilePermissions(p, LinkOption.NOFOLLOW_LINKS);
+      if (now.equals(wanted)) {
+        return;
+      }
+      Files.setPosixFilePermissions(p, wanted);
+      changed.add(p + ": mode " + PosixFilePermissions.toString(now) + " restricted to "
+          + PosixFilePermissions.toString(wanted));
+    } catch (IOException e) {
+      throw new ConfigException(p + ": cannot restrict to " + PosixFilePermissions.toString(wanted)
+          + " (the daemon keeps its state private): " + e.getMessage(), e);
     }
   }
 

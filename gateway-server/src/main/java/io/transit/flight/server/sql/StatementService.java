@@ -23,20 +23,23 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * runs the signed admission chain from the caller's first sequence, waits within the call's
  * deadline for the retained result, and returns one endpoint with an FTK1 statement ticket.
  *
- * <p>Runs on gRPC's service executor; may block within the call's deadline.
+ * <p>Runs on gRPC's service executor; may block within the call's deadline. Compilation goes
+ * through the {@link CompileGate}: bounded per caller and gateway, in time, and by cancellation.
  */
 final class StatementService {
   private final GatewayState state;
   private final Deadlines deadlines;
+  private final CompileGate compiler;
 
-  StatementService(GatewayState state, Deadlines deadlines) {
+  StatementService(GatewayState state, Deadlines deadlines, CompileGate compiler) {
     this.state = state;
     this.deadlines = deadlines;
+    this.compiler = compiler;
   }
 
   SchemaResult getSchema(CommandStatementQuery command, CallerBinding caller) {
     rejectTransaction(command);
-    QueryPlan plan = state.plans().compile(command.getQuery(), caller.table());
+    QueryPlan plan = compile(command, caller);
     return new SchemaResult(QueryCompiler.outputSchema(plan));
   }
 
@@ -45,7 +48,7 @@ final class StatementService {
       List<String> sequenceValues) {
     long firstSequence = SequenceHeader.parse(sequenceValues);
     rejectTransaction(command);
-    QueryPlan plan = state.plans().compile(command.getQuery(), caller.table());
+    QueryPlan plan = compile(command, caller);
     Schema schema = QueryCompiler.outputSchema(plan);
     Admitted admitted = state.admission().admit(
         state.admissionRequest(caller, firstSequence, command.getQueryBytes().toByteArray(),
@@ -59,6 +62,11 @@ final class StatementService {
         .setOrdered(true)
         .setAppMetadata(admitted.appMetadataJson().getBytes(StandardCharsets.US_ASCII))
         .build();
+  }
+
+  private QueryPlan compile(CommandStatementQuery command, CallerBinding caller) {
+    return compiler.compile(caller.principal(), command.getQuery(), caller.table(),
+        deadlines.controlDeadlineNanos());
   }
 
   private static void rejectTransaction(CommandStatementQuery command) {

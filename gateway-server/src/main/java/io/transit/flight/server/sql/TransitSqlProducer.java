@@ -77,11 +77,16 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   private final Deadlines deadlines;
   private final ScheduledExecutorService timer;
 
-  /** {@code timer} runs the data deadlines of DoGet streams (see {@link StreamDeadline}). */
+  /**
+   * {@code timer} runs the data deadlines of DoGet streams (see {@link StreamDeadline}) and the
+   * parse budgets of statement compilation (see {@link CompileGate}).
+   */
   public TransitSqlProducer(GatewayState state, Deadlines deadlines, ScheduledExecutorService timer) {
     super(state.errors());
     this.state = state;
-    this.statements = new StatementService(state, deadlines);
+    this.statements = new StatementService(state, deadlines,
+        new CompileGate(state.plans(), state.limits().compilePerGateway(),
+            state.limits().compilePerCaller(), state.limits().compileTimeoutMs(), timer));
     this.metadata = new MetadataService(state);
     this.results = new ResultStreamer(state);
     this.deadlines = deadlines;

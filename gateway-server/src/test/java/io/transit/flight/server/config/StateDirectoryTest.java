@@ -36,6 +36,48 @@ class StateDirectoryTest {
   }
 
   @Test
+  void tightenRestrictsDirectoriesAndEngineFilesButNotSecrets() throws Exception {
+    Path root = dir.resolve("state");
+    StateDirectory s = new StateDirectory(root, new SecureRandom());
+    s.prepare();
+    Path segments = Files.createDirectories(s.engineDir().resolve("segments"));
+    Path journal = Files.writeString(s.engineDir().resolve("journal.sqlite"), "j");
+    Path segment = Files.writeString(segments.resolve("1.seg"), "s");
+    Path key = Files.writeString(root.resolve("keys/other.key"), "k");
+    for (Path p : new Path[] {root, s.engineDir(), segments}) {
+      Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+    for (Path p : new Path[] {journal, segment, key}) {
+      Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rw-r--r--"));
+    }
+    java.util.List<String> changed = s.tighten();
+    assertEquals(5, changed.size(), changed::toString);
+    assertTrue(changed.contains(journal + ": mode rw-r--r-- restricted to rw-------"), changed::toString);
+    for (Path p : new Path[] {root, s.engineDir(), segments}) {
+      assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(p)));
+    }
+    for (Path p : new Path[] {journal, segment}) {
+      assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(p)));
+    }
+    // A readable secret is refused where it is read, never silently fixed.
+    assertEquals("rw-r--r--", PosixFilePermissions.toString(Files.getPosixFilePermissions(key)));
+    assertEquals(java.util.List.of(), s.tighten());
+  }
+
+  @Test
+  void oneLockPerStateDirectoryNamingTheHolder() throws Exception {
+    Files.createDirectories(dir.resolve("s"));
+    String pid = Long.toString(ProcessHandle.current().pid());
+    try (StateLock lock = StateLock.acquire(dir.resolve("s"))) {
+      assertEquals(pid, Files.readString(dir.resolve("s/gateway.lock")).strip());
+      ConfigException e = assertThrows(StateLock.StateDirectoryBusyException.class,
+          () -> StateLock.acquire(dir.resolve("s")));
+      assertTrue(e.getMessage().contains("(pid " + pid + ")"), e.getMessage());
+    }
+    StateLock.acquire(dir.resolve("s")).close();
+  }
+
+  @Test
   void refusesGroupOrOtherReadableSecrets() throws Exception {
     StateDirectory s = new StateDirectory(dir, new SecureRandom());
     s.prepare();

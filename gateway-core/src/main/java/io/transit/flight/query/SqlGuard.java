@@ -1,0 +1,162 @@
+package io.transit.flight.query;
+
+import io.transit.flight.diagnostic.GatewayException;
+
+/**
+ * The lexical pre-check every statement passes before JSqlParser sees it. One linear pass over
+ * the text splits it into the tokens JSqlParser 5.3's lexer forms — {@code --} and {@code //}
+ * line comments, non-nesting {@code /* *\/} block comments, {@code '...'} strings (a quote
+ * doubled inside; a backslash is an ordinary character), {@code "..."} identifiers (a quote
+ * doubled inside) and {@code `...`} identifiers — and refuses, in microseconds, text longer,
+ * with more tokens, more brackets or deeper nesting than the bounds below, whatever its comments
+ * hide: the parser's time grows steeply with nesting (roughly depth cubed) and bracket count.
+ *
+ * <p>Lexical forms whose extent this pass cannot be sure to judge as the parser does (string
+ * prefixes other than {@code N}, such as Oracle's {@code q'[...]'}, and {@code $}-quoting) are
+ * refused here; none is in the profile. The parser then sees the text with every comment blanked
+ * (line breaks kept, so syntax-error positions still point into the caller's text), so no comment
+ * can be read differently by the two.
+ *
+ * <p>Stateless; any thread.
+ */
+final class SqlGuard {
+  /** Longest statement, in UTF-16 characters (the 16 KiB message bound already implies it). */
+  static final int MAX_CHARS = 16_384;
+  /** Most tokens (comments and whitespace excluded). */
+  static final int MAX_TOKENS = 4_096;
+  /** Deepest nesting of {@code ( [ {}. */
+  static final int MAX_NESTING = 32;
+  /** Most opening brackets in the whole statement: each is a parser lookahead. */
+  static final int MAX_BRACKETS = 256;
+
+  static final String CODE = "query.too_complex";
+
+  private SqlGuard() {}
+
+  /**
+   * Checks {@code sql} and returns the text to parse (comments blanked). Throws {@code
+   * query.too_complex} (a bound, with facts {@code bound}, {@code limit}, {@code required}),
+   * {@code query.syntax} (unterminated literal or comment) or {@code query.unsupported} (a
+   * lexical form outside the profile).
+   */
+  static String check(String sql) {
+    int n = sql.length();
+    if (n > MAX_CHARS) {
+      throw tooComplex("characters", MAX_CHARS, n);
+    }
+    char[] out = sql.toCharArray();
+    int tokens = 0;
+    int depth = 0;
+    int maxDepth = 0;
+    int brackets = 0;
+    int i = 0;
+    while (i < n) {
+      char c = sql.charAt(i);
+      if (Character.isWhitespace(c)) {
+        i++;
+        continue;
+      }
+      if ((c == '-' || c == '/') && i + 1 < n && sql.charAt(i + 1) == c) {
+        i = blank(out, i, lineEnd(sql, i));
+        continue;
+      }
+      if (c == '/' && i + 1 < n && sql.charAt(i + 1) == '*') {
+        int close = sql.indexOf("*/", i + 2);
+        if (close < 0) {
+          throw SafeText.invalid("query.syntax", "syntax error: unterminated comment");
+        }
+        i = blank(out, i, close + 2);
+        continue;
+      }
+      tokens++;
+      if (c == '\'') {
+        requireNoPrefix(sql, i);
+        i = quotedEnd(sql, i, '\'', true, "string literal");
+      } else if (c == '"') {
+        i = quotedEnd(sql, i, '"', true, "quoted identifier");
+      } else if (c == '`') {
+        i = quotedEnd(sql, i, '`', false, "quoted identifier");
+      } else if (c == '$') {
+        throw SafeText.unsupported("unsupported: $ outside quoted text");
+      } else if (isWordChar(c)) {
+        while (i < n && isWordChar(sql.charAt(i))) {
+          i++;
+        }
+      } else {
+        if (c == '(' || c == '[' || c == '{') {
+          brackets++;
+          maxDepth = Math.max(maxDepth, ++depth);
+        } else if (c == ')' || c == ']' || c == '}') {
+          depth = Math.max(0, depth - 1);
+        }
+        i++;
+      }
+    }
+    // Reported after the whole pass so that the facts carry the exact figure.
+    if (tokens > MAX_TOKENS) {
+      throw tooComplex("tokens", MAX_TOKENS, tokens);
+    }
+    if (maxDepth > MAX_NESTING) {
+      throw tooComplex("nesting", MAX_NESTING, maxDepth);
+    }
+    if (brackets > MAX_BRACKETS) {
+      throw tooComplex("brackets", MAX_BRACKETS, brackets);
+    }
+    return new String(out);
+  }
+
+  /** Index of the line break ending a line comment (or the end of the text). */
+  private static int lineEnd(String sql, int from) {
+    int i = from;
+    while (i < sql.length() && sql.charAt(i) != '\n' && sql.charAt(i) != '\r') {
+      i++;
+    }
+    return i;
+  }
+
+  /** Blanks {@code [from, to)} except line breaks; returns {@code to}. */
+  private static int blank(char[] out, int from, int to) {
+    for (int i = from; i < to; i++) {
+      if (out[i] != '\n' && out[i] != '\r') {
+        out[i] = ' ';
+      }
+    }
+    return to;
+  }
+
+  /** The index after the closing quote of the literal opening at {@code open}. */
+  private static int quotedEnd(String sql, int open, char quote, boolean doubling, String what) {
+    int i = open + 1;
+    while (i < sql.length()) {
+      if (sql.charAt(i) == quote) {
+        if (doubling && i + 1 < sql.length() && sql.charAt(i + 1) == quote) {
+          i += 2;
+          continue;
+        }
+        return i + 1;
+      }
+      i++;
+    }
+    throw SafeText.invalid("query.syntax", "syntax error: unterminated " + what);
+  }
+
+  /** The parser reads a word glued to a quote as a prefix (E'', X'', q'[..]'); only N is ours. */
+  private static void requireNoPrefix(String sql, int quote) {
+    int start = quote;
+    while (start > 0 && isWordChar(sql.charAt(start - 1))) {
+      start--;
+    }
+    if (start < quote && !sql.substring(start, quote).equalsIgnoreCase("N")) {
+      throw SafeText.unsupported("unsupported: string literal prefix");
+    }
+  }
+
+  private static boolean isWordChar(char c) {
+    return c == '_' || Character.isLetterOrDigit(c) || c >= 0x80;
+  }
+
+  private static GatewayException tooComplex(String bound, int limit, int required) {
+    return SafeText.invalid(CODE, "statement exceeds the " + bound + " bound of " + limit)
+        .with("bound", bound).with("limit", limit).with("required", required);
+  }
+}

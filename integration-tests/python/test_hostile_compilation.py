@@ -1,0 +1,242 @@
+"""Hostile SQL against the real daemon (issue 14 findings 1 and 5): nesting hidden behind a
+comment is refused before any parse, a caller's compilations are bounded in number and time,
+and while one caller keeps the service pool's worth of hostile compilations running another
+caller's metadata, session and statement calls still answer within a second. Identifier and
+empty-IN semantics are checked through a real client and against the data."""
+
+import threading
+import time
+
+import grpc
+import pytest
+
+import edgehelp as E
+import flightsql
+from diagnostic_clients import facts
+from edgehelp import template_state  # noqa: F401  (session fixture)
+
+GET_SCHEMA = "/arrow.flight.protocol.FlightService/GetSchema"
+# Pool = admission_per_gateway + compile_per_gateway + 8 (GatewayServer).
+LIMITS = {"admission_per_gateway": 2, "admission_per_caller": 2, "compile_per_gateway": 2,
+          "compile_per_caller": 1}
+SERVICE_POOL = 2 + 2 + 8
+
+# Issue 14 finding 1, verbatim in shape: a quote inside a line comment, then 800 parentheses.
+HIDDEN = "SELECT id FROM primitive WHERE id = 1 -- '\nOR " + "(" * 800 + "id = 2" + ")" * 800
+
+
+def slowest_allowed(tag):
+    """The slowest statement the guard lets through (~0.1-0.5 s of parse): 8 groups at the full
+    nesting of 32, 100 comparisons each; ``tag`` (a comment) makes every copy a fresh compile."""
+    group = "(" * 32 + " AND ".join(["id = 1"] * 100) + ")" * 32
+    return "SELECT id FROM primitive WHERE id = 1 OR " + " OR ".join([group] * 8) + f" -- {tag}"
+
+
+@pytest.fixture(scope="module")
+def d(template_state, tmp_path_factory):
+    daemon = E.ConfiguredDaemon(template_state, tmp_path_factory.mktemp("compile"), {"limits": LIMITS}).start()
+    yield daemon
+    if daemon.alive():
+        daemon.assert_clean_stop()
+
+
+def schema_call(ch, daemon, sql, caller="primitive", timeout=30):
+    return ch.unary_unary(GET_SCHEMA)(flightsql.flight_descriptor(flightsql.statement_query(sql)),
+                                       metadata=daemon.auth(caller), timeout=timeout)
+
+
+def test_nesting_hidden_behind_a_comment_is_refused_in_milliseconds(d):
+    ch = E.channel(d.target)
+    try:
+        start = time.monotonic()
+        code, details, diag = E.rpc_failure(schema_call, ch, d, HIDDEN)
+        took = time.monotonic() - start
+        assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details)
+        assert diag["code"] == "query.too_complex", diag
+        assert {k: v["value"] for k, v in facts(diag).items()} == \
+            {"bound": "nesting", "limit": "32", "required": "800"}, diag
+        assert took < 1.0, f"refusal took {took:.3f}s"
+        # The same through GetFlightInfo: refused before admission, the sequence stays unused.
+        before = E.next_sequence(ch, d)
+        code, _, diag = E.rpc_failure(E.flight_info, ch, d, HIDDEN, sequence=before)
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == "query.too_complex"
+        assert E.next_sequence(ch, d) == before
+    finally:
+        ch.close()
+
+
+def test_a_callers_concurrent_compilations_are_bounded(d):
+    barrier = threading.Barrier(6, timeout=30)
+    answers, errors = [], []
+
+    def one(i):
+        ch = E.channel(d.target)
+        try:
+            barrier.wait()
+            try:
+                schema_call(ch, d, slowest_allowed(f"busy {i}"))
+                answers.append(("ok", None))
+            except grpc.RpcError as e:
+                answers.append((e.code(), E.rpc_failure(lambda: (_ for _ in ()).throw(e))[2]))
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+        finally:
+            ch.close()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads) and not errors, errors
+    busy = [diag for code, diag in answers if code != "ok"]
+    assert busy, "six simultaneous slow compilations of one caller all ran (compile_per_caller is 1)"
+    for code, diag in answers:
+        if code != "ok":
+            assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, code
+            assert diag["code"] == "query.compile_busy", diag
+            assert {k: v["value"] for k, v in facts(diag).items()} == \
+                {"bound": "caller", "limit": "1", "required": "2"}, diag
+    assert ("ok", None) in answers
+
+
+def test_other_callers_are_answered_within_a_second_while_the_pool_size_of_hostile_compilations_run(d):
+    stop = threading.Event()
+    hostile_answers = []
+    errors = []
+
+    def hostile(i):
+        ch = E.channel(d.target)
+        n = 0
+        try:
+            while not stop.is_set() and n < 500:
+                n += 1
+                sql = HIDDEN if n % 2 else slowest_allowed(f"{i}-{n}")
+                try:
+                    schema_call(ch, d, sql)
+                    hostile_answers.append("ok")
+                except grpc.RpcError as e:
+                    hostile_answers.append(e.code())
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+        finally:
+            ch.close()
+
+    threads = [threading.Thread(target=hostile, args=(i,)) for i in range(SERVICE_POOL)]
+    for t in threads:
+        t.start()
+    slowest = {}
+    try:
+        time.sleep(1.0)  # let the hostile callers fill the pool first
+        ch = E.channel(d.target)
+        try:
+            for i in range(5):
+                for name, call in (
+                        ("GetSessionOptions", lambda: E.next_sequence(ch, d, "mixed")),
+                        ("GetCatalogs", lambda: ch.unary_unary(E.GET_FLIGHT_INFO)(
+                            flightsql.flight_descriptor(flightsql.get_catalogs()),
+                            metadata=d.auth("mixed"), timeout=30)),
+                        ("statement", lambda: E.flight_info(ch, d, f"SELECT COUNT(*) FROM mixed WHERE id > {i}",
+                                                            caller="mixed", timeout=30))):
+                    start = time.monotonic()
+                    call()
+                    slowest[name] = max(slowest.get(name, 0.0), time.monotonic() - start)
+        finally:
+            ch.close()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(120)
+    assert not any(t.is_alive() for t in threads) and not errors, errors
+    assert len(hostile_answers) >= SERVICE_POOL, hostile_answers
+    assert set(hostile_answers) <= {"ok", grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED}, \
+        set(hostile_answers)
+    assert all(s < 1.0 for s in slowest.values()), slowest
+    print(f"starvation: {len(hostile_answers)} hostile answers, slowest other-caller calls {slowest}")
+    E.healthy_query(d)
+
+
+def count(ch, daemon, sql):
+    """Runs ``sql`` for the primitive caller and returns its one int64 value (DoGet, raw IPC)."""
+    import pyarrow as pa
+    import pyarrow.flight as fl
+    client = fl.FlightClient(daemon.uri)
+    try:
+        ticket = E.flight_info(ch, daemon, sql)
+        opts = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {daemon.token('primitive')}".encode())],
+                                    timeout=60)
+        table = client.do_get(fl.Ticket(ticket), opts).read_all()
+        assert isinstance(table, pa.Table) and table.num_rows == 1
+        return table.column(0)[0].as_py()
+    finally:
+        client.close()
+
+
+def test_empty_in_lists_are_refused_and_non_empty_lists_count_nulls_as_the_engine_does(d):
+    ch = E.channel(d.target)
+    try:
+        before = E.next_sequence(ch, d)
+        for where in ("b NOT IN ()", "b IN ()", "id IN ()"):
+            code, details, diag = E.rpc_failure(E.flight_info, ch, d, f"SELECT COUNT(*) FROM primitive WHERE {where}",
+                                                sequence=before)
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == "query.syntax", (where, diag)
+            assert "empty IN list" in details
+        assert E.next_sequence(ch, d) == before, "a refused statement consumed a sequence"
+        # b is nullable: NULL rows are in neither IN nor NOT IN, exactly as SQL (and DuckDB) say.
+        total = count(ch, d, "SELECT COUNT(*) FROM primitive")
+        nulls = count(ch, d, "SELECT COUNT(*) FROM primitive WHERE b IS NULL")
+        assert 0 < nulls < total
+        inside = count(ch, d, "SELECT COUNT(*) FROM primitive WHERE b IN (1, 2, 3)")
+        outside = count(ch, d, "SELECT COUNT(*) FROM primitive WHERE b NOT IN (1, 2, 3)")
+        assert inside + outside == total - nulls, (inside, outside, total, nulls)
+        # Non-NULL rows only: a non-nullable column's IN / NOT IN split covers every row.
+        assert count(ch, d, "SELECT COUNT(*) FROM primitive WHERE id IN (1, 2, 3)") \
+            + count(ch, d, "SELECT COUNT(*) FROM primitive WHERE id NOT IN (1, 2, 3)") == total
+    finally:
+        ch.close()
+
+
+@pytest.mark.parametrize("sql,code", [
+    ('SELECT id FROM "transit.demo.primitive"', "query.unknown_table"),
+    ('SELECT "demo.primitive".id FROM primitive', "query.unknown_table"),
+    ("SELECT \u0130D FROM primitive", "query.unknown_column"),
+    ('SELECT "ID" FROM primitive', "query.unknown_column"),
+])
+def test_quoted_names_match_exactly_and_unquoted_fold_with_the_root_locale(d, sql, code):
+    ch = E.channel(d.target)
+    try:
+        c, _, diag = E.rpc_failure(schema_call, ch, d, sql)
+        assert c == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == code, (sql, diag)
+        schema_call(ch, d, 'SELECT ID, "id" FROM TRANSIT.DEMO.PRIMITIVE')
+    finally:
+        ch.close()
+
+
+def test_a_parse_over_its_time_budget_is_abandoned(template_state, tmp_path):
+    daemon = E.ConfiguredDaemon(template_state, tmp_path, {"limits": {"compile_timeout_ms": 100}}).start()
+    ch = E.channel(daemon.target)
+    try:
+        # The first parse in a fresh JVM also loads the parser; a cold one may use the budget up.
+        for _ in range(20):
+            try:
+                schema_call(ch, daemon, "SELECT id FROM primitive WHERE id = 1")
+                break
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e
+        else:
+            raise AssertionError("a one-line statement never compiled within 100 ms")
+        start = time.monotonic()
+        code, _, diag = E.rpc_failure(schema_call, ch, daemon, slowest_allowed("timeout"))
+        took = time.monotonic() - start
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "query.compile_timeout", diag
+        assert facts(diag)["budget_ms"]["value"] == "100" and diag["outcome"] == "not_admitted", diag
+        assert took < 2.0, took
+        schema_call(ch, daemon, "SELECT id FROM primitive WHERE id = 2")
+    finally:
+        ch.close()
+        daemon.assert_clean_stop()
+
+
+def test_accounting_returns_to_zero(d):
+    E.healthy_query(d)
+    d.assert_clean_stop()
