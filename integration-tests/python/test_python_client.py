@@ -262,3 +262,56 @@ def test_missing_sequence_and_conflict_name_the_callers_next_sequence(gateway, p
         assert f"; next sequence {nxt}" in str(conflict.value)
     finally:
         capture_client.close()
+
+
+def test_adbc_and_pyarrow_connections_share_one_credentials_rules(gateway, primitive):
+    """ADBC connections (sequences from the caller capability) and PyArrow ones (app_metadata)
+    of one credential take the same lock: run together, none conflicts."""
+    from transit_flight import adbc
+    failures, done = [], []
+
+    def pyarrow_worker(t):
+        with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+            for i in range(10):
+                n = 1 + 50 * t + i
+                assert conn.execute(f"SELECT COUNT(*) FROM primitive WHERE id < {n}").to_pylist() == [{"COUNT(*)": n}]
+                done.append(n)
+
+    def adbc_worker(t):
+        conn = adbc.connect(gateway.uri, token_file=token_file(gateway))
+        try:
+            for i in range(10):
+                n = 1000 + 50 * t + i
+                assert adbc.execute(conn, f"SELECT COUNT(*) FROM primitive WHERE id < {n}").to_pylist() == [{"COUNT(*)": n}]
+                done.append(n)
+        finally:
+            conn.close()
+
+    def guarded(fn, t):
+        try:
+            fn(t)
+        except Exception as e:  # reported below, with the thread's cause
+            failures.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(fn, t))
+               for t, fn in enumerate([pyarrow_worker, adbc_worker, pyarrow_worker, adbc_worker])]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(240)
+    assert not any(th.is_alive() for th in threads), "statements did not finish within 240s"
+    assert failures == []
+    assert len(done) == 40
+
+
+def test_adbc_errors_carry_the_diagnostic(gateway):
+    from transit_flight import adbc
+    conn = adbc.connect(gateway.uri, token_file=token_file(gateway))
+    try:
+        with pytest.raises(tf.InvalidArgumentError) as raised:
+            adbc.execute(conn, "SELECT nope FROM primitive")
+        assert raised.value.code == "query.unknown_column"
+        assert raised.value.diagnostic.status == "INVALID_ARGUMENT"
+        assert raised.value.facts == {"column": "nope"}
+    finally:
+        conn.close()

@@ -112,6 +112,83 @@ def _sequence_moved(e: Error) -> Optional[int]:
     return None
 
 
+def retrying(call, policy: RetryPolicy, reconnect=None, on_give_up=None):
+    """``call()`` (which raises this package's errors) retried after transport failures, with
+    bounded, doubling waits; ``reconnect()`` runs before a retry that no gateway answered."""
+    start = time.monotonic()
+    wait = policy.initial_backoff
+    while True:
+        try:
+            return call()
+        except Error as e:
+            if not _retryable(e):
+                raise
+            if time.monotonic() + wait - start > policy.total:
+                if on_give_up is not None:
+                    raise on_give_up(e) from e
+                raise
+            time.sleep(wait)
+            wait = min(wait * 2, policy.max_backoff)
+            if reconnect is not None and e.diagnostic is None:
+                reconnect()
+
+
+def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_sequence,
+               next_after=lambda result: None):
+    """Runs one statement under the credential's rules; returns (first sequence, result).
+
+    ``attempt(sequence, sql)`` sends it once (raising this package's errors),
+    ``next_sequence()`` asks the gateway (caller capability), ``next_after(result)`` reads the
+    next sequence from a result when the client can (app_metadata), else None.
+    """
+    with credential.lock:
+        if credential.pending is not None:
+            raise OutcomeUnknownError(
+                f"the statement at sequence {credential.pending[0]} on this credential has an "
+                f"unknown outcome; resume() resends it", *credential.pending, None)
+        refreshes = 0
+        while True:
+            if credential.next is None:
+                credential.next = next_sequence()
+            sequence = credential.next
+
+            def give_up(last):
+                credential.pending = (sequence, sql)
+                return OutcomeUnknownError(
+                    f"statement at sequence {sequence} has an unknown outcome after "
+                    f"{policy.total:.0f}s of retries ({last.status}: {last}); resume() resends it",
+                    sequence, sql, last)
+
+            try:
+                result = retrying(lambda: attempt(sequence, sql), policy, on_give_up=give_up)
+            except OutcomeUnknownError:
+                raise
+            except Error as e:
+                moved = _sequence_moved(e)
+                if moved is not None and refreshes < policy.refreshes:
+                    # Another writer of this credential took the sequence; nothing of this
+                    # statement ran, and every earlier one's outcome is known (else pending).
+                    credential.next, refreshes = moved, refreshes + 1
+                    continue
+                # Whether the sequence was consumed depends on the failure: ask next time.
+                credential.next = None
+                raise
+            credential.next = next_after(result)
+            return sequence, result
+
+
+def resume_pending(credential: _Credential, policy: RetryPolicy, attempt, next_after=lambda r: None):
+    """Resends the credential's statement of unknown outcome (same sequence and SQL)."""
+    with credential.lock:
+        if credential.pending is None:
+            raise errors.InterfaceError("no statement of this credential has an unknown outcome")
+        sequence, sql = credential.pending
+        result = retrying(lambda: attempt(sequence, sql), policy)
+        credential.pending = None
+        credential.next = next_after(result)
+        return result
+
+
 def _read_token(token, token_file):
     if (token is None) == (token_file is None):
         raise errors.InterfaceError("give exactly one of token= and token_file=")
@@ -218,13 +295,7 @@ class Connection:
     def resume(self) -> pa.Table:
         """Resends the statement whose outcome an `OutcomeUnknownError` left unknown (same
         sequence, same SQL) and returns its result; afterwards the credential is usable again."""
-        with self._credential.lock:
-            pending = self._credential.pending
-            if pending is None:
-                raise errors.InterfaceError("no statement of this credential has an unknown outcome")
-            info = self._admit_at(*pending)
-            self._credential.pending = None
-            self._credential.next = self._next_after(info)
+        info = resume_pending(self._credential, self.retry, self._attempt, self._next_after)
         return self._read(info)
 
     # ----------------------------------------------------------------------------- internal
@@ -252,37 +323,18 @@ class Connection:
         old, self._client = self._client, fl.FlightClient(self.uri, **self._client_kwargs)
         old.close()
 
-    def _with_retry(self, fn, on_give_up=None):
-        """``fn`` retried after transport failures with bounded, doubling waits."""
-        start = time.monotonic()
-        wait = self.retry.initial_backoff
-        while True:
-            try:
-                return self._call(fn)
-            except Error as e:
-                if not _retryable(e):
-                    raise
-                if time.monotonic() + wait - start > self.retry.total:
-                    if on_give_up is not None:
-                        raise on_give_up(e) from e
-                    raise
-                time.sleep(wait)
-                wait = min(wait * 2, self.retry.max_backoff)
-                if e.diagnostic is None:
-                    self._reconnect()
+    def _with_retry(self, fn):
+        return retrying(lambda: self._call(fn), self.retry, self._reconnect)
 
-    def _admit_at(self, sequence, sql) -> fl.FlightInfo:
+    def _attempt(self, sequence, sql) -> fl.FlightInfo:
+        """One GetFlightInfo of the statement; a retry after no answer gets a fresh connection."""
         descriptor = fl.FlightDescriptor.for_command(flightsql.statement_query(sql))
-
-        def give_up(last):
-            self._credential.pending = (sequence, sql)
-            return OutcomeUnknownError(
-                f"statement at sequence {sequence} has an unknown outcome after "
-                f"{self.retry.total:.0f}s of retries ({last.status}: {last}); "
-                f"Connection.resume() resends it", sequence, sql, last)
-
-        return self._with_retry(lambda: self._client.get_flight_info(descriptor, self._options(sequence)),
-                                give_up)
+        try:
+            return self._call(lambda: self._client.get_flight_info(descriptor, self._options(sequence)))
+        except Error as e:
+            if _retryable(e) and e.diagnostic is None:
+                self._reconnect()
+            raise
 
     def _next_after(self, info: fl.FlightInfo) -> Optional[int]:
         """The sequence after a successful statement: app_metadata, else the caller capability."""
@@ -296,32 +348,8 @@ class Connection:
 
     def _statement(self, sql):
         """Admits ``sql``; returns (its first sequence, its FlightInfo)."""
-        cred = self._credential
-        with cred.lock:
-            if cred.pending is not None:
-                raise OutcomeUnknownError(
-                    f"the statement at sequence {cred.pending[0]} on this credential has an "
-                    f"unknown outcome; Connection.resume() resends it", *cred.pending, None)
-            refreshes = 0
-            while True:
-                if cred.next is None:
-                    cred.next = self.next_sequence()
-                try:
-                    info = self._admit_at(cred.next, sql)
-                except OutcomeUnknownError:
-                    raise
-                except Error as e:
-                    moved = _sequence_moved(e)
-                    if moved is not None and refreshes < self.retry.refreshes:
-                        # Another writer of this credential took the sequence; nothing of this
-                        # statement ran, and every earlier one's outcome is known (else pending).
-                        cred.next, refreshes = moved, refreshes + 1
-                        continue
-                    # Whether the sequence was consumed depends on the failure: ask next time.
-                    cred.next = None
-                    raise
-                sequence, cred.next = cred.next, self._next_after(info)
-                return sequence, info
+        return admit_once(self._credential, sql, self.retry, self._attempt, self.next_sequence,
+                          self._next_after)
 
     def _read(self, info: fl.FlightInfo) -> pa.Table:
         # Tickets are replay-safe: a failed read is simply read again.

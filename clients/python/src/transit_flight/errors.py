@@ -10,8 +10,9 @@ import pyarrow as pa
 import pyarrow.flight as fl
 
 TRAILER = "transit-diagnostic-bin"
-# The gateway's messages start with the diagnostic code (docs/status.md); PyArrow prefixes its own.
-_MESSAGE_CODE = re.compile(r"(?:^|message: )([a-z0-9_]+(?:\.[a-z0-9_]+)+): ")
+# The gateway's messages start with the diagnostic code (docs/status.md); PyArrow and ADBC
+# prefix their own words.
+_MESSAGE_CODE = re.compile(r"(?:^|message: |\] )([a-z0-9_]+(?:\.[a-z0-9_]+)+): ")
 
 
 @dataclass(frozen=True)
