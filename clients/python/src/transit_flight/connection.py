@@ -337,7 +337,8 @@ class Connection:
             raise
 
     def _next_after(self, info: fl.FlightInfo) -> Optional[int]:
-        """The sequence after a successful statement: app_metadata, else the caller capability."""
+        """The sequence after a successful statement from its app_metadata; None when that is
+        unreadable (the caller capability is then asked before the next statement)."""
         try:
             meta = json.loads(info.app_metadata)
             if meta.get("version") == 1:
@@ -406,7 +407,8 @@ class Cursor:
         self.ticket = info.endpoints[0].ticket.ticket
         self.correlation = flightsql.ticket_correlation(self.ticket) \
             if len(self.ticket) == flightsql.STATEMENT_TICKET_BYTES else None
-        self.next_sequence = self.connection._credential.next
+        # From this statement's own answer: the credential's state may already have moved on.
+        self.next_sequence = self.connection._next_after(info)
         self._set(self.connection._read(info))
         return self
 
