@@ -10,8 +10,10 @@ from pathlib import Path
 import duckdb
 import pyarrow.flight as fl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integration-tests" / "python"))
-import flightsql  # noqa: E402  (the Flight SQL encoder the end-to-end tests use)
+# The client package's Flight SQL encoder (clients/python), from the source tree: the bench venv
+# pins its own pyarrow and does not install the package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python" / "src"))
+from transit_flight import flightsql  # noqa: E402
 
 from deployment import COLUMNS, TABLE, rss_bytes  # noqa: E402
 

@@ -69,6 +69,14 @@ public final class GatewayException extends RuntimeException {
     return with(fact.name(), fact);
   }
 
+  /** Returns a copy with another safe message (facts, stage, outcome and identity kept). */
+  public GatewayException withMessage(String message) {
+    GatewayException copy =
+        new GatewayException(cause, code, message, getCause(), facts, detail);
+    copy.setStackTrace(getStackTrace());
+    return copy;
+  }
+
   /** Returns a copy naming the stage of the call that failed. */
   public GatewayException at(Stage stage) {
     return copy(new Detail(stage, detail.outcome, detail.identity, detail.actions));

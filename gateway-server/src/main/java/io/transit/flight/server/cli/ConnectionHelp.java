@@ -28,6 +28,11 @@ final class ConnectionHelp {
     ResolvedConfig.Caller first = cfg.callers().get(0);
     String table = cfg.publications().get(first.publication()).declaration().getTable();
     out.println();
+    out.println("Python (pip install ./clients/python; sequences and retries handled, docs/python-client.md):");
+    out.println("  import transit_flight");
+    out.println("  conn = transit_flight.connect('" + uri + "', token_file='" + first.credentialFile() + "')");
+    out.println("  print(conn.execute('SELECT SUM(a) FROM " + table + "'))");
+    out.println();
     out.println("PyArrow:");
     out.println("  import pyarrow.flight as fl, json");
     out.println("  token = open('" + first.credentialFile() + "').read().strip()");
@@ -39,7 +44,7 @@ final class ConnectionHelp {
     out.println();
     out.println("ADBC (Python DBAPI):");
     out.println("  import adbc_driver_flightsql.dbapi as f");
-    out.println("  conn = f.connect('" + uri + "', db_kwargs={'adbc.flight.sql.authorization_header': f'Bearer {token}'})");
+    out.println("  conn = f.connect('" + uri + "', autocommit=True, db_kwargs={'adbc.flight.sql.authorization_header': f'Bearer {token}'})");
     out.println("  cur = conn.cursor()");
     out.println("  cur.adbc_statement.set_options(**{'adbc.flight.sql.rpc.call_header.x-transit-request-sequence': '1'})");
     out.println("  cur.execute('SELECT SUM(a) FROM " + table + "'); print(cur.fetch_arrow_table())");

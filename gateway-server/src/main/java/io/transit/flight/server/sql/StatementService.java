@@ -9,6 +9,7 @@ import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.ticket.StatementReference;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.function.LongSupplier;
 import org.apache.arrow.flight.FlightDescriptor;
 import org.apache.arrow.flight.FlightEndpoint;
 import org.apache.arrow.flight.FlightInfo;
@@ -46,13 +47,24 @@ final class StatementService {
   FlightInfo getFlightInfo(
       CommandStatementQuery command, FlightDescriptor descriptor, CallerBinding caller,
       List<String> sequenceValues) {
-    long firstSequence = SequenceHeader.parse(sequenceValues);
+    LongSupplier next = () -> state.nativeClient().nextSequence(caller.principal());
+    long firstSequence;
+    try {
+      firstSequence = SequenceHeader.parse(sequenceValues);
+    } catch (GatewayException e) {
+      throw NextSequenceHint.tell(e, next);
+    }
     rejectTransaction(command);
     QueryPlan plan = compile(command, caller);
     Schema schema = QueryCompiler.outputSchema(plan);
-    Admitted admitted = state.admission().admit(
-        state.admissionRequest(caller, firstSequence, command.getQueryBytes().toByteArray(),
-            deadlines.controlDeadlineNanos()));
+    Admitted admitted;
+    try {
+      admitted = state.admission().admit(
+          state.admissionRequest(caller, firstSequence, command.getQueryBytes().toByteArray(),
+              deadlines.controlDeadlineNanos()));
+    } catch (GatewayException e) {
+      throw NextSequenceHint.tell(e, next);
+    }
     byte[] ticket = state.tickets().issue(
         state.scopeOf(caller), caller.declarationFingerprint(), state.ticketExpiryMillis(),
         new StatementReference(admitted.correlation(), admitted.manifestSha256()));

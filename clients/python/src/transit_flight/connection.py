@@ -1,0 +1,476 @@
+"""DB-API 2.0 connection and cursor over PyArrow Flight, with the gateway's sequences handled.
+
+Statements: each runs at the credential's next sequence (learned from the previous statement's
+FlightInfo.app_metadata, or from the caller capability ``transit.next_sequence``), one at a time
+per credential in this process, and transport failures are retried with the same sequence and
+SQL — which the gateway resolves to the same accepted query, never a second execution.
+"""
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pyarrow as pa
+import pyarrow.flight as fl
+
+from . import errors, flightsql
+from .errors import Error, OutcomeUnknownError, TRAILER
+
+SEQUENCE_HEADER = b"x-transit-request-sequence"
+NEXT_SEQUENCE_OPTION = "transit.next_sequence"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long a statement or read is retried after a transport failure.
+
+    Waits start at ``initial_backoff`` seconds and double up to ``max_backoff``; no attempt starts
+    after ``total`` seconds from the first. ``refreshes`` bounds how often one statement moves to
+    a newer sequence after another writer of the same credential took its sequence.
+    """
+
+    total: float = 60.0
+    initial_backoff: float = 0.1
+    max_backoff: float = 2.0
+    refreshes: int = 5
+
+
+class _Credential:
+    """What the process knows about one credential's admission stream. The gateway admits one
+    statement at a time per credential (the profile's rule: concurrent statements on one
+    principal conflict), so statements on it take ``lock``."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.next: Optional[int] = None  # None: ask the gateway
+        self.pending: Optional[tuple] = None  # (sequence, sql) whose outcome is unknown
+
+
+_credentials = {}
+_credentials_lock = threading.Lock()
+
+
+def _credential(token: str) -> _Credential:
+    # Keyed by a digest: the process keeps no second copy of the secret.
+    key = hashlib.sha256(token.encode()).digest()
+    with _credentials_lock:
+        return _credentials.setdefault(key, _Credential())
+
+
+class _TrailerCapture(fl.ClientMiddlewareFactory):
+    """Hands each call's diagnostic trailer to the thread that made the call."""
+
+    def __init__(self):
+        self._local = threading.local()
+
+    def start_call(self, info):
+        middleware = _Capture()
+        self._local.current = middleware
+        return middleware
+
+    def take(self):
+        middleware = getattr(self._local, "current", None)
+        self._local.current = None
+        return middleware.trailer if middleware else None
+
+
+class _Capture(fl.ClientMiddleware):
+    trailer = None
+
+    def received_headers(self, headers):
+        # Called for the headers and again for the trailers; the diagnostic may be in either.
+        for value in headers.get(TRAILER, []):
+            self.trailer = value if isinstance(value, bytes) else value.encode()
+
+
+def _retryable(e: Error) -> bool:
+    """Failures after which the same sequence and SQL may be sent again (a replay at worst)."""
+    if e.status in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+        return True
+    if e.status == "RESOURCE_EXHAUSTED":
+        return e.code == "admission.busy"  # nothing was sent
+    # A broken HTTP/2 stream surfaces as INTERNAL with neither a diagnostic nor a gateway code.
+    return e.status == "INTERNAL" and e.code is None
+
+
+def _sequence_moved(e: Error) -> Optional[int]:
+    """The sequence to move to when another writer of this credential took ours, or None.
+
+    Only for a conflict or gap whose diagnostic says the statement was rejected (nothing of it
+    ran); the number comes from the diagnostic (``next_sequence`` / ``expected_sequence``).
+    """
+    if e.diagnostic is None or e.outcome != "rejected":
+        return None
+    if e.code == "query.namespace_conflict":
+        return e.facts.get("next_sequence")
+    if e.code == "query.sequence_gap":
+        return e.facts.get("expected_sequence")
+    return None
+
+
+def retrying(call, policy: RetryPolicy, reconnect=None, on_give_up=None):
+    """``call()`` (which raises this package's errors) retried after transport failures, with
+    bounded, doubling waits; ``reconnect()`` runs before a retry that no gateway answered."""
+    start = time.monotonic()
+    wait = policy.initial_backoff
+    while True:
+        try:
+            return call()
+        except Error as e:
+            if not _retryable(e):
+                raise
+            if time.monotonic() + wait - start > policy.total:
+                if on_give_up is not None:
+                    raise on_give_up(e) from e
+                raise
+            time.sleep(wait)
+            wait = min(wait * 2, policy.max_backoff)
+            if reconnect is not None and e.diagnostic is None:
+                reconnect()
+
+
+def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_sequence,
+               next_after=lambda result: None):
+    """Runs one statement under the credential's rules; returns (first sequence, result).
+
+    ``attempt(sequence, sql)`` sends it once (raising this package's errors),
+    ``next_sequence()`` asks the gateway (caller capability), ``next_after(result)`` reads the
+    next sequence from a result when the client can (app_metadata), else None.
+    """
+    with credential.lock:
+        if credential.pending is not None:
+            raise OutcomeUnknownError(
+                f"the statement at sequence {credential.pending[0]} on this credential has an "
+                f"unknown outcome; resume() resends it", *credential.pending, None)
+        refreshes = 0
+        while True:
+            if credential.next is None:
+                credential.next = next_sequence()
+            sequence = credential.next
+
+            def give_up(last):
+                credential.pending = (sequence, sql)
+                return OutcomeUnknownError(
+                    f"statement at sequence {sequence} has an unknown outcome after "
+                    f"{policy.total:.0f}s of retries ({last.status}: {last}); resume() resends it",
+                    sequence, sql, last)
+
+            try:
+                result = retrying(lambda: attempt(sequence, sql), policy, on_give_up=give_up)
+            except OutcomeUnknownError:
+                raise
+            except Error as e:
+                moved = _sequence_moved(e)
+                if moved is not None and refreshes < policy.refreshes:
+                    # Another writer of this credential took the sequence; nothing of this
+                    # statement ran, and every earlier one's outcome is known (else pending).
+                    credential.next, refreshes = moved, refreshes + 1
+                    continue
+                # Whether the sequence was consumed depends on the failure: ask next time.
+                credential.next = None
+                raise
+            credential.next = next_after(result)
+            return sequence, result
+
+
+def resume_pending(credential: _Credential, policy: RetryPolicy, attempt, next_after=lambda r: None):
+    """Resends the credential's statement of unknown outcome (same sequence and SQL)."""
+    with credential.lock:
+        if credential.pending is None:
+            raise errors.InterfaceError("no statement of this credential has an unknown outcome")
+        sequence, sql = credential.pending
+        result = retrying(lambda: attempt(sequence, sql), policy)
+        credential.pending = None
+        credential.next = next_after(result)
+        return result
+
+
+def _read_token(token, token_file):
+    if (token is None) == (token_file is None):
+        raise errors.InterfaceError("give exactly one of token= and token_file=")
+    if token_file is not None:
+        token = Path(token_file).read_text()
+    token = token.strip()
+    if not token:
+        raise errors.InterfaceError("the credential is empty")
+    return token
+
+
+def connect(uri, token=None, token_file=None, *, tls_root_certs=None, override_hostname=None,
+            disable_server_verification=False, timeout=60.0, retry=RetryPolicy()):
+    """Opens a `Connection`.
+
+    ``uri``: ``grpc://HOST:PORT`` or ``grpc+tls://HOST:PORT``. The credential is ``token`` (the
+    string) or the one line of ``token_file``. TLS: ``tls_root_certs`` (PEM, bytes or str),
+    ``override_hostname``, ``disable_server_verification``. ``timeout`` bounds each call in
+    seconds; ``retry`` (a `RetryPolicy`) bounds retries after transport failures.
+    """
+    return Connection(uri, _read_token(token, token_file), tls_root_certs=tls_root_certs,
+                      override_hostname=override_hostname,
+                      disable_server_verification=disable_server_verification,
+                      timeout=timeout, retry=retry)
+
+
+class Connection:
+    """A DB-API 2.0 connection. The gateway has no transactions: every statement is final once
+    it returns, ``commit()`` and ``rollback()`` do nothing."""
+
+    def __init__(self, uri, token, *, tls_root_certs=None, override_hostname=None,
+                 disable_server_verification=False, timeout=60.0, retry=RetryPolicy()):
+        self.uri = uri
+        self.timeout = timeout
+        self.retry = retry
+        self._auth = (b"authorization", f"Bearer {token}".encode())
+        self._credential = _credential(token)
+        self._capture = _TrailerCapture()
+        kwargs = {"middleware": [self._capture],
+                  # A connection of its own, so a broken one is not shared with other clients.
+                  "generic_options": [("grpc.use_local_subchannel_pool", 1)]}
+        if tls_root_certs is not None:
+            kwargs["tls_root_certs"] = tls_root_certs.encode() if isinstance(tls_root_certs, str) \
+                else tls_root_certs
+        if override_hostname is not None:
+            kwargs["override_hostname"] = override_hostname
+        if disable_server_verification:
+            kwargs["disable_server_verification"] = True
+        self._client_kwargs = kwargs
+        self._client = fl.FlightClient(uri, **kwargs)
+        self._closed = False
+
+    # ------------------------------------------------------------------------------ DB-API
+
+    def cursor(self) -> "Cursor":
+        self._check_open()
+        return Cursor(self)
+
+    def commit(self):
+        self._check_open()
+
+    def rollback(self):
+        self._check_open()
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            self._client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------------- Arrow-native
+
+    def execute(self, sql: str) -> pa.Table:
+        """Runs ``sql`` at the credential's next sequence; returns the whole result."""
+        with self.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetch_arrow_table()
+
+    def next_sequence(self) -> int:
+        """The credential's next sequence as the gateway's journal holds it."""
+        body = self._with_retry(lambda: list(self._client.do_action(
+            fl.Action("GetSessionOptions", b""), self._options()))[0].body.to_pybytes())
+        return flightsql.session_options(body)[NEXT_SEQUENCE_OPTION]
+
+    def tables(self) -> pa.Table:
+        """The Tables this credential may query (catalog_name, db_schema_name, table_name,
+        table_type)."""
+        return self._metadata(flightsql.get_tables())
+
+    def table_schema(self, table: str) -> pa.Schema:
+        """The Arrow schema of ``table`` (its name, e.g. ``primitive``)."""
+        t = self._metadata(flightsql.get_tables(table_pattern=table, include_schema=True))
+        names = t.column("table_name").to_pylist()
+        if table not in names:
+            raise errors.NotFoundError(f"no table {table!r}", "NOT_FOUND")
+        raw = t.column("table_schema")[names.index(table)].as_py()
+        return pa.ipc.read_schema(pa.py_buffer(raw))
+
+    def resume(self) -> pa.Table:
+        """Resends the statement whose outcome an `OutcomeUnknownError` left unknown (same
+        sequence, same SQL) and returns its result; afterwards the credential is usable again."""
+        info = resume_pending(self._credential, self.retry, self._attempt, self._next_after)
+        return self._read(info)
+
+    # ----------------------------------------------------------------------------- internal
+
+    def _check_open(self):
+        if self._closed:
+            raise errors.InterfaceError("the connection is closed")
+
+    def _options(self, sequence=None):
+        headers = [self._auth]
+        if sequence is not None:
+            headers.append((SEQUENCE_HEADER, str(sequence).encode()))
+        return fl.FlightCallOptions(headers=headers, timeout=self.timeout)
+
+    def _call(self, fn):
+        """Runs one call; raises the package's exception with the call's diagnostic."""
+        self._capture.take()
+        try:
+            return fn()
+        except (pa.ArrowException, fl.FlightError, OSError) as e:
+            raise errors.translate(e, self._capture.take()) from e
+
+    def _reconnect(self):
+        # A fresh channel connects at once; the old one may sit in gRPC's reconnect backoff.
+        old, self._client = self._client, fl.FlightClient(self.uri, **self._client_kwargs)
+        old.close()
+
+    def _with_retry(self, fn):
+        return retrying(lambda: self._call(fn), self.retry, self._reconnect)
+
+    def _attempt(self, sequence, sql) -> fl.FlightInfo:
+        """One GetFlightInfo of the statement; a retry after no answer gets a fresh connection."""
+        descriptor = fl.FlightDescriptor.for_command(flightsql.statement_query(sql))
+        try:
+            return self._call(lambda: self._client.get_flight_info(descriptor, self._options(sequence)))
+        except Error as e:
+            if _retryable(e) and e.diagnostic is None:
+                self._reconnect()
+            raise
+
+    def _next_after(self, info: fl.FlightInfo) -> Optional[int]:
+        """The sequence after a successful statement from its app_metadata; None when that is
+        unreadable (the caller capability is then asked before the next statement)."""
+        try:
+            meta = json.loads(info.app_metadata)
+            if meta.get("version") == 1:
+                return int(meta["next_sequence"])
+        except (ValueError, TypeError, KeyError):
+            pass
+        return None  # asked of the gateway before the next statement
+
+    def _statement(self, sql):
+        """Admits ``sql``; returns (its first sequence, its FlightInfo)."""
+        return admit_once(self._credential, sql, self.retry, self._attempt, self.next_sequence,
+                          self._next_after)
+
+    def _read(self, info: fl.FlightInfo) -> pa.Table:
+        # Tickets are replay-safe: a failed read is simply read again.
+        tables = [self._with_retry(lambda: self._client.do_get(e.ticket, self._options()).read_all())
+                  for e in info.endpoints]
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+    def _metadata(self, command) -> pa.Table:
+        descriptor = fl.FlightDescriptor.for_command(command)
+        info = self._with_retry(lambda: self._client.get_flight_info(descriptor, self._options()))
+        return self._read(info)
+
+
+class _TypeGroup:
+    """A PEP 249 type object: equal to every Arrow type it groups."""
+
+    def __init__(self, *predicates):
+        self._predicates = predicates
+
+    def __eq__(self, other):
+        return isinstance(other, pa.DataType) and any(p(other) for p in self._predicates)
+
+    __hash__ = None
+
+
+STRING = _TypeGroup(pa.types.is_string, pa.types.is_large_string)
+BINARY = _TypeGroup(pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary)
+NUMBER = _TypeGroup(pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal,
+                    pa.types.is_boolean)
+DATETIME = _TypeGroup(pa.types.is_temporal)
+ROWID = _TypeGroup()
+
+
+class Cursor:
+    """A DB-API 2.0 cursor. After `execute`: ``sequence`` (the statement's first sequence),
+    ``next_sequence``, ``ticket`` (FTK1 bytes) and ``correlation`` (the accepted query's)."""
+
+    arraysize = 1
+
+    def __init__(self, connection: Connection):
+        self.connection = connection
+        self._table: Optional[pa.Table] = None
+        self._rows = None
+        self._position = 0
+        self.description = None
+        self.rowcount = -1
+        self.sequence = self.next_sequence = self.ticket = self.correlation = None
+
+    def execute(self, operation, parameters=None):
+        if parameters:
+            raise errors.NotSupportedError("the gateway takes no statement parameters")
+        self.connection._check_open()
+        self.sequence, info = self.connection._statement(operation)
+        self.ticket = info.endpoints[0].ticket.ticket
+        self.correlation = flightsql.ticket_correlation(self.ticket) \
+            if len(self.ticket) == flightsql.STATEMENT_TICKET_BYTES else None
+        # From this statement's own answer: the credential's state may already have moved on.
+        self.next_sequence = self.connection._next_after(info)
+        self._set(self.connection._read(info))
+        return self
+
+    def _set(self, table: pa.Table):
+        self._table, self._rows, self._position = table, None, 0
+        self.rowcount = table.num_rows
+        self.description = [(f.name, f.type, None, None, None, None, f.nullable) for f in table.schema]
+
+    def executemany(self, operation, seq_of_parameters):
+        raise errors.NotSupportedError("the gateway takes no statement parameters")
+
+    def _all_rows(self):
+        if self._table is None:
+            raise errors.InterfaceError("no statement was executed")
+        if self._rows is None:
+            columns = [c.to_pylist() for c in self._table.columns]
+            self._rows = list(zip(*columns)) if columns else []
+        return self._rows
+
+    def fetchone(self):
+        rows = self._all_rows()
+        if self._position >= len(rows):
+            return None
+        self._position += 1
+        return rows[self._position - 1]
+
+    def fetchmany(self, size=None):
+        rows = self._all_rows()
+        size = self.arraysize if size is None else size
+        out = rows[self._position:self._position + size]
+        self._position += len(out)
+        return out
+
+    def fetchall(self):
+        rows = self._all_rows()
+        out = rows[self._position:]
+        self._position = len(rows)
+        return out
+
+    def fetch_arrow_table(self) -> pa.Table:
+        if self._table is None:
+            raise errors.InterfaceError("no statement was executed")
+        return self._table
+
+    def fetch_df(self):
+        """The result as a pandas DataFrame (needs pandas)."""
+        return self.fetch_arrow_table().to_pandas()
+
+    def __iter__(self):
+        return iter(self.fetchone, None)
+
+    def setinputsizes(self, sizes):
+        pass
+
+    def setoutputsize(self, size, column=None):
+        pass
+
+    def close(self):
+        self._table = self._rows = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

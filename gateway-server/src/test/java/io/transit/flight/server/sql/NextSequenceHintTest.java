@@ -1,0 +1,88 @@
+package io.transit.flight.server.sql;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.Fact;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.GrpcMessage;
+import io.transit.flight.diagnostic.Identity;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.diagnostic.Stage;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class NextSequenceHintTest {
+  private static final long LAST = -1L; // 2^64-1, the longest decimal
+
+  @Test
+  void missingSequenceNamesTheNextOneInMessageAndFact() {
+    GatewayException missing = failureOf(() -> SequenceHeader.parse(List.of()));
+    GatewayException told = NextSequenceHint.tell(missing, () -> 17L);
+    assertEquals("sequence.missing", told.code());
+    assertEquals(Cause.INVALID_SEQUENCE, told.kind());
+    assertTrue(told.getMessage().endsWith("; next sequence 17"), told.getMessage());
+    assertEquals(Fact.unsigned("next_sequence", 17L), told.facts().get("next_sequence"));
+  }
+
+  @Test
+  void conflictKeepsItsFactsStageAndIdentity() {
+    Identity identity = new Identity(40L, null, 40L, 41L);
+    GatewayException conflict = GatewayException.of(Cause.NAMESPACE_CONFLICT,
+            QueryCode.NAMESPACE_CONFLICT.code(), "different command bytes at a used native sequence")
+        .with(Fact.unsigned("sequence", 41L))
+        .at(Stage.ADMISSION)
+        .withIdentity(identity);
+    GatewayException told = NextSequenceHint.tell(conflict, () -> LAST);
+    assertEquals("different command bytes at a used native sequence; next sequence "
+        + Long.toUnsignedString(LAST), told.getMessage());
+    assertEquals(List.of("sequence", "next_sequence"), List.copyOf(told.facts().keySet()));
+    assertEquals("18446744073709551615", ((Fact) told.facts().get("next_sequence")).value());
+    assertEquals(Stage.ADMISSION, told.stage());
+    assertEquals(identity, told.identity());
+    assertEquals(conflict.outcome(), told.outcome());
+  }
+
+  @Test
+  void everyHintedMessageFitsTheGrpcMessageBoundUntruncated() {
+    String[][] longest = {
+      {"sequence.missing", "x-transit-request-sequence is required for a statement"},
+      {"query.namespace_conflict", "the sequence is below the principal's first native sequence"},
+      {"query.namespace_conflict", "different command bytes at a used native sequence"},
+      {"query.namespace_conflict", "the namespace is already used"},
+    };
+    for (String[] m : longest) {
+      GatewayException told = NextSequenceHint.tell(
+          GatewayException.of(Cause.NAMESPACE_CONFLICT, m[0], m[1]), () -> LAST);
+      String wire = GrpcMessage.of(told.code(), told.getMessage());
+      assertTrue(wire.length() <= GrpcMessage.MAX_BYTES, wire);
+      assertFalse(wire.contains(GrpcMessage.TRUNCATION_MARKER), wire);
+      assertTrue(wire.endsWith("; next sequence 18446744073709551615"), wire);
+    }
+  }
+
+  @Test
+  void otherFailuresAndUnreadableSequencesLeaveTheFailureAlone() {
+    GatewayException repeated = failureOf(() -> SequenceHeader.parse(List.of("1", "1")));
+    assertSame(repeated, NextSequenceHint.tell(repeated, () -> 5L));
+    GatewayException gap = GatewayException.of(Cause.SEQUENCE_GAP, QueryCode.SEQUENCE_GAP.code(),
+        "sequence 9 is ahead; expected 5");
+    assertSame(gap, NextSequenceHint.tell(gap, () -> 5L));
+    GatewayException missing = failureOf(() -> SequenceHeader.parse(List.of()));
+    assertSame(missing, NextSequenceHint.tell(missing, () -> {
+      throw new IllegalStateException("journal unavailable");
+    }));
+  }
+
+  private static GatewayException failureOf(Runnable r) {
+    try {
+      r.run();
+    } catch (GatewayException e) {
+      return e;
+    }
+    throw new AssertionError("no failure");
+  }
+}

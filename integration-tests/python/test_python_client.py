@@ -1,0 +1,317 @@
+"""The transit_flight package (clients/python) against the real daemon: sequences, serialized
+statements on one credential, retries that replay rather than re-execute, diagnostics, pandas,
+and the gateway's next-sequence hints."""
+
+import json
+import threading
+import warnings
+
+import pandas
+import pyarrow.flight as fl
+import pytest
+
+import flightsql
+import transit_flight as tf
+from admission_support import FaultyDaemon, Journal, connect, statement, info_fields, wait_until
+from tcp_proxy import TcpProxy
+
+THREADS, STATEMENTS = 8, 200
+
+
+def token_file(gateway, caller="primitive"):
+    return gateway.state_dir / "credentials" / f"{caller}.token"
+
+
+def principal(gateway, caller="primitive"):
+    cfg = json.loads((gateway.state_dir / "gateway.json").read_text())
+    return next(c["principal"] for c in cfg["callers"] if c["name"] == caller)
+
+
+def journal(gateway):
+    return Journal(gateway.state_dir / "engine" / "journal.sqlite")
+
+
+def test_eight_threads_on_one_credential_run_200_statements_without_conflict(gateway, primitive):
+    start = primitive.next_sequence()
+    results, failures = {}, []
+
+    def worker(t):
+        # Each thread its own connection; the package serializes the credential across them.
+        with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+            for i in range(STATEMENTS // THREADS):
+                n = 1 + t * 100 + i
+                try:
+                    with conn.cursor() as cur:
+                        cur.execute(f"SELECT COUNT(*), SUM(id) FROM primitive WHERE id < {n}")
+                        results[(t, i)] = (n, cur.fetchone(), cur.sequence, cur.next_sequence,
+                                           cur.correlation)
+                except tf.Error as e:
+                    failures.append((t, i, e))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(300)
+    assert not any(th.is_alive() for th in threads), "statements did not finish within 300s"
+    assert failures == []
+    assert len(results) == STATEMENTS
+    for n, row, *_ in results.values():
+        assert row == (n, n * (n - 1) // 2)
+    # Every statement used its own sequence range, chained from the one before it.
+    chain = sorted((s, nxt) for _, _, s, nxt, _ in results.values())
+    assert chain[0][0] == start
+    assert all(a[1] == b[0] for a, b in zip(chain, chain[1:]))
+    assert len({c for *_, c in results.values()}) == STATEMENTS
+    assert primitive.next_sequence() == chain[-1][1]
+
+
+def test_dropped_connection_mid_getflightinfo_is_replayed_not_rerun(gateway, primitive):
+    proxy = TcpProxy(gateway.port)
+    journal_, who = journal(gateway), principal(gateway)
+    sql = "SELECT COUNT(*), SUM(a) FROM primitive WHERE id < 4242"
+    try:
+        conn = tf.connect(proxy.uri, token_file=token_file(gateway),
+                          retry=tf.RetryPolicy(total=60, initial_backoff=0.05))
+        # A first statement opens the proxied connection and teaches the client its next sequence
+        # (app_metadata), so the held request below is the statement's GetFlightInfo itself.
+        conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 1")
+        sequence = conn.next_sequence()
+        before = journal_.queries(who)
+        proxy.hold()
+        out = {}
+
+        def run():
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                out.update(row=cur.fetchone(), correlation=cur.correlation, sequence=cur.sequence)
+
+        th = threading.Thread(target=run)
+        th.start()
+        # The gateway admitted and finished the statement; its answer never reached the client.
+        wait_until(lambda: journal_.queries(who).get(sequence, (0, ""))[1] == "SUCCEEDED", 60,
+                   "the held statement to finish")
+        assert th.is_alive()
+        proxy.cut()
+        th.join(90)
+        assert not th.is_alive(), "the client did not finish its retry within 90s"
+        assert proxy.cuts == 1 and proxy.connections >= 2, "the retry came on a new connection"
+        after = journal_.queries(who)
+        assert set(after) - set(before) == {sequence}, "exactly one query was admitted"
+        correlation, state = after[sequence]
+        assert (out["sequence"], out["correlation"], state) == (sequence, correlation, "SUCCEEDED")
+        # The same as a direct replay reads, through another client.
+        with connect(gateway) as ch:
+            again, _ = info_fields(statement(ch, gateway, "primitive", sql, sequence))
+        assert again == correlation
+        table, _ = primitive.query(sql)
+        assert out["row"] == tuple(table.to_pylist()[0].values())
+        conn.close()
+    finally:
+        proxy.close()
+
+
+def test_kill9_and_restart_mid_statement_is_replayed_not_rerun(tmp_path):
+    # Accepted queries wait before executing, so the kill finds this one accepted, unfinished.
+    d = FaultyDaemon(tmp_path / "state", "execution-delay-ms:1500").start()
+    try:
+        journal_, who = d.journal(), d.principal("primitive")
+        conn = tf.connect(d.uri, token_file=token_file(d), retry=tf.RetryPolicy(total=120))
+        sequence = conn.next_sequence()
+        sql = "SELECT COUNT(*), SUM(c) FROM primitive WHERE id < 777"
+        out = {}
+
+        def run():
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(sql)
+                    out.update(row=cur.fetchone(), correlation=cur.correlation, sequence=cur.sequence)
+            except tf.Error as e:
+                out["error"] = e
+
+        th = threading.Thread(target=run)
+        th.start()
+        wait_until(lambda: journal_.queries(who).get(sequence, (0, ""))[1] == "ACCEPTED", 60,
+                   "the statement to be accepted")
+        accepted = journal_.queries(who)[sequence][0]
+        d.kill9()
+        d.start()  # same state directory, same port
+        th.join(150)
+        assert not th.is_alive(), "the client did not finish its retry within 150s"
+        assert "error" not in out, out.get("error")
+        queries = journal_.queries(who)
+        assert set(queries) == {sequence}, "exactly one query, at the statement's sequence"
+        assert queries[sequence] == (accepted, "SUCCEEDED")
+        assert (out["sequence"], out["correlation"]) == (sequence, accepted)
+        with connect(d) as ch:
+            again, _ = info_fields(statement(ch, d, "primitive", sql, sequence))
+        assert again == accepted
+        reference = tf.connect(d.uri, token_file=token_file(d))
+        assert out["row"] == tuple(reference.execute(sql).to_pylist()[0].values())
+        reference.close()
+        conn.close()
+    finally:
+        d.stop()
+
+
+def test_pandas_read_sql(gateway, primitive):
+    sql = "SELECT id, a, b FROM primitive WHERE id < 50"
+    expected = primitive.query(sql)[0].to_pandas()  # read by plain PyArrow Flight
+    with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+        # pandas reads any DB-API connection, warning that it only tests SQLAlchemy and sqlite3.
+        with pytest.warns(UserWarning, match="Other DBAPI2 objects are not tested"):
+            df = pandas.read_sql(sql, conn)
+        assert list(df.columns) == ["id", "a", "b"]
+        assert df.astype(object).where(df.notna(), None).values.tolist() == \
+            expected.astype(object).where(expected.notna(), None).values.tolist()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            pandas.testing.assert_frame_equal(tf.read_sql(sql, conn), expected)
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                pandas.testing.assert_frame_equal(cur.fetch_df(), expected)
+
+
+def test_metadata_helpers(gateway, primitive):
+    with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+        assert [tuple(r.values()) for r in conn.tables().to_pylist()] == [
+            tuple(r.values()) for r in primitive.metadata(flightsql.get_tables()).to_pylist()]
+        schema = conn.table_schema("primitive")
+        assert schema == conn.execute("SELECT * FROM primitive LIMIT 1").schema
+        with pytest.raises(tf.NotFoundError):
+            conn.table_schema("nonexistent")
+
+
+def test_diagnostics_arrive_as_typed_exceptions(gateway):
+    with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+        with pytest.raises(tf.ProgrammingError) as raised:
+            conn.execute("SELECT nope FROM primitive")
+        e = raised.value
+        assert isinstance(e, tf.InvalidArgumentError) and e.status == "INVALID_ARGUMENT"
+        assert e.code == e.diagnostic.code == "query.unknown_column"
+        assert e.cause == e.diagnostic.cause and e.outcome == "not_admitted"
+        assert e.actions and e.facts
+    with tf.connect(gateway.uri, token="tfg_not-a-credential") as conn:
+        with pytest.raises(tf.UnauthenticatedError):
+            conn.execute("SELECT COUNT(*) FROM primitive")
+
+
+def test_another_writer_taking_the_sequence_moves_the_statement_along(gateway, primitive):
+    with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+        conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 3")
+        taken = primitive.next_sequence()
+        assert conn._credential.next == taken  # learned from app_metadata
+        # Another process of the same credential takes that sequence with other SQL.
+        primitive.info("SELECT COUNT(*) FROM primitive WHERE id < 4", taken)
+        with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM primitive WHERE id < 5")
+            assert cur.fetchone() == (5,)
+            assert cur.sequence == app_next(primitive, "SELECT COUNT(*) FROM primitive WHERE id < 4", taken)
+
+
+def app_next(caller, sql, sequence):
+    """The next sequence after the (replayed) statement ``sql`` at ``sequence``."""
+    return json.loads(caller.info(sql, sequence).app_metadata)["next_sequence"]
+
+
+def test_unknown_outcome_blocks_the_credential_until_resumed(gateway, primitive):
+    proxy = TcpProxy(gateway.port)
+    try:
+        conn = tf.connect(proxy.uri, token_file=token_file(gateway), timeout=5,
+                          retry=tf.RetryPolicy(total=2, initial_backoff=0.2, max_backoff=0.5))
+        conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 1")
+        sequence = conn.next_sequence()
+        proxy.hold()  # every answer is lost, each attempt ends at its 5 s deadline
+        with pytest.raises(tf.OutcomeUnknownError) as raised:
+            conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 11")
+        assert (raised.value.sequence, raised.value.status) == (sequence, "DEADLINE_EXCEEDED")
+        proxy.cut()
+        with pytest.raises(tf.OutcomeUnknownError):
+            conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 12")
+        assert conn.resume().to_pylist() == [{"COUNT(*)": 11}]
+        with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM primitive WHERE id < 12")
+            assert cur.fetchone() == (12,) and cur.sequence > sequence
+        conn.close()
+    finally:
+        proxy.close()
+
+
+def test_missing_sequence_and_conflict_name_the_callers_next_sequence(gateway, primitive):
+    """The gateway's hints (the package relies on the conflict's): message and number fact."""
+    capture_client = tf.connect(gateway.uri, token_file=token_file(gateway))
+    try:
+        with pytest.raises(tf.InvalidArgumentError) as missing:
+            capture_client._call(lambda: capture_client._client.get_flight_info(
+                fl.FlightDescriptor.for_command(flightsql.statement_query("SELECT COUNT(*) FROM primitive")),
+                capture_client._options()))
+        nxt = primitive.next_sequence()
+        assert missing.value.code == "sequence.missing"
+        assert missing.value.facts["next_sequence"] == nxt
+        assert str(missing.value).endswith(f"; next sequence {nxt}")
+
+        used = primitive.query("SELECT COUNT(*) FROM primitive WHERE id < 20")[1]
+        used_at = nxt
+        nxt = json.loads(used.app_metadata)["next_sequence"]
+        with pytest.raises(tf.AbortedError) as conflict:
+            capture_client._call(lambda: capture_client._client.get_flight_info(
+                fl.FlightDescriptor.for_command(flightsql.statement_query("SELECT COUNT(*) FROM primitive WHERE id < 21")),
+                capture_client._options(used_at)))
+        assert conflict.value.code == "query.namespace_conflict"
+        assert conflict.value.facts["next_sequence"] == nxt
+        assert f"; next sequence {nxt}" in str(conflict.value)
+    finally:
+        capture_client.close()
+
+
+def test_adbc_and_pyarrow_connections_share_one_credentials_rules(gateway, primitive):
+    """ADBC connections (sequences from the caller capability) and PyArrow ones (app_metadata)
+    of one credential take the same lock: run together, none conflicts."""
+    from transit_flight import adbc
+    failures, done = [], []
+
+    def pyarrow_worker(t):
+        with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+            for i in range(10):
+                n = 1 + 50 * t + i
+                assert conn.execute(f"SELECT COUNT(*) FROM primitive WHERE id < {n}").to_pylist() == [{"COUNT(*)": n}]
+                done.append(n)
+
+    def adbc_worker(t):
+        conn = adbc.connect(gateway.uri, token_file=token_file(gateway))
+        try:
+            for i in range(10):
+                n = 1000 + 50 * t + i
+                assert adbc.execute(conn, f"SELECT COUNT(*) FROM primitive WHERE id < {n}").to_pylist() == [{"COUNT(*)": n}]
+                done.append(n)
+        finally:
+            conn.close()
+
+    def guarded(fn, t):
+        try:
+            fn(t)
+        except Exception as e:  # reported below, with the thread's cause
+            failures.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(fn, t))
+               for t, fn in enumerate([pyarrow_worker, adbc_worker, pyarrow_worker, adbc_worker])]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(240)
+    assert not any(th.is_alive() for th in threads), "statements did not finish within 240s"
+    assert failures == []
+    assert len(done) == 40
+
+
+def test_adbc_errors_carry_the_diagnostic(gateway):
+    from transit_flight import adbc
+    conn = adbc.connect(gateway.uri, token_file=token_file(gateway))
+    try:
+        with pytest.raises(tf.InvalidArgumentError) as raised:
+            adbc.execute(conn, "SELECT nope FROM primitive")
+        assert raised.value.code == "query.unknown_column"
+        assert raised.value.diagnostic.status == "INVALID_ARGUMENT"
+        assert raised.value.facts == {"column": "nope"}
+    finally:
+        conn.close()
