@@ -217,13 +217,16 @@ def p4(a, config: Path, log: Path, budget: int) -> dict:
     # Each phase gets a fresh daemon, so the allocator peak and exit status are that phase's.
     gw = Gateway(config, log).start()
     try:
+        # Before any statement: what holding the published Table costs (footers only).
+        at_start = rss_bytes(gw.pid)["rss"]
         client = measure.GatewayClient(gw.uri, gw.token())
         ticket = client.ticket(client.info(measure.BULK_SQL))
         idle = rss_bytes(gw.pid)["rss"]
         with measure.RssSampler(gw.pid) as sampler:
             slow = measure.slow_readers(client, ticket, a.readers, a.reader_batches,
                                         a.reader_pause)
-        slow.update(rss_idle_bytes=idle, startup_s=gw.startup_s, rss_samples=sampler.samples,
+        slow.update(rss_idle_bytes=idle, rss_start_bytes=at_start, startup_s=gw.startup_s,
+                    rss_samples=sampler.samples,
                     rss_peak_bytes=max([v for _, v in sampler.samples], default=idle))
     finally:
         stopped = gw.stop()

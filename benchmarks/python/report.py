@@ -49,6 +49,8 @@ def table(r: dict) -> str:
         (f"P4 RSS peak, {slow['readers']} slow readers (MiB)", _mib(slow["rss_peak_bytes"]),
          f"idle {_mib(slow['rss_idle_bytes'])}", "", "", ""),
         ("Daemon start-up to serving (s)", f"{slow['startup_s']:.2f}", "", "", "", ""),
+        ("Daemon RSS at start, before any statement (MiB)", _mib(slow["rss_start_bytes"]),
+         "", "", "", ""),
         (f"P4 bytes left after {cancel['cancelled']} cancelled streams",
          str(cancel["bytes_left"]), f"exit status {cancel['exit_status']}", "", "0",
          _verdict(cancel["bytes_left"] == 0 and cancel["exit_status"] == 0)),
