@@ -209,11 +209,14 @@ public final class Main implements Callable<Integer> {
         OpsSettings next = options.settings(configFile);
         server.reload(load(configFile, port));
         LogSetup.apply(next.logLevel(), next.logFormat());
+        server.operations().metrics().reloaded(true);
       } catch (ConfigException e) {
+        server.operations().metrics().reloaded(false);
         log.warn("reload refused, previous configuration stays: {}", e.getMessage());
       } catch (RuntimeException e) {
         // An unexpected failure must not escape the signal thread silently: the running
         // configuration stays (nothing is swapped before the new snapshot is complete).
+        server.operations().metrics().reloaded(false);
         log.warn("reload refused, previous configuration stays: {}", e.toString());
       }
     });

@@ -41,9 +41,6 @@ public final class GatewayMetrics implements AutoCloseable {
       .baseUnit("bytes").description("bytes sent on DoGet result streams").register(registry);
   private final Counter streamBatches = Counter.builder("transit.stream.batches")
       .description("record batches sent on DoGet result streams").register(registry);
-  private final Timer statements = Timer.builder("transit.statement")
-      .description("statement GetFlightInfo: compile, admission and result, by admission outcome")
-      .publishPercentileHistogram().register(registry);
   private final Timer journalCommits = Timer.builder("transit.journal.commit")
       .description("journal (SQLite) commit latency").publishPercentileHistogram()
       .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofSeconds(10))
@@ -69,8 +66,12 @@ public final class GatewayMetrics implements AutoCloseable {
     admissionCounter(outcome).increment();
   }
 
-  void statement(long nanos) {
-    statements.record(nanos, TimeUnit.NANOSECONDS);
+  /** A statement's GetFlightInfo: compile, admission and the retained result. */
+  void statement(String outcome, long nanos) {
+    Timer.builder("transit.statement")
+        .description("statement GetFlightInfo (compile, admission, result) by admission outcome")
+        .tag("outcome", outcome).publishPercentileHistogram().register(registry)
+        .record(nanos, TimeUnit.NANOSECONDS);
   }
 
   void streamed(long bytes, long batches) {

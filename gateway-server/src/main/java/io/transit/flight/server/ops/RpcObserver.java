@@ -103,7 +103,7 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
     if (r.admission != null) {
       metrics.admission(r.admission);
       if (r.method.equals(STATEMENT_INFO)) {
-        metrics.statement(nanos);
+        metrics.statement(r.admission, nanos);
       }
     }
     if (r.method.equals(DO_GET) && r.messagesOut.get() > 0) {
