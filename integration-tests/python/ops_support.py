@@ -57,6 +57,18 @@ class Process:
             raise AssertionError("gateway did not stop within %.0fs" % timeout)
 
 
+class Served:
+    """What conftest.Caller needs of a gateway that is not a demo Daemon: its URI and each
+    caller's credential under the state directory."""
+
+    def __init__(self, process, state_dir):
+        self.uri = process.uri
+        self.state_dir = state_dir
+
+    def token(self, caller):
+        return (self.state_dir / "credentials" / f"{caller}.token").read_text().strip()
+
+
 def health(port, service="", timeout=5.0):
     """grpc.health.v1.Health/Check without any credential; returns the status name."""
     request = b"" if not service else b"\x0a" + bytes([len(service)]) + service.encode()

@@ -6,26 +6,15 @@ import os
 import shutil
 import tarfile
 
-import pytest
-
 from conftest import Caller
 from daemon import ROOT
-from ops_support import Process, health
+from ops_support import Process, Served, health
 
 
 def archive():
     found = sorted((ROOT / "distribution" / "target").glob("transit-flight-*.tar.gz"))
     assert found, "no distribution archive: build the reactor first (mvn install)"
     return found[-1]
-
-
-class Demo:
-    def __init__(self, process, state_dir):
-        self.uri = process.uri
-        self.state_dir = state_dir
-
-    def token(self, caller):
-        return (self.state_dir / "credentials" / f"{caller}.token").read_text().strip()
 
 
 def test_archive_runs_the_demo_without_a_jdk(tmp_path):
@@ -51,7 +40,7 @@ def test_archive_runs_the_demo_without_a_jdk(tmp_path):
                  "--port", "0"], env)
     try:
         assert health(p.port) == "SERVING"
-        table, _ = Caller(Demo(p, state), "primitive").query(
+        table, _ = Caller(Served(p, state), "primitive").query(
             "SELECT COUNT(*) FROM primitive WHERE a > 1")
         assert table.num_rows == 1 and table.column(0).to_pylist()[0] > 0
     finally:

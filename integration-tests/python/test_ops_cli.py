@@ -12,7 +12,7 @@ import pytest
 
 from conftest import Caller
 from daemon import ROOT
-from ops_support import Process
+from ops_support import Process, Served
 
 GATEWAY = str(ROOT / "scripts" / "gateway")
 ENV = dict(os.environ, TRANSIT_NO_BUILD="1")
@@ -21,17 +21,6 @@ ENV = dict(os.environ, TRANSIT_NO_BUILD="1")
 def gateway(*args, timeout=120):
     return subprocess.run([GATEWAY, *args], capture_output=True, text=True, timeout=timeout,
                           env=ENV)
-
-
-class Served:
-    """What conftest.Caller needs of a gateway: its URI and each caller's credential."""
-
-    def __init__(self, process, state_dir):
-        self.uri = process.uri
-        self.state_dir = state_dir
-
-    def token(self, caller):
-        return (self.state_dir / "credentials" / f"{caller}.token").read_text().strip()
 
 
 @pytest.fixture(scope="module")
