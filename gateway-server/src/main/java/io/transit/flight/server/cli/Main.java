@@ -76,9 +76,9 @@ public final class Main implements Callable<Integer> {
   static int execute(String... args) {
     CommandLine cli = new CommandLine(new Main());
     cli.setParameterExceptionHandler((e, a) -> {
-      System.err.println("transit-flight: " + e.getMessage());
-      System.err.println("try: transit-flight " + (e.getCommandLine().getParent() != null
-          ? e.getCommandLine().getCommandName() + " " : "") + "--help");
+      System.err.println("transit-flight: " + e.getMessage() + " (see: transit-flight "
+          + (e.getCommandLine().getParent() != null
+              ? e.getCommandLine().getCommandName() + " " : "") + "--help)");
       return USAGE;
     });
     cli.setExecutionExceptionHandler((e, c, parsed) -> {
