@@ -27,7 +27,7 @@ import java.util.Set;
  * builds the complete new snapshot before touching anything, then swaps credentials and native
  * rights; a failure leaves the running snapshot in force.
  */
-final class Bindings {
+public final class Bindings {
   private final StateDirectory state;
   private CredentialRegistry credentials;
   private EmbeddedEngine engine;
@@ -95,7 +95,7 @@ final class Bindings {
     credentials.replace(s.byToken());
   }
 
-  static List<Publication> publications(ResolvedConfig cfg) {
+  public static List<Publication> publications(ResolvedConfig cfg) {
     List<Publication> out = new ArrayList<>();
     for (ResolvedConfig.Publication p : cfg.publications().values()) {
       out.add(new Publication(p.declaration(), p.files(), p.format()));
@@ -104,7 +104,7 @@ final class Bindings {
   }
 
   /** The engine checks every request proof names this gateway service as its recipient. */
-  static EngineOptions engineOptions(ResolvedConfig cfg) {
+  public static EngineOptions engineOptions(ResolvedConfig cfg) {
     ResolvedConfig.Engine e = cfg.engine();
     return EngineOptions.defaults()
         .withRecipient(cfg.service())

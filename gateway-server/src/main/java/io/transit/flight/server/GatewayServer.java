@@ -22,6 +22,9 @@ import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.server.config.StateLock;
+import io.transit.flight.server.ops.Operations;
+import io.transit.flight.server.ops.OpsGauges;
+import io.transit.flight.server.ops.OpsSettings;
 import io.transit.flight.server.sql.Deadlines;
 import io.transit.flight.server.sql.GatewayState;
 import io.transit.flight.server.sql.TransitSqlProducer;
@@ -77,11 +80,13 @@ public final class GatewayServer implements AutoCloseable {
   private final Bindings bindings;
   private final ConnectionBudget connections;
   private final Listeners server;
+  private final Operations ops;
   private final AtomicInteger closed = new AtomicInteger();
   private volatile boolean closedCleanly;
 
   private GatewayServer(ResolvedConfig cfg, CommandFaults faults, StateDirectory state,
-      StateLock stateLock) throws ConfigException, IOException {
+      StateLock stateLock, Operations ops) throws ConfigException, IOException {
+    this.ops = ops;
     this.config = new AtomicReference<>(cfg);
     this.stateLock = stateLock;
     Limits limits = cfg.limits();
@@ -136,12 +141,17 @@ public final class GatewayServer implements AutoCloseable {
         limits.admissionPerGateway() + limits.compilePerGateway() + 8);
     this.flightExecutor = pool("transit-flight", 4);
     this.connections = new ConnectionBudget(limits.maxConnections(), errors);
+    // ops: the last interceptor runs first — request id, then authentication, then the caller tap.
     this.server = Listeners.build(cfg,
         ServerInterceptors.intercept(
             FlightGrpcUtils.createFlightService(allocator, producer, ServerAuthHandler.NO_OP,
                 flightExecutor),
-            new AuthInterceptor(credentials, errors)),
-        serviceExecutor, connections);
+            ops.observer().callerTap(), new AuthInterceptor(credentials, errors),
+            ops.observer().requestId()),
+        serviceExecutor, connections,
+        new Listeners.Extras(List.of(ops.healthService()), ops.observer()));
+    OpsGauges.register(ops.metrics(), allocator, streams, connections, engine,
+        state.engineDir().resolve("segments"));
   }
 
   private static void reportTightened(StateDirectory state) throws ConfigException {
@@ -181,13 +191,23 @@ public final class GatewayServer implements AutoCloseable {
    */
   public static GatewayServer start(ResolvedConfig cfg, CommandFaults faults)
       throws ConfigException, IOException {
+    return start(cfg, faults, new Operations(OpsSettings.defaults()));
+  }
+
+  /**
+   * As {@link #start(ResolvedConfig, CommandFaults)} with the operator-facing parts ({@code ops}:
+   * health, metrics, access log); the server closes {@code ops} when it closes.
+   */
+  public static GatewayServer start(ResolvedConfig cfg, CommandFaults faults, Operations ops)
+      throws ConfigException, IOException {
     StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
     state.prepare();
     StateLock lock = StateLock.acquire(cfg.stateDir());
     GatewayServer g;
     try {
-      g = new GatewayServer(cfg, faults, state, lock);
+      g = new GatewayServer(cfg, faults, state, lock, ops);
     } catch (ConfigException | IOException | RuntimeException | Error e) {
+      ops.close();
       // Nothing else was started; another attempt in this process may take the directory.
       try {
         lock.close();
@@ -198,10 +218,12 @@ public final class GatewayServer implements AutoCloseable {
     }
     try {
       g.server.start();
+      ops.startMetrics();
     } catch (IOException e) {
       g.close();
       throw e;
     }
+    ops.serving(); // engine open, publications loaded, listener bound
     if (cfg.transport().tcp()) {
       log.info("transit flight gateway listening on {}:{}{}", cfg.host(), g.port(),
           cfg.transport().tls() ? " (TLS)" : "");
@@ -248,12 +270,18 @@ public final class GatewayServer implements AutoCloseable {
     log.info("configuration reloaded: {} callers", next.callers().size());
   }
 
+  /** The operator-facing parts: health, metrics and the access log. */
+  public Operations operations() {
+    return ops;
+  }
+
   /** Stops accepting calls, lets running ones finish within a bound, then frees everything. */
   @Override
   public void close() {
     if (closed.getAndIncrement() != 0) {
       return;
     }
+    ops.draining();
     server.shutdown();
     try {
       if (!server.awaitTermination(10, TimeUnit.SECONDS)) {
@@ -296,6 +324,7 @@ public final class GatewayServer implements AutoCloseable {
       }
     }
     closedCleanly = clean;
+    ops.close();
     // One line for operators and tests: what the budgets saw over the daemon's life.
     log.info("transit flight gateway stopped: leaked_bytes={} leaked_streams={} drained={}"
             + " allocator_peak_bytes={} connections_peak={}",

@@ -274,6 +274,14 @@ public final class EmbeddedEngine implements NativeQueryClient {
     rights.replace(next);
   }
 
+  /**
+   * Tells {@code observer} how long each journal commit took, in nanoseconds, on the committing
+   * thread (any engine thread): it must be cheap and thread-safe. Replaces any previous observer.
+   */
+  public void observeJournalCommits(java.util.function.LongConsumer observer) {
+    journal.observeCommits(observer);
+  }
+
   @Override
   public void close() {
     closing = true;

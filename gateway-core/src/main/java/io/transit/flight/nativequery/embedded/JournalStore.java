@@ -77,6 +77,8 @@ final class JournalStore implements AutoCloseable {
   };
 
   private final Connection connection;
+  /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
+  private volatile java.util.function.LongConsumer commitObserver = nanos -> {};
   // @GuardedBy("this"): one prepared statement per distinct SQL text of this class (a fixed,
   // small set), kept for the connection's life: preparing costs more than running most of them.
   private final Map<String, PreparedStatement> statements = new HashMap<>();
@@ -111,7 +113,9 @@ final class JournalStore implements AutoCloseable {
     boolean committed = false;
     try {
       T result = work.run();
+      long started = System.nanoTime();
       connection.commit();
+      commitObserver.accept(System.nanoTime() - started);
       committed = true;
       return result;
     } finally {
@@ -302,6 +306,10 @@ final class JournalStore implements AutoCloseable {
       statements.put(sql, p);
     }
     return p;
+  }
+
+  void observeCommits(java.util.function.LongConsumer observer) {
+    this.commitObserver = observer;
   }
 
   @Override

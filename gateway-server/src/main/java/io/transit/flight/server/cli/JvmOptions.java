@@ -9,7 +9,7 @@ import java.nio.file.Path;
  * Prints the JVM options the daemon's configuration asks for ({@code -Xmx} from
  * {@code jvm.heap_bytes}), for the launcher to pass before the daemon's JVM starts: the heap is
  * fixed at JVM start, so the daemon cannot size it itself. Takes the daemon's own arguments and
- * finds the file the same way: {@code --config FILE}, or the demo's {@code gateway.json} in its
+ * finds the file the same way: {@code --config FILE} (or {@code --config=FILE}), or the demo's {@code gateway.json} in its
  * state directory. Prints the default heap when there is no file yet (a demo's first run) or the
  * file does not load — the daemon then reports why itself.
  *
@@ -36,10 +36,14 @@ public final class JvmOptions {
     System.out.println("-Xmx" + heap);
   }
 
+  /** {@code NAME VALUE} or {@code NAME=VALUE}, as the daemon's command line accepts both. */
   private static String option(String[] args, String name) {
     for (int i = 0; i < args.length; i++) {
       if (args[i].equals(name) && i + 1 < args.length) {
         return args[i + 1];
+      }
+      if (args[i].startsWith(name + "=")) {
+        return args[i].substring(name.length() + 1);
       }
     }
     return null;

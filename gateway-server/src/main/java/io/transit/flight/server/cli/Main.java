@@ -7,26 +7,49 @@ import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ConfigLoader;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateLock;
+import io.transit.flight.server.ops.LogSetup;
+import io.transit.flight.server.ops.Operations;
+import io.transit.flight.server.ops.OpsSettings;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 
 /**
- * The daemon's command line.
+ * The daemon's command line (picocli): {@code run}, {@code demo}, {@code check-config} and
+ * {@code init}. Exit codes (docs/operations.md): 0 done, 1 runtime failure, 2 configuration
+ * refused (including a missing or mismatching data file and a busy state directory), 3 stopped
+ * with a leak or an undrained stream, 64 command-line usage error.
  *
- * <pre>
- *   gateway run --config FILE          serve the deployment in FILE
- *   gateway demo [--state-dir DIR] [--port N]
- *                                      first run: generate demo data, keys and credentials; serve
- *   gateway check-config --config FILE validate FILE (and the state directory's secrets)
- * </pre>
+ * <p>SIGTERM (and Ctrl-C) drain and stop; SIGHUP reloads credentials, rights and the log level
+ * from the same file — a bad file is refused and the running configuration stays.
  *
- * <p>SIGTERM (and Ctrl-C) drain and stop; SIGHUP reloads credentials and rights from the same
- * file — a bad file is refused and the running configuration stays.
+ * <p>Threads: the main thread parses, starts and waits; reloads run on the signal thread.
  */
-public final class Main {
-  private Main() {}
+@Command(name = "transit-flight", mixinStandardHelpOptions = true,
+    versionProvider = Main.Version.class,
+    description = "Transit Flight Gateway: a Flight SQL gateway over published Tables.",
+    subcommands = {Main.Run.class, Main.Demo.class, CheckConfig.class, Init.class,
+        CommandLine.HelpCommand.class},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {"0:done", "1:runtime failure", "2:configuration refused",
+        "3:stopped with a leak or an undrained stream", "64:usage error"})
+public final class Main implements Callable<Integer> {
+  static final int OK = 0;
+  static final int FAILED = 1;
+  static final int CONFIG = 2;
+  static final int UNCLEAN = 3;
+  static final int USAGE = 64;
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
 
   /**
    * Sizes both Netty pools (Arrow's and gRPC's shaded copy) with 16 MiB chunks unless the operator
@@ -46,108 +69,166 @@ public final class Main {
 
   public static void main(String[] args) {
     poolWholeBatches();
-    int code;
-    try {
-      code = run(args, System.out);
-    } catch (StateLock.StateDirectoryBusyException e) {
-      System.err.println("transit-flight: " + e.getMessage());
-      code = 2;
-    } catch (ConfigException e) {
-      System.err.println("transit-flight: configuration refused: " + e.getMessage());
-      code = 2;
-    } catch (IOException e) {
-      System.err.println("transit-flight: " + e.getMessage());
-      code = 1;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      code = 1;
-    }
-    System.exit(code);
+    System.exit(execute(args));
   }
 
-  static int run(String[] args, PrintStream out)
-      throws ConfigException, IOException, InterruptedException {
-    if (args.length == 0) {
-      return usage();
-    }
-    String config = option(args, "--config", null);
-    switch (args[0]) {
-      case "run" -> {
-        if (config == null) {
-          return usage();
-        }
-        return serve(Path.of(config), out, false, null);
+  /** Runs the command line; returns the exit code. */
+  static int execute(String... args) {
+    CommandLine cli = new CommandLine(new Main());
+    cli.setParameterExceptionHandler((e, a) -> {
+      System.err.println("transit-flight: " + e.getMessage() + " (see: transit-flight "
+          + (e.getCommandLine().getParent() != null
+              ? e.getCommandLine().getCommandName() + " " : "") + "--help)");
+      return USAGE;
+    });
+    cli.setExecutionExceptionHandler((e, c, parsed) -> {
+      if (e instanceof StateLock.StateDirectoryBusyException) {
+        System.err.println("transit-flight: " + e.getMessage());
+        return CONFIG;
       }
-      case "demo" -> {
-        Path stateDir = Path.of(option(args, "--state-dir", ".state/demo"));
-        String portOption = option(args, "--port", null);
-        int port = portOption != null ? Integer.parseInt(portOption) : 31337;
-        // An explicit --port wins over the port the demo config was first written with.
-        return serve(DemoSetup.ensure(stateDir, port), out, true,
-            portOption != null ? port : null);
+      if (e instanceof ConfigException) {
+        System.err.println("transit-flight: configuration refused: " + e.getMessage());
+        return CONFIG;
       }
-      case "check-config" -> {
-        if (config == null) {
-          return usage();
-        }
-        new ConfigLoader().load(Path.of(config));
-        out.println("configuration ok: " + config);
-        return 0;
+      if (e instanceof IOException) {
+        System.err.println("transit-flight: " + e.getMessage());
+        return FAILED;
       }
-      default -> {
-        return usage();
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt();
+        return FAILED;
       }
+      throw e;
+    });
+    return cli.execute(args);
+  }
+
+  /** No command: the usage, as a usage error. */
+  @Override
+  public Integer call() {
+    spec.commandLine().usage(System.err);
+    return USAGE;
+  }
+
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      return new String[] {"transit-flight " + GatewayServer.VERSION + " (Java "
+          + Runtime.version() + ")"};
     }
   }
 
-  private static int serve(Path configFile, PrintStream out, boolean demo, Integer port)
-      throws ConfigException, IOException, InterruptedException {
+  /** Logging and operations options shared by the serving commands. */
+  static final class OpsOptions {
+    @Option(names = "--log-level", paramLabel = "LEVEL",
+        description = "trace, debug, info, warn or error (overrides ops.log.level)")
+    String logLevel;
+    @Option(names = "--log-format", paramLabel = "FORMAT",
+        description = "text or json (overrides ops.log.format)")
+    String logFormat;
+    @Option(names = "--metrics-host", paramLabel = "HOST",
+        description = "the metrics listener's address (overrides ops.metrics.host)")
+    String metricsHost;
+    @Option(names = "--metrics-port", paramLabel = "PORT",
+        description = "serve Prometheus metrics on this port, 0 for any (overrides ops.metrics.port)")
+    Integer metricsPort;
+    @Option(names = "--drain-notice-ms", paramLabel = "MS",
+        description = "report NOT_SERVING this long before stopping (overrides ops.drain_notice_ms)")
+    Long drainNoticeMs;
+
+    OpsSettings settings(Path configFile) throws ConfigException {
+      return OpsSettings.read(configFile)
+          .withOverrides(metricsHost, metricsPort, logLevel, logFormat, drainNoticeMs);
+    }
+
+    /** Logging before the configuration is read: the command line's choices alone. */
+    void earlyLogging() throws ConfigException {
+      OpsSettings s = OpsSettings.defaults().withOverrides(null, null, logLevel, logFormat, null);
+      LogSetup.apply(s.logLevel(), s.logFormat());
+    }
+  }
+
+  @Command(name = "run", mixinStandardHelpOptions = true,
+      description = "Serve the deployment configured in FILE.")
+  static final class Run implements Callable<Integer> {
+    @Option(names = "--config", required = true, paramLabel = "FILE",
+        description = "the configuration file (docs/configuration.md)")
+    Path config;
+    @Mixin OpsOptions ops = new OpsOptions();
+
+    @Override
+    public Integer call() throws Exception {
+      ops.earlyLogging();
+      return serve(config, System.out, false, null, ops);
+    }
+  }
+
+  @Command(name = "demo", mixinStandardHelpOptions = true,
+      description = "First run: generate demo data, keys and credentials; then serve them.")
+  static final class Demo implements Callable<Integer> {
+    @Option(names = "--state-dir", paramLabel = "DIR", defaultValue = ".state/demo",
+        description = "the demo's state directory (default: ${DEFAULT-VALUE})")
+    Path stateDir;
+    @Option(names = "--port", paramLabel = "N",
+        description = "the listener's port, 0 for any (default: the demo config's, first 31337)")
+    Integer port;
+    @Mixin OpsOptions ops = new OpsOptions();
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws Exception {
+      ops.earlyLogging();
+      if (port != null && (port < 0 || port > 65535)) {
+        throw new CommandLine.ParameterException(spec.commandLine(),
+            "--port: " + port + " (expected: 0..65535)");
+      }
+      // An explicit --port wins over the port the demo config was first written with.
+      return serve(DemoSetup.ensure(stateDir, port != null ? port : 31337), System.out, true,
+          port, ops);
+    }
+  }
+
+  private static int serve(Path configFile, PrintStream out, boolean demo, Integer port,
+      OpsOptions options) throws ConfigException, IOException, InterruptedException {
+    Logger log = LoggerFactory.getLogger(Main.class);
+    OpsSettings settings = options.settings(configFile);
+    LogSetup.apply(settings.logLevel(), settings.logFormat());
     ResolvedConfig cfg = load(configFile, port);
+    // A missing data file is a configuration error (exit 2), said before the engine opens.
+    DataFiles.requireReadable(cfg);
     // Test-only: empty unless the environment explicitly names faults (see TestFaults).
     CommandFaults faults = TestFaults.fromEnvironment(System.getenv())
         .<CommandFaults>map(f -> f).orElse(CommandFaults.NONE);
-    GatewayServer server = GatewayServer.start(cfg, faults);
+    GatewayServer server = GatewayServer.start(cfg, faults, new Operations(settings));
     CountDownLatch stopRequested = new CountDownLatch(1);
     // Any other JVM exit still drains (close is idempotent).
     Runtime.getRuntime().addShutdownHook(new Thread(server::close, "transit-shutdown"));
     Signals.onTerminate(stopRequested::countDown);
     Signals.onHangup(() -> {
       try {
+        OpsSettings next = options.settings(configFile);
         server.reload(load(configFile, port));
+        LogSetup.apply(next.logLevel(), next.logFormat());
+        server.operations().metrics().reloaded(true);
       } catch (ConfigException e) {
-        System.err.println("transit-flight: reload refused, previous configuration stays: "
-            + e.getMessage());
+        server.operations().metrics().reloaded(false);
+        log.warn("reload refused, previous configuration stays: {}", e.getMessage());
       } catch (RuntimeException e) {
         // An unexpected failure must not escape the signal thread silently: the running
         // configuration stays (nothing is swapped before the new snapshot is complete).
-        System.err.println("transit-flight: reload refused, previous configuration stays: "
-            + e);
+        server.operations().metrics().reloaded(false);
+        log.warn("reload refused, previous configuration stays: {}", e.toString());
       }
     });
     ConnectionHelp.print(out, cfg, server.port(), configFile, demo);
     stopRequested.await();
     server.close();
     // A leak or an undrained stream at shutdown is a defect worth a failing exit status.
-    return server.closedCleanly() ? 0 : 3;
+    return server.closedCleanly() ? OK : UNCLEAN;
   }
 
-  private static ResolvedConfig load(Path configFile, Integer port) throws ConfigException {
+  static ResolvedConfig load(Path configFile, Integer port) throws ConfigException {
     ResolvedConfig cfg = new ConfigLoader().load(configFile);
     return port == null ? cfg : cfg.withPort(port);
-  }
-
-  private static String option(String[] args, String name, String fallback) {
-    for (int i = 1; i < args.length - 1; i++) {
-      if (args[i].equals(name)) {
-        return args[i + 1];
-      }
-    }
-    return fallback;
-  }
-
-  private static int usage() {
-    System.err.println("usage: gateway run --config FILE | gateway demo [--state-dir DIR] "
-        + "[--port N] | gateway check-config --config FILE");
-    return 64;
   }
 }

@@ -1,5 +1,7 @@
 package io.transit.flight.server.cli;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import sun.misc.Signal;
 import sun.misc.SignalHandler;
 
@@ -9,6 +11,8 @@ import sun.misc.SignalHandler;
  * JVM so that a requested stop drains and then exits 0 (the JVM's default exits 143/130).
  */
 final class Signals {
+  private static final Logger log = LoggerFactory.getLogger(Signals.class);
+
   private Signals() {}
 
   static void onTerminate(Runnable action) {
@@ -26,11 +30,11 @@ final class Signals {
       if (Signal.handle(new Signal("HUP"), sig -> action.run()) == SignalHandler.SIG_IGN) {
         // The JVM leaves a signal ignored when the parent ignored it (nohup does so for SIGHUP)
         // and then installs nothing, so reloads would silently never happen.
-        System.err.println("transit-flight: SIGHUP is ignored in this process (started under"
-            + " nohup?): configuration reload by signal is unavailable; restart without it");
+        log.warn("SIGHUP is ignored in this process (started under nohup?): configuration"
+            + " reload by signal is unavailable; restart without it");
       }
     } catch (IllegalArgumentException e) {
-      System.err.println("transit-flight: SIGHUP reload unavailable on this platform");
+      log.warn("SIGHUP reload unavailable on this platform");
     }
   }
 }

@@ -10,7 +10,8 @@ import java.util.List;
  * lives in {@link ConfigLoader}; these records only carry values. Paths are relative to the
  * state directory unless absolute.
  */
-@JsonIgnoreProperties(ignoreUnknown = false)
+// "ops" (metrics, logs, drain) is read by server.ops.OpsSettings, with the same strictness.
+@JsonIgnoreProperties(value = {"ops"}, ignoreUnknown = false)
 public record GatewayConfig(
     @JsonProperty("listen") Listen listen,
     @JsonProperty("state_dir") String stateDir,

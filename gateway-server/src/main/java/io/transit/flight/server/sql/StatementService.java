@@ -6,6 +6,7 @@ import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.query.QueryCompiler;
 import io.transit.flight.query.QueryPlan;
 import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.server.ops.RequestRecord;
 import io.transit.flight.ticket.StatementReference;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -57,14 +58,18 @@ final class StatementService {
     rejectTransaction(command);
     QueryPlan plan = compile(command, caller);
     Schema schema = QueryCompiler.outputSchema(plan);
+    // ops: a sequence the journal already passed is a retry, replayed rather than recorded.
+    boolean replay = Long.compareUnsigned(firstSequence, next.getAsLong()) < 0;
     Admitted admitted;
     try {
       admitted = state.admission().admit(
           state.admissionRequest(caller, firstSequence, command.getQueryBytes().toByteArray(),
               deadlines.controlDeadlineNanos()));
     } catch (GatewayException e) {
+      RequestRecord.refused(e);
       throw NextSequenceHint.tell(e, next);
     }
+    RequestRecord.admitted(admitted.correlation(), replay);
     byte[] ticket = state.tickets().issue(
         state.scopeOf(caller), caller.declarationFingerprint(), state.ticketExpiryMillis(),
         new StatementReference(admitted.correlation(), admitted.manifestSha256()));

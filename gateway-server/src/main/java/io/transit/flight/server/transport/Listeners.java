@@ -2,6 +2,7 @@ package io.transit.flight.server.transport;
 
 import io.grpc.Server;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.ServerStreamTracer;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
@@ -46,7 +47,7 @@ public final class Listeners {
   private final List<EventLoopGroup> loops = new ArrayList<>();
 
   private Listeners(ResolvedConfig cfg, ServerServiceDefinition service, Executor executor,
-      ConnectionBudget budget) throws ConfigException {
+      ConnectionBudget budget, Extras extras) throws ConfigException {
     ResolvedConfig.Transport t = cfg.transport();
     Limits limits = cfg.limits();
     if (t.tcp()) {
@@ -61,7 +62,7 @@ public final class Listeners {
               + e.getMessage(), e);
         }
       }
-      this.tcp = configure(b, service, executor, budget, limits).build();
+      this.tcp = configure(b, service, executor, budget, limits, extras).build();
     } else {
       this.tcp = null;
     }
@@ -79,20 +80,36 @@ public final class Listeners {
           .channelType(EpollServerDomainSocketChannel.class)
           .bossEventLoopGroup(boss)
           .workerEventLoopGroup(workers);
-      this.unix = configure(b, service, executor, budget, limits).build();
+      this.unix = configure(b, service, executor, budget, limits, extras).build();
     } else {
       this.unix = null;
     }
   }
 
+  /**
+   * Served beside the Flight service on every listener, outside its interceptors (the health
+   * service answers without a credential), and a stream tracer that sees every call.
+   */
+  public record Extras(List<ServerServiceDefinition> services, ServerStreamTracer.Factory tracer) {}
+
   /** Builds (does not start) the listeners of {@code cfg}. */
   public static Listeners build(ResolvedConfig cfg, ServerServiceDefinition service,
       Executor executor, ConnectionBudget budget) throws ConfigException {
-    return new Listeners(cfg, service, executor, budget);
+    return new Listeners(cfg, service, executor, budget, null);
+  }
+
+  /** As {@link #build(ResolvedConfig, ServerServiceDefinition, Executor, ConnectionBudget)}. */
+  public static Listeners build(ResolvedConfig cfg, ServerServiceDefinition service,
+      Executor executor, ConnectionBudget budget, Extras extras) throws ConfigException {
+    return new Listeners(cfg, service, executor, budget, extras);
   }
 
   private static NettyServerBuilder configure(NettyServerBuilder b, ServerServiceDefinition service,
-      Executor executor, ConnectionBudget budget, Limits l) {
+      Executor executor, ConnectionBudget budget, Limits l, Extras extras) {
+    if (extras != null) {
+      extras.services().forEach(b::addService);
+      b.addStreamTracerFactory(extras.tracer());
+    }
     return b.addService(service)
         .executor(executor)
         .addTransportFilter(budget)

@@ -46,8 +46,12 @@ class JvmOptionsTest {
             "principal_key_file": "keys/a.key", "requests": 1, "publication": "p"}]
         }""");
     assertEquals("-Xmx268435456", run("run", "--config", config.toString()));
+    assertEquals("-Xmx268435456", run("run", "--config=" + config, "--log-format", "json"),
+        "picocli's --config=FILE form, among the daemon's other options");
+    assertEquals("-Xmx1073741824", run("--help"), "no file: the default");
     Files.copy(config, demoState.resolve(DemoSetup.CONFIG));
     assertEquals("-Xmx268435456", run("demo", "--state-dir", demoState.toString(), "--port", "0"));
+    assertEquals("-Xmx268435456", run("demo", "--state-dir=" + demoState, "--port=0"));
     Files.writeString(config, "{ not json");
     assertEquals("-Xmx1073741824", run("run", "--config", config.toString()),
         "a file that does not load: the default; the daemon reports the error itself");

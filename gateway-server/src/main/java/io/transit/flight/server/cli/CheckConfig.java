@@ -1,0 +1,50 @@
+package io.transit.flight.server.cli;
+
+import io.transit.flight.nativequery.embedded.PublicationCheck;
+import io.transit.flight.server.Bindings;
+import io.transit.flight.server.config.ConfigException;
+import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.server.ops.LogSetup;
+import io.transit.flight.server.ops.OpsSettings;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.sql.SQLException;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code check-config}: everything {@code run} would refuse, without serving — the file, the
+ * {@code ops} section, every data file's presence, and each publication opened by the engine's own
+ * check ({@link PublicationCheck}: declared columns against the file's schema). Main thread only.
+ */
+@Command(name = "check-config", mixinStandardHelpOptions = true,
+    description = "Validate FILE and every data file it publishes; exit 2 when refused.")
+final class CheckConfig implements Callable<Integer> {
+  @Option(names = "--config", required = true, paramLabel = "FILE",
+      description = "the configuration file")
+  Path config;
+
+  @Override
+  public Integer call() throws ConfigException, IOException {
+    LogSetup.apply("warn", "text"); // the verdict is the output; engine chatter is not
+    check(config);
+    System.out.println("configuration ok: " + config);
+    return Main.OK;
+  }
+
+  /** Refuses {@code file} with a {@link ConfigException} naming the field, file and column. */
+  static ResolvedConfig check(Path file) throws ConfigException, IOException {
+    OpsSettings.read(file);
+    ResolvedConfig cfg = Main.load(file, null);
+    DataFiles.requireReadable(cfg);
+    try {
+      PublicationCheck.check(Bindings.publications(cfg), Bindings.engineOptions(cfg).duck());
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(e.getMessage(), e);
+    } catch (SQLException e) {
+      throw new ConfigException("a data file could not be read: " + e.getMessage(), e);
+    }
+    return cfg;
+  }
+}

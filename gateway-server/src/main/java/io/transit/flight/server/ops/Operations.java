@@ -1,0 +1,100 @@
+package io.transit.flight.server.ops;
+
+import io.grpc.ServerServiceDefinition;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.protobuf.services.HealthStatusManager;
+import java.io.IOException;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The operator-facing parts of one daemon: the {@code grpc.health.v1} service, the metrics and
+ * their listener, and the RPC observer behind the access log.
+ *
+ * <p>Health: NOT_SERVING from construction, SERVING once {@link #serving} is called (the engine is
+ * open and the publications loaded, the listener bound), NOT_SERVING again from {@link #draining}
+ * on. Both the overall status ({@code ""}) and the Flight service's name are reported.
+ *
+ * <p>Threads: built, started and closed on the daemon's main thread; {@link #draining} runs on the
+ * stopping thread (signal or shutdown hook). HealthStatusManager is thread-safe.
+ */
+public final class Operations implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Operations.class);
+  /** The Flight service's health name, besides the server-wide "". */
+  public static final String FLIGHT_SERVICE = "arrow.flight.protocol.FlightService";
+
+  private final OpsSettings settings;
+  private final HealthStatusManager health = new HealthStatusManager();
+  private final GatewayMetrics metrics = new GatewayMetrics();
+  private final RpcObserver observer;
+  private volatile int metricsPort = -1;
+
+  public Operations(OpsSettings settings) {
+    this.settings = settings;
+    this.observer = new RpcObserver(metrics, new AuthFailureLog(TimeUnit.SECONDS.toNanos(10)),
+        settings.accessLog());
+    setHealth(ServingStatus.NOT_SERVING);
+  }
+
+  public OpsSettings settings() {
+    return settings;
+  }
+
+  public ServerServiceDefinition healthService() {
+    return health.getHealthService().bindService();
+  }
+
+  public RpcObserver observer() {
+    return observer;
+  }
+
+  public GatewayMetrics metrics() {
+    return metrics;
+  }
+
+  /** Binds the metrics listener when one is configured. */
+  public void startMetrics() throws IOException {
+    if (settings.metricsPort() != null) {
+      metricsPort = metrics.start(settings.metricsHost(), settings.metricsPort());
+      log.info("metrics on http://{}:{}/metrics", settings.metricsHost(), metricsPort);
+    }
+  }
+
+  /** The bound metrics port, or -1 when there is no listener. */
+  public int metricsPort() {
+    return metricsPort;
+  }
+
+  public void serving() {
+    setHealth(ServingStatus.SERVING);
+  }
+
+  /**
+   * Reports NOT_SERVING, then waits {@code ops.drain_notice_ms} while calls are still accepted, so
+   * an edge polling health routes new work elsewhere before the listener closes.
+   */
+  public void draining() {
+    setHealth(ServingStatus.NOT_SERVING);
+    if (settings.drainNoticeMs() > 0) {
+      log.info("draining: health NOT_SERVING, listener closes in {} ms", settings.drainNoticeMs());
+      try {
+        Thread.sleep(settings.drainNoticeMs());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private void setHealth(ServingStatus s) {
+    health.setStatus(HealthStatusManager.SERVICE_NAME_ALL_SERVICES, s);
+    health.setStatus(FLIGHT_SERVICE, s);
+  }
+
+  @Override
+  public void close() {
+    // Watchers see the final NOT_SERVING and no later change.
+    health.enterTerminalState();
+    metrics.close();
+  }
+}

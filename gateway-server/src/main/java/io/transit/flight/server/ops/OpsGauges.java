@@ -1,0 +1,29 @@
+package io.transit.flight.server.ops;
+
+import io.transit.flight.channel.StreamRegistry;
+import io.transit.flight.nativequery.embedded.EmbeddedEngine;
+import io.transit.flight.server.transport.ConnectionBudget;
+import java.nio.file.Path;
+import org.apache.arrow.memory.BufferAllocator;
+
+/**
+ * Connects the daemon's components to {@link GatewayMetrics}: gauges read at scrape time and the
+ * engine's journal-commit observer. Called once on the main thread while the daemon is built.
+ */
+public final class OpsGauges {
+  private OpsGauges() {}
+
+  public static void register(GatewayMetrics m, BufferAllocator allocator, StreamRegistry streams,
+      ConnectionBudget connections, EmbeddedEngine engine, Path segmentsDir) {
+    m.gauge("transit.allocator.allocated.bytes", "bytes held in the root Arrow allocator",
+        allocator, BufferAllocator::getAllocatedMemory);
+    m.gauge("transit.allocator.limit.bytes", "the root Arrow allocator's budget "
+        + "(limits.root_allocator_bytes)", allocator, BufferAllocator::getLimit);
+    m.gauge("transit.streams.live", "DoGet result streams open now", streams,
+        StreamRegistry::liveStreams);
+    m.gauge("transit.connections.live", "client connections holding a slot", connections,
+        ConnectionBudget::live);
+    m.retained(segmentsDir);
+    engine.observeJournalCommits(m::journalCommit);
+  }
+}

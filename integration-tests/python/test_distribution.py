@@ -1,0 +1,47 @@
+"""The distribution archive (issue 17): unpacked into an empty directory, with PATH lacking java
+and mvn (and no JAVA_HOME), bin/transit-flight starts the demo from its own runtime image and
+answers a statement."""
+
+import os
+import shutil
+import tarfile
+
+from conftest import Caller
+from daemon import ROOT
+from ops_support import Process, Served, health
+
+
+def archive():
+    found = sorted((ROOT / "distribution" / "target").glob("transit-flight-*.tar.gz"))
+    assert found, "no distribution archive: build the reactor first (mvn install)"
+    return found[-1]
+
+
+def test_archive_runs_the_demo_without_a_jdk(tmp_path):
+    home = tmp_path / "unpacked"
+    home.mkdir()
+    with tarfile.open(archive()) as t:
+        t.extractall(home, filter="tar")
+    [top] = list(home.iterdir())
+    for part in ("bin/transit-flight", "lib", "runtime/bin/java", "LICENSE", "README.md",
+                 "config/gateway.example.json", "config/nginx-edge.example.conf",
+                 "config/transit-flight.service"):
+        assert (top / part).exists(), part
+    assert os.access(top / "bin" / "transit-flight", os.X_OK)
+    tools = tmp_path / "path"
+    tools.mkdir()
+    (tools / "bash").symlink_to(shutil.which("bash"))
+    env = {"PATH": str(tools), "HOME": str(tmp_path)}
+    assert shutil.which("java", path=env["PATH"]) is None
+    assert shutil.which("mvn", path=env["PATH"]) is None
+
+    state = tmp_path / "state"
+    p = Process([str(top / "bin" / "transit-flight"), "demo", "--state-dir", str(state),
+                 "--port", "0"], env)
+    try:
+        assert health(p.port) == "SERVING"
+        table, _ = Caller(Served(p, state), "primitive").query(
+            "SELECT COUNT(*) FROM primitive WHERE a > 1")
+        assert table.num_rows == 1 and table.column(0).to_pylist()[0] > 0
+    finally:
+        assert p.stop() == 0

@@ -1,0 +1,107 @@
+"""The access log: exactly one line per RPC of a scripted session, each parsed as JSON in JSON
+mode, carrying caller, method, status, diagnostic code, duration, bytes, the statement's
+correlation and the request id the client received; authentication failures logged without the
+credential (issue 17)."""
+
+import json
+import time
+
+import pyarrow as pa
+import pyarrow.flight as fl
+import pytest
+
+from conftest import Caller
+from disclosure_support import ConfigDaemon
+
+SQL = "SELECT COUNT(*), SUM(a) FROM primitive WHERE a > 2"
+BAD_TOKEN = "tfg_" + "q" * 40
+
+
+class RequestIds(fl.ClientMiddlewareFactory):
+    """Collects x-transit-request-id from each call's headers or trailers."""
+
+    def __init__(self):
+        self.ids = []
+
+    def start_call(self, info):
+        factory = self
+
+        class Seen(fl.ClientMiddleware):
+            def __init__(self):
+                self.found = None
+
+            def received_headers(self, headers):
+                if self.found is None and "x-transit-request-id" in headers:
+                    self.found = headers["x-transit-request-id"][0]
+                    factory.ids.append(self.found)
+
+        return Seen()
+
+
+def records(output, logger):
+    out = []
+    for line in list(output):
+        if line.startswith("{"):
+            r = json.loads(line)
+            if r.get("loggerName") == logger:
+                out.append(r)
+    return out
+
+
+def fields(record):
+    kv = {}
+    for pair in record.get("kvpList", []):
+        kv.update(pair)
+    return kv
+
+
+def test_access_log_one_json_line_per_rpc(tmp_path):
+    d = ConfigDaemon(tmp_path / "state").start()
+    assert d.stop() == 0
+    cfg = d.config()
+    cfg["ops"] = {"log": {"format": "json", "access": True}}
+    d.write_config(cfg)
+    d.start()
+    try:
+        ids = RequestIds()
+        c = Caller(d, "primitive")
+        c.client = fl.FlightClient(d.uri, middleware=[ids])
+        seq = c.next_sequence()                                     # 1 DoAction
+        info = c.info(SQL, seq)                                     # 2 GetFlightInfo
+        c.read(info)                                                # 3 DoGet
+        with pytest.raises(pa.ArrowException):
+            c.info(SQL, seq + 9)                                    # 4 gap
+        bad = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {BAD_TOKEN}".encode())])
+        for _ in range(3):                                          # 5-7 unauthenticated
+            with pytest.raises(fl.FlightUnauthenticatedError):
+                c.client.get_flight_info(fl.FlightDescriptor.for_command(b"x"), bad)
+        session = 7
+
+        deadline = time.monotonic() + 10
+        while len(records(d.output, "transit.access")) < session and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # nothing more may follow
+        lines = [fields(r) for r in records(d.output, "transit.access")]
+        assert len(lines) == session, lines
+        assert [(l["method"], l["status"]) for l in lines] == [
+            ("DoAction", "OK"), ("GetFlightInfo", "OK"), ("DoGet", "OK"),
+            ("GetFlightInfo", "FAILED_PRECONDITION")] + [("GetFlightInfo", "UNAUTHENTICATED")] * 3
+        assert [l["caller"] for l in lines] == ["primitive"] * 4 + ["-"] * 3
+        assert lines[3]["code"] == "query.sequence_gap"
+        assert lines[4]["code"] == "auth.unauthenticated"
+        assert lines[1]["admission"] == "accepted" and int(lines[1]["correlation"]) > 0
+        assert "correlation" not in lines[0]
+        assert all(float(l["duration_ms"]) >= 0 for l in lines)
+        assert int(lines[2]["bytes_out"]) > 0 and int(lines[1]["bytes_in"]) > 0
+        # The request id each client call received is the one its line carries.
+        assert len(ids.ids) == session
+        assert [l["request_id"] for l in lines] == ids.ids
+        assert len(set(ids.ids)) == session
+
+        # Three failures within the 10 s interval: one line (the rest are counted for the next).
+        failures = records(d.output, "transit.auth")
+        assert len(failures) == 1 and failures[0]["level"] == "WARN"
+        assert fields(failures[0])["method"] == "GetFlightInfo"
+        assert not any(BAD_TOKEN in line or d.token("primitive") in line for line in d.output)
+    finally:
+        assert d.stop() == 0

@@ -1,0 +1,115 @@
+"""The command line (issue 17): --help/--version exit 0, one-line usage errors, check-config
+refusing each data mismatch with exit 2 naming the file and column (run likewise), and
+init --parquet writing a configuration that run serves at once."""
+
+import json
+import os
+import subprocess
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import Caller
+from daemon import ROOT
+from ops_support import Process, Served
+
+GATEWAY = str(ROOT / "scripts" / "gateway")
+ENV = dict(os.environ, TRANSIT_NO_BUILD="1")
+
+
+def gateway(*args, timeout=120):
+    return subprocess.run([GATEWAY, *args], capture_output=True, text=True, timeout=timeout,
+                          env=ENV)
+
+
+@pytest.fixture(scope="module")
+def initialized(tmp_path_factory):
+    """A generated Parquet file and the configuration init wrote for it."""
+    root = tmp_path_factory.mktemp("init")
+    data = root / "trips.parquet"
+    pq.write_table(pa.table({
+        "trip_id": pa.array(range(1, 101), pa.int64()),
+        "city": pa.array([f"c{i % 7}" for i in range(100)], pa.string()),
+        "fare": pa.array([i * 0.5 for i in range(100)], pa.float64()),
+    }, schema=pa.schema([pa.field("trip_id", pa.int64(), nullable=False),
+                         pa.field("city", pa.string()), pa.field("fare", pa.float64())])), data)
+    config = root / "etc" / "gateway.json"
+    r = gateway("init", "--parquet", str(data), "--table", "trips", "--caller", "ops",
+                "--config", str(config), "--port", "0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "credential in" in r.stdout
+    return data, config
+
+
+def test_help_and_version_exit_0():
+    r = gateway("--help")
+    assert r.returncode == 0 and "check-config" in r.stdout and "Exit codes" in r.stdout
+    r = gateway("run", "--help")
+    assert r.returncode == 0 and "--config=FILE" in r.stdout
+    r = gateway("--version")
+    assert r.returncode == 0 and r.stdout.startswith("transit-flight ")
+
+
+def test_usage_errors_are_one_line_exit_64(tmp_path):
+    r = gateway("demo", "--state-dir", str(tmp_path / "s"), "--port", "abc")
+    assert r.returncode == 64
+    assert "Invalid value for option '--port': 'abc'" in r.stderr
+    assert "Exception" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    r = gateway("run")
+    assert r.returncode == 64 and "--config" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_init_then_run_answers_a_pyarrow_statement(initialized):
+    data, config = initialized
+    cfg = json.loads(config.read_text())
+    assert [c["name"] for c in cfg["publications"][0]["columns"]] == ["trip_id", "city", "fare"]
+    assert [c["type"] for c in cfg["publications"][0]["columns"]] == ["INT64", "UTF8", "FLOAT64"]
+    assert cfg["publications"][0]["columns"][0]["nullable"] is False
+    state = config.parent / "state"
+    assert (state / "credentials" / "ops.token").stat().st_mode & 0o777 == 0o600
+    assert gateway("check-config", f"--config={config}").returncode == 0
+    p = Process([GATEWAY, "run", f"--config={config}"], ENV)
+    try:
+        c = Caller(Served(p, state), "ops")
+        table, _ = c.query("SELECT COUNT(*), SUM(trip_id) FROM trips WHERE trip_id > 50")
+        assert table.column(0).to_pylist() == [50]
+        assert table.column(1).to_pylist() == [sum(range(51, 101))]
+    finally:
+        assert p.stop() == 0
+    r = gateway("init", "--parquet", str(data), "--config", str(config))
+    assert r.returncode == 2 and "exists" in r.stderr
+
+
+def variant(config, tmp_path, name, change):
+    cfg = json.loads(config.read_text())
+    change(cfg["publications"][0])
+    out = tmp_path / name
+    # Relative paths resolve against the file's directory: keep the original's state directory.
+    cfg["state_dir"] = str(config.parent / cfg["state_dir"])
+    out.write_text(json.dumps(cfg))
+    return out
+
+
+def test_check_config_refuses_data_mismatches_with_exit_2(initialized, tmp_path):
+    data, config = initialized
+    missing = variant(config, tmp_path, "missing.json",
+                      lambda p: p.update(files=[str(tmp_path / "gone.parquet")]))
+    retyped = variant(config, tmp_path, "retyped.json",
+                      lambda p: p["columns"][2].update(type="INT64"))
+    ghost = variant(config, tmp_path, "ghost.json", lambda p: p["columns"].append(
+        {"name": "ghost", "type": "INT64", "nullable": True}))
+    cases = [(missing, ["gone.parquet"]), (retyped, ["fare", "trips.parquet"]),
+             (ghost, ["ghost", "trips.parquet"])]
+    for file, named in cases:
+        r = gateway("check-config", "--config", str(file))
+        assert r.returncode == 2, (file.name, r.stdout, r.stderr)
+        line = r.stderr.strip()
+        assert "\n" not in line and line.startswith("transit-flight: configuration refused:")
+        assert all(n in line for n in named), line
+        assert "SELECT" not in line and "read_parquet" not in line, line
+    # run refuses the same files the same way (the systemd unit does not restart on exit 2).
+    for file, named in cases:
+        r = gateway("run", "--config", str(file))
+        assert r.returncode == 2, (file.name, r.stdout, r.stderr)
+        assert all(n in r.stderr for n in named), r.stderr

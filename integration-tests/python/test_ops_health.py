@@ -1,0 +1,46 @@
+"""grpc.health.v1 on the Flight listener: SERVING once the engine is open and the publications
+loaded, NOT_SERVING while draining after SIGTERM, answered without a credential (issue 17)."""
+
+import signal
+import time
+
+import grpc
+import pytest
+
+from conftest import Caller
+from disclosure_support import ConfigDaemon
+from ops_support import health
+
+
+def test_health_serving_after_start_not_serving_while_draining(tmp_path):
+    d = ConfigDaemon(tmp_path / "state").start()
+    assert d.stop() == 0
+    cfg = d.config()
+    cfg["ops"] = {"drain_notice_ms": 4000}
+    d.write_config(cfg)
+    d.start()
+    try:
+        assert health(d.port) == "SERVING"
+        assert health(d.port, "arrow.flight.protocol.FlightService") == "SERVING"
+        with pytest.raises(grpc.RpcError) as unknown:
+            health(d.port, "no.such.Service")
+        assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+        # Health needs no credential, while the Flight service still does.
+        c = Caller(d, "primitive")
+        assert c.next_sequence() == 1
+
+        d.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 3.0
+        seen = []
+        while time.monotonic() < deadline:
+            seen.append(health(d.port))
+            if seen[-1] == "NOT_SERVING":
+                break
+            time.sleep(0.05)
+        assert seen[-1] == "NOT_SERVING", seen
+        # During the notice the listener still serves calls: an edge routes away first.
+        assert Caller(d, "primitive").next_sequence() == 1
+        assert any("draining: health NOT_SERVING" in line for line in d.output)
+        assert d.proc.wait(30) == 0
+    finally:
+        d.stop()

@@ -1,0 +1,100 @@
+"""The Prometheus endpoint after a known workload: exact RPC counts by method and status, exact
+admission outcomes, and the stream, engine, budget and reload meters moving (issue 17)."""
+
+import time
+
+import pyarrow as pa
+import pyarrow.flight as fl
+import pytest
+
+from conftest import Caller, app_metadata
+from disclosure_support import ConfigDaemon
+from ops_support import metrics_port, sample, scrape
+
+SQL = "SELECT COUNT(*), SUM(a) FROM primitive WHERE a > 3"
+
+
+def settled(port, done, timeout=10.0):
+    """Scrapes until ``done(samples)`` (RPCs are counted as their streams close, just after the
+    client saw the answer); bounded."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = scrape(port)
+        if done(s) or time.monotonic() > deadline:
+            return s
+        time.sleep(0.1)
+
+
+def rpc(s, method, status):
+    return sample(s, "transit_rpc_seconds_count", method=method, status=status)
+
+
+def test_metrics_after_known_workload(tmp_path):
+    d = ConfigDaemon(tmp_path / "state").start()
+    assert d.stop() == 0
+    cfg = d.config()
+    cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": 0}}
+    d.write_config(cfg)
+    d.start()
+    try:
+        port = metrics_port(d.output)
+        before = scrape(port)
+        assert all(sample(before, "transit_admission_total", outcome=o) == 0
+                   for o in ("accepted", "replayed", "conflict", "gap", "busy"))
+        assert sample(before, "transit_allocator_limit_bytes") > 0
+
+        c = Caller(d, "primitive")
+        seq = c.next_sequence()                                   # DoAction OK
+        info = c.info(SQL, seq)                                   # GetFlightInfo OK, accepted
+        table = c.read(info)                                      # DoGet OK
+        assert table.num_rows == 1
+        again = c.info(SQL, seq)                                  # GetFlightInfo OK, replayed
+        assert app_metadata(again) == app_metadata(info)
+        with pytest.raises(pa.ArrowException):
+            c.info("SELECT COUNT(*) FROM primitive", seq)         # ABORTED, conflict
+        with pytest.raises(pa.ArrowException):
+            c.info(SQL, app_metadata(info)["next_sequence"] + 5)  # FAILED_PRECONDITION, gap
+        bad = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer tfg_not_a_credential")])
+        for _ in range(2):                                        # UNAUTHENTICATED x2
+            with pytest.raises(fl.FlightUnauthenticatedError):
+                c.client.get_flight_info(fl.FlightDescriptor.for_command(b"x"), bad)
+
+        expected = {
+            ("DoAction", "OK"): 1,
+            ("GetFlightInfo", "OK"): 2,
+            ("DoGet", "OK"): 1,
+            ("GetFlightInfo", "ABORTED"): 1,
+            ("GetFlightInfo", "FAILED_PRECONDITION"): 1,
+            ("GetFlightInfo", "UNAUTHENTICATED"): 2,
+        }
+        s = settled(port, lambda s: all(rpc(s, *k) == v for k, v in expected.items()))
+        counted = {k: rpc(s, *k) for k in expected}
+        assert counted == expected
+        assert sum(v for (n, _), v in s.items() if n == "transit_rpc_seconds_count") == 8
+        admissions = {o: sample(s, "transit_admission_total", outcome=o)
+                      for o in ("accepted", "replayed", "conflict", "gap", "busy", "failed")}
+        assert admissions == {"accepted": 1, "replayed": 1, "conflict": 1, "gap": 1, "busy": 0,
+                              "failed": 0}
+        assert sample(s, "transit_statement_seconds_count", outcome="accepted") == 1
+        assert sample(s, "transit_statement_seconds_count", outcome="replayed") == 1
+        # Latency histograms: buckets for the RPC series.
+        assert sample(s, "transit_rpc_seconds_bucket", method="DoGet", status="OK", le="+Inf") == 1
+        assert sample(s, "transit_stream_batches_total") >= 1
+        assert sample(s, "transit_stream_bytes_total") > 0
+        assert sample(s, "transit_streams_live") == 0
+        assert sample(s, "transit_connections_live") >= 1
+        assert sample(s, "transit_journal_commit_seconds_count") >= 1
+        assert sample(s, "transit_retained_segments") >= 1
+        assert sample(s, "transit_retained_bytes") > 0
+
+        assert d.reload() == "reloaded"
+        broken = d.config()
+        broken["callers"][0]["principal"] = broken["callers"][1]["principal"]
+        d.write_config(broken)
+        assert "reload refused" in d.reload()
+        d.write_config(cfg)
+        s = scrape(port)
+        assert sample(s, "transit_reloads_total", result="ok") == 1
+        assert sample(s, "transit_reloads_total", result="refused") == 1
+    finally:
+        assert d.stop() == 0
