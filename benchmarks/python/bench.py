@@ -25,7 +25,7 @@ import deployment
 import jfr_summary
 import measure
 import report
-from deployment import Gateway, rss_bytes
+from deployment import rss_bytes
 
 P3_QUERIES = {
     "filtered SUM": f"SELECT SUM(a) FROM {deployment.TABLE} WHERE c < 100",
@@ -140,8 +140,8 @@ def mandated_work(a, state: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def p1_p2_p3(a, gw: Gateway, peer: Peer, out: Path, parquet: Path) -> dict:
-    client = measure.GatewayClient(gw.uri, gw.token())
+def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, out: Path, parquet: Path) -> dict:
+    client = measure.GatewayClient(gw.uri, gw.token(deployment.CALLER))
     pclient = measure.PeerClient(peer.uri)
     t0 = time.perf_counter()
     info = client.info(measure.BULK_SQL)
@@ -180,7 +180,7 @@ def p1_p2_p3(a, gw: Gateway, peer: Peer, out: Path, parquet: Path) -> dict:
         """The fixed warm-up, then (unless --no-settle) more until the JIT is quiet, then timed."""
         for _ in range(a.warmup):
             one()
-        settled = measure.settle(one, gw.compiles) if a.settle else None
+        settled = measure.settle(one, lambda: deployment.compiles(gw.pid)) if a.settle else None
         result = measure.closed_loop(one, a.statements, 0)
         result["settle"] = settled
         return result
@@ -215,11 +215,11 @@ def p1_p2_p3(a, gw: Gateway, peer: Peer, out: Path, parquet: Path) -> dict:
 def p4(a, config: Path, log: Path, budget: int) -> dict:
     out = {"root_allocator_bytes": budget}
     # Each phase gets a fresh daemon, so the allocator peak and exit status are that phase's.
-    gw = Gateway(config, log).start()
+    gw = deployment.gateway(config, log)
     try:
         # Before any statement: what holding the published Table costs (footers only).
         at_start = rss_bytes(gw.pid)["rss"]
-        client = measure.GatewayClient(gw.uri, gw.token())
+        client = measure.GatewayClient(gw.uri, gw.token(deployment.CALLER))
         ticket = client.ticket(client.info(measure.BULK_SQL))
         idle = rss_bytes(gw.pid)["rss"]
         with measure.RssSampler(gw.pid) as sampler:
@@ -229,15 +229,15 @@ def p4(a, config: Path, log: Path, budget: int) -> dict:
                     rss_samples=sampler.samples,
                     rss_peak_bytes=max([v for _, v in sampler.samples], default=idle))
     finally:
-        stopped = gw.stop()
+        stopped = deployment.shutdown(gw)
     slow.update(stopped)
     print(f"P4: {a.readers} slow readers: allocator peak {slow.get('allocator_peak_bytes')} B, "
           f"RSS peak {slow['rss_peak_bytes']} B, errors {len(slow['errors'])}", flush=True)
     out["slow"] = slow
 
-    gw = Gateway(config, log).start()
+    gw = deployment.gateway(config, log)
     try:
-        client = measure.GatewayClient(gw.uri, gw.token())
+        client = measure.GatewayClient(gw.uri, gw.token(deployment.CALLER))
         ticket = client.ticket(client.info(measure.BULK_SQL))
         idle = rss_bytes(gw.pid)["rss"]
         with measure.RssSampler(gw.pid, 0.5) as sampler:
@@ -245,7 +245,7 @@ def p4(a, config: Path, log: Path, budget: int) -> dict:
         cancel.update(rss_idle_bytes=idle, rss_after_bytes=rss_bytes(gw.pid)["rss"],
                       rss_samples=sampler.samples)
     finally:
-        stopped = gw.stop()
+        stopped = deployment.shutdown(gw)
     cancel.update(stopped)
     print(f"P4: {cancel['cancelled']} cancelled streams ({cancel['refused']} refused) in "
           f"{cancel['seconds']:.1f} s; exit status {cancel['exit_status']}, bytes left "
@@ -277,13 +277,13 @@ def main() -> int:
     collapsed = out / "gateway-cpu.collapsed"
     java_opts = (cpu_profile.java_option(cpu_profile.agent(root), collapsed)
                  if a.cpu_profile else "")
-    gw = Gateway(config, log, java_opts).start()
+    gw = deployment.gateway(config, log, java_opts)
     peer = Peer(parquet)
     try:
         results.update(p1_p2_p3(a, gw, peer, out, parquet))
     finally:
         peer.stop()
-        shutdown = gw.stop()
+        shutdown = deployment.shutdown(gw)
     results["p1"]["gateway_shutdown"] = shutdown
     results["p4"] = p4(a, config, log, budget)
     results["mandated"] = mandated_work(a, state)

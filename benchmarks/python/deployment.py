@@ -1,4 +1,5 @@
-"""The benchmark deployment: a generated 4 x int64 Table published by a gateway daemon.
+"""The benchmark deployment: a generated 4 x int64 Table published by a gateway daemon
+(integration-tests/python/daemon.py's Daemon, the launcher the end-to-end tests use).
 
 The data is generated once per row count by DuckDB into ``<state>/data/bench.parquet`` and kept,
 so repeated runs serve the same bytes (the gateway's journal and retained results persist too).
@@ -7,16 +8,17 @@ so repeated runs serve the same bytes (the gateway's journal and retained result
 import json
 import os
 import re
-import signal
 import subprocess
-import threading
-import time
+import sys
 from pathlib import Path
 
 import duckdb
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVING = re.compile(r"is serving grpc://([0-9.]+):(\d+)")
+# The one daemon launcher, shared with the end-to-end tests (standard library only).
+sys.path.append(str(ROOT / "integration-tests" / "python"))
+from daemon import Daemon  # noqa: E402
+
 PEAK = re.compile(r"allocator_peak_bytes=(\d+)")
 LEFT = re.compile(r"(\d+) bytes still allocated at shutdown")
 TABLE = "bench"
@@ -64,88 +66,33 @@ def prepare(state_dir: Path, rows: int, limits: dict) -> Path:
     return path
 
 
-class Gateway:
-    """One daemon process (scripts/gateway run); its log goes to ``log_file``."""
+def gateway(config: Path, log_file: Path, java_opts: str = "") -> Daemon:
+    """Starts the daemon of ``config`` (``scripts/gateway run``); its log goes to ``log_file``.
+    ``java_opts`` replaces any inherited TRANSIT_JAVA_OPTS, so a run measures what it says."""
+    return Daemon(config.parent, configured=True, log_file=log_file,
+                  java_opts=java_opts).start(timeout=300)
 
-    def __init__(self, config: Path, log_file: Path, java_opts: str = ""):
-        self.config = config
-        self.state_dir = config.parent
-        self.log_file = log_file
-        self.java_opts = java_opts
-        self.proc = None
-        self.port = None
-        self.lines = []
 
-    def start(self, timeout: float = 300.0) -> "Gateway":
-        env = dict(os.environ, TRANSIT_NO_BUILD="1", TRANSIT_JAVA_OPTS=self.java_opts)
-        # scripts/gateway execs java, so this pid is the JVM's: RSS and jcmd use it.
-        self.proc = subprocess.Popen(
-            [str(ROOT / "scripts" / "gateway"), "run", "--config", str(self.config)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        found = threading.Event()
-        log = open(self.log_file, "a")
+def shutdown(gw: Daemon) -> dict:
+    """SIGTERM, then the exit status and what the shutdown log says about the allocator."""
+    rc = gw.stop()
+    text = "".join(gw.output)
+    peak = PEAK.findall(text)
+    left = LEFT.findall(text)
+    return {"exit_status": rc,
+            "allocator_peak_bytes": int(peak[-1]) if peak else None,
+            # Exit status 0 means the root allocator was empty and closed at shutdown.
+            "bytes_left": int(left[-1]) if left else (0 if rc == 0 else None)}
 
-        def pump():
-            with log:
-                for line in self.proc.stdout:
-                    log.write(line)
-                    self.lines.append(line)
-                    m = SERVING.search(line)
-                    if m and not found.is_set():
-                        self.port = int(m.group(2))
-                        found.set()
-            found.set()
 
-        started = time.perf_counter()
-        threading.Thread(target=pump, daemon=True).start()
-        if not found.wait(timeout) or self.proc.poll() is not None:
-            self.stop()
-            raise RuntimeError("gateway did not start; see " + str(self.log_file))
-        # From exec to serving: the launcher's heap look-up, JVM start, engine open (footers
-        # only: the Tables are scanned in place) and the listener.
-        self.startup_s = time.perf_counter() - started
-        return self
-
-    def compiles(self) -> int:
-        """Compilations the daemon's JIT finished so far (jcmd's sun.ci.totalCompiles)."""
-        out = subprocess.run(["jcmd", str(self.pid), "PerfCounter.print"], capture_output=True,
-                             text=True, timeout=60, check=True).stdout
-        m = re.search(r"sun\.ci\.totalCompiles=(\d+)", out)
-        if m is None:
-            raise RuntimeError("jcmd PerfCounter.print has no sun.ci.totalCompiles")
-        return int(m.group(1))
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    @property
-    def uri(self) -> str:
-        return f"grpc://127.0.0.1:{self.port}"
-
-    def token(self) -> str:
-        return (self.state_dir / "credentials" / f"{CALLER}.token").read_text().strip()
-
-    def stop(self, timeout: float = 60.0) -> dict:
-        """SIGTERM, then the exit status and what the shutdown log says about the allocator."""
-        if self.proc is None:
-            return {}
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait(10)
-        self.proc = None
-        time.sleep(0.2)  # lets the pump thread drain the last lines
-        text = "".join(self.lines)
-        peak = PEAK.findall(text)
-        left = LEFT.findall(text)
-        return {"exit_status": rc,
-                "allocator_peak_bytes": int(peak[-1]) if peak else None,
-                # Exit status 0 means the root allocator was empty and closed at shutdown.
-                "bytes_left": int(left[-1]) if left else (0 if rc == 0 else None)}
+def compiles(pid: int) -> int:
+    """Compilations the daemon's JIT finished so far (jcmd's sun.ci.totalCompiles)."""
+    out = subprocess.run(["jcmd", str(pid), "PerfCounter.print"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    m = re.search(r"sun\.ci\.totalCompiles=(\d+)", out)
+    if m is None:
+        raise RuntimeError("jcmd PerfCounter.print has no sun.ci.totalCompiles")
+    return int(m.group(1))
 
 
 def rss_bytes(pid: int) -> dict:

@@ -24,6 +24,7 @@ import adbc_driver_manager
 import pyarrow as pa
 import pyarrow.flight as fl
 
+import calls
 import flightsql
 
 SEQ_OPTION = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
@@ -56,40 +57,19 @@ def _failure(message, diagnostic_json=None):
 
 # ---------------------------------------------------------------------------------------- PyArrow
 
-class _TrailerCapture(fl.ClientMiddlewareFactory):
-    """Keeps the last transit-diagnostic-bin trailer this client received."""
-
-    def __init__(self):
-        self.last = None
-
-    def start_call(self, info):
-        factory = self
-
-        class Middleware(fl.ClientMiddleware):
-            def received_headers(self, headers):
-                for value in headers.get("transit-diagnostic-bin", []):
-                    factory.last = value if isinstance(value, bytes) else value.encode()
-
-        return Middleware()
-
-
 class PyArrowSession:
     def __init__(self, gateway, caller, client, capture):
         self.gateway, self.caller, self.client, self.capture = gateway, caller, client, capture
         self._reader = None
 
     def _options(self, sequence=None):
-        headers = [(b"authorization", f"Bearer {self.gateway.token(self.caller)}".encode())]
-        if sequence is not None:
-            headers.append((b"x-transit-request-sequence", str(sequence).encode()))
-        return fl.FlightCallOptions(headers=headers, timeout=60)
+        return calls.options(self.gateway, self.caller, sequence)
 
     def _call(self, fn):
-        self.capture.last = None
         try:
             return fn()
         except pa.ArrowException as e:
-            raise _failure(str(e), self.capture.last) from e
+            raise _failure(str(e), self.capture.only()) from e
 
     def next_sequence(self):
         body = self._call(lambda: list(self.client.do_action(
@@ -169,14 +149,14 @@ class PyArrowClient:
         self._pool = None
 
     def connect(self, caller):
-        capture = _TrailerCapture()
+        capture = calls.TrailerCapture()
         return PyArrowSession(self.gateway, caller, fl.FlightClient(self.gateway.uri, middleware=[capture]),
                               capture)
 
     def pooled(self, caller):
         # Every pooled session shares one FlightClient (one gRPC channel); only the header differs.
         if self._pool is None:
-            capture = _TrailerCapture()
+            capture = calls.TrailerCapture()
             self._pool = (fl.FlightClient(self.gateway.uri, middleware=[capture]), capture)
         return PyArrowSession(self.gateway, caller, *self._pool)
 

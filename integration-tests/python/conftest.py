@@ -1,9 +1,11 @@
-import json
+"""Fixtures shared by the end-to-end tests; tests import helpers from daemon, calls and h2raw,
+never from this module."""
 
-import pyarrow.flight as fl
+from pathlib import Path
+
 import pytest
 
-import flightsql
+from calls import Caller
 from daemon import Daemon
 
 
@@ -14,41 +16,10 @@ def gateway(tmp_path_factory):
     assert d.stop() == 0, "gateway did not exit cleanly on SIGTERM"
 
 
-class Caller:
-    """A PyArrow Flight SQL caller with its credential and a sequence it tracks explicitly."""
-
-    def __init__(self, gateway, name):
-        self.gateway = gateway
-        self.name = name
-        self.client = fl.FlightClient(gateway.uri)
-
-    def options(self, sequence=None, extra=()):
-        headers = [(b"authorization", f"Bearer {self.gateway.token(self.name)}".encode())]
-        if sequence is not None:
-            headers.append((b"x-transit-request-sequence", str(sequence).encode()))
-        headers.extend(extra)
-        return fl.FlightCallOptions(headers=headers, timeout=60)
-
-    def next_sequence(self):
-        results = list(self.client.do_action(fl.Action("GetSessionOptions", b""), self.options()))
-        return flightsql.session_options(results[0].body.to_pybytes())["transit.next_sequence"]
-
-    def info(self, sql, sequence):
-        return self.client.get_flight_info(
-            fl.FlightDescriptor.for_command(flightsql.statement_query(sql)), self.options(sequence))
-
-    def read(self, info):
-        assert len(info.endpoints) == 1
-        return self.client.do_get(info.endpoints[0].ticket, self.options()).read_all()
-
-    def query(self, sql):
-        """Runs a statement at the caller's next sequence and returns (table, info)."""
-        info = self.info(sql, self.next_sequence())
-        return self.read(info), info
-
-    def metadata(self, command):
-        info = self.client.get_flight_info(fl.FlightDescriptor.for_command(command), self.options())
-        return self.read(info)
+@pytest.fixture(scope="session")
+def template_state(tmp_path_factory):
+    """A demo state directory, generated once by a first daemon start, copied per daemon."""
+    return Daemon.template(tmp_path_factory.mktemp("edge-template"))
 
 
 @pytest.fixture
@@ -66,5 +37,11 @@ def cells(gateway):
     return Caller(gateway, "cells")
 
 
-def app_metadata(info):
-    return json.loads(info.app_metadata)
+@pytest.fixture(scope="session")
+def configured(template_state):
+    """``configured(workdir, overrides)``: a daemon (not started) of ``scripts/gateway run`` over
+    a whole copy of the template in ``workdir``/state, ``overrides`` merged into gateway.json."""
+    def make(workdir, overrides=None):
+        return Daemon.variant(template_state, overrides, target=Path(workdir) / "state", whole=True,
+                              configured=True)
+    return make

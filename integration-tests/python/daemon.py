@@ -1,64 +1,279 @@
-"""Starts the real gateway daemon (scripts/gateway) on loopback for end-to-end tests."""
+"""The one launcher of the real gateway daemon (scripts/gateway) on loopback, for the end-to-end
+tests and for the benchmarks (benchmarks/python puts this folder on its path; standard library
+only, so the bench venv needs nothing more).
 
+``Daemon`` runs one process over a state directory and can be restarted (or killed with -9) on the
+same directory. It covers:
+
+- the demo deployment (``scripts/gateway demo``; the first start writes configuration, data, keys
+  and credentials) or a written configuration (``configured=True``: ``scripts/gateway run``);
+- ``Daemon.template(dir)``: a demo state directory made by one clean start, to copy from;
+- ``Daemon.variant(base, overrides)``: a daemon over a copy of a base state directory with
+  ``overrides`` merged into gateway.json (its own engine journal unless ``whole=True``);
+- configuration edits (``config``/``write_config``/``edit_config``/``edit_caller``) and SIGHUP
+  reloads that wait for the daemon's own outcome line;
+- test faults (``faults``: the daemon's TRANSIT_TEST_FAULTS hook, docs/admission.md section 9);
+- the stdout pump (``output``, optionally also written to ``log_file``) and the shutdown
+  accounting line (``stop_report``).
+
+Also here: ``Journal`` (read-only SQL over a state directory's engine journal), ``gateway_once``
+(one run of scripts/gateway to its end) and ``wait_until`` (the bounded poll the harness uses).
+The Flight SQL calls are in calls.py, raw HTTP/2 in h2raw.py, fixtures in conftest.py.
+"""
+
+import json
 import os
 import re
+import shutil
 import signal
+import sqlite3
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVING = re.compile(r"is serving grpc://([0-9.]+):(\d+)")
+SERVING = re.compile(r"is serving (grpc(?:\+tls|\+unix)?)://(\S+)")
+# The connection help ends with the PyArrow snippet, printed after every listener's line.
+READY = "PyArrow:"
+STOPPED = re.compile(r"stopped: leaked_bytes=(\d+) leaked_streams=(\d+) drained=(\w+)"
+                     r" allocator_peak_bytes=(\d+) connections_peak=(\d+)")
+RELOADED = "configuration reloaded"
+REFUSED = "reload refused, previous configuration stays"
+# What a variant copies of its base by default: the static deployment, not the engine.
+STATIC_PARTS = ("credentials", "keys", "demo-data")
+U64 = (1 << 64) - 1
+
+
+def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):
+    """Polls ``predicate`` every 20 ms; AssertionError after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def gateway_once(*args, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    """Runs ``scripts/gateway args`` to its end (check-config, a start that must be refused)."""
+    return subprocess.run([str(ROOT / "scripts" / "gateway")] + list(args), capture_output=True,
+                          text=True, timeout=timeout, env=_env())
+
+
+def _env() -> dict:
+    # Tests and benchmarks build once up front: the launcher's up-to-date check is skipped.
+    return dict(os.environ, TRANSIT_NO_BUILD="1")
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            deep_merge(base[k], v)
+        else:
+            base[k] = v
+    return base
 
 
 class Daemon:
-    """One gateway process over a state directory; restartable on the same directory."""
+    """One gateway process over ``state_dir``; restartable on the same directory.
 
-    def __init__(self, state_dir: Path, port: int = 0):
+    Not thread-safe: one test thread drives it; only the pump thread appends to ``output``.
+    """
+
+    def __init__(self, state_dir: Path, port: int = 0, faults: str = None, configured: bool = False,
+                 log_file: Path = None, java_opts: str = None, remove_on_close: Path = None,
+                 command: list = None, env: dict = None):
         self.state_dir = Path(state_dir)
         self.port = port
+        self.faults = faults
+        self.configured = configured
+        self.log_file = log_file
+        self.java_opts = java_opts
+        # A directory the harness created for this daemon alone; close() removes it.
+        self.remove_on_close = remove_on_close
+        # Another command line (the distribution's launcher, --config=FILE) and environment
+        # (a PATH without java) instead of scripts/gateway's demo/run in this one.
+        self.command = command
+        self.env = env
         self.proc = None
         self.output = []
+        self.uris = []
+        self.startup_s = None
+        self._pump = None
 
-    def start(self, timeout: float = 90.0, ignore_hangup: bool = False):
-        """Starts the daemon with SIGHUP at its default, whatever this runner inherited (so the
-        reload tests also pass under nohup); ``ignore_hangup`` starts it ignored, as nohup does."""
-        args = [str(ROOT / "scripts" / "gateway"), "demo", "--state-dir", str(self.state_dir),
-                "--port", str(self.port)]
-        env = dict(os.environ, TRANSIT_NO_BUILD="1")
+    # -- state directories --------------------------------------------------------------------
+
+    @classmethod
+    def template(cls, state_dir: Path, **overrides) -> Path:
+        """A demo state directory (data, keys, credentials) written by one clean start, with
+        ``overrides`` merged into its gateway.json; returns the directory."""
+        d = cls(state_dir).start()
+        assert d.stop() == 0, "the template gateway did not exit cleanly"
+        if overrides:
+            d.edit_config(**overrides)
+        return d.state_dir
+
+    @staticmethod
+    def copy_state(base: Path, target: Path, overrides: dict = None, whole: bool = False) -> Path:
+        """Copies ``base`` into ``target`` (the static deployment, or the whole directory with
+        ``whole``) and merges ``overrides`` into the copy's gateway.json; listen.port becomes 0 so
+        the copy runs beside its base."""
+        base, target = Path(base), Path(target)
+        if whole:
+            shutil.copytree(base, target, symlinks=True)
+        else:
+            target.mkdir(mode=0o700, exist_ok=True)
+            for part in STATIC_PARTS:
+                shutil.copytree(base / part, target / part, copy_function=shutil.copy2)
+        cfg = json.loads((base / "gateway.json").read_text())
+        cfg["listen"]["port"] = 0
+        deep_merge(cfg, overrides or {})
+        (target / "gateway.json").write_text(json.dumps(cfg, indent=2))
+        return target
+
+    @classmethod
+    def variant(cls, base, overrides: dict = None, target: Path = None, whole: bool = False,
+                **options) -> "Daemon":
+        """A daemon (not started) over a copy of ``base`` (a Daemon or a state directory); without
+        ``target`` the copy is a temporary directory that close() removes."""
+        if target is None:
+            root = Path(tempfile.mkdtemp(prefix="transit-variant-"))
+            options["remove_on_close"] = root
+            target = root / "state"
+        return cls(cls.copy_state(getattr(base, "state_dir", base), target, overrides, whole),
+                   **options)
+
+    # -- configuration -------------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        return self.state_dir / "gateway.json"
+
+    def config(self) -> dict:
+        return json.loads(self.config_path.read_text())
+
+    def write_config(self, cfg: dict) -> None:
+        # Replaced whole, never half-written: a reload may read it at any moment.
+        tmp = self.config_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(cfg, indent=2))
+        os.replace(tmp, self.config_path)
+
+    def edit_config(self, **overrides) -> dict:
+        """Merges ``overrides`` (top-level sections, merged deeply) into gateway.json."""
+        cfg = deep_merge(self.config(), overrides)
+        self.write_config(cfg)
+        return cfg
+
+    def edit_caller(self, name: str, **changes) -> None:
+        """Changes one caller's fields; ``read=`` sets its read rights."""
+        cfg = self.config()
+        caller = next(c for c in cfg["callers"] if c["name"] == name)
+        for key, value in changes.items():
+            if key == "read":
+                caller.setdefault("rights", {})["read"] = value
+            else:
+                caller[key] = value
+        self.write_config(cfg)
+
+    def principal(self, caller: str) -> int:
+        return next(c["principal"] for c in self.config()["callers"] if c["name"] == caller)
+
+    def journal(self) -> "Journal":
+        return Journal(self.state_dir / "engine" / "journal.sqlite")
+
+    def segment_files(self) -> set:
+        """The engine's retained segment files (not those still being written)."""
+        d = self.state_dir / "engine" / "segments"
+        return {p for p in d.iterdir() if not p.name.endswith(".tmp")} if d.exists() else set()
+
+    def token(self, caller: str) -> str:
+        return (self.state_dir / "credentials" / f"{caller}.token").read_text().strip()
+
+    def auth(self, caller: str = "primitive"):
+        return [("authorization", f"Bearer {self.token(caller)}")]
+
+    # -- process -------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 90.0, ignore_hangup: bool = False) -> "Daemon":
+        """Starts the daemon and waits for its connection help. SIGHUP starts at its default,
+        whatever this runner inherited (so the reload tests also pass under nohup);
+        ``ignore_hangup`` starts it ignored, as nohup does."""
+        if self.command:
+            argv = list(self.command)
+        elif self.configured:
+            argv = [str(ROOT / "scripts" / "gateway"), "run", "--config", str(self.config_path)]
+        else:
+            argv = [str(ROOT / "scripts" / "gateway"), "demo", "--state-dir", str(self.state_dir),
+                    "--port", str(self.port)]
+        env = dict(self.env) if self.env is not None else _env()
+        env.pop("TRANSIT_TEST_FAULTS", None)
+        if self.faults:
+            env["TRANSIT_TEST_FAULTS"] = self.faults
+        if self.java_opts is not None:
+            env["TRANSIT_JAVA_OPTS"] = self.java_opts
         hangup = signal.SIG_IGN if ignore_hangup else signal.SIG_DFL
 
         def preexec():
             signal.signal(signal.SIGHUP, hangup)
 
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, env=env, preexec_fn=preexec)
-        found = threading.Event()
+        started = time.perf_counter()
+        # scripts/gateway execs java, so this pid is the JVM's (RSS, jcmd, the state lock).
+        self.proc = subprocess.Popen(argv,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env=env, preexec_fn=preexec)
+        self.uris = []
+        ready = threading.Event()
+        proc = self.proc
 
         def pump():
-            for line in self.proc.stdout:
-                self.output.append(line)
-                m = SERVING.search(line)
-                if m and not found.is_set():
-                    self.port = int(m.group(2))
-                    found.set()
-            found.set()
+            log = open(self.log_file, "a") if self.log_file else None
+            try:
+                for line in proc.stdout:
+                    self.output.append(line)
+                    if log:
+                        log.write(line)
+                    m = SERVING.search(line)
+                    if m:
+                        self.uris.append(f"{m.group(1)}://{m.group(2)}")
+                        if m.group(1) != "grpc+unix":
+                            self.port = int(m.group(2).rsplit(":", 1)[1])
+                    if line.startswith(READY):
+                        ready.set()
+            finally:
+                if log:
+                    log.close()
+                ready.set()
 
-        threading.Thread(target=pump, daemon=True).start()
-        if not found.wait(timeout) or self.proc.poll() is not None:
-            self.stop()
+        self._pump = threading.Thread(target=pump, daemon=True)
+        self._pump.start()
+        if not ready.wait(timeout) or self.proc.poll() is not None:
+            self.proc.kill()
+            self.proc.wait(10)
+            self.proc = None
             raise RuntimeError("gateway did not start:\n" + "".join(self.output[-40:]))
+        # From exec to serving: the launcher's heap look-up, JVM start, engine open, listeners.
+        self.startup_s = time.perf_counter() - started
         return self
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
     @property
     def uri(self) -> str:
         return f"grpc://127.0.0.1:{self.port}"
 
-    def token(self, caller: str) -> str:
-        return (self.state_dir / "credentials" / f"{caller}.token").read_text().strip()
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
-    def stop(self, sig=signal.SIGTERM, timeout: float = 30.0) -> int:
+    def stop(self, sig=signal.SIGTERM, timeout: float = 60.0) -> int:
+        """Sends ``sig`` and waits (bounded) for the exit; returns the exit status, with every
+        line the daemon wrote already in ``output``."""
         if self.proc is None:
             return 0
         if self.proc.poll() is None:
@@ -67,15 +282,104 @@ class Daemon:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            rc = self.proc.wait(10)
+            self.proc.wait(10)
             raise AssertionError("gateway did not stop within %.0fs" % timeout)
         finally:
             self.proc = None
+            # The pump ends at EOF, right after the exit: its last lines are the shutdown report.
+            self._pump.join(10)
         return rc
 
     def kill9(self) -> None:
         self.stop(signal.SIGKILL)
 
     def hangup(self) -> None:
+        """SIGHUP without waiting for an outcome (the daemon may ignore it)."""
         self.proc.send_signal(signal.SIGHUP)
         time.sleep(0.5)
+
+    def reload(self, timeout: float = 30.0) -> str:
+        """Sends SIGHUP and waits for the daemon to report the outcome: 'reloaded' or the
+        refusal line."""
+        ok, bad = self._count(RELOADED), self._count(REFUSED)
+        self.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: self._count(RELOADED) > ok or self._count(REFUSED) > bad, timeout,
+                   "the daemon to report a reload outcome")
+        if self._count(RELOADED) > ok:
+            return "reloaded"
+        return next(l for l in reversed(list(self.output)) if REFUSED in l).strip()
+
+    def _count(self, needle: str) -> int:
+        return sum(needle in line for line in list(self.output))
+
+    def stop_report(self, timeout: float = 60.0) -> dict:
+        """SIGTERM, wait; the exit status and the shutdown accounting line's figures."""
+        rc = self.stop(timeout=timeout)
+        m = next((m for l in self.output if (m := STOPPED.search(l))), None)
+        assert m, "no shutdown accounting line:\n" + "".join(self.output[-30:])
+        return {"rc": rc, "leaked_bytes": int(m.group(1)), "leaked_streams": int(m.group(2)),
+                "drained": m.group(3) == "true", "allocator_peak_bytes": int(m.group(4)),
+                "connections_peak": int(m.group(5))}
+
+    def assert_clean_stop(self) -> dict:
+        s = self.stop_report()
+        assert s["rc"] == 0 and s["leaked_bytes"] == 0 and s["leaked_streams"] == 0 and s["drained"], \
+            (s, "".join(self.output[-40:]))
+        return s
+
+    def close(self) -> None:
+        """Stops cleanly (exit 0: nothing leaked, every stream drained); removes a state
+        directory made for this daemon alone."""
+        try:
+            assert self.stop() == 0, "the gateway did not exit cleanly (leak or undrained stream)"
+        finally:
+            if self.remove_on_close:
+                shutil.rmtree(self.remove_on_close, ignore_errors=True)
+
+
+class Journal:
+    """Read-only queries over the engine journal (safe while the daemon runs: SQLite WAL), the
+    evidence that a namespace ran exactly once (one query row per namespace, next sequence per
+    principal)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def _rows(self, sql, *args):
+        con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
+        try:
+            return con.execute(sql, args).fetchall()
+        finally:
+            con.close()
+
+    def next_sequence(self, principal: int) -> int:
+        rows = self._rows("SELECT next_sequence FROM principals WHERE principal = ?", principal)
+        return rows[0][0] & U64 if rows else 1
+
+    def queries(self, principal: int) -> dict:
+        """{namespace: (correlation, state)}; raises if a namespace has two query rows."""
+        out = {}
+        for ns, corr, state in self._rows(
+                "SELECT namespace, correlation, state FROM queries WHERE principal = ?", principal):
+            assert ns & U64 not in out, f"namespace {ns} has two queries"
+            out[ns & U64] = (corr & U64, state)
+        return out
+
+    def query_rows(self) -> int:
+        return self._rows("SELECT COUNT(*) FROM queries")[0][0]
+
+    def commands(self, principal: int) -> int:
+        return self._rows("SELECT COUNT(*) FROM commands WHERE principal = ?", principal)[0][0]
+
+    def state_of(self, correlation: int):
+        rows = self._rows("SELECT state FROM queries WHERE correlation = ?", correlation)
+        return rows[0][0] if rows else None
+
+    def wait_state(self, correlation: int, states, timeout: float = 60.0):
+        """Polls (bounded) until the query is in one of ``states``; returns the state seen."""
+        end = time.monotonic() + timeout
+        while True:
+            s = self.state_of(correlation)
+            if s in states or time.monotonic() > end:
+                return s
+            time.sleep(0.05)

@@ -1,26 +1,17 @@
-"""Client-side helpers for Diagnostic v1 checks against the real daemon.
+"""Diagnostic v1 checks (the trailer capture itself is calls.TrailerCapture / calls.seen).
 
-* ``TrailerCapture``: a PyArrow ``ClientMiddleware`` factory keeping every
-  ``transit-diagnostic-bin`` value the last call received, from headers or trailers.
 * ``decode_diagnostic``: the trailer bytes as a dict, after checking size, UTF-8 and the JSON
   Schema in docs/diagnostic-v1.schema.json.
 * ``check_message``: the grpc-message bound (printable ASCII, <= 128 bytes); ``bounded``: the
   documented bounding of a message, to compare the grpc-message with the trailer's message.
-* ``variant_daemon``: a second daemon over a copy of a demo deployment with edited limits.
 """
 
 import json
-import re
-import shutil
-import tempfile
-from pathlib import Path
 
 import jsonschema
-import pyarrow.flight as fl
 
-from daemon import ROOT, Daemon
+from daemon import ROOT
 
-TRAILER = "transit-diagnostic-bin"
 MARKER = "...[truncated]"
 MAX_TRAILER_BYTES = 4096
 MAX_MESSAGE_BYTES = 128
@@ -32,36 +23,6 @@ SCHEMA = json.loads((ROOT / "docs" / "diagnostic-v1.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 # Fail at import, not per test, if the schema itself is not a valid 2020-12 schema.
 jsonschema.Draft202012Validator.check_schema(SCHEMA)
-
-# PyArrow renders a failure as "... with message: <grpc-message>[. gRPC client debug context: ...]".
-_PYARROW_MESSAGE = re.compile(r"with message: (.*?)(?:\. gRPC client debug context:.*)?\Z", re.S)
-
-
-class _Capture(fl.ClientMiddleware):
-    def __init__(self, sink):
-        self.sink = sink
-
-    def received_headers(self, headers):
-        # Called with the initial headers and again with the trailers; binary values are bytes.
-        for key, values in headers.items():
-            if key.lower() == TRAILER:
-                self.sink.extend(v if isinstance(v, bytes) else v.encode() for v in values)
-
-
-class TrailerCapture(fl.ClientMiddlewareFactory):
-    """Keeps the diagnostic values of the most recent call (tests call sequentially)."""
-
-    def __init__(self):
-        self.values = []
-
-    def start_call(self, info):
-        self.values = []
-        return _Capture(self.values)
-
-    def only(self):
-        """The single trailer value of the last call, or None when it carried none."""
-        assert len(self.values) <= 1, f"several {TRAILER} values: {self.values!r}"
-        return self.values[0] if self.values else None
 
 
 def decode_diagnostic(raw: bytes) -> dict:
@@ -100,48 +61,6 @@ def check_message(message: str) -> bool:
     return message.endswith(MARKER)
 
 
-def pyarrow_message(error: Exception) -> str:
-    """The grpc-message inside a PyArrow Flight error's text."""
-    m = _PYARROW_MESSAGE.search(str(error))
-    assert m, f"no message in {error!s}"
-    return m.group(1)
-
-
-def ticket_message(ticket: bytes) -> bytes:
-    """The Flight ``Ticket`` message (field 1, bytes) around ``ticket``, for raw gRPC DoGet."""
-    n, length = len(ticket), b""
-    while True:
-        length += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
-        n >>= 7
-        if not n:
-            return b"\x0a" + length + ticket
-
-
 def facts(diagnostic: dict) -> dict:
     """Fact name -> fact object (names are unique in the gateway's diagnostics)."""
     return {f["name"]: f for f in diagnostic["facts"]}
-
-
-def variant_daemon(base: Daemon, limits: dict) -> Daemon:
-    """Starts a daemon over a copy of ``base``'s demo deployment with ``limits`` merged in.
-
-    Only the static deployment (configuration, credentials, keys, demo data) is copied; the
-    variant gets its own engine journal, so it starts at sequence 1 and never touches ``base``.
-    """
-    state = Path(tempfile.mkdtemp(prefix="transit-variant-"))
-    for name in ("credentials", "keys", "demo-data"):
-        shutil.copytree(base.state_dir / name, state / name, copy_function=shutil.copy2)
-    config = json.loads((base.state_dir / "gateway.json").read_text())
-    config.setdefault("limits", {}).update(limits)
-    # An existing configuration keeps its own port: 0 lets the variant run beside base.
-    config["listen"]["port"] = 0
-    (state / "gateway.json").write_text(json.dumps(config, indent=2))
-    return Daemon(state).start()
-
-
-def stop_variant(daemon: Daemon) -> None:
-    state = daemon.state_dir
-    try:
-        assert daemon.stop() == 0, "variant gateway did not exit cleanly"
-    finally:
-        shutil.rmtree(state, ignore_errors=True)

@@ -1,72 +1,15 @@
-"""Helpers for the operations tests (health, metrics, access log, CLI, distribution): a daemon
-process started from any command line, the grpc.health.v1 check through grpcio with the protobuf
-written by hand (two fields), and a metrics scrape parsed into samples."""
+"""The operations calls (health, metrics) of the operations tests: the grpc.health.v1 check
+through grpcio with the protobuf written by hand (two fields), and a metrics scrape parsed into
+samples. Daemons come from daemon.py, Flight SQL calls from calls.py."""
 
 import re
-import signal
-import subprocess
-import threading
 import urllib.request
 
 import grpc
 
-from daemon import SERVING
-
 METRICS = re.compile(r"metrics on http://([0-9.]+):(\d+)/metrics")
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
-
-
-class Process:
-    """A gateway process from ``args`` whose merged output is kept in ``output``; started
-    waiting (bounded) for its "is serving" line."""
-
-    def __init__(self, args, env, timeout=90.0):
-        self.output = []
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, env=env)
-        found = threading.Event()
-        self.port = None
-
-        def pump():
-            for line in self.proc.stdout:
-                self.output.append(line)
-                m = SERVING.search(line)
-                if m and not found.is_set():
-                    self.port = int(m.group(2))
-                    found.set()
-            found.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not found.wait(timeout) or self.port is None:
-            self.stop()
-            raise RuntimeError("gateway did not start:\n" + "".join(self.output[-40:]))
-
-    @property
-    def uri(self):
-        return f"grpc://127.0.0.1:{self.port}"
-
-    def stop(self, timeout=30.0):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-            raise AssertionError("gateway did not stop within %.0fs" % timeout)
-
-
-class Served:
-    """What conftest.Caller needs of a gateway that is not a demo Daemon: its URI and each
-    caller's credential under the state directory."""
-
-    def __init__(self, process, state_dir):
-        self.uri = process.uri
-        self.state_dir = state_dir
-
-    def token(self, caller):
-        return (self.state_dir / "credentials" / f"{caller}.token").read_text().strip()
 
 
 def health(port, service="", timeout=5.0):

@@ -7,8 +7,9 @@ import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
 import pytest
 
-from diagnostic_clients import (TRAILER, U64_MAX, bounded, decode_diagnostic, facts, stop_variant,
-                                variant_daemon)
+from calls import TRAILER
+from daemon import Daemon
+from diagnostic_clients import U64_MAX, bounded, decode_diagnostic, facts
 
 SEQ = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
 NEXT = "adbc.flight.sql.session.option.transit.next_sequence"
@@ -86,9 +87,9 @@ def test_doget_failure_carries_the_trailer(gateway):
 
 @pytest.fixture(scope="module")
 def tight(gateway):
-    d = variant_daemon(gateway, {"rows_per_segment": 1})
+    d = Daemon.variant(gateway, {"limits": {"rows_per_segment": 1}}).start()
     yield d
-    stop_variant(d)
+    d.close()
 
 
 def test_failure_in_the_middle_of_a_doget_stream(tight):

@@ -11,9 +11,9 @@ import grpc
 import pytest
 
 import flightsql
-from admission_support import (GET_FLIGHT_INFO, FaultyDaemon, connect, failure, failure_of, info_fields,
-                               metadata, next_sequence, prepared_state, read_result, statement,
-                               statement_future, wait_until)
+from calls import (GET_FLIGHT_INFO, channel, failure, info_fields, metadata, next_sequence, read_result,
+                   seen, sql_info, sql_info_future)
+from daemon import Daemon, wait_until
 
 # Long enough that a client deadline of DEADLINE_S surely passes while the query is held back.
 DELAY_MS = 8000
@@ -26,7 +26,7 @@ def channel_to():
     channels = []
 
     def make(daemon):
-        ch = connect(daemon)
+        ch = channel(daemon)
         channels.append(ch)
         return ch
 
@@ -36,7 +36,7 @@ def channel_to():
 
 
 def test_unknown_outcome_names_both_sequences_and_the_same_retry_completes(tmp_path, channel_to):
-    d = FaultyDaemon(prepared_state(tmp_path), "before-record:part:once,after-record:submit:once").start()
+    d = Daemon(Daemon.template(tmp_path / "state"), faults="before-record:part:once,after-record:submit:once").start()
     try:
         ch = channel_to(d)
         journal, principal = d.journal(), d.principal("primitive")
@@ -44,7 +44,7 @@ def test_unknown_outcome_names_both_sequences_and_the_same_retry_completes(tmp_p
         s = next_sequence(ch, d, "primitive")
 
         # The part at S+1 fails before its record: only the begin is journaled.
-        code, msg, diag = failure(statement, ch, d, "primitive", sql, s)
+        code, msg, diag = failure(sql_info, ch, d, "primitive", sql, s)
         assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "admission.unknown_outcome"
         assert diag["identity"] == {"namespace": str(s), "first_sequence": str(s),
                                     "native_sequence": str(s + 1)}
@@ -53,7 +53,7 @@ def test_unknown_outcome_names_both_sequences_and_the_same_retry_completes(tmp_p
 
         # Same S and SQL: the begin replays, part/seal/submit are applied; the submit's outcome is
         # then lost after its record (the query is accepted and runs regardless).
-        code, msg, diag = failure(statement, ch, d, "primitive", sql, s)
+        code, msg, diag = failure(sql_info, ch, d, "primitive", sql, s)
         assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "admission.unknown_outcome"
         assert diag["identity"]["first_sequence"] == str(s)
         assert diag["identity"]["native_sequence"] == str(s + 3)
@@ -61,7 +61,7 @@ def test_unknown_outcome_names_both_sequences_and_the_same_retry_completes(tmp_p
         [(correlation, _)] = journal.queries(principal).values()
 
         # The gateway picked no sequence: the retry at S completes with the recorded correlation.
-        got, meta = info_fields(statement(ch, d, "primitive", sql, s))
+        got, meta = info_fields(sql_info(ch, d, "primitive", sql, s))
         assert got == correlation and meta == {"version": 1, "next_sequence": s + 4}
         assert journal.commands(principal) == 4, "each command of the chain recorded once"
         assert list(journal.queries(principal)) == [s]
@@ -70,7 +70,7 @@ def test_unknown_outcome_names_both_sequences_and_the_same_retry_completes(tmp_p
 
 
 def test_deadline_ends_the_call_not_the_accepted_query(tmp_path, channel_to):
-    d = FaultyDaemon(prepared_state(tmp_path), f"execution-delay-ms:{DELAY_MS}").start()
+    d = Daemon(Daemon.template(tmp_path / "state"), faults=f"execution-delay-ms:{DELAY_MS}").start()
     try:
         ch = channel_to(d)
         journal, principal = d.journal(), d.principal("primitive")
@@ -79,7 +79,7 @@ def test_deadline_ends_the_call_not_the_accepted_query(tmp_path, channel_to):
         # A cold daemon may spend the first deadline before the submit: the client then retries
         # with the same S and SQL, as it must, until a deadline passes with the query accepted.
         for _ in range(ATTEMPTS):
-            code, _, _ = failure(statement, ch, d, "primitive", sql, s, timeout=DEADLINE_S)
+            code, _, _ = failure(sql_info, ch, d, "primitive", sql, s, timeout=DEADLINE_S)
             assert code == grpc.StatusCode.DEADLINE_EXCEEDED
             if journal.queries(principal):
                 break
@@ -88,7 +88,7 @@ def test_deadline_ends_the_call_not_the_accepted_query(tmp_path, channel_to):
 
         # Nobody retries: the accepted query still completes on its own.
         assert journal.wait_state(correlation, {"SUCCEEDED", "FAILED"}) == "SUCCEEDED"
-        got, meta = info_fields(statement(ch, d, "primitive", sql, s))
+        got, meta = info_fields(sql_info(ch, d, "primitive", sql, s))
         assert got == correlation and meta["next_sequence"] == journal.next_sequence(principal)
         assert len(journal.queries(principal)) == 1
     finally:
@@ -96,8 +96,8 @@ def test_deadline_ends_the_call_not_the_accepted_query(tmp_path, channel_to):
 
 
 def test_server_side_deadline_names_the_running_query(tmp_path, channel_to):
-    state = prepared_state(tmp_path, limits={"control_deadline_default_ms": 1000})
-    d = FaultyDaemon(state, f"execution-delay-ms:{DELAY_MS}").start()
+    state = Daemon.template(tmp_path / "state", limits={"control_deadline_default_ms": 1000})
+    d = Daemon(state, faults=f"execution-delay-ms:{DELAY_MS}").start()
     try:
         ch = channel_to(d)
         journal, principal = d.journal(), d.principal("primitive")
@@ -109,7 +109,7 @@ def test_server_side_deadline_names_the_running_query(tmp_path, channel_to):
             with pytest.raises(grpc.RpcError) as e:
                 rpc(flightsql.flight_descriptor(flightsql.statement_query(sql)),
                     metadata=metadata(d, "primitive", s))
-            code, _, diag = failure_of(e.value)
+            code, _, diag = seen(e.value)
             assert code == grpc.StatusCode.DEADLINE_EXCEEDED and diag["code"] == "admission.deadline"
             if "correlation" in diag["identity"]:
                 break
@@ -119,27 +119,27 @@ def test_server_side_deadline_names_the_running_query(tmp_path, channel_to):
         assert diag["identity"] == {"namespace": str(s), "correlation": str(correlation),
                                     "first_sequence": str(s)}
         assert journal.wait_state(correlation, {"SUCCEEDED", "FAILED"}) == "SUCCEEDED"
-        assert info_fields(statement(ch, d, "primitive", sql, s, timeout=60))[0] == correlation
+        assert info_fields(sql_info(ch, d, "primitive", sql, s, timeout=60))[0] == correlation
     finally:
         assert d.stop() == 0
 
 
 def test_disconnect_does_not_cancel_accepted_work(tmp_path):
-    d = FaultyDaemon(prepared_state(tmp_path), f"execution-delay-ms:{DELAY_MS}").start()
+    d = Daemon(Daemon.template(tmp_path / "state"), faults=f"execution-delay-ms:{DELAY_MS}").start()
     try:
         journal, principal = d.journal(), d.principal("primitive")
         sql = "SELECT COUNT(*) FROM primitive WHERE b IS NULL"
-        with connect(d) as ch:
+        with channel(d) as ch:
             s = next_sequence(ch, d, "primitive")
-            pending = statement_future(ch, d, "primitive", sql, s)
+            pending = sql_info_future(ch, d, "primitive", sql, s)
             wait_until(lambda: journal.queries(principal), 30, "the query to be accepted")
             [(correlation, state)] = journal.queries(principal).values()
             assert state == "ACCEPTED"
             pending.cancel()
         # The channel (and its connection) is gone; the accepted query completes anyway.
         assert journal.wait_state(correlation, {"SUCCEEDED", "FAILED"}) == "SUCCEEDED"
-        with connect(d) as ch:
-            got, _ = info_fields(statement(ch, d, "primitive", sql, s))
+        with channel(d) as ch:
+            got, _ = info_fields(sql_info(ch, d, "primitive", sql, s))
             assert got == correlation
         assert len(journal.queries(principal)) == 1
     finally:
@@ -147,8 +147,8 @@ def test_disconnect_does_not_cancel_accepted_work(tmp_path):
 
 
 def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(tmp_path, channel_to):
-    state = prepared_state(tmp_path, limits={"admission_per_gateway": 2, "admission_per_caller": 1})
-    d = FaultyDaemon(state, f"execution-delay-ms:{DELAY_MS}").start()
+    state = Daemon.template(tmp_path / "state", limits={"admission_per_gateway": 2, "admission_per_caller": 1})
+    d = Daemon(state, faults=f"execution-delay-ms:{DELAY_MS}").start()
     try:
         ch = channel_to(d)
         journal = d.journal()
@@ -157,14 +157,14 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
         def hold(caller, sql):
             s = next_sequence(ch, d, caller)
             # A connection of its own: the daemon serves one call at a time per connection.
-            held.append(statement_future(channel_to(d), d, caller, sql, s))
+            held.append(sql_info_future(channel_to(d), d, caller, sql, s))
             principal = d.principal(caller)
             wait_until(lambda: journal.queries(principal), 30, f"{caller}'s query to be accepted")
 
         # primitive holds its one caller permit while its query is held back.
         hold("primitive", "SELECT COUNT(*) FROM primitive")
         before = journal.next_sequence(d.principal("primitive"))
-        code, _, diag = failure(statement, ch, d, "primitive", "SELECT SUM(a) FROM primitive", before)
+        code, _, diag = failure(sql_info, ch, d, "primitive", "SELECT SUM(a) FROM primitive", before)
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "admission.busy"
         assert {"name": "limit", "kind": "text", "value": "caller"} in diag["facts"]
         assert journal.next_sequence(d.principal("primitive")) == before
@@ -172,7 +172,7 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
         # primitive and mixed hold both gateway permits: cells is refused by the gateway limit.
         hold("mixed", "SELECT COUNT(*) FROM mixed")
         cells_before = journal.commands(d.principal("cells"))
-        code, _, diag = failure(statement, ch, d, "cells", "SELECT COUNT(*) FROM cells",
+        code, _, diag = failure(sql_info, ch, d, "cells", "SELECT COUNT(*) FROM cells",
                                 journal.next_sequence(d.principal("cells")))
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "admission.busy"
         assert {"name": "limit", "kind": "text", "value": "gateway"} in diag["facts"]
@@ -192,7 +192,7 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
     try:
         ch = channel_to(d)
         s = next_sequence(ch, d, "cells")
-        code, _, diag = failure(statement, ch, d, "cells", "SELECT COUNT(*) FROM cells", s)
+        code, _, diag = failure(sql_info, ch, d, "cells", "SELECT COUNT(*) FROM cells", s)
         assert code == grpc.StatusCode.PERMISSION_DENIED and diag["code"] == "query.access_denied"
         # Access-denied diagnostics carry no identity (docs/diagnostic-v1.md); the journal shows
         # the whole chain was sent and the rejection recorded at the submit.
@@ -204,7 +204,7 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
 
 
 def test_overlapping_ranges_of_one_principal_admit_exactly_one(tmp_path, channel_to):
-    d = FaultyDaemon(prepared_state(tmp_path)).start()
+    d = Daemon(Daemon.template(tmp_path / "state")).start()
     try:
         journal, principal = d.journal(), d.principal("primitive")
         clients = [channel_to(d), channel_to(d)]
@@ -221,10 +221,10 @@ def test_overlapping_ranges_of_one_principal_admit_exactly_one(tmp_path, channel
             def run(i):
                 barrier.wait(10)
                 try:
-                    infos[i] = statement(clients[i], d, "primitive", sqls[i], starts[i])
+                    infos[i] = sql_info(clients[i], d, "primitive", sqls[i], starts[i])
                     results[i] = info_fields(infos[i])
                 except grpc.RpcError as e:
-                    results[i] = failure_of(e)
+                    results[i] = tuple(seen(e))
 
             threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
             for t in threads:
@@ -243,7 +243,7 @@ def test_overlapping_ranges_of_one_principal_admit_exactly_one(tmp_path, channel
             assert ns[starts[w]][0] == correlation and ns[starts[w]][1] == "SUCCEEDED"
             assert meta["next_sequence"] == journal.next_sequence(principal)
             assert read_result(d, "primitive", infos[w]) == [((1000 if w == 0 else 2000) + rnd,)]
-            replay = statement(clients[w], d, "primitive", sqls[w], starts[w])
+            replay = sql_info(clients[w], d, "primitive", sqls[w], starts[w])
             assert info_fields(replay)[0] == correlation
         assert len(journal.queries(principal)) == 12 == outcomes["admitted"]
     finally:

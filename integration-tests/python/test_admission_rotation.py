@@ -7,8 +7,8 @@ used namespace never takes new SQL; the caller's next sequence works under the n
 
 import grpc
 
-from admission_support import (FaultyDaemon, connect, failure, info_fields, next_sequence,
-                               prepared_state, read_result, statement, wait_until)
+from calls import channel, failure, info_fields, next_sequence, read_result, sql_info
+from daemon import Daemon, wait_until
 
 SQL = "SELECT COUNT(*) FROM primitive WHERE id < 777"
 
@@ -22,7 +22,7 @@ def change_caller(d, **fields):
 def conflicts_at(ch, d, sql, s, journal, principal):
     """Asserts the statement at ``s`` conflicts at ``s`` itself and records nothing."""
     commands, nxt = journal.commands(principal), journal.next_sequence(principal)
-    code, _, diag = failure(statement, ch, d, "primitive", sql, s)
+    code, _, diag = failure(sql_info, ch, d, "primitive", sql, s)
     assert code == grpc.StatusCode.ABORTED and diag["code"] == "query.namespace_conflict", diag
     assert diag["identity"]["first_sequence"] == str(s)
     assert diag["identity"]["native_sequence"] == str(s), "the begin itself conflicts"
@@ -30,12 +30,12 @@ def conflicts_at(ch, d, sql, s, journal, principal):
 
 
 def test_rotation_and_role_change_conflict_at_the_original_first_sequence(tmp_path):
-    d = FaultyDaemon(prepared_state(tmp_path)).start()
+    d = Daemon(Daemon.template(tmp_path / "state")).start()
     try:
         journal, principal = d.journal(), d.principal("primitive")
-        with connect(d) as ch:
+        with channel(d) as ch:
             s0 = next_sequence(ch, d, "primitive")
-            info0 = statement(ch, d, "primitive", SQL, s0)
+            info0 = sql_info(ch, d, "primitive", SQL, s0)
             c0, meta0 = info_fields(info0)
             rows0 = read_result(d, "primitive", info0)
 
@@ -46,7 +46,7 @@ def test_rotation_and_role_change_conflict_at_the_original_first_sequence(tmp_pa
 
             def rotated():
                 try:
-                    statement(ch, d, "primitive", SQL, s0)
+                    sql_info(ch, d, "primitive", SQL, s0)
                     return False
                 except grpc.RpcError:
                     return True
@@ -61,19 +61,19 @@ def test_rotation_and_role_change_conflict_at_the_original_first_sequence(tmp_pa
             # The caller goes on at its next sequence under the new epoch.
             s1 = meta0["next_sequence"]
             assert next_sequence(ch, d, "primitive") == s1
-            c1, meta1 = info_fields(statement(ch, d, "primitive", SQL, s1))
+            c1, meta1 = info_fields(sql_info(ch, d, "primitive", SQL, s1))
             assert c1 != c0
         assert d.stop() == 0
 
         # Role change (binding revision bumped with it), applied by a restart.
         change_caller(d, role=9, binding_revision=2)
         d.start()
-        with connect(d) as ch:
+        with channel(d) as ch:
             conflicts_at(ch, d, SQL, s1, journal, principal)
             conflicts_at(ch, d, SQL, s0, journal, principal)
             assert journal.queries(principal) == {s0: (c0, "SUCCEEDED"), s1: (c1, "SUCCEEDED")}
             s2 = meta1["next_sequence"]
-            info2 = statement(ch, d, "primitive", SQL, s2)
+            info2 = sql_info(ch, d, "primitive", SQL, s2)
             assert read_result(d, "primitive", info2) == [(777,)]
             assert len(journal.queries(principal)) == 3
     finally:

@@ -5,14 +5,13 @@ released after a cancel soon refuses every later read (flight.streams_exhausted)
 (status 0) at the end also proves its allocator held zero bytes after draining.
 """
 
-import json
 import time
 
 import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
-from conftest import Caller
+from calls import Caller
 from daemon import Daemon
 
 MILLION_ROWS = "SELECT id, a, b, c, d FROM primitive"
@@ -22,14 +21,8 @@ RELEASE_BOUND_S = 20.0
 
 @pytest.fixture(scope="module")
 def small_gateway(tmp_path_factory):
-    state = tmp_path_factory.mktemp("cancel-state")
-    d = Daemon(state).start()  # first start writes the demo configuration and data
-    assert d.stop() == 0
-    config = state / "gateway.json"
-    cfg = json.loads(config.read_text())
-    cfg.setdefault("limits", {})["max_live_streams"] = PERMITS
-    config.write_text(json.dumps(cfg, indent=2))
-    d.start()
+    d = Daemon(Daemon.template(tmp_path_factory.mktemp("cancel-state"),
+                               limits={"max_live_streams": PERMITS})).start()
     yield d
     rc = d.stop()
     output = "".join(d.output)

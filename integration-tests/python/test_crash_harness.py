@@ -23,8 +23,8 @@ import time
 
 import grpc
 
-from admission_support import (FaultyDaemon, connect, info_fields, next_sequence, prepared_state,
-                               statement, wait_until)
+from calls import channel, info_fields, next_sequence, sql_info
+from daemon import Daemon, wait_until
 
 RUNS = int(os.environ.get("TRANSIT_CRASH_RUNS", "10"))
 SEED = int(os.environ.get("TRANSIT_CRASH_SEED", str(time.time_ns() % 1_000_000)))
@@ -50,11 +50,11 @@ class Stream(threading.Thread):
         self.pending = None  # (first sequence, sql) of the interrupted statement
 
     def run(self):
-        with connect(self.d) as ch:
+        with channel(self.d) as ch:
             while True:
                 sql = sql_for(self.index)
                 try:
-                    correlation, meta = info_fields(statement(ch, self.d, "primitive", sql, self.sequence, 60))
+                    correlation, meta = info_fields(sql_info(ch, self.d, "primitive", sql, self.sequence, 60))
                 except grpc.RpcError:
                     self.pending = (self.sequence, sql)
                     return
@@ -65,10 +65,10 @@ class Stream(threading.Thread):
 def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path):
     print(f"crash harness: {RUNS} runs, seed {SEED}")
     rnd = random.Random(SEED)
-    d = FaultyDaemon(prepared_state(tmp_path), FAULTS).start()
+    d = Daemon(Daemon.template(tmp_path / "state"), faults=FAULTS).start()
     journal, principal = d.journal(), d.principal("primitive")
     admitted = {}  # first sequence -> (sql, correlation, next sequence)
-    with connect(d) as ch:
+    with channel(d) as ch:
         expected = next_sequence(ch, d, "primitive")
     figures = {"not_started": 0, "mid_upload": 0, "accepted_unfinished": 0,
                "finished_unreported": 0, "resumed": 0}
@@ -104,8 +104,8 @@ def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path
                 assert journal.wait_state(correlation, {"SUCCEEDED", "FAILED"}) == "SUCCEEDED"
                 figures["resumed"] += 1
 
-            with connect(d) as ch:
-                correlation, meta = info_fields(statement(ch, d, "primitive", sql, s))
+            with channel(d) as ch:
+                correlation, meta = info_fields(sql_info(ch, d, "primitive", sql, s))
                 if s in before:
                     assert correlation == before[s][0], "the retry resolves to the accepted query"
                 admitted[s] = (sql, correlation, meta["next_sequence"])
@@ -113,7 +113,7 @@ def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path
 
                 older = [k for k in admitted if k not in {a[0] for a in stream.admitted} and k != s]
                 for k in [a[0] for a in stream.admitted] + rnd.sample(older, min(3, len(older))):
-                    again, meta = info_fields(statement(ch, d, "primitive", admitted[k][0], k))
+                    again, meta = info_fields(sql_info(ch, d, "primitive", admitted[k][0], k))
                     assert (again, meta["next_sequence"]) == admitted[k][1:], f"replay at {k}"
 
                 ns = journal.queries(principal)
@@ -122,9 +122,9 @@ def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path
                 assert all(st == "SUCCEEDED" for _, st in ns.values())
                 assert journal.next_sequence(principal) == expected == next_sequence(ch, d, "primitive")
 
-        with connect(d) as ch:
+        with channel(d) as ch:
             for k, (sql, correlation, nxt) in admitted.items():
-                again, meta = info_fields(statement(ch, d, "primitive", sql, k))
+                again, meta = info_fields(sql_info(ch, d, "primitive", sql, k))
                 assert (again, meta["next_sequence"]) == (correlation, nxt)
         assert journal.query_rows() == len(admitted)
     finally:

@@ -1,11 +1,9 @@
 """kill -9 and restart over the same state directory: journal intact, old tickets still read."""
 
 import json
-import os
-import subprocess
 
-from conftest import Caller
-from daemon import ROOT, Daemon
+from calls import Caller
+from daemon import Daemon, gateway_once
 
 
 def test_kill9_restart_keeps_journal_and_tickets(tmp_path):
@@ -30,8 +28,7 @@ def test_kill9_restart_keeps_journal_and_tickets(tmp_path):
 
 def refused(state_dir):
     """Starts the daemon expecting it to refuse; returns its output."""
-    r = subprocess.run([str(ROOT / "scripts" / "gateway"), "demo", "--state-dir", str(state_dir), "--port", "0"],
-                       capture_output=True, text=True, timeout=120, env=dict(os.environ, TRANSIT_NO_BUILD="1"))
+    r = gateway_once("demo", "--state-dir", str(state_dir), "--port", "0")
     assert r.returncode == 2, r.stdout + r.stderr
     return r.stderr
 

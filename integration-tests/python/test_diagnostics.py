@@ -17,13 +17,10 @@ import pyarrow.flight as fl
 import pytest
 
 import flightsql
-from conftest import Caller
-from diagnostic_clients import (HUGE, INT64_MAX, MARKER, TRAILER, U64_MAX, TrailerCapture, bounded,
-                                check_message, decode_diagnostic, facts, pyarrow_message,
-                                stop_variant, ticket_message, variant_daemon)
-
-GET_FLIGHT_INFO = "/arrow.flight.protocol.FlightService/GetFlightInfo"
-DO_GET = "/arrow.flight.protocol.FlightService/DoGet"
+from calls import DO_GET, GET_FLIGHT_INFO, TRAILER, Caller, TrailerCapture, pyarrow_message, ticket_message
+from daemon import Daemon
+from diagnostic_clients import (HUGE, INT64_MAX, MARKER, U64_MAX, bounded, check_message, decode_diagnostic,
+                                facts)
 CALLERS = ("primitive", "mixed", "cells")
 UNAUTHENTICATED_MESSAGE = "auth.unauthenticated: a valid credential is required"
 
@@ -320,21 +317,21 @@ def test_bad_and_foreign_tickets_disclose_no_query(env, primitive, mixed):
 @pytest.fixture(scope="module")
 def tight(gateway):
     """max_result_rows 3 (budget failures) and one row per segment (failures mid-stream)."""
-    d = variant_daemon(gateway, {"max_result_rows": 3, "rows_per_segment": 1})
+    d = Daemon.variant(gateway, {"limits": {"max_result_rows": 3, "rows_per_segment": 1}}).start()
     e = Env(d)
     yield e
     e.close()
-    stop_variant(d)
+    d.close()
 
 
 @pytest.fixture(scope="module")
 def starved(gateway):
     """A deployment metadata budget (64 bytes) smaller than any diagnostic trailer."""
-    d = variant_daemon(gateway, {"diagnostic_metadata_bytes": 64})
+    d = Daemon.variant(gateway, {"limits": {"diagnostic_metadata_bytes": 64}}).start()
     e = Env(d)
     yield e
     e.close()
-    stop_variant(d)
+    d.close()
 
 
 def variant_caller(e, name):

@@ -10,8 +10,8 @@ import pyarrow.flight as fl
 import pytest
 
 import flightsql
-from disclosure_support import (SMALL_WINDOW, ConfigDaemon, binding_revision, do_get_exact, expiry_ms,
-                                metadata_info, next_sequence, options, statement_info, ticket_of)
+from calls import SMALL_WINDOW, Caller, binding_revision, do_get_exact, expiry_ms, options, ticket_of
+from daemon import Daemon
 
 BIG = "SELECT id, a, b, c, d FROM primitive"
 BIG_ROWS = 1_000_000
@@ -19,7 +19,7 @@ BIG_ROWS = 1_000_000
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    d = ConfigDaemon(tmp_path_factory.mktemp("disclosure-a")).start()
+    d = Daemon(tmp_path_factory.mktemp("disclosure-a")).start()
     yield d
     assert d.stop() == 0, "gateway did not exit cleanly (leaked stream memory or undrained stream)"
 
@@ -37,7 +37,7 @@ def restored(daemon):
 
 
 def big_ticket(daemon):
-    info = statement_info(daemon, "primitive", BIG, next_sequence(daemon, "primitive"))
+    info = Caller(daemon, "primitive").info(BIG)
     assert info.total_records == BIG_ROWS
     return ticket_of(info)
 
@@ -90,7 +90,7 @@ def test_revoking_read_before_any_batch_refuses_the_stream(daemon):
 # 2. SIGHUP with a bad file --------------------------------------------------------------------
 
 def catalogs_work(daemon, caller):
-    return metadata_info(daemon, caller, flightsql.get_catalogs()).total_records >= 1
+    return Caller(daemon, caller).metadata_info(flightsql.get_catalogs()).total_records >= 1
 
 
 def test_reload_with_invalid_json_keeps_the_running_configuration(daemon):
@@ -122,7 +122,7 @@ def test_reload_with_a_duplicate_credential_keeps_the_old_credentials(daemon):
 
 def test_reload_that_changes_the_ticket_definition_is_refused(daemon):
     with restored(daemon):
-        info = metadata_info(daemon, "primitive", flightsql.get_catalogs())
+        info = Caller(daemon, "primitive").metadata_info(flightsql.get_catalogs())
         cfg = daemon.config()
         cfg["deployment"]["service"] = cfg["deployment"]["service"] + 1
         daemon.write_config(cfg)
@@ -134,7 +134,7 @@ def test_reload_that_changes_the_ticket_definition_is_refused(daemon):
 # 6. Metadata tickets after a reload ------------------------------------------------------------
 
 def test_metadata_ticket_refused_after_remapping_with_a_revision_bump(daemon):
-    info = metadata_info(daemon, "primitive", flightsql.get_tables(include_schema=True))
+    info = Caller(daemon, "primitive").metadata_info(flightsql.get_tables(include_schema=True))
     ticket = ticket_of(info)
     assert binding_revision(ticket) == 1
     with restored(daemon):
@@ -143,15 +143,14 @@ def test_metadata_ticket_refused_after_remapping_with_a_revision_bump(daemon):
         out = do_get_exact(daemon, "primitive", ticket)
         # Scope (binding revision, then source) is checked before anything is recomputed.
         assert out.code == grpc.StatusCode.PERMISSION_DENIED and out.diag_code == "ticket.scope"
-        fresh = metadata_info(daemon, "primitive", flightsql.get_tables(include_schema=False))
+        fresh = Caller(daemon, "primitive").metadata_info(flightsql.get_tables(include_schema=False))
         assert binding_revision(ticket_of(fresh)) == 2
     assert do_get_exact(daemon, "primitive", ticket).code == grpc.StatusCode.OK
 
 
 def test_metadata_and_statement_tickets_refused_after_remapping_without_a_bump(daemon):
-    meta = ticket_of(metadata_info(daemon, "primitive", flightsql.get_tables()))
-    stmt = ticket_of(statement_info(daemon, "primitive", "SELECT COUNT(*) FROM primitive",
-                                    next_sequence(daemon, "primitive")))
+    meta = ticket_of(Caller(daemon, "primitive").metadata_info(flightsql.get_tables()))
+    stmt = ticket_of(Caller(daemon, "primitive").info("SELECT COUNT(*) FROM primitive"))
     with restored(daemon):
         daemon.edit_caller("primitive", publication="mixed")
         assert daemon.reload() == "reloaded"
@@ -179,7 +178,7 @@ def sleep_past(expiry):
 def test_expired_ticket_is_refused(daemon):
     with restored(daemon):
         set_ttl(daemon, 1500)
-        ticket = ticket_of(metadata_info(daemon, "primitive", flightsql.get_catalogs()))
+        ticket = ticket_of(Caller(daemon, "primitive").metadata_info(flightsql.get_catalogs()))
         sleep_past(expiry_ms(ticket))
         out = do_get_exact(daemon, "primitive", ticket)
         assert out.code == grpc.StatusCode.FAILED_PRECONDITION
@@ -189,13 +188,13 @@ def test_expired_ticket_is_refused(daemon):
 def test_ticket_expiring_mid_stream_ends_the_stream_with_an_error(daemon):
     # Execute with the normal lifetime; only the reissued ticket is short-lived, so the short
     # window does not have to cover query execution.
-    seq = next_sequence(daemon, "primitive")
-    statement_info(daemon, "primitive", BIG, seq)
-    after_execution = next_sequence(daemon, "primitive")
+    seq = Caller(daemon, "primitive").next_sequence()
+    Caller(daemon, "primitive").info(BIG, seq)
+    after_execution = Caller(daemon, "primitive").next_sequence()
     with restored(daemon):
         for ttl in (1500, 4000, 15000):  # a slower machine gets a longer window, same assertions
             set_ttl(daemon, ttl)
-            ticket = ticket_of(statement_info(daemon, "primitive", BIG, seq))
+            ticket = ticket_of(Caller(daemon, "primitive").info(BIG, seq))
             expiry = expiry_ms(ticket)
 
             def pause(i, expiry=expiry):
@@ -208,24 +207,18 @@ def test_ticket_expiring_mid_stream_ends_the_stream_with_an_error(daemon):
         assert out.messages >= 2, "no batch arrived before the ticket expired, even at 15 s"
         assert out.code == grpc.StatusCode.FAILED_PRECONDITION and out.diag_code == "ticket.expired"
         assert out.messages < 1 + 16, "the stream must not complete after expiry"
-        assert next_sequence(daemon, "primitive") == after_execution, "reissue executes nothing"
+        assert Caller(daemon, "primitive").next_sequence() == after_execution, "reissue executes nothing"
 
 
 # 5. Retained evidence ---------------------------------------------------------------------------
 
-def segment_files(daemon):
-    return {p.name: p for p in (daemon.state_dir / "engine" / "segments").iterdir()
-            if not p.name.endswith(".tmp")}
-
-
 def two_segment_result(daemon, column, rows):
     """A result of two segments (65536 + the rest) whose content no earlier result shared;
     returns (ticket, [seg0, seg1])."""
-    before = segment_files(daemon)
-    info = statement_info(daemon, "primitive", f"SELECT id, {column} FROM primitive WHERE id < {rows}",
-                          next_sequence(daemon, "primitive"))
+    before = daemon.segment_files()
+    info = Caller(daemon, "primitive").info(f"SELECT id, {column} FROM primitive WHERE id < {rows}")
     assert info.total_records == rows
-    new = [p for name, p in segment_files(daemon).items() if name not in before]
+    new = [p for p in daemon.segment_files() if p not in before]
     assert len(new) == 2, "the result's two segment files are new content"
     return ticket_of(info), sorted(new, key=lambda p: p.stat().st_size, reverse=True)
 
@@ -276,10 +269,10 @@ def test_missing_or_truncated_segment_fails_closed(daemon):
 # 3. Two daemons sharing the ticket key and configuration ---------------------------------------
 
 def test_replica_verifies_the_ticket_but_fails_closed_without_the_result(daemon, tmp_path):
-    seq = next_sequence(daemon, "primitive")
-    stmt = ticket_of(statement_info(daemon, "primitive", "SELECT id, a FROM primitive WHERE id < 10", seq))
-    meta = ticket_of(metadata_info(daemon, "primitive", flightsql.get_tables(include_schema=True)))
-    replica = ConfigDaemon(daemon.replica_dir(tmp_path / "replica")).start()
+    seq = Caller(daemon, "primitive").next_sequence()
+    stmt = ticket_of(Caller(daemon, "primitive").info("SELECT id, a FROM primitive WHERE id < 10", seq))
+    meta = ticket_of(Caller(daemon, "primitive").metadata_info(flightsql.get_tables(include_schema=True)))
+    replica = Daemon.variant(daemon, target=tmp_path / "replica").start()
     try:
         assert replica.token("primitive") == daemon.token("primitive")
         # A metadata result is recomputed from the shared configuration: B serves A's ticket.
@@ -301,10 +294,10 @@ def test_replica_verifies_the_ticket_but_fails_closed_without_the_result(daemon,
 
 def test_rotating_the_ticket_key_invalidates_tickets_and_reissue_resolves_the_same_result(daemon):
     sql = "SELECT id, b FROM primitive WHERE id < 70000"
-    seq = next_sequence(daemon, "primitive")
-    old = ticket_of(statement_info(daemon, "primitive", sql, seq))
+    seq = Caller(daemon, "primitive").next_sequence()
+    old = ticket_of(Caller(daemon, "primitive").info(sql, seq))
     before = fl.FlightClient(daemon.uri).do_get(fl.Ticket(old), options(daemon, "primitive")).read_all()
-    after_execution = next_sequence(daemon, "primitive")
+    after_execution = Caller(daemon, "primitive").next_sequence()
     assert daemon.stop() == 0
     key = daemon.state_dir / "keys" / "ticket.key"
     old_key = key.read_bytes()
@@ -315,10 +308,10 @@ def test_rotating_the_ticket_key_invalidates_tickets_and_reissue_resolves_the_sa
     out = do_get_exact(daemon, "primitive", old)
     assert out.code == grpc.StatusCode.INVALID_ARGUMENT and out.diag_code == "ticket.signature"
 
-    new = ticket_of(statement_info(daemon, "primitive", sql, seq))
+    new = ticket_of(Caller(daemon, "primitive").info(sql, seq))
     assert new != old
     assert flightsql.ticket_correlation(new) == flightsql.ticket_correlation(old)
     assert new[154:186] == old[154:186], "same retained manifest"
-    assert next_sequence(daemon, "primitive") == after_execution, "nothing new executed"
+    assert Caller(daemon, "primitive").next_sequence() == after_execution, "nothing new executed"
     again = fl.FlightClient(daemon.uri).do_get(fl.Ticket(new), options(daemon, "primitive")).read_all()
     assert again.equals(before)

@@ -6,9 +6,9 @@ import os
 import shutil
 import tarfile
 
-from conftest import Caller
-from daemon import ROOT
-from ops_support import Process, Served, health
+from calls import Caller
+from daemon import ROOT, Daemon
+from ops_support import health
 
 
 def archive():
@@ -36,12 +36,12 @@ def test_archive_runs_the_demo_without_a_jdk(tmp_path):
     assert shutil.which("mvn", path=env["PATH"]) is None
 
     state = tmp_path / "state"
-    p = Process([str(top / "bin" / "transit-flight"), "demo", "--state-dir", str(state),
-                 "--port", "0"], env)
+    d = Daemon(state, command=[str(top / "bin" / "transit-flight"), "demo", "--state-dir",
+                               str(state), "--port", "0"], env=env).start()
     try:
-        assert health(p.port) == "SERVING"
-        table, _ = Caller(Served(p, state), "primitive").query(
+        assert health(d.port) == "SERVING"
+        table, _ = Caller(d, "primitive").query(
             "SELECT COUNT(*) FROM primitive WHERE a > 1")
         assert table.num_rows == 1 and table.column(0).to_pylist()[0] > 0
     finally:
-        assert p.stop() == 0
+        assert d.stop() == 0

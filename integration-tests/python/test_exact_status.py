@@ -1,13 +1,10 @@
 """Exact gRPC status codes, seen by Python grpcio (PyArrow folds several codes into one class)."""
 
-import json
-
 import grpc
 import pytest
 
 import flightsql
-
-GET_FLIGHT_INFO = "/arrow.flight.protocol.FlightService/GetFlightInfo"
+from calls import failure, info
 
 
 @pytest.fixture(scope="module")
@@ -16,58 +13,41 @@ def channel(gateway):
         yield ch
 
 
-def call(channel, gateway, caller, command, sequence=None, extra=()):
-    metadata = [("authorization", f"Bearer {gateway.token(caller)}")] if caller else []
-    if sequence is not None:
-        metadata.append(("x-transit-request-sequence", str(sequence)))
-    metadata.extend(extra)
-    rpc = channel.unary_unary(GET_FLIGHT_INFO)
-    return rpc(flightsql.flight_descriptor(command), metadata=metadata, timeout=60)
-
-
-def failure(channel, gateway, caller, command, sequence=None, extra=()):
-    with pytest.raises(grpc.RpcError) as e:
-        call(channel, gateway, caller, command, sequence, extra)
-    trailers = dict(e.value.trailing_metadata() or ())
-    raw = trailers.get("transit-diagnostic-bin")
-    return e.value.code(), e.value.details(), json.loads(raw) if raw else None
-
-
 def test_statuses_are_exact(channel, gateway, primitive, cells):
     q = flightsql.statement_query
     seq = primitive.next_sequence()
-    call(channel, gateway, "primitive", q("SELECT COUNT(*) FROM primitive"), seq)
-    code, msg, diag = failure(channel, gateway, "primitive", q("SELECT SUM(a) FROM primitive"), seq)
+    info(channel, gateway, "primitive", q("SELECT COUNT(*) FROM primitive"), seq)
+    code, msg, diag = failure(info, channel, gateway, "primitive", q("SELECT SUM(a) FROM primitive"), seq)
     assert code == grpc.StatusCode.ABORTED and diag["code"] == "query.namespace_conflict"
     nxt = primitive.next_sequence()
-    code, msg, diag = failure(channel, gateway, "primitive", q("SELECT SUM(a) FROM primitive"), nxt + 3)
+    code, msg, diag = failure(info, channel, gateway, "primitive", q("SELECT SUM(a) FROM primitive"), nxt + 3)
     assert code == grpc.StatusCode.FAILED_PRECONDITION and f"expected {nxt}" in msg
-    code, _, diag = failure(channel, gateway, "primitive", q("SELECT SUM(a) FROM primitive"))
+    code, _, diag = failure(info, channel, gateway, "primitive", q("SELECT SUM(a) FROM primitive"))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == "sequence.missing"
-    code, _, diag = failure(channel, gateway, "cells", q("SELECT SUM(huge) FROM cells"), cells.next_sequence())
+    code, _, diag = failure(info, channel, gateway, "cells", q("SELECT SUM(huge) FROM cells"), cells.next_sequence())
     assert code == grpc.StatusCode.OUT_OF_RANGE and diag["stage"] == "execution"
-    code, _, diag = failure(channel, gateway, "primitive", q("SELECT a FROM primitive ORDER BY a"), nxt)
+    code, _, diag = failure(info, channel, gateway, "primitive", q("SELECT a FROM primitive ORDER BY a"), nxt)
     assert code == grpc.StatusCode.UNIMPLEMENTED and diag["code"] == "query.unsupported"
-    code, _, diag = failure(channel, gateway, "primitive", q("SELECT nope FROM primitive"), nxt)
+    code, _, diag = failure(info, channel, gateway, "primitive", q("SELECT nope FROM primitive"), nxt)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == "query.unknown_column"
     assert primitive.next_sequence() == nxt, "compile failures record nothing"
 
 
 def test_unauthenticated_has_no_detail(channel, gateway):
-    code, msg, diag = failure(channel, gateway, None, flightsql.get_catalogs())
+    code, msg, diag = failure(info, channel, gateway, None, flightsql.get_catalogs())
     assert code == grpc.StatusCode.UNAUTHENTICATED and diag is None
-    code, msg, diag = failure(channel, gateway, None, flightsql.statement_query("SELECT a FROM primitive"), 1,
+    code, msg, diag = failure(info, channel, gateway, None, flightsql.statement_query("SELECT a FROM primitive"), 1,
                               extra=[("authorization", "Bearer tfg_wrong_wrong_wrong_wrong_wrong_wrong_wrong")])
     assert code == grpc.StatusCode.UNAUTHENTICATED and diag is None and "primitive" not in msg
 
 
 def test_bad_protobuf_any_is_invalid_argument(channel, gateway):
-    code, _, diag = failure(channel, gateway, "primitive", b"\x0a\xff\xff")
+    code, _, diag = failure(info, channel, gateway, "primitive", b"\x0a\xff\xff")
     assert code == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == "flight.invalid_command"
 
 
 def test_message_over_16_kib_is_resource_exhausted(channel, gateway):
-    code, _, _ = failure(channel, gateway, "primitive",
+    code, _, _ = failure(info, channel, gateway, "primitive",
                          flightsql.statement_query("SELECT a FROM primitive WHERE a IN (" + ",".join(["1"] * 9000) + ")"), 1)
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
 

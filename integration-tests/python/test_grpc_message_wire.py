@@ -4,57 +4,17 @@ bytes 0x20-0x7E travel, and the percent-decoded message is at most 128 printable
 equal to what grpcio decodes for the same request (docs/status.md, "grpc-message on the wire")."""
 
 import re
-import socket
-import struct
 from urllib.parse import unquote_to_bytes
 
 import grpc
-import h2.config
-import h2.connection
-import h2.events
 
 import flightsql
 from diagnostic_clients import MAX_MESSAGE_BYTES, check_message
+from h2raw import unary_call
 
 PATH = "/arrow.flight.protocol.FlightService/GetFlightInfo"
 SQL = 'SELECT "caf\u00e9%20x~\u2603" FROM primitive'
 ESCAPE = re.compile(rb"%[0-9A-F]{2}")
-
-
-def raw_call(port, path, body, metadata, timeout=30.0):
-    """One gRPC unary call over a fresh HTTP/2 connection; returns (headers, trailers) as lists
-    of raw (name, value) bytes. A Trailers-Only reply is one HEADERS frame: headers == trailers."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True,
-                                                                 header_encoding=None))
-    try:
-        conn.initiate_connection()
-        sid = conn.get_next_available_stream_id()
-        conn.send_headers(sid, [(b":method", b"POST"), (b":scheme", b"http"), (b":path", path.encode()),
-                                (b":authority", f"127.0.0.1:{port}".encode()),
-                                (b"content-type", b"application/grpc"), (b"te", b"trailers")]
-                          + [(k.encode(), v.encode()) for k, v in metadata])
-        conn.send_data(sid, b"\0" + struct.pack(">I", len(body)) + body, end_stream=True)
-        sock.sendall(conn.data_to_send())
-        headers = trailers = None
-        while True:
-            data = sock.recv(65536)  # bounded by the socket timeout
-            assert data, "the server closed the connection before the call ended"
-            for event in conn.receive_data(data):
-                if isinstance(event, h2.events.ResponseReceived) and event.stream_id == sid:
-                    headers = list(event.headers)
-                elif isinstance(event, h2.events.TrailersReceived) and event.stream_id == sid:
-                    trailers = list(event.headers)
-                elif isinstance(event, h2.events.DataReceived):
-                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-                elif isinstance(event, h2.events.StreamEnded) and event.stream_id == sid:
-                    sock.sendall(conn.data_to_send())
-                    return headers, trailers if trailers is not None else headers
-                elif isinstance(event, h2.events.StreamReset) and event.stream_id == sid:
-                    raise AssertionError(f"stream reset: {event.error_code!r}")
-            sock.sendall(conn.data_to_send())
-    finally:
-        sock.close()
 
 
 def test_percent_and_non_ascii_are_encoded_on_the_wire(gateway, primitive):
@@ -62,7 +22,7 @@ def test_percent_and_non_ascii_are_encoded_on_the_wire(gateway, primitive):
     md = [("authorization", f"Bearer {gateway.token('primitive')}"),
           ("x-transit-request-sequence", str(seq))]
     body = flightsql.flight_descriptor(flightsql.statement_query(SQL))
-    _, trailers = raw_call(gateway.port, PATH, body, md)
+    _, trailers = unary_call(gateway.port, PATH, body, md)
     fields = dict(trailers)
     assert fields[b"grpc-status"] == b"3", fields  # INVALID_ARGUMENT
     wire = fields[b"grpc-message"]

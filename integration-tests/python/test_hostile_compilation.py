@@ -10,10 +10,9 @@ import time
 import grpc
 import pytest
 
-import edgehelp as E
+import calls as C
 import flightsql
 from diagnostic_clients import facts
-from edgehelp import template_state  # noqa: F401  (session fixture)
 
 GET_SCHEMA = "/arrow.flight.protocol.FlightService/GetSchema"
 # Pool = admission_per_gateway + compile_per_gateway + 8 (GatewayServer).
@@ -33,8 +32,8 @@ def slowest_allowed(tag):
 
 
 @pytest.fixture(scope="module")
-def d(template_state, tmp_path_factory):
-    daemon = E.ConfiguredDaemon(template_state, tmp_path_factory.mktemp("compile"), {"limits": LIMITS}).start()
+def d(configured, tmp_path_factory):
+    daemon = configured(tmp_path_factory.mktemp("compile"), {"limits": LIMITS}).start()
     yield daemon
     if daemon.alive():
         daemon.assert_clean_stop()
@@ -46,10 +45,10 @@ def schema_call(ch, daemon, sql, caller="primitive", timeout=30):
 
 
 def test_nesting_hidden_behind_a_comment_is_refused_in_milliseconds(d):
-    ch = E.channel(d.target)
+    ch = C.channel(d)
     try:
         start = time.monotonic()
-        code, details, diag = E.rpc_failure(schema_call, ch, d, HIDDEN)
+        code, details, diag = C.failure(schema_call, ch, d, HIDDEN)
         took = time.monotonic() - start
         assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details)
         assert diag["code"] == "query.too_complex", diag
@@ -57,10 +56,10 @@ def test_nesting_hidden_behind_a_comment_is_refused_in_milliseconds(d):
             {"bound": "nesting", "limit": "32", "required": "800"}, diag
         assert took < 1.0, f"refusal took {took:.3f}s"
         # The same through GetFlightInfo: refused before admission, the sequence stays unused.
-        before = E.next_sequence(ch, d)
-        code, _, diag = E.rpc_failure(E.flight_info, ch, d, HIDDEN, sequence=before)
+        before = C.next_sequence(ch, d)
+        code, _, diag = C.failure(C.flight_info, ch, d, HIDDEN, sequence=before)
         assert code == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == "query.too_complex"
-        assert E.next_sequence(ch, d) == before
+        assert C.next_sequence(ch, d) == before
     finally:
         ch.close()
 
@@ -70,14 +69,14 @@ def test_a_callers_concurrent_compilations_are_bounded(d):
     answers, errors = [], []
 
     def one(i):
-        ch = E.channel(d.target)
+        ch = C.channel(d)
         try:
             barrier.wait()
             try:
                 schema_call(ch, d, slowest_allowed(f"busy {i}"))
                 answers.append(("ok", None))
             except grpc.RpcError as e:
-                answers.append((e.code(), E.rpc_failure(lambda: (_ for _ in ()).throw(e))[2]))
+                answers.append((e.code(), C.failure(lambda: (_ for _ in ()).throw(e)).diagnostic))
         except Exception as e:  # noqa: BLE001  (reported below)
             errors.append(e)
         finally:
@@ -106,7 +105,7 @@ def test_other_callers_are_answered_within_a_second_while_the_pool_size_of_hosti
     errors = []
 
     def hostile(i):
-        ch = E.channel(d.target)
+        ch = C.channel(d)
         n = 0
         try:
             while not stop.is_set() and n < 500:
@@ -128,15 +127,15 @@ def test_other_callers_are_answered_within_a_second_while_the_pool_size_of_hosti
     slowest = {}
     try:
         time.sleep(1.0)  # let the hostile callers fill the pool first
-        ch = E.channel(d.target)
+        ch = C.channel(d)
         try:
             for i in range(5):
                 for name, call in (
-                        ("GetSessionOptions", lambda: E.next_sequence(ch, d, "mixed")),
-                        ("GetCatalogs", lambda: ch.unary_unary(E.GET_FLIGHT_INFO)(
+                        ("GetSessionOptions", lambda: C.next_sequence(ch, d, "mixed")),
+                        ("GetCatalogs", lambda: ch.unary_unary(C.GET_FLIGHT_INFO)(
                             flightsql.flight_descriptor(flightsql.get_catalogs()),
                             metadata=d.auth("mixed"), timeout=30)),
-                        ("statement", lambda: E.flight_info(ch, d, f"SELECT COUNT(*) FROM mixed WHERE id > {i}",
+                        ("statement", lambda: C.flight_info(ch, d, f"SELECT COUNT(*) FROM mixed WHERE id > {i}",
                                                             caller="mixed", timeout=30))):
                     start = time.monotonic()
                     call()
@@ -153,7 +152,7 @@ def test_other_callers_are_answered_within_a_second_while_the_pool_size_of_hosti
         set(hostile_answers)
     assert all(s < 1.0 for s in slowest.values()), slowest
     print(f"starvation: {len(hostile_answers)} hostile answers, slowest other-caller calls {slowest}")
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def count(ch, daemon, sql):
@@ -162,7 +161,7 @@ def count(ch, daemon, sql):
     import pyarrow.flight as fl
     client = fl.FlightClient(daemon.uri)
     try:
-        ticket = E.flight_info(ch, daemon, sql)
+        ticket = C.flight_info(ch, daemon, sql)
         opts = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {daemon.token('primitive')}".encode())],
                                     timeout=60)
         table = client.do_get(fl.Ticket(ticket), opts).read_all()
@@ -173,15 +172,15 @@ def count(ch, daemon, sql):
 
 
 def test_empty_in_lists_are_refused_and_non_empty_lists_count_nulls_as_the_engine_does(d):
-    ch = E.channel(d.target)
+    ch = C.channel(d)
     try:
-        before = E.next_sequence(ch, d)
+        before = C.next_sequence(ch, d)
         for where in ("b NOT IN ()", "b IN ()", "id IN ()"):
-            code, details, diag = E.rpc_failure(E.flight_info, ch, d, f"SELECT COUNT(*) FROM primitive WHERE {where}",
+            code, details, diag = C.failure(C.flight_info, ch, d, f"SELECT COUNT(*) FROM primitive WHERE {where}",
                                                 sequence=before)
             assert code == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == "query.syntax", (where, diag)
             assert "empty IN list" in details
-        assert E.next_sequence(ch, d) == before, "a refused statement consumed a sequence"
+        assert C.next_sequence(ch, d) == before, "a refused statement consumed a sequence"
         # b is nullable: NULL rows are in neither IN nor NOT IN, exactly as SQL (and DuckDB) say.
         total = count(ch, d, "SELECT COUNT(*) FROM primitive")
         nulls = count(ch, d, "SELECT COUNT(*) FROM primitive WHERE b IS NULL")
@@ -203,18 +202,18 @@ def test_empty_in_lists_are_refused_and_non_empty_lists_count_nulls_as_the_engin
     ('SELECT "ID" FROM primitive', "query.unknown_column"),
 ])
 def test_quoted_names_match_exactly_and_unquoted_fold_with_the_root_locale(d, sql, code):
-    ch = E.channel(d.target)
+    ch = C.channel(d)
     try:
-        c, _, diag = E.rpc_failure(schema_call, ch, d, sql)
+        c, _, diag = C.failure(schema_call, ch, d, sql)
         assert c == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == code, (sql, diag)
         schema_call(ch, d, 'SELECT ID, "id" FROM TRANSIT.DEMO.PRIMITIVE')
     finally:
         ch.close()
 
 
-def test_a_parse_over_its_time_budget_is_abandoned(template_state, tmp_path):
-    daemon = E.ConfiguredDaemon(template_state, tmp_path, {"limits": {"compile_timeout_ms": 100}}).start()
-    ch = E.channel(daemon.target)
+def test_a_parse_over_its_time_budget_is_abandoned(configured, tmp_path):
+    daemon = configured(tmp_path, {"limits": {"compile_timeout_ms": 100}}).start()
+    ch = C.channel(daemon)
     try:
         # The first parse in a fresh JVM also loads the parser; a cold one may use the budget up.
         for _ in range(20):
@@ -226,7 +225,7 @@ def test_a_parse_over_its_time_budget_is_abandoned(template_state, tmp_path):
         else:
             raise AssertionError("a one-line statement never compiled within 100 ms")
         start = time.monotonic()
-        code, _, diag = E.rpc_failure(schema_call, ch, daemon, slowest_allowed("timeout"))
+        code, _, diag = C.failure(schema_call, ch, daemon, slowest_allowed("timeout"))
         took = time.monotonic() - start
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "query.compile_timeout", diag
         assert facts(diag)["budget_ms"]["value"] == "100" and diag["outcome"] == "not_admitted", diag
@@ -238,5 +237,5 @@ def test_a_parse_over_its_time_budget_is_abandoned(template_state, tmp_path):
 
 
 def test_accounting_returns_to_zero(d):
-    E.healthy_query(d)
+    C.healthy_query(d)
     d.assert_clean_stop()

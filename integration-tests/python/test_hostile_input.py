@@ -11,137 +11,126 @@ import h2.events
 import h2.settings
 import pytest
 
-import edgehelp as E
+import calls as C
+import h2raw as H
 import flightsql
-from edgehelp import template_state  # noqa: F401  (session fixture)
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
 @pytest.fixture(scope="module")
-def d(template_state, tmp_path_factory):
-    daemon = E.ConfiguredDaemon(template_state, tmp_path_factory.mktemp("hostile"), {}).start()
+def d(configured, tmp_path_factory):
+    daemon = configured(tmp_path_factory.mktemp("hostile"), {}).start()
     yield daemon
     if daemon.alive():
         daemon.assert_clean_stop()
 
 
 def test_garbage_instead_of_the_preface_closes_that_connection(d):
-    s = E.raw_connect(d.port)
+    s = H.raw_connect(d.port)
     s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + bytes(range(256)) * 8)
-    E.recv_until_closed(s)
+    H.recv_until_closed(s)
     s.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_garbage_frames_after_the_preface_get_goaway(d):
-    s, conn, _ = E.h2_open(d.port)
+    s, conn, _ = H.h2_open(d.port)
     # A frame of unknown-but-invalid layout: a SETTINGS frame whose length is not a multiple of 6.
     s.sendall(b"\x00\x00\x05\x04\x00\x00\x00\x00\x00" + b"\xff" * 5)
-    code, _ = E.read_goaway(s)
+    code, _ = H.read_goaway(s)
     assert code == h2.errors.ErrorCodes.FRAME_SIZE_ERROR
     s.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_truncated_frame_then_hangup(d):
-    s, conn, _ = E.h2_open(d.port)
+    s, conn, _ = H.h2_open(d.port)
     sid = conn.get_next_available_stream_id()
-    conn.send_headers(sid, E.grpc_request_headers(d.port, E.DO_GET, d.auth()))
+    conn.send_headers(sid, H.grpc_request_headers(d.port, C.DO_GET, d.auth()))
     s.sendall(conn.data_to_send())
     # A DATA frame header announcing 1000 bytes, then 10 of them, then the peer vanishes.
     s.sendall(b"\x00\x03\xe8\x00\x00" + sid.to_bytes(4, "big") + b"\x00" * 10)
     s.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_truncated_grpc_message_gets_a_status(d):
-    s, conn, _ = E.h2_open(d.port)
+    s, conn, _ = H.h2_open(d.port)
     sid = conn.get_next_available_stream_id()
-    conn.send_headers(sid, E.grpc_request_headers(d.port, E.DO_GET, d.auth()))
+    conn.send_headers(sid, H.grpc_request_headers(d.port, C.DO_GET, d.auth()))
     # A gRPC frame announcing 100 bytes with only 3 sent, then END_STREAM: a truncated message.
     conn.send_data(sid, b"\x00\x00\x00\x00\x64abc", end_stream=True)
     s.sendall(conn.data_to_send())
-    events = E.h2_read(s, conn, lambda evs: any(isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset))
+    events = H.h2_read(s, conn, lambda evs: any(isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset))
                                                 for e in evs) or "closed" in evs)
     statuses = [dict(e.headers).get("grpc-status") for e in events
                 if isinstance(e, (h2.events.TrailersReceived, h2.events.ResponseReceived))]
     resets = [e for e in events if isinstance(e, h2.events.StreamReset)]
     assert any(st not in (None, "0") for st in statuses) or resets, events
     s.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_bad_protobuf_any_and_bad_ticket(d):
-    ch = E.channel(d.target)
-    rpc = ch.unary_unary(E.GET_FLIGHT_INFO)
+    ch = C.channel(d)
+    rpc = ch.unary_unary(C.GET_FLIGHT_INFO)
     for command in (b"\x0a\xff\xff", flightsql.any_of("type.googleapis.com/no.Such", b"\x01\x02"),
                     b"\xff" * 64):
-        code, _, diag = E.rpc_failure(rpc, flightsql.flight_descriptor(command), metadata=d.auth(), timeout=30)
+        code, _, diag = C.failure(rpc, flightsql.flight_descriptor(command), metadata=d.auth(), timeout=30)
         assert code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED), (command, code)
         assert diag is not None
-    code, _, diag = E.rpc_failure(lambda: list(E.do_get(ch, d, b"\x00" * 250)))
+    code, _, diag = C.failure(lambda: list(C.do_get(ch, d, b"\x00" * 250)))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and diag["code"].startswith("ticket.")
     ch.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_oversized_header_list_closes_that_connection(d):
-    ch = E.channel(d.target)
+    ch = C.channel(d)
     md = d.auth() + [("x-padding", "p" * 20000)]
-    code, _, _ = E.rpc_failure(lambda: list(ch.unary_stream(E.DO_ACTION)(b"", metadata=md, timeout=30)))
+    code, _, _ = C.failure(lambda: list(ch.unary_stream(C.DO_ACTION)(b"", metadata=md, timeout=30)))
     # Above the hard header-list bound gRPC-Java answers GOAWAY: the client sees its connection end.
     assert code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INTERNAL)
     ch.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_second_concurrent_stream_on_one_connection_is_refused(d):
     from hpack import Encoder
-    from hyperframe.frame import Frame, HeadersFrame, RstStreamFrame
-    s, conn, events = E.h2_open(d.port)
+    from hyperframe.frame import HeadersFrame, RstStreamFrame
+    s, conn, events = H.h2_open(d.port)
     settings = next(e for e in events if isinstance(e, h2.events.RemoteSettingsChanged))
     assert settings.changed_settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS].new_value == 1
     # Two stream openings back to back, framed by hand: a conforming client would hold the second.
     encoder = Encoder()
     for sid in (1, 3):
         f = HeadersFrame(sid)
-        f.data = encoder.encode(E.grpc_request_headers(d.port, E.DO_ACTION, d.auth()))
+        f.data = encoder.encode(H.grpc_request_headers(d.port, C.DO_ACTION, d.auth()))
         f.flags.add("END_HEADERS")
         s.sendall(f.serialize())
-    buf = bytearray()
-    reset = None
-    while reset is None:
-        data = s.recv(65536)
-        assert data, "connection closed before the second stream was refused"
-        buf.extend(data)
-        while len(buf) >= 9:
-            frame, length = Frame.parse_frame_header(memoryview(bytes(buf[:9])))
-            if len(buf) < 9 + length:
-                break
-            frame.parse_body(memoryview(bytes(buf[9:9 + length])))
-            del buf[:9 + length]
-            if isinstance(frame, RstStreamFrame) and frame.stream_id == 3:
-                reset = frame
+    reset = next((f for _, f in H.frames(s, 30, "RST_STREAM")
+                  if isinstance(f, RstStreamFrame) and f.stream_id == 3), None)
+    assert reset is not None, "connection closed before the second stream was refused"
     assert reset.error_code == h2.errors.ErrorCodes.REFUSED_STREAM
     s.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_thousands_of_cancels(d):
-    ch = E.channel(d.target)
-    ticket = E.flight_info(ch, d, "SELECT id, a, b, c, d FROM primitive")
+    ch = C.channel(d)
+    ticket = C.flight_info(ch, d, "SELECT id, a, b, c, d FROM primitive")
     ch.close()
     errors = []
 
     def worker(n_immediate, n_after_first):
-        c = E.channel(d.target)
+        c = C.channel(d)
         try:
             for _ in range(n_immediate):
-                call = E.do_get(c, d, ticket)
+                call = C.do_get(c, d, ticket)
                 call.cancel()
             for _ in range(n_after_first):
-                call = E.do_get(c, d, ticket)
+                call = C.do_get(c, d, ticket)
                 next(iter(call))
                 call.cancel()
         except Exception as e:  # noqa: BLE001  (reported below)
@@ -156,10 +145,10 @@ def test_thousands_of_cancels(d):
         t.join(300)
     assert not any(t.is_alive() for t in threads), "cancel workers did not finish within 300 s"
     assert not errors, errors[:3]
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_accounting_returns_to_zero(d):
-    E.healthy_query(d)
+    C.healthy_query(d)
     stats = d.assert_clean_stop()
     assert stats["allocator_peak_bytes"] > 0

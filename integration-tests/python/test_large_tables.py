@@ -19,9 +19,8 @@ import pytest
 
 import flightsql
 from diagnostic_clients import decode_diagnostic
-from disclosure_support import (ConfigDaemon, next_sequence, options, statement_info,
-                                ticket_of)
-from status_rigs import failure, sql_info
+from calls import Caller, failure, options, sql_info, ticket_of
+from daemon import Daemon
 
 MiB = 1 << 20
 BIG_ROWS = 48_000_000
@@ -89,7 +88,7 @@ def big(tmp_path_factory):
         "callers": [_caller("big", 601), _caller("mutable", 602)],
     }
     (state / "gateway.json").write_text(json.dumps(cfg, indent=2))
-    d = ConfigDaemon(state)
+    d = Daemon(state)
     started = time.monotonic()
     d.start()
     d.startup_seconds = time.monotonic() - started
@@ -100,7 +99,7 @@ def big(tmp_path_factory):
 
 
 def query(daemon, caller, sql):
-    info = statement_info(daemon, caller, sql, next_sequence(daemon, caller))
+    info = Caller(daemon, caller).info(sql)
     table = fl.FlightClient(daemon.uri).do_get(fl.Ticket(ticket_of(info)),
                                                options(daemon, caller)).read_all()
     return table, ticket_of(info)
@@ -139,7 +138,7 @@ def test_a_changed_published_file_fails_the_statement_naming_it(big):
     _write_small(big.data / "mutable.parquet", 1000, 20)
     with grpc.insecure_channel(f"127.0.0.1:{big.port}") as ch:
         seen = failure(sql_info, ch, big, "mutable", "SELECT SUM(v) FROM mutable",
-                       next_sequence(big, "mutable"))
+                       Caller(big, "mutable").next_sequence())
     assert seen.status == "FAILED_PRECONDITION", seen
     assert "mutable.parquet" in seen.message, seen.message
     diagnostic = decode_diagnostic(seen.raw_trailer)

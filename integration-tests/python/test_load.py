@@ -16,8 +16,7 @@ import time
 
 import grpc
 
-import edgehelp as E
-from edgehelp import template_state  # noqa: F401  (session fixture)
+import calls as C
 
 STRESS = os.environ.get("TRANSIT_STRESS") == "1"
 CLIENTS = int(os.environ.get("TRANSIT_LOAD_CLIENTS", 32 if STRESS else 8))
@@ -50,14 +49,14 @@ def rss_kib(pid, field):
     return 0
 
 
-def test_bounded_load(template_state, tmp_path, monkeypatch):
+def test_bounded_load(configured, tmp_path, monkeypatch):
     monkeypatch.setenv("TRANSIT_JAVA_OPTS", f"-Xmx{HEAP_MB}m -Xms64m")
-    d = E.ConfiguredDaemon(template_state, tmp_path, {"limits": {
+    d = configured(tmp_path, {"limits": {
         "root_allocator_bytes": ROOT_MB << 20, "stream_allocator_bytes": 64 << 20,
         "credit_stall_ms": 1000, "max_connections": CLIENTS + 8}}).start()
-    setup = E.channel(d.target)
-    big = E.flight_info(setup, d, "SELECT id, a, b, c, d FROM primitive")
-    mid = E.flight_info(setup, d, "SELECT id, a FROM primitive WHERE a > 0")
+    setup = C.channel(d)
+    big = C.flight_info(setup, d, "SELECT id, a, b, c, d FROM primitive")
+    mid = C.flight_info(setup, d, "SELECT id, a FROM primitive WHERE a > 0")
     setup.close()
 
     latencies = collections.defaultdict(list)
@@ -81,38 +80,38 @@ def test_bounded_load(template_state, tmp_path, monkeypatch):
             record(op, t0, "EXCEPTION " + type(e).__name__ + " " + str(e)[:80])
 
     def statement_worker(caller, rng):
-        ch = E.channel(d.target)
+        ch = C.channel(d)
         sql = {"primitive": "SELECT COUNT(*), SUM(a) FROM primitive WHERE id < {n}",
                "mixed": "SELECT COUNT(*) FROM mixed WHERE id < {n}",
                "cells": "SELECT COUNT(*) FROM cells WHERE id < {n}"}[caller]
         while time.monotonic() < stop_at:
             n = rng.randrange(1, 1_000_000)
-            run("statement", lambda: list(E.do_get(ch, d, E.flight_info(ch, d, sql.format(n=n), caller), caller)))
+            run("statement", lambda: list(C.do_get(ch, d, C.flight_info(ch, d, sql.format(n=n), caller), caller)))
         ch.close()
 
     def metadata_op(ch):
-        rpc = ch.unary_unary(E.GET_FLIGHT_INFO)
+        rpc = ch.unary_unary(C.GET_FLIGHT_INFO)
         import flightsql
         info = rpc(flightsql.flight_descriptor(flightsql.get_tables(include_schema=True)),
                    metadata=d.auth(), timeout=60)
-        list(E.do_get(ch, d, E.first_ticket(info)))
+        list(C.do_get(ch, d, C.ticket_of(info)))
 
     def slow_read(ch):
-        it = iter(E.do_get(ch, d, big))
+        it = iter(C.do_get(ch, d, big))
         next(it)
         time.sleep(3)  # past the 1 s credit-stall budget once the client's window is full
         for _ in it:
             time.sleep(0.2)
 
     def cancel(ch):
-        call = E.do_get(ch, d, big)
+        call = C.do_get(ch, d, big)
         next(iter(call))
         call.cancel()
         raise_cancelled(call)
 
     def mixed_worker(rng):
-        ch = E.channel(d.target)
-        ops = [("metadata", metadata_op), ("read", lambda c: list(E.do_get(c, d, mid))),
+        ch = C.channel(d)
+        ops = [("metadata", metadata_op), ("read", lambda c: list(C.do_get(c, d, mid))),
                ("slow_reader", slow_read), ("cancel", cancel)]
         while time.monotonic() < stop_at:
             name, fn = rng.choice(ops)
@@ -134,8 +133,8 @@ def test_bounded_load(template_state, tmp_path, monkeypatch):
     for t in threads:
         t.join()
     hwm = rss_kib(d.proc.pid, "VmHWM")
-    E.healthy_query(d)
-    shutdown = d.stop()
+    C.healthy_query(d)
+    shutdown = d.stop_report()
 
     report = {
         "clients": CLIENTS, "seconds": SECONDS,

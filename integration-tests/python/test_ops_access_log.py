@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
-from conftest import Caller
-from disclosure_support import ConfigDaemon
+from calls import Caller
+from daemon import Daemon
 
 SQL = "SELECT COUNT(*), SUM(a) FROM primitive WHERE a > 2"
 BAD_TOKEN = "tfg_" + "q" * 40
@@ -56,7 +56,7 @@ def fields(record):
 
 
 def test_access_log_one_json_line_per_rpc(tmp_path):
-    d = ConfigDaemon(tmp_path / "state").start()
+    d = Daemon(tmp_path / "state").start()
     assert d.stop() == 0
     cfg = d.config()
     cfg["ops"] = {"log": {"format": "json", "access": True}}

@@ -3,24 +3,13 @@ refusing each data mismatch with exit 2 naming the file and column (run likewise
 init --parquet writing a configuration that run serves at once."""
 
 import json
-import os
-import subprocess
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import Caller
-from daemon import ROOT
-from ops_support import Process, Served
-
-GATEWAY = str(ROOT / "scripts" / "gateway")
-ENV = dict(os.environ, TRANSIT_NO_BUILD="1")
-
-
-def gateway(*args, timeout=120):
-    return subprocess.run([GATEWAY, *args], capture_output=True, text=True, timeout=timeout,
-                          env=ENV)
+from calls import Caller
+from daemon import ROOT, Daemon, gateway_once as gateway
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +58,15 @@ def test_init_then_run_answers_a_pyarrow_statement(initialized):
     state = config.parent / "state"
     assert (state / "credentials" / "ops.token").stat().st_mode & 0o777 == 0o600
     assert gateway("check-config", f"--config={config}").returncode == 0
-    p = Process([GATEWAY, "run", f"--config={config}"], ENV)
+    d = Daemon(state, command=[str(ROOT / "scripts" / "gateway"), "run", f"--config={config}"])
+    d.start()
     try:
-        c = Caller(Served(p, state), "ops")
+        c = Caller(d, "ops")
         table, _ = c.query("SELECT COUNT(*), SUM(trip_id) FROM trips WHERE trip_id > 50")
         assert table.column(0).to_pylist() == [50]
         assert table.column(1).to_pylist() == [sum(range(51, 101))]
     finally:
-        assert p.stop() == 0
+        assert d.stop() == 0
     r = gateway("init", "--parquet", str(data), "--config", str(config))
     assert r.returncode == 2 and "exists" in r.stderr
 

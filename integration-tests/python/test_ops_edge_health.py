@@ -8,9 +8,7 @@ import time
 import grpc
 import pytest
 
-import edgehelp as E
 import edgetls
-from edgehelp import template_state  # noqa: F401  (session fixture)
 from ops_support import HEALTH_CHECK, STATUS
 
 pytestmark = pytest.mark.skipif(edgetls.nginx_binary() is None,
@@ -24,11 +22,11 @@ def edge_health(port, ca_pem):
     return STATUS[body[1] if body else 0]
 
 
-def test_health_through_nginx_edge_across_drain(template_state, tmp_path):  # noqa: F811
+def test_health_through_nginx_edge_across_drain(configured, tmp_path):
     certs = edgetls.make_certs(tmp_path / "pki")
     ca_pem = certs["ca"].read_bytes()
     sock = tmp_path / "gw.sock"
-    daemon = E.ConfiguredDaemon(template_state, tmp_path / "gw", {
+    daemon = configured(tmp_path / "gw", {
         "listen": {"unix_socket": str(sock)}, "ops": {"drain_notice_ms": 4000}}).start()
     nginx = edgetls.Nginx(tmp_path / "nginx", certs, daemon.port, sock).start()
     try:

@@ -7,13 +7,13 @@ import time
 import grpc
 import pytest
 
-from conftest import Caller
-from disclosure_support import ConfigDaemon
+from calls import Caller
+from daemon import Daemon
 from ops_support import health
 
 
 def test_health_serving_after_start_not_serving_while_draining(tmp_path):
-    d = ConfigDaemon(tmp_path / "state").start()
+    d = Daemon(tmp_path / "state").start()
     assert d.stop() == 0
     cfg = d.config()
     cfg["ops"] = {"drain_notice_ms": 4000}

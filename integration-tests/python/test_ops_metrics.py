@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
-from conftest import Caller, app_metadata
-from disclosure_support import ConfigDaemon
+from calls import Caller, app_metadata
+from daemon import Daemon
 from ops_support import metrics_port, sample, scrape
 
 SQL = "SELECT COUNT(*), SUM(a) FROM primitive WHERE a > 3"
@@ -30,7 +30,7 @@ def rpc(s, method, status):
 
 
 def test_metrics_after_known_workload(tmp_path):
-    d = ConfigDaemon(tmp_path / "state").start()
+    d = Daemon(tmp_path / "state").start()
     assert d.stop() == 0
     cfg = d.config()
     cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": 0}}

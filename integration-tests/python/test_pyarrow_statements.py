@@ -8,7 +8,7 @@ import pyarrow.flight as fl
 import pytest
 
 import flightsql
-from conftest import app_metadata
+from calls import app_metadata
 
 
 def duck(gateway, publication, sql):

@@ -12,7 +12,8 @@ import pytest
 
 import flightsql
 import transit_flight as tf
-from admission_support import FaultyDaemon, Journal, connect, statement, info_fields, wait_until
+from calls import channel, info_fields, sql_info
+from daemon import Daemon, wait_until
 from tcp_proxy import TcpProxy
 
 THREADS, STATEMENTS = 8, 200
@@ -20,15 +21,6 @@ THREADS, STATEMENTS = 8, 200
 
 def token_file(gateway, caller="primitive"):
     return gateway.state_dir / "credentials" / f"{caller}.token"
-
-
-def principal(gateway, caller="primitive"):
-    cfg = json.loads((gateway.state_dir / "gateway.json").read_text())
-    return next(c["principal"] for c in cfg["callers"] if c["name"] == caller)
-
-
-def journal(gateway):
-    return Journal(gateway.state_dir / "engine" / "journal.sqlite")
 
 
 def test_eight_threads_on_one_credential_run_200_statements_without_conflict(gateway, primitive):
@@ -68,7 +60,7 @@ def test_eight_threads_on_one_credential_run_200_statements_without_conflict(gat
 
 def test_dropped_connection_mid_getflightinfo_is_replayed_not_rerun(gateway, primitive):
     proxy = TcpProxy(gateway.port)
-    journal_, who = journal(gateway), principal(gateway)
+    journal_, who = gateway.journal(), gateway.principal("primitive")
     sql = "SELECT COUNT(*), SUM(a) FROM primitive WHERE id < 4242"
     try:
         conn = tf.connect(proxy.uri, token_file=token_file(gateway),
@@ -101,8 +93,8 @@ def test_dropped_connection_mid_getflightinfo_is_replayed_not_rerun(gateway, pri
         correlation, state = after[sequence]
         assert (out["sequence"], out["correlation"], state) == (sequence, correlation, "SUCCEEDED")
         # The same as a direct replay reads, through another client.
-        with connect(gateway) as ch:
-            again, _ = info_fields(statement(ch, gateway, "primitive", sql, sequence))
+        with channel(gateway) as ch:
+            again, _ = info_fields(sql_info(ch, gateway, "primitive", sql, sequence))
         assert again == correlation
         table, _ = primitive.query(sql)
         assert out["row"] == tuple(table.to_pylist()[0].values())
@@ -113,7 +105,7 @@ def test_dropped_connection_mid_getflightinfo_is_replayed_not_rerun(gateway, pri
 
 def test_kill9_and_restart_mid_statement_is_replayed_not_rerun(tmp_path):
     # Accepted queries wait before executing, so the kill finds this one accepted, unfinished.
-    d = FaultyDaemon(tmp_path / "state", "execution-delay-ms:1500").start()
+    d = Daemon(tmp_path / "state", faults="execution-delay-ms:1500").start()
     try:
         journal_, who = d.journal(), d.principal("primitive")
         conn = tf.connect(d.uri, token_file=token_file(d), retry=tf.RetryPolicy(total=120))
@@ -143,8 +135,8 @@ def test_kill9_and_restart_mid_statement_is_replayed_not_rerun(tmp_path):
         assert set(queries) == {sequence}, "exactly one query, at the statement's sequence"
         assert queries[sequence] == (accepted, "SUCCEEDED")
         assert (out["sequence"], out["correlation"]) == (sequence, accepted)
-        with connect(d) as ch:
-            again, _ = info_fields(statement(ch, d, "primitive", sql, sequence))
+        with channel(d) as ch:
+            again, _ = info_fields(sql_info(ch, d, "primitive", sql, sequence))
         assert again == accepted
         reference = tf.connect(d.uri, token_file=token_file(d))
         assert out["row"] == tuple(reference.execute(sql).to_pylist()[0].values())

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import flightsql
-from disclosure_support import (ConfigDaemon, do_get_exact, metadata_info, next_sequence, options,
-                                statement_info, ticket_of)
+from calls import Caller, do_get_exact, options, ticket_of
+from daemon import Daemon
 
 SQL = "SELECT id, a, b FROM primitive WHERE id < 10"
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False),
@@ -23,7 +23,7 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False),
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    d = ConfigDaemon(tmp_path_factory.mktemp("republish")).start()
+    d = Daemon(tmp_path_factory.mktemp("republish")).start()
     yield d
     assert d.stop() == 0, "gateway did not exit cleanly"
 
@@ -35,8 +35,8 @@ def read(daemon, ticket):
 
 def tickets(daemon):
     """A statement ticket and a metadata ticket for the primitive caller, and what they read."""
-    stmt = ticket_of(statement_info(daemon, "primitive", SQL, next_sequence(daemon, "primitive")))
-    meta = ticket_of(metadata_info(daemon, "primitive", flightsql.get_tables(include_schema=True)))
+    stmt = ticket_of(Caller(daemon, "primitive").info(SQL))
+    meta = ticket_of(Caller(daemon, "primitive").metadata_info(flightsql.get_tables(include_schema=True)))
     return stmt, meta, read(daemon, stmt), read(daemon, meta)
 
 

@@ -6,7 +6,7 @@ at most 128 bytes; the transit-diagnostic-bin trailer is valid Diagnostic v1 JSO
 size, UTF-8) whose ``status`` is the wire status and whose ``cause`` is the row. Rows that by
 design carry no trailer are listed in NO_TRAILER with the reason, and its absence is asserted.
 
-Daemons: the session gateway, and Rig daemons over copies of its deployment:
+Daemons: the session gateway, and variant daemons over copies of its deployment:
 ``held`` (execution delay, one admission per caller, 3-row budget, unknown outcome once, results
 released after execution), ``edited`` (a 1 MiB stream allocator; SIGHUP edits), ``unpublished``
 (engine without publications, clock reading -1 ms) and ``defective`` (a clock that throws).
@@ -14,17 +14,28 @@ The held rig's one after-record fault is meant for the UNKNOWN_OUTCOME row, whic
 run the module whole (a ``-k`` selection of another held-rig row would meet that fault).
 """
 
+import re
 import time
 
 import grpc
 import pytest
 
 import flightsql
-from admission_support import wait_until
+from calls import drain, expiry_ms, failure, info, next_sequence, sql_info, ticket_of
+from daemon import ROOT, Daemon, wait_until
 from diagnostic_clients import bounded, check_message, decode_diagnostic
-from disclosure_support import expiry_ms
-from status_rigs import (Rig, do_get, failure, info, next_sequence, sql_info, status_rows,
-                         ticket_of)
+
+# A status-table row in docs/status.md: "| `CAUSE` | `STATUS` | ...".
+_ROW = re.compile(r"^\| `([A-Z_]+)` \| `([A-Z_]+)` \|")
+
+
+def status_rows():
+    """[(cause, status)] of every row of the status table in docs/status.md, in order."""
+    rows = [(m.group(1), m.group(2)) for line in
+            (ROOT / "docs" / "status.md").read_text().splitlines() if (m := _ROW.match(line))]
+    assert len(rows) >= 20, f"the status table parsed to {len(rows)} rows"
+    return rows
+
 
 ROWS = status_rows()
 DELAY_MS = 2500
@@ -55,7 +66,8 @@ def rigs(gateway):
                 "unpublished": dict(faults="engine-publications:none,clock:negative"),
                 "defective": dict(faults="clock:defect"),
             }[name]
-            started[name] = Rig.over(gateway, **spec)
+            started[name] = Daemon.variant(gateway, {"limits": spec.get("limits", {})},
+                                           faults=spec.get("faults")).start()
         return started[name]
 
     yield get
@@ -137,7 +149,7 @@ def t_access_denied(ctx):
     d.edit_caller("cells", read=False)
     try:
         assert d.reload() == "reloaded"
-        return failure(do_get, ctx.channel(d), d, "cells", ticket)
+        return failure(drain, ctx.channel(d), d, "cells", ticket)
     finally:
         d.edit_caller("cells", read=True)
         assert d.reload() == "reloaded"
@@ -152,14 +164,14 @@ def t_precondition(ctx):
 
 
 def t_cell_state(ctx):
-    return failure(do_get, ctx.channel(ctx.gw), ctx.gw, "cells",
+    return failure(drain, ctx.channel(ctx.gw), ctx.gw, "cells",
                    fresh(ctx, ctx.gw, "cells", "SELECT bad FROM cells"))
 
 
 def t_retired(ctx):
     # The held rig releases each result right after it executed: the ticket names a retired one.
     d = ctx.rig("held")
-    return failure(do_get, ctx.channel(d), d, "cells",
+    return failure(drain, ctx.channel(d), d, "cells",
                    fresh(ctx, d, "cells", "SELECT COUNT(*) FROM cells"))
 
 
@@ -180,7 +192,7 @@ def t_ticket_expired(ctx):
         ticket = fresh(ctx, d, "primitive", "SELECT id FROM primitive WHERE id < 2")
         # Bounded wait for the wall clock to pass the ticket's own expiry (1 ms after issue).
         wait_until(lambda: time.time() * 1000 > expiry_ms(ticket) + 5, 10, "the ticket to expire")
-        return failure(do_get, ctx.channel(d), d, "primitive", ticket)
+        return failure(drain, ctx.channel(d), d, "primitive", ticket)
     finally:
         cfg = d.config()
         if ttl is None:
@@ -205,7 +217,7 @@ def t_unsupported(ctx):
 
 
 def t_integer_out_of_range(ctx):
-    return failure(do_get, ctx.channel(ctx.gw), ctx.gw, "cells",
+    return failure(drain, ctx.channel(ctx.gw), ctx.gw, "cells",
                    fresh(ctx, ctx.gw, "cells", "SELECT big FROM cells"))
 
 
@@ -228,12 +240,12 @@ def t_invalid_sequence(ctx):
 
 
 def t_invalid_ticket(ctx):
-    return failure(do_get, ctx.channel(ctx.gw), ctx.gw, "primitive", b"FTK1" + b"\0" * 60)
+    return failure(drain, ctx.channel(ctx.gw), ctx.gw, "primitive", b"FTK1" + b"\0" * 60)
 
 
 def t_ticket_scope(ctx):
     ticket = fresh(ctx, ctx.gw, "primitive", "SELECT id FROM primitive WHERE id < 3")
-    return failure(do_get, ctx.channel(ctx.gw), ctx.gw, "mixed", ticket)
+    return failure(drain, ctx.channel(ctx.gw), ctx.gw, "mixed", ticket)
 
 
 def t_invalid_protobuf(ctx):
@@ -271,7 +283,7 @@ def t_evidence(ctx):
         data = bytearray(path.read_bytes())
         data[len(data) // 2] ^= 0xFF
         path.write_bytes(bytes(data))
-    return failure(do_get, ctx.channel(d), d, "primitive", ticket)
+    return failure(drain, ctx.channel(d), d, "primitive", ticket)
 
 
 def t_unknown_outcome(ctx):
@@ -284,7 +296,7 @@ def t_unknown_outcome(ctx):
 
 def t_transport(ctx):
     d = ctx.rig("edited")  # a 1 MiB stream allocator refuses the second 16384-row batch
-    return failure(do_get, ctx.channel(d), d, "primitive", fresh(ctx, d, "primitive", BIG))
+    return failure(drain, ctx.channel(d), d, "primitive", fresh(ctx, d, "primitive", BIG))
 
 
 def t_clock(ctx):
@@ -293,7 +305,7 @@ def t_clock(ctx):
     d = ctx.rig("unpublished")
     ch = ctx.channel(d)
     ticket = ticket_of(info(ch, d, "primitive", flightsql.get_catalogs()))
-    return failure(do_get, ch, d, "primitive", ticket)
+    return failure(drain, ch, d, "primitive", ticket)
 
 
 def t_internal(ctx):

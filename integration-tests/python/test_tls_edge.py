@@ -4,18 +4,15 @@ connect with grpc+tls and the test CA; a failing query's status, message and
 transit-diagnostic-bin trailer arrive unchanged. Also the gateway's own TLS listener."""
 
 import json
-import subprocess
 
 import adbc_driver_flightsql.dbapi as flight_sql
 import grpc
 import pyarrow.flight as fl
 import pytest
 
-import edgehelp as E
+import calls as C
 import edgetls
-import flightsql
-from daemon import ROOT
-from edgehelp import template_state  # noqa: F401  (session fixture)
+from daemon import gateway_once
 
 pytestmark = pytest.mark.skipif(edgetls.nginx_binary() is None,
                                 reason="nginx missing: scripts/setup.d/20-nginx.sh installs it")
@@ -30,10 +27,10 @@ def certs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def edge(template_state, tmp_path_factory, certs):
+def edge(configured, tmp_path_factory, certs):
     work = tmp_path_factory.mktemp("edge")
     sock = work / "gw.sock"
-    daemon = E.ConfiguredDaemon(template_state, work / "gw", {"listen": {"unix_socket": str(sock)}}).start()
+    daemon = configured(work / "gw", {"listen": {"unix_socket": str(sock)}}).start()
     nginx = edgetls.Nginx(work / "nginx", certs, daemon.port, sock).start()
     yield daemon, nginx
     nginx.stop()
@@ -42,17 +39,11 @@ def edge(template_state, tmp_path_factory, certs):
 
 
 def pyarrow_query(uri, ca_pem, daemon, sql="SELECT COUNT(*), SUM(a) FROM primitive"):
-    client = fl.FlightClient(uri, tls_root_certs=ca_pem)
+    caller = C.Caller(daemon, "primitive", uri=uri, tls_root_certs=ca_pem)
     try:
-        auth = (b"authorization", f"Bearer {daemon.token('primitive')}".encode())
-        results = list(client.do_action(fl.Action("GetSessionOptions", b""),
-                                        fl.FlightCallOptions(headers=[auth], timeout=60)))
-        seq = flightsql.session_options(results[0].body.to_pybytes())["transit.next_sequence"]
-        opts = fl.FlightCallOptions(headers=[auth, (b"x-transit-request-sequence", str(seq).encode())], timeout=60)
-        info = client.get_flight_info(fl.FlightDescriptor.for_command(flightsql.statement_query(sql)), opts)
-        return client.do_get(info.endpoints[0].ticket, opts).read_all()
+        return caller.query(sql)[0]
     finally:
-        client.close()
+        caller.close()
 
 
 @pytest.mark.parametrize("via", ["tcp", "uds"])
@@ -80,14 +71,8 @@ def test_adbc_through_nginx_tls(edge, certs, via):
 
 
 def failing_call(ch, daemon):
-    rpc = ch.unary_unary(E.GET_FLIGHT_INFO)
-    md = daemon.auth() + [("x-transit-request-sequence", "1")]
-    try:
-        rpc(flightsql.flight_descriptor(flightsql.statement_query("SELECT nope FROM primitive")),
-            metadata=md, timeout=60)
-    except grpc.RpcError as e:
-        return e.code(), e.details(), dict(e.trailing_metadata() or ()).get("transit-diagnostic-bin")
-    raise AssertionError("the failing query succeeded")
+    s = C.failure(C.sql_info, ch, daemon, "primitive", "SELECT nope FROM primitive", 1)
+    return s.code, s.message, s.raw_trailer
 
 
 @pytest.mark.parametrize("via", ["tcp", "uds"])
@@ -95,7 +80,7 @@ def test_failure_and_trailer_pass_through_unchanged(edge, certs, via):
     daemon, nginx = edge
     port = nginx.tcp_port if via == "tcp" else nginx.uds_port
     creds = grpc.ssl_channel_credentials(root_certificates=certs["ca"].read_bytes())
-    with grpc.secure_channel(f"localhost:{port}", creds) as through, E.channel(daemon.target) as direct:
+    with grpc.secure_channel(f"localhost:{port}", creds) as through, C.channel(daemon) as direct:
         edge_result = failing_call(through, daemon)
         direct_result = failing_call(direct, daemon)
     assert edge_result[0] == grpc.StatusCode.INVALID_ARGUMENT
@@ -103,8 +88,8 @@ def test_failure_and_trailer_pass_through_unchanged(edge, certs, via):
     assert json.loads(edge_result[2])["code"] == "query.unknown_column"
 
 
-def test_gateway_own_tls(template_state, tmp_path, certs):
-    d = E.ConfiguredDaemon(template_state, tmp_path, {"listen": {"tls": {
+def test_gateway_own_tls(configured, tmp_path, certs):
+    d = configured(tmp_path, {"listen": {"tls": {
         "cert_file": str(certs["cert"]), "key_file": str(certs["key"])}}}).start()
     try:
         assert d.uris[0].startswith("grpc+tls://")
@@ -121,12 +106,11 @@ def test_gateway_own_tls(template_state, tmp_path, certs):
         d.assert_clean_stop()
 
 
-def test_gateway_tls_key_readable_by_others_is_refused(template_state, tmp_path, certs):
+def test_gateway_tls_key_readable_by_others_is_refused(configured, tmp_path, certs):
     key = tmp_path / "open.key"
     key.write_bytes(certs["key"].read_bytes())
     key.chmod(0o644)
-    d = E.ConfiguredDaemon(template_state, tmp_path, {"listen": {"tls": {
+    d = configured(tmp_path, {"listen": {"tls": {
         "cert_file": str(certs["cert"]), "key_file": str(key)}}})
-    r = subprocess.run([str(ROOT / "scripts" / "gateway"), "check-config", "--config", str(d.config)],
-                       capture_output=True, text=True, timeout=120, env={**__import__("os").environ, "TRANSIT_NO_BUILD": "1"})
+    r = gateway_once("check-config", "--config", str(d.config_path))
     assert r.returncode == 2 and "listen.tls.key_file" in r.stderr

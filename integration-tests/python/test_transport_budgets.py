@@ -4,7 +4,6 @@ configured with a small value of that budget; every daemon must stop with zero l
 The 16 KiB message budget is test_exact_status.py::test_message_over_16_kib_is_resource_exhausted;
 the inbound metadata budget and one-stream-per-connection are in test_hostile_input.py."""
 
-import socket
 import time
 
 import grpc
@@ -12,24 +11,23 @@ import h2.errors
 import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
-from hyperframe.frame import Frame, GoAwayFrame, PingFrame
+from hyperframe.frame import GoAwayFrame, PingFrame
 
+import calls as C
 import flightsql
-
-import edgehelp as E
-from edgehelp import template_state  # noqa: F401  (session fixture)
+import h2raw as H
 
 BIG = "SELECT id, a, b, c, d FROM primitive"
 
 
 @pytest.fixture
-def daemon_with(template_state, tmp_path):
+def daemon_with(configured, tmp_path):
     started = []
 
     def start(limits=None, **overrides):
         if limits:
             overrides["limits"] = limits
-        d = E.ConfiguredDaemon(template_state, tmp_path / f"d{len(started)}", overrides).start()
+        d = configured(tmp_path / f"d{len(started)}", overrides).start()
         started.append(d)
         return d
 
@@ -45,10 +43,10 @@ def diag_fact(diag, name):
 
 def test_max_connections_refuses_the_excess_connection(daemon_with):
     d = daemon_with({"max_connections": 2})
-    a, b, c = E.channel(d.target), E.channel(d.target), E.channel(d.target)
-    E.next_sequence(a, d)
-    E.next_sequence(b, d)
-    code, _, diag = E.rpc_failure(E.next_sequence, c, d)
+    a, b, c = C.channel(d), C.channel(d), C.channel(d)
+    C.next_sequence(a, d)
+    C.next_sequence(b, d)
+    code, _, diag = C.failure(C.next_sequence, c, d)
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert diag["code"] == "transport.connections_exhausted"
     assert diag_fact(diag, "limit") == "2" and diag_fact(diag, "required") == "3"
@@ -57,9 +55,9 @@ def test_max_connections_refuses_the_excess_connection(daemon_with):
     # The freed slot is taken by the next connection (the server sees the close asynchronously).
     deadline = time.monotonic() + 30
     while True:
-        fresh = E.channel(d.target)
+        fresh = C.channel(d)
         try:
-            E.next_sequence(fresh, d)
+            C.next_sequence(fresh, d)
             break
         except grpc.RpcError as e:
             assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() < deadline
@@ -79,21 +77,21 @@ def cut_by_the_control_deadline(diag):
 
 def test_control_deadline_default_applies_without_a_client_deadline(daemon_with):
     d = daemon_with({"control_deadline_default_ms": 1})
-    ch = E.channel(d.target)
-    seq = E.next_sequence(ch, d)
-    code, _, diag = E.rpc_failure(E.flight_info, ch, d, "SELECT SUM(a) FROM primitive", timeout=None,
+    ch = C.channel(d)
+    seq = C.next_sequence(ch, d)
+    code, _, diag = C.failure(C.flight_info, ch, d, "SELECT SUM(a) FROM primitive", timeout=None,
                                   sequence=seq)
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED and cut_by_the_control_deadline(diag), diag
     # A client deadline replaces the default: the same statement at the same sequence resolves.
-    ticket = E.flight_info(ch, d, "SELECT SUM(a) FROM primitive", timeout=60, sequence=seq)
-    assert len(list(E.do_get(ch, d, ticket))) >= 1
+    ticket = C.flight_info(ch, d, "SELECT SUM(a) FROM primitive", timeout=60, sequence=seq)
+    assert len(list(C.do_get(ch, d, ticket))) >= 1
     ch.close()
 
 
 def test_control_deadline_max_caps_the_client_deadline(daemon_with):
     d = daemon_with({"control_deadline_default_ms": 1, "control_deadline_max_ms": 1})
-    ch = E.channel(d.target)
-    code, _, diag = E.rpc_failure(E.flight_info, ch, d, "SELECT SUM(a) FROM primitive", timeout=60)
+    ch = C.channel(d)
+    code, _, diag = C.failure(C.flight_info, ch, d, "SELECT SUM(a) FROM primitive", timeout=60)
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED and cut_by_the_control_deadline(diag), diag
     ch.close()
 
@@ -107,55 +105,53 @@ def read_one_then_pause(call, pause_s):
         for _ in it:
             got += 1
     except grpc.RpcError as e:
-        trailers = dict(e.trailing_metadata() or ())
-        import json
-        raw = trailers.get("transit-diagnostic-bin")
-        return got, (e.code(), json.loads(raw) if raw else None)
+        s = C.seen(e)
+        return got, (s.code, s.diagnostic)
     return got, None
 
 
 @pytest.mark.parametrize("client_timeout,expected_ms", [(None, "1000"), (120, "2000")])
 def test_data_deadline_default_and_max(daemon_with, client_timeout, expected_ms):
     d = daemon_with({"data_deadline_default_ms": 1000, "data_deadline_max_ms": 2000})
-    ch = E.channel(d.target)
-    ticket = E.flight_info(ch, d, BIG)
-    rpc = ch.unary_stream(E.DO_GET)
+    ch = C.channel(d)
+    ticket = C.flight_info(ch, d, BIG)
+    rpc = ch.unary_stream(C.DO_GET)
     kwargs = {"metadata": d.auth()}
     if client_timeout:
         kwargs["timeout"] = client_timeout
-    call = rpc(b"\x0a" + E._varint(len(ticket)) + ticket, **kwargs)
+    call = rpc(C.ticket_message(ticket), **kwargs)
     got, err = read_one_then_pause(call, 5)
     assert err is not None, "a stream past its data deadline must not end OK"
     code, diag = err
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED and diag["code"] == "flight.deadline_exceeded"
     assert diag_fact(diag, "deadline_ms") == expected_ms
     ch.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_response_bytes_per_stream(daemon_with):
     d = daemon_with({"max_response_bytes_per_stream": 1 << 20})
-    ch = E.channel(d.target)
-    ticket = E.flight_info(ch, d, BIG)
-    code, _, diag = E.rpc_failure(lambda: list(E.do_get(ch, d, ticket)))
+    ch = C.channel(d)
+    ticket = C.flight_info(ch, d, BIG)
+    code, _, diag = C.failure(lambda: list(C.do_get(ch, d, ticket)))
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "flight.response_budget"
     assert diag_fact(diag, "limit") == str(1 << 20) and int(diag_fact(diag, "required")) > 1 << 20
     ch.close()
-    E.healthy_query(d)  # a small result stays inside the budget
+    C.healthy_query(d)  # a small result stays inside the budget
 
 
 def test_credit_stall_cuts_a_reader_that_stops(daemon_with):
     d = daemon_with({"credit_stall_ms": 500})
-    ch = E.channel(d.target)
-    ticket = E.flight_info(ch, d, BIG)
-    got, err = read_one_then_pause(E.do_get(ch, d, ticket), 5)
+    ch = C.channel(d)
+    ticket = C.flight_info(ch, d, BIG)
+    got, err = read_one_then_pause(C.do_get(ch, d, ticket), 5)
     # Batches were already written: the client gets an error status, never a fabricated OK.
     assert err is not None
     code, diag = err
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "flight.credit_stall"
     assert diag_fact(diag, "budget_ms") == "500"
     ch.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
     d.assert_clean_stop()
 
 
@@ -164,14 +160,14 @@ def test_stream_allocator_limit(daemon_with):
     # when the next is built, which the 1 MiB stream allocator refuses.
     d = daemon_with({"stream_allocator_bytes": 1 << 20, "max_segment_bytes": 1 << 20,
                      "rows_per_segment": 16384})
-    ch = E.channel(d.target)
-    ticket = E.flight_info(ch, d, BIG)
-    code, _, diag = E.rpc_failure(lambda: list(E.do_get(ch, d, ticket)))
+    ch = C.channel(d)
+    ticket = C.flight_info(ch, d, BIG)
+    code, _, diag = C.failure(lambda: list(C.do_get(ch, d, ticket)))
     assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "flight.allocation"
     assert diag_fact(diag, "stream_limit") == str(1 << 20)
     assert diag_fact(diag, "refused_by").startswith("stream-")
     ch.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_root_allocator_limit(daemon_with):
@@ -185,15 +181,15 @@ def test_root_allocator_limit(daemon_with):
                      "max_segment_bytes": 1 << 20, "rows_per_segment": 16384})
     # A tiny receive window without BDP growth: A's sends stop in the gateway's transport (as
     # copies) and its producer parks holding only the stream root.
-    ch_a = E.channel(d.target, **{"grpc.http2.bdp_probe": 0, "grpc.http2.lookahead_bytes": 16384})
-    ch_b = E.channel(d.target)
-    ticket_a = E.flight_info(ch_a, d, "SELECT id, a, c FROM primitive")
-    ticket_b = E.flight_info(ch_b, d, BIG)
-    first = iter(E.do_get(ch_a, d, ticket_a))
+    ch_a = C.channel(d, **{"grpc.http2.bdp_probe": 0, "grpc.http2.lookahead_bytes": 16384})
+    ch_b = C.channel(d)
+    ticket_a = C.flight_info(ch_a, d, "SELECT id, a, c FROM primitive")
+    ticket_b = C.flight_info(ch_b, d, BIG)
+    first = iter(C.do_get(ch_a, d, ticket_a))
     next(first)
     # Setup, not a measurement: A's producer parks within milliseconds once gRPC is not ready.
     time.sleep(2)
-    code, _, diag = E.rpc_failure(lambda: list(E.do_get(ch_b, d, ticket_b)))
+    code, _, diag = C.failure(lambda: list(C.do_get(ch_b, d, ticket_b)))
     assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "flight.allocation", diag
     assert diag_fact(diag, "refused_by") == "root", diag
     assert diag_fact(diag, "root_limit") == str(root) and diag_fact(diag, "stream_limit") == str(stream)
@@ -201,7 +197,7 @@ def test_root_allocator_limit(daemon_with):
     assert 1 + sum(1 for _ in first) > 2
     ch_a.close()
     ch_b.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
     assert d.assert_clean_stop()["allocator_peak_bytes"] <= root
 
 
@@ -210,9 +206,9 @@ def test_metadata_stream_is_under_the_response_budget(daemon_with):
     passes the budget by one byte is refused with the exact figures, a smaller one passes."""
     required = java_buffer_bytes(catalog_table(daemon_with(), flightsql.get_tables(include_schema=True)))
     d = daemon_with({"max_response_bytes_per_stream": required - 1})
-    ch = E.channel(d.target)
+    ch = C.channel(d)
     ticket = catalog_ticket(ch, d, flightsql.get_tables(include_schema=True))
-    code, _, diag = E.rpc_failure(lambda: list(E.do_get(ch, d, ticket)))
+    code, _, diag = C.failure(lambda: list(C.do_get(ch, d, ticket)))
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "flight.response_budget"
     assert diag_fact(diag, "limit") == str(required - 1) and diag_fact(diag, "required") == str(required)
     ch.close()
@@ -220,9 +216,9 @@ def test_metadata_stream_is_under_the_response_budget(daemon_with):
 
 
 def catalog_ticket(ch, d, command: bytes) -> bytes:
-    info = ch.unary_unary(E.GET_FLIGHT_INFO)(flightsql.flight_descriptor(command),
+    info = ch.unary_unary(C.GET_FLIGHT_INFO)(flightsql.flight_descriptor(command),
                                               metadata=d.auth(), timeout=30)
-    return E.first_ticket(info)
+    return C.ticket_of(info)
 
 
 def catalog_table(d, command: bytes):
@@ -250,50 +246,50 @@ def java_buffer_bytes(table) -> int:
 
 def test_idle_connection_is_closed_with_goaway(daemon_with):
     d = daemon_with({"max_connection_idle_ms": 500})
-    s, _, _ = E.h2_open(d.port)
-    assert E.read_goaway(s) == (h2.errors.ErrorCodes.NO_ERROR, b"max_idle")
+    s, _, _ = H.h2_open(d.port)
+    assert H.read_goaway(s) == (h2.errors.ErrorCodes.NO_ERROR, b"max_idle")
     s.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_connection_age_is_bounded_with_goaway(daemon_with):
     d = daemon_with({"max_connection_age_ms": 500, "max_connection_age_grace_ms": 60_000})
-    s, _, _ = E.h2_open(d.port)
-    assert E.read_goaway(s) == (h2.errors.ErrorCodes.NO_ERROR, b"max_age")
+    s, _, _ = H.h2_open(d.port)
+    assert H.read_goaway(s) == (h2.errors.ErrorCodes.NO_ERROR, b"max_age")
     s.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_keepalive_ping_flood_is_refused(daemon_with):
     d = daemon_with({"permit_keepalive_time_ms": 60_000})
-    s, conn, _ = E.h2_open(d.port)
+    s, conn, _ = H.h2_open(d.port)
     for i in range(5):
         conn.ping(i.to_bytes(8, "big"))
     s.sendall(conn.data_to_send())
-    code, debug = E.read_goaway(s)
+    code, debug = H.read_goaway(s)
     assert code == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM and debug == b"too_many_pings"
     s.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_handshake_timeout_closes_a_silent_connection(daemon_with):
     d = daemon_with({"handshake_timeout_ms": 500})
-    s = E.raw_connect(d.port)
-    E.recv_until_closed(s, 30)  # raises unless the daemon closes it
+    s = H.raw_connect(d.port)
+    H.recv_until_closed(s, 30)  # raises unless the daemon closes it
     s.close()
-    E.healthy_query(d)
+    C.healthy_query(d)
 
 
 def test_server_keepalive_closes_a_peer_that_never_answers_pings(daemon_with):
     # 10 s is the least keepalive time grpc-java honours (it raises anything lower to 10 s).
     d = daemon_with({"keepalive_time_ms": 10_000, "keepalive_timeout_ms": 1_000})
-    normal = E.channel(d.target)
+    normal = C.channel(d)
     states = []
     normal.subscribe(states.append, try_to_connect=True)
-    E.next_sequence(normal, d)
+    C.next_sequence(normal, d)
     started = time.monotonic()
-    s, _, _ = E.h2_open(d.port)  # handshake done; from here on nothing is sent, no PING ACK
-    frames = read_frames_until_closed(s, 60)
+    s, _, _ = H.h2_open(d.port)  # handshake done; from here on nothing is sent, no PING ACK
+    frames = list(H.frames(s, 60, "close of the connection"))
     s.close()
     pings = [(t, f) for t, f in frames if isinstance(f, PingFrame) and "ACK" not in f.flags]
     assert pings, frames
@@ -302,37 +298,8 @@ def test_server_keepalive_closes_a_peer_that_never_answers_pings(daemon_with):
     # The connection ended (GOAWAY, then close) after the unanswered PING, not before it.
     assert all(isinstance(f, GoAwayFrame) for f in after_ping), after_ping
     # The normal client answered the same PINGs: its connection stayed up and still serves.
-    E.next_sequence(normal, d)
+    C.next_sequence(normal, d)
     ready = states.index(grpc.ChannelConnectivity.READY)
     assert set(states[ready:]) == {grpc.ChannelConnectivity.READY}, states
     normal.close()
-    E.healthy_query(d)
-
-
-def read_frames_until_closed(s, limit_s):
-    """Every HTTP/2 frame the server sends, with its arrival time, until it closes the
-    connection; never answers anything. Bounded by limit_s."""
-    frames, buf = [], bytearray()
-    deadline = time.monotonic() + limit_s
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError("the connection was not closed within %.0fs: %r" % (limit_s, frames))
-        s.settimeout(remaining)
-        try:
-            data = s.recv(65536)
-        except ConnectionResetError:
-            data = b""
-        except socket.timeout:
-            continue
-        if not data:
-            return frames
-        buf.extend(data)
-        now = time.monotonic()
-        while len(buf) >= 9:
-            frame, length = Frame.parse_frame_header(memoryview(bytes(buf[:9])))
-            if len(buf) < 9 + length:
-                break
-            frame.parse_body(memoryview(bytes(buf[9:9 + length])))
-            del buf[:9 + length]
-            frames.append((now, frame))
+    C.healthy_query(d)

@@ -4,13 +4,8 @@
 # checks against the real daemon (pytest drives the consumer process line by line).
 #   TRANSIT_VENV   the venv with the pinned packages (scripts/test exports it)
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-venv=${TRANSIT_VENV:-}
-if [ -z "$venv" ]; then
-  for candidate in "$root/.venv" /tmp/pyvenv; do
-    if [ -x "$candidate/bin/python" ]; then venv=$candidate; break; fi
-  done
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+venv=$(test_venv)
 export TRANSIT_VENV=$venv
 command -v gcc >/dev/null || { echo "gcc is required for the ADBC C consumer" >&2; exit 2; }
 TRANSIT_ADBC_C=$("$root/integration-tests/c/build.sh")

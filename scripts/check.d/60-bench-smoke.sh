@@ -4,7 +4,7 @@
 # table, the floors and four plots. Checks that every figure and file is there and that P4 left
 # 0 bytes — never how fast anything was (speed is judged from full runs, docs/performance.md).
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$root/scripts/bench" --rows 100000 --runs 1 --warmup-reads 1 --statements 20 --warmup 5 \

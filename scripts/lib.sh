@@ -1,0 +1,48 @@
+# Shared by scripts/* and scripts/check.d/* (sourced, never run): the repository root, the gateway
+# jar, the up-to-date check and the Python venvs. Defines:
+#   root       the repository root (absolute)
+#   jar        the gateway's jar; its dependencies are in gateway-server/target/lib
+#   java_bin   java of JAVA_HOME, else the one on PATH
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+jar=gateway-server/target/gateway-server-0.1.0-SNAPSHOT.jar
+java_bin=${JAVA_HOME:+$JAVA_HOME/bin/}java
+
+# needs_build JAR...: true when a JAR (relative to root) or its target/lib is missing, or when a
+# source, proto or pom of the gateway or of a JAR's own module is newer than the oldest JAR.
+needs_build() {
+  local oldest="" dirs="pom.xml proto gateway-core gateway-server" j
+  for j in "$@"; do
+    [ -f "$root/$j" ] && [ -d "$root/$(dirname "$j")/lib" ] || return 0
+    if [ -z "$oldest" ] || [ "$root/$j" -ot "$root/$oldest" ]; then oldest=$j; fi
+    case " $dirs " in *" ${j%%/*} "*) ;; *) dirs="$dirs ${j%%/*}" ;; esac
+  done
+  # shellcheck disable=SC2086
+  [ -n "$(cd "$root" && find $dirs -newer "$oldest" \
+      \( -name '*.java' -o -name '*.proto' -o -name 'pom.xml' \) -not -path '*/target/*' -print -quit)" ]
+}
+
+# ensure_venv DIR REQUIREMENTS [PIP_ARGS...]: DIR becomes a venv with the pins of REQUIREMENTS
+# (installed again only when that file changed since) and then PIP_ARGS installed, every time:
+# local packages change without a version bump.
+ensure_venv() {
+  local venv=$1 req=$2
+  shift 2
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  if ! cmp -s "$req" "$venv/.requirements.txt"; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+    cp "$req" "$venv/.requirements.txt"
+  fi
+  if [ $# -gt 0 ]; then
+    "$venv/bin/pip" install -q --disable-pip-version-check "$@"
+  fi
+}
+
+# test_venv: the venv scripts/test made (TRANSIT_VENV, else .venv, else /tmp/pyvenv).
+test_venv() {
+  local candidate
+  if [ -n "${TRANSIT_VENV:-}" ]; then echo "$TRANSIT_VENV"; return; fi
+  for candidate in "$root/.venv" /tmp/pyvenv; do
+    if [ -x "$candidate/bin/python" ]; then echo "$candidate"; return; fi
+  done
+  echo "$root/.venv"
+}
