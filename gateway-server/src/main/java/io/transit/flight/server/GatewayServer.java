@@ -12,18 +12,21 @@ import io.transit.flight.channel.StreamLimits;
 import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.ErrorMapper;
-import io.transit.flight.nativequery.embedded.CommandFaults;
+import io.transit.flight.nativequery.NativeQueryAdmin;
+import io.transit.flight.nativequery.NativeQueryClient;
+import io.transit.flight.nativequery.embedded.DuckSettings;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
-import io.transit.flight.query.PlanCache;
+import io.transit.flight.nativequery.embedded.EngineOptions;
+import io.transit.flight.nativequery.embedded.PlanCache;
 import io.transit.flight.server.auth.AuthInterceptor;
-import io.transit.flight.server.auth.CredentialRegistry;
+import io.transit.flight.server.auth.AuthSnapshot;
+import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.server.config.StateLock;
-import io.transit.flight.server.sql.Deadlines;
-import io.transit.flight.server.sql.GatewayState;
+import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.sql.TransitSqlProducer;
 import io.transit.flight.server.transport.ConnectionBudget;
 import io.transit.flight.server.transport.Listeners;
@@ -42,7 +45,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.apache.arrow.flight.FlightGrpcUtils;
 import org.apache.arrow.flight.auth.ServerAuthHandler;
 import org.apache.arrow.memory.BufferAllocator;
@@ -65,10 +67,11 @@ public final class GatewayServer implements AutoCloseable {
   /** Batches a producer may have queued on a stream's writer before the gate parks it. */
   private static final int MAX_PENDING_BATCHES = 2;
 
-  private final AtomicReference<ResolvedConfig> config;
   private final StateLock stateLock;
   private final BufferAllocator allocator;
-  private final EmbeddedEngine engine;
+  private final NativeQueryClient engine;
+  private final NativeQueryAdmin engineAdmin;
+  private final Authorization authorization;
   private final StreamRegistry streams;
   private final ExecutorService producers;
   private final ExecutorService serviceExecutor;
@@ -80,9 +83,8 @@ public final class GatewayServer implements AutoCloseable {
   private final AtomicInteger closed = new AtomicInteger();
   private volatile boolean closedCleanly;
 
-  private GatewayServer(ResolvedConfig cfg, CommandFaults faults, StateDirectory state,
+  private GatewayServer(ResolvedConfig cfg, GatewayHooks hooks, StateDirectory state,
       StateLock stateLock) throws ConfigException, IOException {
-    this.config = new AtomicReference<>(cfg);
     this.stateLock = stateLock;
     Limits limits = cfg.limits();
     reportTightened(state);
@@ -91,21 +93,18 @@ public final class GatewayServer implements AutoCloseable {
     // a remote native client will sign its inspection reads with it.
     state.loadOrCreateKey(state.inspectionKeyFile());
     this.bindings = new Bindings(state);
-    Bindings.Snapshot snapshot = bindings.build(cfg);
+    AuthSnapshot snapshot = bindings.build(cfg);
 
     this.allocator = new RootAllocator(limits.rootAllocatorBytes());
     ErrorMapper errors = new ErrorMapper(limits.diagnosticMetadataBytes());
-    // One cache for the statement service and the engine: a statement is parsed once, not at
-    // each of its compile, submit check and execution.
-    PlanCache plans = PlanCache.withDefaults();
-    this.engine = openEngine(state, cfg, snapshot, faults, plans);
+    EmbeddedEngine embedded = openEngine(state, cfg, snapshot, hooks);
+    this.engine = embedded;
+    this.engineAdmin = embedded;
     // The engine creates its journal and segment files with the process umask on first run.
     reportTightened(state);
-    CredentialRegistry credentials = new CredentialRegistry();
-    credentials.replace(snapshot.byToken());
 
-    // Only a TestFaults hook (tests) replaces the system clock.
-    Clock clock = faults instanceof TestFaults t ? t.clock(Clock.systemUTC()) : Clock.systemUTC();
+    Clock clock = hooks.clock(Clock.systemUTC());
+    this.authorization = new Authorization(snapshot, clock);
     TicketService tickets = new TicketService(ticketKey,
         TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), clock);
     AdmissionConfig admissionConfig = new AdmissionConfig(limits.admissionPerGateway(),
@@ -117,17 +116,15 @@ public final class GatewayServer implements AutoCloseable {
         new StreamLimits(limits.maxLiveStreams(), limits.streamAllocatorBytes(),
             Duration.ofMillis(limits.creditStallMs()), MAX_PENDING_BATCHES));
     this.producers = pool("transit-producer", limits.producerThreads());
-    GatewayState gatewayState = new GatewayState(config, credentials, tickets, admission, engine,
-        new CatalogResults(new SqlInfoCatalog(VERSION, "18.3.0")), allocator, streams,
-        new FlightOutboundHandler(), producers, errors, clock, plans);
-    bindings.attach(credentials, engine);
 
     this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "transit-deadlines");
       t.setDaemon(true);
       return t;
     });
-    TransitSqlProducer producer = new TransitSqlProducer(gatewayState,
+    TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
+        admission, engine, new CatalogResults(new SqlInfoCatalog(VERSION, "18.3.0")),
+        allocator, streams, new FlightOutboundHandler(), producers, limits,
         new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
             limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
     // Admissions and compilations in flight each hold a service thread; eight more stay free
@@ -140,7 +137,7 @@ public final class GatewayServer implements AutoCloseable {
         ServerInterceptors.intercept(
             FlightGrpcUtils.createFlightService(allocator, producer, ServerAuthHandler.NO_OP,
                 flightExecutor),
-            new AuthInterceptor(credentials, errors)),
+            new AuthInterceptor(authorization, errors)),
         serviceExecutor, connections);
   }
 
@@ -150,18 +147,23 @@ public final class GatewayServer implements AutoCloseable {
     }
   }
 
+  /**
+   * The one place the embedded engine is built; everything else sees it as a {@link
+   * NativeQueryClient} and a {@link NativeQueryAdmin}.
+   */
   private static EmbeddedEngine openEngine(StateDirectory state, ResolvedConfig cfg,
-      Bindings.Snapshot snapshot, CommandFaults faults, PlanCache plans)
+      AuthSnapshot snapshot, GatewayHooks hooks)
       throws ConfigException, IOException {
-    if (faults != CommandFaults.NONE) {
-      log.warn("TEST FAULTS ENABLED ({}={}): this daemon is for tests only",
-          TestFaults.VARIABLE, faults);
+    if (hooks != GatewayHooks.NONE) {
+      log.warn("TEST FAULTS ENABLED ({}): this daemon is for tests only", hooks);
     }
     try {
-      return EmbeddedEngine.open(state.engineDir(), Bindings.engineOptions(cfg).withFaults(faults),
-          faults instanceof TestFaults t && t.enginePublicationsNone()
-              ? List.of() : Bindings.publications(cfg),
-          snapshot.rights(), plans::compile);
+      return EmbeddedEngine.open(state.engineDir(),
+          engineOptions(cfg).withFaults(hooks.engineFaults()),
+          hooks.enginePublicationsNone() ? List.of() : Bindings.publications(cfg),
+          // The engine owns compilation; the gateway asks it (NativeQueryClient.planner()), so
+          // a statement is parsed once, not at each of its compile, submit check and execution.
+          snapshot.rights(), PlanCache.withDefaults());
     } catch (IllegalArgumentException e) {
       // A publication whose data does not match its declaration: the message names both.
       throw new ConfigException(e.getMessage(), e);
@@ -170,23 +172,32 @@ public final class GatewayServer implements AutoCloseable {
     }
   }
 
+  /** The engine checks every request proof names this gateway service as its recipient. */
+  private static EngineOptions engineOptions(ResolvedConfig cfg) {
+    ResolvedConfig.Engine e = cfg.engine();
+    return EngineOptions.defaults()
+        .withRecipient(cfg.service())
+        .withMemoryLimitBytes(e.allocatorBytes())
+        .withDuck(new DuckSettings(e.memoryLimitBytes(), e.threads(), e.tempDir()));
+  }
+
   /** Builds and starts the daemon; the caller owns the result and must close it. */
   public static GatewayServer start(ResolvedConfig cfg) throws ConfigException, IOException {
-    return start(cfg, CommandFaults.NONE);
+    return start(cfg, GatewayHooks.NONE);
   }
 
   /**
-   * As {@link #start(ResolvedConfig)} with injected engine faults: only the CLI passes anything
-   * but {@link CommandFaults#NONE}, and only from {@link TestFaults#VARIABLE}.
+   * As {@link #start(ResolvedConfig)} with test hooks: only the CLI passes anything but {@link
+   * GatewayHooks#NONE}, and only from the test-only environment variable.
    */
-  public static GatewayServer start(ResolvedConfig cfg, CommandFaults faults)
+  public static GatewayServer start(ResolvedConfig cfg, GatewayHooks hooks)
       throws ConfigException, IOException {
     StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
     state.prepare();
     StateLock lock = StateLock.acquire(cfg.stateDir());
     GatewayServer g;
     try {
-      g = new GatewayServer(cfg, faults, state, lock);
+      g = new GatewayServer(cfg, hooks, state, lock);
     } catch (ConfigException | IOException | RuntimeException | Error e) {
       // Nothing else was started; another attempt in this process may take the directory.
       try {
@@ -239,12 +250,15 @@ public final class GatewayServer implements AutoCloseable {
   }
 
   /**
-   * Replaces credentials, bindings and rights atomically. A configuration that fails to load or
-   * validate is refused and the running one stays in force.
+   * Replaces configuration, credentials, bindings and rights as one snapshot. A configuration
+   * that fails to load or validate is refused and the running one stays in force. The engine
+   * takes the new rights first: a call that sees the new snapshot meets an engine that already
+   * enforces it.
    */
   public void reload(ResolvedConfig next) throws ConfigException {
-    bindings.reload(config.get(), next);
-    config.set(next);
+    AuthSnapshot s = bindings.next(authorization.current().config(), next);
+    engineAdmin.updateRights(s.rights());
+    authorization.install(s);
     log.info("configuration reloaded: {} callers", next.callers().size());
   }
 

@@ -15,7 +15,8 @@ import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 
 /**
- * Content-addressed retained segment files: {@code segments/<sha256-hex>}. A segment is written to
+ * Today's {@link SegmentStore}: content-addressed files in a local directory, {@code
+ * segments/<sha256-hex>}. A segment is written to
  * a temporary file, fsynced and renamed into place; {@link #sync()} then fsyncs the directory once
  * for all of a result's renames, before the manifest naming them commits. After a crash a named
  * file is either absent or complete. Identical segments share one file, so files are never
@@ -30,7 +31,7 @@ import org.apache.arrow.memory.BufferAllocator;
  * by another thread a moment ago) thus syncs unless that rename is already durable. The counts
  * start ahead of the record, so files left by an earlier process are synced once before first use.
  */
-final class SegmentStore {
+final class LocalSegmentStore implements SegmentStore {
   private final Path dir;
   // @GuardedBy("this"): renames issued, and renames returned (or failed); one extra each stands
   // for the files found at open.
@@ -41,12 +42,12 @@ final class SegmentStore {
   // @GuardedBy("this"): directory fsyncs done (tests check the skip).
   private long directorySyncs;
 
-  SegmentStore(Path dir) throws IOException {
+  LocalSegmentStore(Path dir) throws IOException {
     this.dir = Files.createDirectories(dir);
   }
 
-  /** Stores {@code bytes} durably under their SHA-256; returns the digest. */
-  byte[] write(byte[] bytes) throws IOException {
+  @Override
+  public byte[] write(byte[] bytes) throws IOException {
     byte[] sha = Digests.sha256(bytes);
     Path target = dir.resolve(Digests.hex(sha));
     if (Files.isRegularFile(target) && Files.size(target) == bytes.length) {
@@ -79,8 +80,8 @@ final class SegmentStore {
     return sha;
   }
 
-  /** The stored bytes, or empty when the file is missing. */
-  Optional<byte[]> read(byte[] sha256) throws IOException {
+  @Override
+  public Optional<byte[]> read(byte[] sha256) throws IOException {
     try {
       return Optional.of(Files.readAllBytes(dir.resolve(Digests.hex(sha256))));
     } catch (NoSuchFileException e) {
@@ -88,15 +89,8 @@ final class SegmentStore {
     }
   }
 
-  /**
-   * Reads the stored file into a buffer of {@code allocator} without a heap copy; empty when the
-   * file is missing. The caller owns the returned buffer; its bytes are {@code [0,
-   * writerIndex())}.
-   *
-   * @throws WrongSize when the file does not hold exactly {@code expectedBytes} (also when its
-   *     size changes while it is read)
-   */
-  Optional<ArrowBuf> read(byte[] sha256, long expectedBytes, BufferAllocator allocator)
+  @Override
+  public Optional<ArrowBuf> read(byte[] sha256, long expectedBytes, BufferAllocator allocator)
       throws IOException {
     try (FileChannel ch = FileChannel.open(dir.resolve(Digests.hex(sha256)),
         StandardOpenOption.READ)) {
@@ -125,19 +119,12 @@ final class SegmentStore {
     }
   }
 
-  /** A stored segment file whose size is not the size its manifest lists. */
-  static final class WrongSize extends IOException {
-    WrongSize() {
-      super("the retained segment file has the wrong size");
-    }
-  }
-
   Path path(byte[] sha256) {
     return dir.resolve(Digests.hex(sha256));
   }
 
-  /** Makes every rename so far durable. */
-  void sync() throws IOException {
+  @Override
+  public void sync() throws IOException {
     long covers;
     synchronized (this) {
       if (renamesSynced == renamesStarted) {

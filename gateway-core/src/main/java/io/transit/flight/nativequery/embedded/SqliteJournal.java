@@ -17,10 +17,9 @@ import java.util.Optional;
 import java.util.Properties;
 
 /**
- * The engine's durable journal: principals' next sequences, recorded commands and outcomes,
- * uploads and their parts, and saved queries with their retained manifests. SQLite in WAL mode
- * with {@code synchronous=FULL}, so every committed transaction survives kill -9 and power loss;
- * the SQL itself is portable (PostgreSQL is the planned shared journal).
+ * Today's {@link JournalStore}: SQLite in WAL mode with {@code synchronous=FULL}, so every
+ * committed transaction survives kill -9 and power loss; the SQL itself is portable (PostgreSQL
+ * is the planned shared journal).
  *
  * <p>One JDBC connection, guarded by this object's monitor: {@link #transaction} holds it for the
  * whole unit of work, so callers on any thread (senders, query runners, readers) see each other's
@@ -28,33 +27,7 @@ import java.util.Properties;
  * reuse one cached prepared statement per SQL text (closing each result set resets it).
  * Unsigned 64-bit ids are stored as their signed bit patterns.
  */
-final class JournalStore implements AutoCloseable {
-  /** One unit of work inside a transaction. */
-  interface Work<T> {
-    T run() throws SQLException;
-  }
-
-  /** A recorded command: its digest and recorded outcome bytes. */
-  record Recorded(byte[] commandSha256, byte[] outcome) {}
-
-  /** Upload states, stored by name. */
-  enum UploadState {
-    OPEN,
-    SEALED,
-    SUBMITTED
-  }
-
-  record Upload(
-      long declaredBytes,
-      int partCount,
-      byte[] bundleSha256,
-      int receivedParts,
-      long receivedBytes,
-      UploadState state) {}
-
-  /** A saved query: its status and, once it succeeded, the canonical manifest bytes. */
-  record SavedQuery(QueryStatus status, byte[] bundleSha256, boolean released, byte[] manifest) {}
-
+final class SqliteJournal implements JournalStore {
   private static final String[] SCHEMA = {
     "CREATE TABLE IF NOT EXISTS principals (principal BIGINT PRIMARY KEY,"
         + " next_sequence BIGINT NOT NULL)",
@@ -81,11 +54,11 @@ final class JournalStore implements AutoCloseable {
   // small set), kept for the connection's life: preparing costs more than running most of them.
   private final Map<String, PreparedStatement> statements = new HashMap<>();
 
-  private JournalStore(Connection connection) {
+  private SqliteJournal(Connection connection) {
     this.connection = connection;
   }
 
-  static JournalStore open(Path file) throws SQLException {
+  static SqliteJournal open(Path file) throws SQLException {
     Properties props = new Properties();
     // Nothing here reads generated keys; left on, every INSERT runs a last_insert_rowid() query.
     props.setProperty("jdbc.get_generated_keys", "false");
@@ -103,11 +76,12 @@ final class JournalStore implements AutoCloseable {
     }
     c.setAutoCommit(false);
     c.commit();
-    return new JournalStore(c);
+    return new SqliteJournal(c);
   }
 
   /** Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. */
-  synchronized <T> T transaction(Work<T> work) throws SQLException {
+  @Override
+  public synchronized <T> T transaction(Work<T> work) throws SQLException {
     boolean committed = false;
     try {
       T result = work.run();
@@ -121,7 +95,8 @@ final class JournalStore implements AutoCloseable {
     }
   }
 
-  long nextSequence(long principal, long first) throws SQLException {
+  @Override
+  public long nextSequence(long principal, long first) throws SQLException {
     PreparedStatement p = prepared("SELECT next_sequence FROM principals WHERE principal = ?");
     p.setLong(1, principal);
     try (ResultSet r = p.executeQuery()) {
@@ -129,14 +104,16 @@ final class JournalStore implements AutoCloseable {
     }
   }
 
-  void setNextSequence(long principal, long next) throws SQLException {
+  @Override
+  public void setNextSequence(long principal, long next) throws SQLException {
     if (update("UPDATE principals SET next_sequence = ? WHERE principal = ?", next, principal)
         == 0) {
       update("INSERT INTO principals (principal, next_sequence) VALUES (?, ?)", principal, next);
     }
   }
 
-  Optional<Recorded> command(long principal, long sequence) throws SQLException {
+  @Override
+  public Optional<Recorded> command(long principal, long sequence) throws SQLException {
     PreparedStatement p = prepared(
         "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?");
     p.setLong(1, principal);
@@ -146,13 +123,15 @@ final class JournalStore implements AutoCloseable {
     }
   }
 
-  void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
+  @Override
+  public void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
       throws SQLException {
     update("INSERT INTO commands (principal, sequence, command_sha256, outcome) VALUES (?, ?, ?, ?)",
         principal, sequence, sha256, outcome);
   }
 
-  Optional<Upload> upload(long principal, long namespace) throws SQLException {
+  @Override
+  public Optional<Upload> upload(long principal, long namespace) throws SQLException {
     PreparedStatement p = prepared(
         "SELECT declared_bytes, part_count, bundle_sha256, received_parts, received_bytes, state"
             + " FROM uploads WHERE principal = ? AND namespace = ?");
@@ -167,14 +146,17 @@ final class JournalStore implements AutoCloseable {
     }
   }
 
-  void beginUpload(long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
+  @Override
+  public void beginUpload(
+      long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
       throws SQLException {
     update("INSERT INTO uploads (principal, namespace, declared_bytes, part_count, bundle_sha256,"
             + " received_parts, received_bytes, state) VALUES (?, ?, ?, ?, ?, 0, 0, ?)",
         principal, namespace, declaredBytes, parts, sha256, UploadState.OPEN.name());
   }
 
-  void addPart(long principal, long namespace, int index, byte[] data) throws SQLException {
+  @Override
+  public void addPart(long principal, long namespace, int index, byte[] data) throws SQLException {
     update("INSERT INTO upload_parts (principal, namespace, part_index, data) VALUES (?, ?, ?, ?)",
         principal, namespace, index, data);
     update("UPDATE uploads SET received_parts = received_parts + 1,"
@@ -182,13 +164,16 @@ final class JournalStore implements AutoCloseable {
         (long) data.length, principal, namespace);
   }
 
-  void setUploadState(long principal, long namespace, UploadState state) throws SQLException {
+  @Override
+  public void setUploadState(long principal, long namespace, UploadState state)
+      throws SQLException {
     update("UPDATE uploads SET state = ? WHERE principal = ? AND namespace = ?",
         state.name(), principal, namespace);
   }
 
   /** The upload's parts concatenated in index order. */
-  byte[] assembled(long principal, long namespace) throws SQLException {
+  @Override
+  public byte[] assembled(long principal, long namespace) throws SQLException {
     PreparedStatement p = prepared("SELECT data FROM upload_parts"
         + " WHERE principal = ? AND namespace = ? ORDER BY part_index");
     p.setLong(1, principal);
@@ -203,7 +188,8 @@ final class JournalStore implements AutoCloseable {
   }
 
   /** A fresh correlation: durable and monotonic (the counter commits with the query row). */
-  long allocateCorrelation() throws SQLException {
+  @Override
+  public long allocateCorrelation() throws SQLException {
     long next = 1;
     PreparedStatement p = prepared("SELECT value FROM counters WHERE name = 'correlation'");
     try (ResultSet r = p.executeQuery()) {
@@ -217,7 +203,8 @@ final class JournalStore implements AutoCloseable {
     return next;
   }
 
-  void insertAccepted(long correlation, long principal, long namespace, byte[] bundleSha256)
+  @Override
+  public void insertAccepted(long correlation, long principal, long namespace, byte[] bundleSha256)
       throws SQLException {
     update("INSERT INTO queries (correlation, principal, namespace, bundle_sha256, state, code,"
             + " stage, message, total_rows, limit_amount, required_amount, failed_column,"
@@ -226,7 +213,8 @@ final class JournalStore implements AutoCloseable {
   }
 
   /** Stores a terminal status (and, when it succeeded, the manifest) of a running query. */
-  void finish(QueryStatus s, byte[] manifest) throws SQLException {
+  @Override
+  public void finish(QueryStatus s, byte[] manifest) throws SQLException {
     update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?, manifest_sha256 = ?,"
             + " total_rows = ?, limit_amount = ?, required_amount = ?, failed_column = ?,"
             + " manifest = ? WHERE correlation = ? AND state = ?",
@@ -237,11 +225,13 @@ final class JournalStore implements AutoCloseable {
   }
 
   /** Marks a result released; true when it existed. */
-  boolean release(long correlation) throws SQLException {
+  @Override
+  public boolean release(long correlation) throws SQLException {
     return update("UPDATE queries SET released = 1 WHERE correlation = ?", correlation) == 1;
   }
 
-  Optional<SavedQuery> query(long correlation) throws SQLException {
+  @Override
+  public Optional<SavedQuery> query(long correlation) throws SQLException {
     PreparedStatement p = prepared(
         "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
             + " total_rows, limit_amount, required_amount, failed_column, released, manifest"
@@ -273,7 +263,8 @@ final class JournalStore implements AutoCloseable {
   }
 
   /** Correlations of accepted queries without a terminal status, oldest first. */
-  List<Long> unfinished() throws SQLException {
+  @Override
+  public List<Long> unfinished() throws SQLException {
     List<Long> out = new ArrayList<>();
     PreparedStatement p = prepared(
         "SELECT correlation FROM queries WHERE state = ? ORDER BY correlation");

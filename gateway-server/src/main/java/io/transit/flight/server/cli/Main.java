@@ -1,8 +1,8 @@
 package io.transit.flight.server.cli;
 
-import io.transit.flight.nativequery.embedded.CommandFaults;
 import io.transit.flight.server.GatewayServer;
-import io.transit.flight.server.TestFaults;
+import io.transit.flight.server.GatewayHooks;
+import io.transit.flight.server.testing.TestFaults;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ConfigLoader;
 import io.transit.flight.server.config.ResolvedConfig;
@@ -104,9 +104,9 @@ public final class Main {
       throws ConfigException, IOException, InterruptedException {
     ResolvedConfig cfg = load(configFile, port);
     // Test-only: empty unless the environment explicitly names faults (see TestFaults).
-    CommandFaults faults = TestFaults.fromEnvironment(System.getenv())
-        .<CommandFaults>map(f -> f).orElse(CommandFaults.NONE);
-    GatewayServer server = GatewayServer.start(cfg, faults);
+    GatewayHooks hooks = TestFaults.fromEnvironment(System.getenv())
+        .<GatewayHooks>map(f -> f).orElse(GatewayHooks.NONE);
+    GatewayServer server = GatewayServer.start(cfg, hooks);
     CountDownLatch stopRequested = new CountDownLatch(1);
     // Any other JVM exit still drains (close is idempotent).
     Runtime.getRuntime().addShutdownHook(new Thread(server::close, "transit-shutdown"));

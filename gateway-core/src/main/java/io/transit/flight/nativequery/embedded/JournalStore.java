@@ -1,0 +1,92 @@
+package io.transit.flight.nativequery.embedded;
+
+import io.transit.flight.proto.QueryStatus;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The engine's durable journal: principals' next sequences, recorded commands and outcomes,
+ * uploads and their parts, and saved queries with their retained manifests. The engine's logic
+ * sees only this interface; {@link SqliteJournal} is today's implementation, and a shared
+ * journal (PostgreSQL) for a replicated deployment implements the same methods.
+ *
+ * <p>Contract for every implementation: {@link #transaction} runs its work as one atomic,
+ * durable unit that callers on any thread (senders, query runners, readers) see whole; the
+ * row-level methods are called only inside {@link #transaction}. Unsigned 64-bit ids travel as
+ * their signed bit patterns. The throws clause names {@link SQLException} because every planned
+ * implementation is a SQL database.
+ */
+interface JournalStore extends AutoCloseable {
+  /** One unit of work inside a transaction. */
+  interface Work<T> {
+    T run() throws SQLException;
+  }
+
+  /** A recorded command: its digest and recorded outcome bytes. */
+  record Recorded(byte[] commandSha256, byte[] outcome) {}
+
+  /** Upload states, stored by name. */
+  enum UploadState {
+    OPEN,
+    SEALED,
+    SUBMITTED
+  }
+
+  record Upload(
+      long declaredBytes,
+      int partCount,
+      byte[] bundleSha256,
+      int receivedParts,
+      long receivedBytes,
+      UploadState state) {}
+
+  /** A saved query: its status and, once it succeeded, the canonical manifest bytes. */
+  record SavedQuery(QueryStatus status, byte[] bundleSha256, boolean released, byte[] manifest) {}
+
+  /** Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. */
+  <T> T transaction(Work<T> work) throws SQLException;
+
+  /** The principal's next expected sequence, {@code first} when it has none yet. */
+  long nextSequence(long principal, long first) throws SQLException;
+
+  void setNextSequence(long principal, long next) throws SQLException;
+
+  /** The command recorded at this principal's sequence, if any. */
+  Optional<Recorded> command(long principal, long sequence) throws SQLException;
+
+  void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
+      throws SQLException;
+
+  Optional<Upload> upload(long principal, long namespace) throws SQLException;
+
+  void beginUpload(long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
+      throws SQLException;
+
+  void addPart(long principal, long namespace, int index, byte[] data) throws SQLException;
+
+  void setUploadState(long principal, long namespace, UploadState state) throws SQLException;
+
+  /** The upload's parts concatenated in index order. */
+  byte[] assembled(long principal, long namespace) throws SQLException;
+
+  /** A fresh correlation: durable and monotonic (the counter commits with the query row). */
+  long allocateCorrelation() throws SQLException;
+
+  void insertAccepted(long correlation, long principal, long namespace, byte[] bundleSha256)
+      throws SQLException;
+
+  /** Stores a terminal status (and, when it succeeded, the manifest) of a running query. */
+  void finish(QueryStatus s, byte[] manifest) throws SQLException;
+
+  /** Marks a result released; true when it existed. */
+  boolean release(long correlation) throws SQLException;
+
+  Optional<SavedQuery> query(long correlation) throws SQLException;
+
+  /** Correlations of accepted queries without a terminal status, oldest first. */
+  List<Long> unfinished() throws SQLException;
+
+  @Override
+  void close() throws SQLException;
+}

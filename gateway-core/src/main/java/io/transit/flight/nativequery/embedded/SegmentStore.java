@@ -1,0 +1,44 @@
+package io.transit.flight.nativequery.embedded;
+
+import java.io.IOException;
+import java.util.Optional;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+
+/**
+ * Where retained segments live, addressed by the SHA-256 of their bytes. The engine's logic sees
+ * only this interface; {@link LocalSegmentStore} (a local directory) is today's implementation,
+ * and an object store for a replicated deployment implements the same methods.
+ *
+ * <p>Contract for every implementation: a segment named by a manifest is either absent or
+ * complete, never partial; identical content is stored once and never deleted by one result's
+ * release; after {@link #sync} returns, every segment written before it is durable, so the
+ * manifest naming them may commit. Any thread may call any method.
+ */
+interface SegmentStore {
+  /** Stores {@code bytes} under their SHA-256; returns the digest. Durable after {@link #sync}. */
+  byte[] write(byte[] bytes) throws IOException;
+
+  /** The stored bytes, or empty when the segment is missing. */
+  Optional<byte[]> read(byte[] sha256) throws IOException;
+
+  /**
+   * Reads the stored segment into a buffer of {@code allocator} without a heap copy; empty when
+   * it is missing. The caller owns the returned buffer; its bytes are {@code [0, writerIndex())}.
+   *
+   * @throws WrongSize when the segment does not hold exactly {@code expectedBytes} (also when its
+   *     size changes while it is read)
+   */
+  Optional<ArrowBuf> read(byte[] sha256, long expectedBytes, BufferAllocator allocator)
+      throws IOException;
+
+  /** Makes every segment written so far durable. */
+  void sync() throws IOException;
+
+  /** A stored segment whose size is not the size its manifest lists. */
+  final class WrongSize extends IOException {
+    WrongSize() {
+      super("the retained segment file has the wrong size");
+    }
+  }
+}
