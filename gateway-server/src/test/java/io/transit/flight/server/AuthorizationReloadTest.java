@@ -1,5 +1,6 @@
 package io.transit.flight.server;
 
+import static io.transit.flight.server.TestBindings.caller;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -10,14 +11,10 @@ import io.transit.flight.server.auth.AuthSnapshot;
 import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.ConfigException;
-import io.transit.flight.server.config.ConfigLoader;
 import io.transit.flight.server.config.ResolvedConfig;
-import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.ticket.MetadataReference;
 import io.transit.flight.ticket.VerifiedTicket;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -31,46 +28,14 @@ import org.junit.jupiter.api.io.TempDir;
  * honours.
  */
 class AuthorizationReloadTest {
-  private static final String CONFIG = """
-      {
-        "state_dir": "state",
-        "deployment": {"realm": 1, "realm_name": "t", "service": 7, "ingress": %d,
-          "ticket_ttl_ms": 60000},
-        "publications": [{"name": "p", "catalog": "c", "schema": "s", "table": "t", "owner": "o",
-          "object_id": 5, "source": 9, "metadata_ref": "m", "format": "parquet",
-          "files": ["x.parquet"],
-          "columns": [{"name": "a", "type": "INT64", "nullable": false}]}],
-        "callers": [%s]
-      }""";
-  private static final String CALLER = """
-      {"name": "%s", "credential_file": "credentials/%s", "principal": %d,
-       "principal_key_file": "keys/%s.key", "requests": 1, "publication": "p",
-       "rights": {"send": true, "inspect": true, "read": %b}}""";
   private static final long NOW = 1_700_000_000_000L;
 
   @TempDir Path dir;
-  private Bindings bindings;
-  private StateDirectory state;
+  private TestBindings t;
 
   @BeforeEach
   void prepare() throws Exception {
-    state = new StateDirectory(dir.resolve("state"), new SecureRandom());
-    state.prepare();
-    bindings = new Bindings(state);
-  }
-
-  private ResolvedConfig config(long ingress, String... callers) throws Exception {
-    Path f = dir.resolve("gateway.json");
-    Files.writeString(f, CONFIG.formatted(ingress, String.join(",", callers)));
-    return new ConfigLoader().load(f);
-  }
-
-  private static String caller(String name, long principal, boolean read) {
-    return CALLER.formatted(name, name, principal, name, read);
-  }
-
-  private String token(String name) throws ConfigException {
-    return state.loadOrCreateCredential(dir.resolve("state").resolve("credentials").resolve(name));
+    t = new TestBindings(dir);
   }
 
   private static Authorization authorization(AuthSnapshot s, long nowMillis) {
@@ -85,8 +50,9 @@ class AuthorizationReloadTest {
 
   @Test
   void oneGrantCarriesScopeReadAccessAndSubjectOfOneSnapshot() throws Exception {
-    Authorization auth = authorization(bindings.build(config(3, caller("a", 10, true))), NOW);
-    CallerBinding a = auth.authenticate(token("a")).orElseThrow();
+    ResolvedConfig cfg = t.config(3, caller("a", 10, true));
+    Authorization auth = authorization(t.snapshot(cfg), NOW);
+    CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
     Authorization.Grant g = auth.grant(a);
     assertEquals(10, g.scope().principal());
     assertEquals(3, g.scope().ingress());
@@ -100,43 +66,44 @@ class AuthorizationReloadTest {
 
   @Test
   void reloadIsOneSwapThatTheNextRecheckHonours() throws Exception {
-    ResolvedConfig first = config(3, caller("a", 10, true), caller("b", 11, true));
-    Authorization auth = authorization(bindings.build(first), NOW);
-    CallerBinding a = auth.authenticate(token("a")).orElseThrow();
-    CallerBinding b = auth.authenticate(token("b")).orElseThrow();
+    ResolvedConfig first =
+        t.config(3, caller("a", 10, true), caller("b", 11, true));
+    Authorization auth = authorization(t.snapshot(first), NOW);
+    CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
+    CallerBinding b = auth.authenticate(t.token("b")).orElseThrow();
     VerifiedTicket ticketA = ticketOf(auth.grant(a), NOW + 1);
     VerifiedTicket ticketB = ticketOf(auth.grant(b), NOW + 1);
     assertEquals(a, auth.recheck(a, ticketA).caller());
 
     // A new ingress, caller b removed: built whole first, nothing changes until the install.
-    AuthSnapshot next = bindings.next(first, config(4, caller("a", 10, true)));
+    AuthSnapshot next = t.next(first, t.config(4, caller("a", 10, true)));
     assertEquals(3, auth.grant(a).scope().ingress());
     auth.install(next);
     assertSame(next, auth.current());
     assertEquals(4, auth.grant(a).scope().ingress());
     assertEquals("access.binding_changed", code(() -> auth.recheck(a, ticketA)));
     assertEquals("access.binding_revoked", code(() -> auth.recheck(b, ticketB)));
-    assertTrue(auth.authenticate(token("b")).isEmpty());
+    assertTrue(auth.authenticate(t.token("b")).isEmpty());
   }
 
   @Test
   void recheckRefusesARevokedReadRightAndAnExpiredTicket() throws Exception {
-    ResolvedConfig first = config(3, caller("a", 10, true));
-    Authorization auth = authorization(bindings.build(first), NOW);
-    CallerBinding a = auth.authenticate(token("a")).orElseThrow();
+    ResolvedConfig first = t.config(3, caller("a", 10, true));
+    Authorization auth = authorization(t.snapshot(first), NOW);
+    CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
     assertEquals("ticket.expired", code(() -> auth.recheck(a, ticketOf(auth.grant(a), NOW))));
     VerifiedTicket live = ticketOf(auth.grant(a), NOW + 1);
-    auth.install(bindings.next(first, config(3, caller("a", 10, false))));
+    auth.install(t.next(first, t.config(3, caller("a", 10, false))));
     assertEquals("access.read_revoked", code(() -> auth.recheck(a, live)));
   }
 
   @Test
   void reloadChangingWhatIsFixedAtStartIsRefusedAndNothingIsInstalled() throws Exception {
-    ResolvedConfig first = config(3, caller("a", 10, true));
-    Authorization auth = authorization(bindings.build(first), NOW);
+    ResolvedConfig first = t.config(3, caller("a", 10, true));
+    Authorization auth = authorization(t.snapshot(first), NOW);
     AuthSnapshot before = auth.current();
     ResolvedConfig moved = first.withPort(first.port() + 1);
-    assertThrows(ConfigException.class, () -> bindings.next(first, moved));
+    assertThrows(ConfigException.class, () -> t.next(first, moved));
     assertSame(before, auth.current());
   }
 
