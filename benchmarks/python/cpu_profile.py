@@ -38,8 +38,8 @@ GROUPS = (
 STEPS = (
     "Digests.sha256", "SegmentStore.read", "CellAdapter.adapt", "FlightServerChannel.putNext",
     "StreamExecutorPool.dispatch", "TicketService.verify", "TicketService.issue",
-    "EdDSAEngine.engineSign", "EdDSAEngine.engineVerify", "JournalStore.transaction",
-    "SQLiteConnection.commit", "fsync", "PlanCache.compile", "DuckDBPreparedStatement.execute",
+    "EdDSAEngine.engineSign", "EdDSAEngine.engineVerify", "SqliteJournal.transaction",
+    "SQLiteConnection.commit", "fsync", "PlanCache.plan", "DuckDBPreparedStatement.execute",
     "ResultWriter", "AdmissionService.awaitResult",
 )
 

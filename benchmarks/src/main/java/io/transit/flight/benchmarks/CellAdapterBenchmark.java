@@ -1,6 +1,6 @@
 package io.transit.flight.benchmarks;
 
-import io.transit.flight.query.CellAdapter;
+import io.transit.flight.cells.CellAdapter;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;

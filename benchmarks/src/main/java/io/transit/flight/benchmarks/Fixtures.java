@@ -19,8 +19,8 @@ import io.transit.flight.proto.RequestBundle;
 import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.admission.CommandChain;
-import io.transit.flight.query.CellFormat;
-import io.transit.flight.query.CellSegmentWriter;
+import io.transit.flight.cells.CellFormat;
+import io.transit.flight.cells.CellSegmentBuilder;
 import io.transit.flight.query.QueryCompiler;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -68,7 +68,7 @@ final class Fixtures {
       }
       Arrays.fill(states[c], int64);
     }
-    return CellSegmentWriter.write(COLUMNS, values, states, allocator);
+    return CellSegmentBuilder.encode(COLUMNS, values, states, allocator);
   }
 
   /** The output schema of {@code SELECT a, b, c, d}: non-null int64 fields. */

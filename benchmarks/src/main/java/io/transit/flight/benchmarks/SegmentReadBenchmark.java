@@ -4,7 +4,7 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.nativequery.embedded.DemoData;
 import io.transit.flight.proto.QueryStatus;
-import io.transit.flight.query.CellAdapter;
+import io.transit.flight.cells.CellAdapter;
 import io.transit.flight.query.QueryCompiler;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -14,7 +14,7 @@ import java.util.Objects;
  * AdmissionService#admit}.
  */
 public record AdmissionRequest(
-    CallerBinding caller,
+    AdmissionSubject caller,
     TableDeclaration table,
     Budgets budgets,
     long firstSequence,

@@ -67,7 +67,7 @@ public final class AdmissionService {
    *     CANCELLED} when the calling thread is interrupted (accepted work continues).
    */
   public Admitted admit(AdmissionRequest request) {
-    CallerBinding caller = request.caller();
+    AdmissionSubject caller = request.caller();
     try (AdmissionLimiter.Permit permit = limiter.tryAcquire(caller.principal())) {
       CanonicalBundle bundle =
           CanonicalBundle.build(caller, request.table(), request.budgets(), request.sql());

@@ -48,7 +48,7 @@ public final class CanonicalBundle {
    *     DeclarationFingerprint#of})
    */
   public static CanonicalBundle build(
-      CallerBinding caller, TableDeclaration table, Budgets budgets, byte[] sql) {
+      AdmissionSubject caller, TableDeclaration table, Budgets budgets, byte[] sql) {
     Objects.requireNonNull(caller, "caller");
     Objects.requireNonNull(table, "table");
     Objects.requireNonNull(budgets, "budgets");

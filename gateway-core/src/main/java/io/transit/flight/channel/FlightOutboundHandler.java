@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>{@code sendResponseBatch} takes ownership of the batch whatever happens: handed off, it is
  * freed by {@link FlightServerChannel#sendBatch}; not handed off (gate failure, refusal), it is
- * freed here through {@link FlightServerChannel#releaseUnsent}. A producer therefore frees a
+ * freed here through {@link FlightServerChannel#releaseUnsent}. That includes a batch a {@link
+ * BeforeHandOff} check refused. A producer therefore frees a
  * batch only if it fails before calling {@code sendResponseBatch}. Both terminal calls close the
  * channel after the terminal op; a failure inside a send fails the stream (the client gets an
  * error, never a hang) and closes it.
@@ -86,23 +87,49 @@ public final class FlightOutboundHandler {
     }
   }
 
-  /** Same as {@code sendResponseBatch(channel, source, null)}. */
-  public void sendResponseBatch(FlightServerChannel channel, VectorSchemaRoot source) {
-    sendResponseBatch(channel, source, null);
+  /**
+   * A producer's last word on a batch, run on T_caller after the readiness gate let it through
+   * and right before the hand-off (an authorization recheck, a budget charge). It must not free
+   * or keep {@code batch}: when it throws, the handler frees the batch at its one unsent site.
+   */
+  @FunctionalInterface
+  public interface BeforeHandOff {
+    BeforeHandOff NONE = batch -> {};
+
+    void check(VectorSchemaRoot batch);
   }
 
-  /**
-   * T_caller: waits in the readiness gate, then hands {@code source} to the stream's executor.
-   * Ownership of {@code source} passes to the channel on entry, on every outcome.
-   *
-   * @param appMetadata the batch's optional {@code app_metadata}, built on T_exec; may be null
-   * @throws GatewayException when the batch was not sent (cancelled, closed, credit stall,
-   *     shutting down); the producer should stop and may call {@link #sendError}
-   */
+  /** Same as {@code sendResponseBatch(channel, source, null, BeforeHandOff.NONE)}. */
+  public void sendResponseBatch(FlightServerChannel channel, VectorSchemaRoot source) {
+    sendResponseBatch(channel, source, null, BeforeHandOff.NONE);
+  }
+
+  /** Same as {@code sendResponseBatch(channel, source, appMetadata, BeforeHandOff.NONE)}. */
   public void sendResponseBatch(
       FlightServerChannel channel,
       VectorSchemaRoot source,
       CheckedSupplier<ByteBuffer> appMetadata) {
+    sendResponseBatch(channel, source, appMetadata, BeforeHandOff.NONE);
+  }
+
+  /**
+   * T_caller: waits in the readiness gate (the one wait per batch), runs {@code beforeHandOff},
+   * then hands {@code source} to the stream's executor. Ownership of {@code source} passes to the
+   * channel on entry, on every outcome.
+   *
+   * <p>The check runs after the wait on purpose: a producer parked by backpressure may have been
+   * parked across a revocation, so what it decides must be decided after the park.
+   *
+   * @param appMetadata the batch's optional {@code app_metadata}, built on T_exec; may be null
+   * @throws GatewayException when the batch was not sent (cancelled, closed, credit stall,
+   *     shutting down); the producer should stop and may call {@link #sendError}
+   * @throws RuntimeException whatever {@code beforeHandOff} threw; the batch was freed
+   */
+  public void sendResponseBatch(
+      FlightServerChannel channel,
+      VectorSchemaRoot source,
+      CheckedSupplier<ByteBuffer> appMetadata,
+      BeforeHandOff beforeHandOff) {
     if (channel == null) {
       // No channel to hand off to: the defensive early return still frees the batch.
       if (source != null) {
@@ -114,6 +141,7 @@ public final class FlightOutboundHandler {
     try {
       Objects.requireNonNull(source, "source");
       channel.awaitReadyOrThrow();
+      beforeHandOff.check(source);
       channel.executor().executeBatch(new BatchTask(channel, source, appMetadata));
       handedOff = true; // sendBatch owns the source now; its finally frees it
     } catch (RejectedExecutionException e) {

@@ -33,6 +33,14 @@ public interface NativeQueryClient extends AutoCloseable {
    */
   CommandOutcome send(SignedCommand command);
 
+  /**
+   * The engine's compiler. The engine owns compilation: the gateway compiles a statement only
+   * through this (to answer GetSchema and GetFlightInfo before anything is sent), and the plans it
+   * returns are the ones the engine validates and executes, so a remote engine keeps its plans to
+   * itself and the gateway never hands it one. Thread-safe.
+   */
+  Planner planner();
+
   /** The next sequence the principal's journal expects. */
   long nextSequence(long principal);
 

@@ -1,6 +1,7 @@
 package io.transit.flight.nativequery;
 
 import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.query.CompileWatch;
 import io.transit.flight.query.QueryPlan;
 
 /**
@@ -18,4 +19,17 @@ public interface Planner {
    * query.<code>} or the compiler's own) is recorded as the submit's rejection.
    */
   QueryPlan plan(String sql, TableDeclaration table);
+
+  /**
+   * As {@link #plan(String, TableDeclaration)}, abandoned (with the watch's failure) when another
+   * thread abandons {@code watch}. A planner that cannot stop a parse ignores the watch.
+   */
+  default QueryPlan plan(String sql, TableDeclaration table, CompileWatch watch) {
+    return plan(sql, table);
+  }
+
+  /** Whether planning {@code sql} over {@code table} now would cost no parse (a cached plan). */
+  default boolean isCompiled(String sql, TableDeclaration table) {
+    return false;
+  }
 }

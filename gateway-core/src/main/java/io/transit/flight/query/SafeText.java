@@ -9,7 +9,7 @@ import io.transit.flight.diagnostic.GatewayException;
  * and truncates it visibly, so no message can carry the full SQL or exceed the profile's 128-byte
  * grpc-message bound. Stateless; any thread.
  */
-final class SafeText {
+public final class SafeText {
   /** The profile's bound on a decoded grpc-message. */
   static final int MAX_MESSAGE = 128;
   /** The bound on one quoted piece of caller text inside a message. */
@@ -24,12 +24,12 @@ final class SafeText {
    * else as {@code \xNN} or a backslash-u escape; longer than {@link #MAX_FRAGMENT} characters after
    * escaping ends in {@code ...}. Escapes are never cut in half.
    */
-  static String fragment(String text) {
+  public static String fragment(String text) {
     return escape(text, MAX_FRAGMENT, true);
   }
 
   /** An identifier as it appears in messages: escaped, truncated, in double quotes. */
-  static String ident(String identifier) {
+  public static String ident(String identifier) {
     return '"' + fragment(identifier) + '"';
   }
 
@@ -37,7 +37,7 @@ final class SafeText {
    * A whole message bounded to {@link #MAX_MESSAGE} printable ASCII characters. Its caller parts
    * are fragments already, so backslashes here are escapes and are not doubled again.
    */
-  static String message(String text) {
+  public static String message(String text) {
     return escape(text, MAX_MESSAGE, false);
   }
 

@@ -1,5 +1,5 @@
 /**
- * The query profile: compiling caller SQL to a plan, and adapting retained result cells to Arrow.
+ * The query profile: compiling caller SQL to a plan.
  *
  * <p>Starting points:
  *
@@ -9,16 +9,14 @@
  *       schema. The supported query set and every failure are in {@code docs/queries.md}.
  *       {@code SqlGuard} bounds the text before any parse; a
  *       {@link io.transit.flight.query.CompileWatch} lets another thread stop the parse.
- *   <li>{@link io.transit.flight.query.PlanCache} — the bounded, shared cache in front of it.
- *   <li>{@link io.transit.flight.query.CellAdapter} — one verified segment to a plain int64
- *       {@code VectorSchemaRoot} owned by the caller.
- *   <li>{@link io.transit.flight.query.CellSegmentWriter} — encodes a segment in the
- *       {@link io.transit.flight.query.CellFormat}.
  * </ul>
  *
- * <p>Threads: the compiler and adapters are stateless static methods that run wholly on the
- * calling thread. Shared between threads: {@code PlanCache} (its monitor) and a
- * {@code CompileWatch} (any thread abandons, the compiling thread reads); both document their
- * rules. Buffers live in the allocator the caller passes.
+ * <p>The engine owns compilation (its planner caches plans); the gateway compiles through
+ * {@link io.transit.flight.nativequery.NativeQueryClient#planner()}. The retained-cell codec is
+ * in {@code io.transit.flight.cells}.
+ *
+ * <p>Threads: the compiler is stateless static methods that run wholly on the calling thread.
+ * A {@code CompileWatch} is shared (any thread abandons, the compiling thread reads) and
+ * documents its rules.
  */
 package io.transit.flight.query;

@@ -87,9 +87,9 @@ class AdmissionServiceTest {
   @Test
   void roleOrEpochChangeCannotResumeTheOldUpload() {
     service.admit(request(1, SQL));
-    CallerBinding otherRole = new CallerBinding(PRINCIPAL, key(), true, ROLE + 1, EPOCH, SERVICE);
-    CallerBinding otherEpoch = new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
-    for (CallerBinding changed : List.of(otherRole, otherEpoch)) {
+    AdmissionSubject otherRole = new AdmissionSubject(PRINCIPAL, key(), true, ROLE + 1, EPOCH, SERVICE);
+    AdmissionSubject otherEpoch = new AdmissionSubject(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
+    for (AdmissionSubject changed : List.of(otherRole, otherEpoch)) {
       int sent = engine.sent().size();
       GatewayException e = fails(Status.Code.ABORTED,
           () -> service.admit(request(changed, 1, SQL, budgets(), inTenSeconds())));
@@ -108,7 +108,7 @@ class AdmissionServiceTest {
     assertEquals(Long.valueOf(1), rejected.identity().namespace());
     assertEquals(Long.valueOf(submit), rejected.identity().nativeSequence());
 
-    CallerBinding rotated = new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
+    AdmissionSubject rotated = new AdmissionSubject(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
     fails(Status.Code.ABORTED, () -> service.admit(request(rotated, 1, SQL, budgets(), inTenSeconds())));
     Admitted admitted =
         service.admit(request(rotated, submit + 1, SQL, budgets(), inTenSeconds()));
@@ -238,7 +238,7 @@ class AdmissionServiceTest {
     return sent.get(sent.size() - 1).getSequence();
   }
 
-  private static long chainLength(CallerBinding caller, long first, String sql, Budgets budgets) {
+  private static long chainLength(AdmissionSubject caller, long first, String sql, Budgets budgets) {
     byte[] bundle = CanonicalBundle.build(caller, table(), budgets, sql(sql)).bytes();
     return CommandChain.derive(bundle, PRINCIPAL, key(), first, PART_BYTES).commands().size();
   }
@@ -248,7 +248,7 @@ class AdmissionServiceTest {
   }
 
   static AdmissionRequest request(
-      CallerBinding caller, long first, String sql, Budgets budgets, long deadline) {
+      AdmissionSubject caller, long first, String sql, Budgets budgets, long deadline) {
     return new AdmissionRequest(caller, table(), budgets, first, sql(sql), deadline);
   }
 

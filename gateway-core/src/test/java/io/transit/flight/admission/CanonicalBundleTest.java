@@ -28,10 +28,10 @@ class CanonicalBundleTest {
   @Test
   void roleEpochSqlRecipientAndTableEachChangeTheBytes() {
     byte[] base = CanonicalBundle.build(caller(), table(), budgets(), SQL).bytes();
-    CallerBinding otherRole = new CallerBinding(PRINCIPAL, key(), true, ROLE + 1, EPOCH, SERVICE);
-    CallerBinding noRole = CallerBinding.withoutRole(PRINCIPAL, key(), EPOCH, SERVICE);
-    CallerBinding otherEpoch = new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
-    CallerBinding otherService = new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH, SERVICE + 1);
+    AdmissionSubject otherRole = new AdmissionSubject(PRINCIPAL, key(), true, ROLE + 1, EPOCH, SERVICE);
+    AdmissionSubject noRole = AdmissionSubject.withoutRole(PRINCIPAL, key(), EPOCH, SERVICE);
+    AdmissionSubject otherEpoch = new AdmissionSubject(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
+    AdmissionSubject otherService = new AdmissionSubject(PRINCIPAL, key(), true, ROLE, EPOCH, SERVICE + 1);
     assertFalse(java.util.Arrays.equals(base, build(otherRole, SQL)));
     assertFalse(java.util.Arrays.equals(base, build(noRole, SQL)));
     assertFalse(java.util.Arrays.equals(base, build(otherEpoch, SQL)));
@@ -79,10 +79,10 @@ class CanonicalBundleTest {
   void absentRoleMustBeZero() {
     assertThrows(
         IllegalArgumentException.class,
-        () -> new CallerBinding(PRINCIPAL, key(), false, 5, EPOCH, SERVICE));
+        () -> new AdmissionSubject(PRINCIPAL, key(), false, 5, EPOCH, SERVICE));
   }
 
-  private static byte[] build(CallerBinding caller, byte[] sql) {
+  private static byte[] build(AdmissionSubject caller, byte[] sql) {
     return CanonicalBundle.build(caller, table(), budgets(), sql).bytes();
   }
 }

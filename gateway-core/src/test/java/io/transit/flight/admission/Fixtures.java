@@ -29,8 +29,8 @@ final class Fixtures {
     return Ed25519.fromSeed(seed(1));
   }
 
-  static CallerBinding caller() {
-    return new CallerBinding(PRINCIPAL, key(), true, ROLE, EPOCH, SERVICE);
+  static AdmissionSubject caller() {
+    return new AdmissionSubject(PRINCIPAL, key(), true, ROLE, EPOCH, SERVICE);
   }
 
   static TableDeclaration table() {

@@ -35,7 +35,7 @@ class GoldenVectorsTest {
   private static final HexFormat HEX = HexFormat.of();
 
   private record Case(
-      String name, byte[] seed, CallerBinding caller, String sql, long first, int partBytes) {}
+      String name, byte[] seed, AdmissionSubject caller, String sql, long first, int partBytes) {}
 
   private static List<Case> cases() {
     byte[] seedA = Fixtures.seed(1);
@@ -43,12 +43,12 @@ class GoldenVectorsTest {
     long principalB = Long.parseUnsignedLong("18446744073709551000");
     return List.of(
         new Case("role_high_first_sequence_64_byte_parts", seedA,
-            new CallerBinding(Fixtures.PRINCIPAL, Ed25519.fromSeed(seedA), true, Fixtures.ROLE,
+            new AdmissionSubject(Fixtures.PRINCIPAL, Ed25519.fromSeed(seedA), true, Fixtures.ROLE,
                 Fixtures.EPOCH, Fixtures.SERVICE),
             "SELECT id, fare FROM trips WHERE distance > 5", Long.parseUnsignedLong("9223372036854775813"),
             64),
         new Case("no_role_high_principal_default_parts", seedB,
-            CallerBinding.withoutRole(principalB, Ed25519.fromSeed(seedB), 1, 2),
+            AdmissionSubject.withoutRole(principalB, Ed25519.fromSeed(seedB), 1, 2),
             "SELECT COUNT(*) FROM trips WHERE fare IS NULL", 1, CommandChain.DEFAULT_PART_BYTES));
   }
 

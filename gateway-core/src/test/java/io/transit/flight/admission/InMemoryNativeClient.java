@@ -1,5 +1,7 @@
 package io.transit.flight.admission;
 
+import io.transit.flight.nativequery.Planner;
+import io.transit.flight.query.QueryCompiler;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.crypto.DeterministicProto;
@@ -323,6 +325,12 @@ final class InMemoryNativeClient implements NativeQueryClient {
         || access.source() != q.bundle.getTable().getSource()) {
       throw QueryCode.ACCESS_DENIED.failure("no read access to this query");
     }
+  }
+
+  /** Admission never plans: it sends bytes. Statements compile as the compiler says. */
+  @Override
+  public Planner planner() {
+    return QueryCompiler::compile;
   }
 
   @Override

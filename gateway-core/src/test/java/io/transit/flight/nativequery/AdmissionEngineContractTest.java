@@ -9,7 +9,7 @@ import io.transit.flight.admission.AdmissionLimiter;
 import io.transit.flight.admission.AdmissionRequest;
 import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.admission.Admitted;
-import io.transit.flight.admission.CallerBinding;
+import io.transit.flight.admission.AdmissionSubject;
 import io.transit.flight.admission.CanonicalBundle;
 import io.transit.flight.admission.CommandChain;
 import io.transit.flight.crypto.DeclarationFingerprint;
@@ -91,8 +91,8 @@ class AdmissionEngineContractTest {
         .build();
   }
 
-  private static CallerBinding caller(long serviceId) {
-    return new CallerBinding(PRINCIPAL, KEY, true, ROLE, EPOCH, serviceId);
+  private static AdmissionSubject caller(long serviceId) {
+    return new AdmissionSubject(PRINCIPAL, KEY, true, ROLE, EPOCH, serviceId);
   }
 
   private static long deadline() {

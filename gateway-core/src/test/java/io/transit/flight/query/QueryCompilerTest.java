@@ -23,8 +23,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-class QueryCompilerTest {
-  static final TableDeclaration TABLE = TableDeclaration.newBuilder()
+public class QueryCompilerTest {
+  /** The Trips declaration, also the engine plan cache's test Table. */
+  public static final TableDeclaration TABLE = TableDeclaration.newBuilder()
       .setCatalog("transit").setDbSchema("public").setTable("Trips")
       .addColumns(col("id", "INT64", false))
       .addColumns(col("Fare", "INT64", true))

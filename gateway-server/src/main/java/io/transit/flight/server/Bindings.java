@@ -1,17 +1,16 @@
 package io.transit.flight.server;
 
+import io.transit.flight.crypto.DeclarationFingerprint;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.nativequery.Publication;
-import io.transit.flight.nativequery.embedded.EmbeddedEngine;
 import io.transit.flight.nativequery.embedded.DuckSettings;
 import io.transit.flight.nativequery.embedded.EngineOptions;
+import io.transit.flight.server.auth.AuthSnapshot;
 import io.transit.flight.server.auth.CallerBinding;
-import io.transit.flight.server.auth.CredentialRegistry;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateDirectory;
-import io.transit.flight.crypto.DeclarationFingerprint;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -23,27 +22,18 @@ import java.util.Set;
  * Turns caller mappings into authenticated bindings and native rights, loading (or, on first
  * run, generating) each caller's credential and principal key from the state directory.
  *
- * <p>Threads: {@link #build} runs at start; {@link #reload} on the signal thread. A reload
- * builds the complete new snapshot before touching anything, then swaps credentials and native
- * rights; a failure leaves the running snapshot in force.
+ * <p>Threads: {@link #build} runs at start; {@link #next} on the signal thread. Both only
+ * build: the caller installs the result (one swap), so a failure leaves the running snapshot in
+ * force.
  */
 public final class Bindings {
   private final StateDirectory state;
-  private CredentialRegistry credentials;
-  private EmbeddedEngine engine;
 
   Bindings(StateDirectory state) {
     this.state = state;
   }
 
-  record Snapshot(Map<String, CallerBinding> byToken, List<PrincipalRights> rights) {}
-
-  void attach(CredentialRegistry credentials, EmbeddedEngine engine) {
-    this.credentials = credentials;
-    this.engine = engine;
-  }
-
-  Snapshot build(ResolvedConfig cfg) throws ConfigException {
+  AuthSnapshot build(ResolvedConfig cfg) throws ConfigException {
     Map<String, CallerBinding> byToken = new LinkedHashMap<>();
     Map<String, String> tokensByCaller = new HashMap<>();
     List<PrincipalRights> rights = new ArrayList<>();
@@ -61,16 +51,17 @@ public final class Bindings {
           c.canRead() ? Set.of(pub.declaration().getSource()) : Set.of()));
     }
     StateDirectory.checkDistinct(tokensByCaller);
-    return new Snapshot(byToken, rights);
+    return new AuthSnapshot(cfg, byToken, rights);
   }
 
   /**
-   * Refuses a reload that would change what is fixed at start (loaded data, listener, ticket
-   * definition, sizing); otherwise swaps native rights, then credentials and bindings. Callers,
+   * The snapshot a reload installs: refuses a reload that would change what is fixed at start
+   * (loaded data, listener, ticket definition, sizing); otherwise builds the whole next snapshot
+   * and changes nothing. Callers,
    * their rights, bindings and publication mappings, {@code deployment.ingress} and
    * {@code deployment.ticket_ttl_ms} take effect live.
    */
-  void reload(ResolvedConfig current, ResolvedConfig next) throws ConfigException {
+  AuthSnapshot next(ResolvedConfig current, ResolvedConfig next) throws ConfigException {
     if (!current.publications().equals(next.publications())) {
       throw new ConfigException("publications changed: a restart is required to load new data");
     }
@@ -90,9 +81,7 @@ public final class Bindings {
     if (!current.limits().equals(next.limits()) || !current.engine().equals(next.engine())) {
       throw new ConfigException("limits, engine or jvm changed: a restart is required");
     }
-    Snapshot s = build(next);
-    engine.updateRights(s.rights());
-    credentials.replace(s.byToken());
+    return build(next);
   }
 
   public static List<Publication> publications(ResolvedConfig cfg) {

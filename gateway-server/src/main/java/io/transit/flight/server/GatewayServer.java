@@ -12,11 +12,13 @@ import io.transit.flight.channel.StreamLimits;
 import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.ErrorMapper;
-import io.transit.flight.nativequery.embedded.CommandFaults;
+import io.transit.flight.nativequery.NativeQueryAdmin;
+import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
-import io.transit.flight.query.PlanCache;
+import io.transit.flight.nativequery.embedded.PlanCache;
 import io.transit.flight.server.auth.AuthInterceptor;
-import io.transit.flight.server.auth.CredentialRegistry;
+import io.transit.flight.server.auth.AuthSnapshot;
+import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.config.ResolvedConfig;
@@ -25,8 +27,7 @@ import io.transit.flight.server.config.StateLock;
 import io.transit.flight.server.ops.Operations;
 import io.transit.flight.server.ops.OpsGauges;
 import io.transit.flight.server.ops.OpsSettings;
-import io.transit.flight.server.sql.Deadlines;
-import io.transit.flight.server.sql.GatewayState;
+import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.sql.TransitSqlProducer;
 import io.transit.flight.server.transport.ConnectionBudget;
 import io.transit.flight.server.transport.Listeners;
@@ -45,7 +46,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.apache.arrow.flight.FlightGrpcUtils;
 import org.apache.arrow.flight.auth.ServerAuthHandler;
 import org.apache.arrow.memory.BufferAllocator;
@@ -68,10 +68,11 @@ public final class GatewayServer implements AutoCloseable {
   /** Batches a producer may have queued on a stream's writer before the gate parks it. */
   private static final int MAX_PENDING_BATCHES = 2;
 
-  private final AtomicReference<ResolvedConfig> config;
   private final StateLock stateLock;
   private final BufferAllocator allocator;
-  private final EmbeddedEngine engine;
+  private final NativeQueryClient engine;
+  private final NativeQueryAdmin engineAdmin;
+  private final Authorization authorization;
   private final StreamRegistry streams;
   private final ExecutorService producers;
   private final ExecutorService serviceExecutor;
@@ -80,14 +81,13 @@ public final class GatewayServer implements AutoCloseable {
   private final Bindings bindings;
   private final ConnectionBudget connections;
   private final Listeners server;
-  private final Operations ops;
   private final AtomicInteger closed = new AtomicInteger();
+  private final Operations ops;
   private volatile boolean closedCleanly;
 
-  private GatewayServer(ResolvedConfig cfg, CommandFaults faults, StateDirectory state,
+  private GatewayServer(ResolvedConfig cfg, GatewayHooks hooks, StateDirectory state,
       StateLock stateLock, Operations ops) throws ConfigException, IOException {
     this.ops = ops;
-    this.config = new AtomicReference<>(cfg);
     this.stateLock = stateLock;
     Limits limits = cfg.limits();
     reportTightened(state);
@@ -96,21 +96,18 @@ public final class GatewayServer implements AutoCloseable {
     // a remote native client will sign its inspection reads with it.
     state.loadOrCreateKey(state.inspectionKeyFile());
     this.bindings = new Bindings(state);
-    Bindings.Snapshot snapshot = bindings.build(cfg);
+    AuthSnapshot snapshot = bindings.build(cfg);
 
     this.allocator = new RootAllocator(limits.rootAllocatorBytes());
     ErrorMapper errors = new ErrorMapper(limits.diagnosticMetadataBytes());
-    // One cache for the statement service and the engine: a statement is parsed once, not at
-    // each of its compile, submit check and execution.
-    PlanCache plans = PlanCache.withDefaults();
-    this.engine = openEngine(state, cfg, snapshot, faults, plans);
+    EmbeddedEngine embedded = openEngine(state, cfg, snapshot, hooks);
+    this.engine = embedded;
+    this.engineAdmin = embedded;
     // The engine creates its journal and segment files with the process umask on first run.
     reportTightened(state);
-    CredentialRegistry credentials = new CredentialRegistry();
-    credentials.replace(snapshot.byToken());
 
-    // Only a TestFaults hook (tests) replaces the system clock.
-    Clock clock = faults instanceof TestFaults t ? t.clock(Clock.systemUTC()) : Clock.systemUTC();
+    Clock clock = hooks.clock(Clock.systemUTC());
+    this.authorization = new Authorization(snapshot, clock);
     TicketService tickets = new TicketService(ticketKey,
         TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), clock);
     AdmissionConfig admissionConfig = new AdmissionConfig(limits.admissionPerGateway(),
@@ -122,17 +119,15 @@ public final class GatewayServer implements AutoCloseable {
         new StreamLimits(limits.maxLiveStreams(), limits.streamAllocatorBytes(),
             Duration.ofMillis(limits.creditStallMs()), MAX_PENDING_BATCHES));
     this.producers = pool("transit-producer", limits.producerThreads());
-    GatewayState gatewayState = new GatewayState(config, credentials, tickets, admission, engine,
-        new CatalogResults(new SqlInfoCatalog(VERSION, "18.3.0")), allocator, streams,
-        new FlightOutboundHandler(), producers, errors, clock, plans);
-    bindings.attach(credentials, engine);
 
     this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "transit-deadlines");
       t.setDaemon(true);
       return t;
     });
-    TransitSqlProducer producer = new TransitSqlProducer(gatewayState,
+    TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
+        admission, engine, new CatalogResults(new SqlInfoCatalog(VERSION, "18.3.0")),
+        allocator, streams, new FlightOutboundHandler(), producers, limits,
         new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
             limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
     // Admissions and compilations in flight each hold a service thread; eight more stay free
@@ -146,11 +141,11 @@ public final class GatewayServer implements AutoCloseable {
         ServerInterceptors.intercept(
             FlightGrpcUtils.createFlightService(allocator, producer, ServerAuthHandler.NO_OP,
                 flightExecutor),
-            ops.observer().callerTap(), new AuthInterceptor(credentials, errors),
+            ops.observer().callerTap(), new AuthInterceptor(authorization, errors),
             ops.observer().requestId()),
         serviceExecutor, connections,
         new Listeners.Extras(List.of(ops.healthService()), ops.observer()));
-    OpsGauges.register(ops.metrics(), allocator, streams, connections, engine,
+    OpsGauges.register(ops.metrics(), allocator, streams, connections, embedded,
         state.engineDir().resolve("segments"));
   }
 
@@ -160,18 +155,23 @@ public final class GatewayServer implements AutoCloseable {
     }
   }
 
+  /**
+   * The one place the embedded engine is built; everything else sees it as a {@link
+   * NativeQueryClient} and a {@link NativeQueryAdmin}.
+   */
   private static EmbeddedEngine openEngine(StateDirectory state, ResolvedConfig cfg,
-      Bindings.Snapshot snapshot, CommandFaults faults, PlanCache plans)
+      AuthSnapshot snapshot, GatewayHooks hooks)
       throws ConfigException, IOException {
-    if (faults != CommandFaults.NONE) {
-      log.warn("TEST FAULTS ENABLED ({}={}): this daemon is for tests only",
-          TestFaults.VARIABLE, faults);
+    if (hooks != GatewayHooks.NONE) {
+      log.warn("TEST FAULTS ENABLED ({}): this daemon is for tests only", hooks);
     }
     try {
-      return EmbeddedEngine.open(state.engineDir(), Bindings.engineOptions(cfg).withFaults(faults),
-          faults instanceof TestFaults t && t.enginePublicationsNone()
-              ? List.of() : Bindings.publications(cfg),
-          snapshot.rights(), plans::compile);
+      return EmbeddedEngine.open(state.engineDir(),
+          Bindings.engineOptions(cfg).withFaults(hooks.engineFaults()),
+          hooks.enginePublicationsNone() ? List.of() : Bindings.publications(cfg),
+          // The engine owns compilation; the gateway asks it (NativeQueryClient.planner()), so
+          // a statement is parsed once, not at each of its compile, submit check and execution.
+          snapshot.rights(), PlanCache.withDefaults());
     } catch (IllegalArgumentException e) {
       // A publication whose data does not match its declaration: the message names both.
       throw new ConfigException(e.getMessage(), e);
@@ -182,30 +182,30 @@ public final class GatewayServer implements AutoCloseable {
 
   /** Builds and starts the daemon; the caller owns the result and must close it. */
   public static GatewayServer start(ResolvedConfig cfg) throws ConfigException, IOException {
-    return start(cfg, CommandFaults.NONE);
+    return start(cfg, GatewayHooks.NONE);
   }
 
   /**
-   * As {@link #start(ResolvedConfig)} with injected engine faults: only the CLI passes anything
-   * but {@link CommandFaults#NONE}, and only from {@link TestFaults#VARIABLE}.
+   * As {@link #start(ResolvedConfig)} with test hooks: only the CLI passes anything but {@link
+   * GatewayHooks#NONE}, and only from the test-only environment variable.
    */
-  public static GatewayServer start(ResolvedConfig cfg, CommandFaults faults)
+  public static GatewayServer start(ResolvedConfig cfg, GatewayHooks hooks)
       throws ConfigException, IOException {
-    return start(cfg, faults, new Operations(OpsSettings.defaults()));
+    return start(cfg, hooks, new Operations(OpsSettings.defaults()));
   }
 
   /**
-   * As {@link #start(ResolvedConfig, CommandFaults)} with the operator-facing parts ({@code ops}:
+   * As {@link #start(ResolvedConfig, GatewayHooks)} with the operator-facing parts ({@code ops}:
    * health, metrics, access log); the server closes {@code ops} when it closes.
    */
-  public static GatewayServer start(ResolvedConfig cfg, CommandFaults faults, Operations ops)
+  public static GatewayServer start(ResolvedConfig cfg, GatewayHooks hooks, Operations ops)
       throws ConfigException, IOException {
     StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
     state.prepare();
     StateLock lock = StateLock.acquire(cfg.stateDir());
     GatewayServer g;
     try {
-      g = new GatewayServer(cfg, faults, state, lock, ops);
+      g = new GatewayServer(cfg, hooks, state, lock, ops);
     } catch (ConfigException | IOException | RuntimeException | Error e) {
       ops.close();
       // Nothing else was started; another attempt in this process may take the directory.
@@ -261,12 +261,15 @@ public final class GatewayServer implements AutoCloseable {
   }
 
   /**
-   * Replaces credentials, bindings and rights atomically. A configuration that fails to load or
-   * validate is refused and the running one stays in force.
+   * Replaces configuration, credentials, bindings and rights as one snapshot. A configuration
+   * that fails to load or validate is refused and the running one stays in force. The engine
+   * takes the new rights first: a call that sees the new snapshot meets an engine that already
+   * enforces it.
    */
   public void reload(ResolvedConfig next) throws ConfigException {
-    bindings.reload(config.get(), next);
-    config.set(next);
+    AuthSnapshot s = bindings.next(authorization.current().config(), next);
+    engineAdmin.updateRights(s.rights());
+    authorization.install(s);
     log.info("configuration reloaded: {} callers", next.callers().size());
   }
 

@@ -1,13 +1,17 @@
 /**
- * The Transit Flight Gateway daemon.
+ * The Transit Flight Gateway daemon: composition and lifecycle.
  *
- * <p>Starting points: {@link io.transit.flight.server.GatewayServer} (builds every component from
- * a validated configuration, serves, reloads, drains), {@link
+ * <p>Starting points: {@link io.transit.flight.server.GatewayServer} (the one place every
+ * component is built from a validated configuration, by constructor injection; serves, reloads,
+ * drains; the only place the embedded engine is constructed), {@code Bindings} (caller mappings
+ * to an {@link io.transit.flight.server.auth.AuthSnapshot}), {@link
+ * io.transit.flight.server.GatewayHooks} (the one test seam), {@link
  * io.transit.flight.server.cli.Main} (the command line).
  *
  * <p>Threads: gRPC transport threads run the auth interceptor; a bounded service executor runs
  * unary Flight calls (GetFlightInfo may wait for admission within its deadline); DoGet hands
  * production to the T_caller pool and writes through each stream's single-writer executor (see
- * {@code io.transit.flight.channel}); the signal thread runs reloads.
+ * {@code io.transit.flight.channel}); the signal thread runs reloads, which build a whole
+ * snapshot and install it with one swap.
  */
 package io.transit.flight.server;

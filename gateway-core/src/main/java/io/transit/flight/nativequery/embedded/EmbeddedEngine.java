@@ -4,6 +4,7 @@ import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.NativeQueryAdmin;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.Planner;
 import io.transit.flight.nativequery.PrincipalRights;
@@ -43,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * the owner after callers stop; it waits {@code shutdownWait} for running queries (unfinished ones
  * stay ACCEPTED in the journal and resume at the next open).
  */
-public final class EmbeddedEngine implements NativeQueryClient {
+public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
   private static final Logger log = LoggerFactory.getLogger(EmbeddedEngine.class);
 
   private final EngineOptions options;
@@ -55,6 +56,7 @@ public final class EmbeddedEngine implements NativeQueryClient {
   private final QueryRunner runner;
   private final DuckSessions sessions;
   private final BufferAllocator allocator;
+  private final Planner planner;
   private final ExecutorService executor;
   private final Object completions = new Object();
   // @GuardedBy("completions"): bumped after every terminal status commit.
@@ -68,6 +70,7 @@ public final class EmbeddedEngine implements NativeQueryClient {
     this.tables = tables;
     this.rights = rights;
     this.allocator = allocator;
+    this.planner = planner;
     UploadValidator uploads = new UploadValidator(journal, rights, tables, planner, options);
     this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence());
     this.reader = new ResultReader(journal, rights, segments);
@@ -101,9 +104,9 @@ public final class EmbeddedEngine implements NativeQueryClient {
     JournalStore journal = null;
     DuckTables tables = null;
     try {
-      journal = JournalStore.open(stateDir.resolve("journal.sqlite"));
+      journal = SqliteJournal.open(stateDir.resolve("journal.sqlite"));
       tables = DuckTables.open(publications, options.duck(), stateDir, allocator);
-      SegmentStore segments = new SegmentStore(stateDir.resolve("segments"));
+      SegmentStore segments = new LocalSegmentStore(stateDir.resolve("segments"));
       EmbeddedEngine engine =
           new EmbeddedEngine(options, journal, tables, registry, segments, allocator, planner);
       if (!options.deferExecution()) {
@@ -210,6 +213,12 @@ public final class EmbeddedEngine implements NativeQueryClient {
     return !closing;
   }
 
+  /** The planner the engine was opened with; the daemon opens it with a {@link PlanCache}. */
+  @Override
+  public Planner planner() {
+    return planner;
+  }
+
   @Override
   public long nextSequence(long principal) {
     rights.require(principal);
@@ -259,7 +268,7 @@ public final class EmbeddedEngine implements NativeQueryClient {
     return reader.segment(access, correlation, index, maxBytes, allocator);
   }
 
-  /** Releases a retained result: later reads fail with RETIRED. Returns false if unknown. */
+  @Override
   public boolean release(long correlation) {
     try {
       return journal.transaction(() -> journal.release(correlation));
@@ -269,7 +278,7 @@ public final class EmbeddedEngine implements NativeQueryClient {
     }
   }
 
-  /** Atomically replaces every principal's rights (config reload). */
+  @Override
   public void updateRights(Collection<PrincipalRights> next) {
     rights.replace(next);
   }

@@ -1,34 +1,23 @@
 package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.proto.QueryStatus;
-import java.io.ByteArrayOutputStream;
-import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.Properties;
 
 /**
  * The engine's durable journal: principals' next sequences, recorded commands and outcomes,
- * uploads and their parts, and saved queries with their retained manifests. SQLite in WAL mode
- * with {@code synchronous=FULL}, so every committed transaction survives kill -9 and power loss;
- * the SQL itself is portable (PostgreSQL is the planned shared journal).
+ * uploads and their parts, and saved queries with their retained manifests. The engine's logic
+ * sees only this interface; {@link SqliteJournal} is today's implementation, and a shared
+ * journal (PostgreSQL) for a replicated deployment implements the same methods.
  *
- * <p>One JDBC connection, guarded by this object's monitor: {@link #transaction} holds it for the
- * whole unit of work, so callers on any thread (senders, query runners, readers) see each other's
- * transactions whole. The row-level methods must only be called inside {@link #transaction}; they
- * reuse one cached prepared statement per SQL text (closing each result set resets it).
- * Unsigned 64-bit ids are stored as their signed bit patterns.
+ * <p>Contract for every implementation: {@link #transaction} runs its work as one atomic,
+ * durable unit that callers on any thread (senders, query runners, readers) see whole; the
+ * row-level methods are called only inside {@link #transaction}. Unsigned 64-bit ids travel as
+ * their signed bit patterns. The throws clause names {@link SQLException} because every planned
+ * implementation is a SQL database.
  */
-final class JournalStore implements AutoCloseable {
+interface JournalStore extends AutoCloseable {
   /** One unit of work inside a transaction. */
   interface Work<T> {
     T run() throws SQLException;
@@ -55,277 +44,55 @@ final class JournalStore implements AutoCloseable {
   /** A saved query: its status and, once it succeeded, the canonical manifest bytes. */
   record SavedQuery(QueryStatus status, byte[] bundleSha256, boolean released, byte[] manifest) {}
 
-  private static final String[] SCHEMA = {
-    "CREATE TABLE IF NOT EXISTS principals (principal BIGINT PRIMARY KEY,"
-        + " next_sequence BIGINT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS commands (principal BIGINT NOT NULL, sequence BIGINT NOT NULL,"
-        + " command_sha256 BLOB NOT NULL, outcome BLOB NOT NULL, PRIMARY KEY (principal, sequence))",
-    "CREATE TABLE IF NOT EXISTS uploads (principal BIGINT NOT NULL, namespace BIGINT NOT NULL,"
-        + " declared_bytes BIGINT NOT NULL, part_count INTEGER NOT NULL, bundle_sha256 BLOB NOT NULL,"
-        + " received_parts INTEGER NOT NULL, received_bytes BIGINT NOT NULL,"
-        + " state VARCHAR(16) NOT NULL, PRIMARY KEY (principal, namespace))",
-    "CREATE TABLE IF NOT EXISTS upload_parts (principal BIGINT NOT NULL,"
-        + " namespace BIGINT NOT NULL, part_index INTEGER NOT NULL, data BLOB NOT NULL,"
-        + " PRIMARY KEY (principal, namespace, part_index))",
-    "CREATE TABLE IF NOT EXISTS counters (name VARCHAR(32) PRIMARY KEY, value BIGINT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS queries (correlation BIGINT PRIMARY KEY,"
-        + " principal BIGINT NOT NULL, namespace BIGINT NOT NULL, bundle_sha256 BLOB NOT NULL,"
-        + " state VARCHAR(16) NOT NULL, code VARCHAR(64) NOT NULL, stage VARCHAR(32) NOT NULL,"
-        + " message VARCHAR(512) NOT NULL, manifest_sha256 BLOB, total_rows BIGINT NOT NULL,"
-        + " limit_amount BIGINT NOT NULL, required_amount BIGINT NOT NULL,"
-        + " failed_column VARCHAR(256) NOT NULL, released INTEGER NOT NULL, manifest BLOB)",
-  };
-
-  private final Connection connection;
-  /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
-  private volatile java.util.function.LongConsumer commitObserver = nanos -> {};
-  // @GuardedBy("this"): one prepared statement per distinct SQL text of this class (a fixed,
-  // small set), kept for the connection's life: preparing costs more than running most of them.
-  private final Map<String, PreparedStatement> statements = new HashMap<>();
-
-  private JournalStore(Connection connection) {
-    this.connection = connection;
-  }
-
-  static JournalStore open(Path file) throws SQLException {
-    Properties props = new Properties();
-    // Nothing here reads generated keys; left on, every INSERT runs a last_insert_rowid() query.
-    props.setProperty("jdbc.get_generated_keys", "false");
-    Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath(), props);
-    try (Statement s = c.createStatement()) {
-      s.execute("PRAGMA journal_mode=WAL");
-      s.execute("PRAGMA synchronous=FULL");
-      s.execute("PRAGMA busy_timeout=10000");
-      for (String ddl : SCHEMA) {
-        s.execute(ddl);
-      }
-    } catch (SQLException e) {
-      c.close();
-      throw e;
-    }
-    c.setAutoCommit(false);
-    c.commit();
-    return new JournalStore(c);
-  }
-
   /** Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. */
-  synchronized <T> T transaction(Work<T> work) throws SQLException {
-    boolean committed = false;
-    try {
-      T result = work.run();
-      long started = System.nanoTime();
-      connection.commit();
-      commitObserver.accept(System.nanoTime() - started);
-      committed = true;
-      return result;
-    } finally {
-      if (!committed) {
-        connection.rollback();
-      }
-    }
-  }
+  <T> T transaction(Work<T> work) throws SQLException;
 
-  long nextSequence(long principal, long first) throws SQLException {
-    PreparedStatement p = prepared("SELECT next_sequence FROM principals WHERE principal = ?");
-    p.setLong(1, principal);
-    try (ResultSet r = p.executeQuery()) {
-      return r.next() ? r.getLong(1) : first;
-    }
-  }
+  /**
+   * Tells {@code observer} each commit's duration in nanoseconds (operations metrics), on the
+   * committing thread: it must be cheap and thread-safe. Replaces any previous observer.
+   */
+  void observeCommits(java.util.function.LongConsumer observer);
 
-  void setNextSequence(long principal, long next) throws SQLException {
-    if (update("UPDATE principals SET next_sequence = ? WHERE principal = ?", next, principal)
-        == 0) {
-      update("INSERT INTO principals (principal, next_sequence) VALUES (?, ?)", principal, next);
-    }
-  }
+  /** The principal's next expected sequence, {@code first} when it has none yet. */
+  long nextSequence(long principal, long first) throws SQLException;
 
-  Optional<Recorded> command(long principal, long sequence) throws SQLException {
-    PreparedStatement p = prepared(
-        "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?");
-    p.setLong(1, principal);
-    p.setLong(2, sequence);
-    try (ResultSet r = p.executeQuery()) {
-      return r.next() ? Optional.of(new Recorded(r.getBytes(1), r.getBytes(2))) : Optional.empty();
-    }
-  }
+  void setNextSequence(long principal, long next) throws SQLException;
+
+  /** The command recorded at this principal's sequence, if any. */
+  Optional<Recorded> command(long principal, long sequence) throws SQLException;
 
   void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
-      throws SQLException {
-    update("INSERT INTO commands (principal, sequence, command_sha256, outcome) VALUES (?, ?, ?, ?)",
-        principal, sequence, sha256, outcome);
-  }
+      throws SQLException;
 
-  Optional<Upload> upload(long principal, long namespace) throws SQLException {
-    PreparedStatement p = prepared(
-        "SELECT declared_bytes, part_count, bundle_sha256, received_parts, received_bytes, state"
-            + " FROM uploads WHERE principal = ? AND namespace = ?");
-    p.setLong(1, principal);
-    p.setLong(2, namespace);
-    try (ResultSet r = p.executeQuery()) {
-      if (!r.next()) {
-        return Optional.empty();
-      }
-      return Optional.of(new Upload(r.getLong(1), r.getInt(2), r.getBytes(3), r.getInt(4),
-          r.getLong(5), UploadState.valueOf(r.getString(6))));
-    }
-  }
+  Optional<Upload> upload(long principal, long namespace) throws SQLException;
 
   void beginUpload(long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
-      throws SQLException {
-    update("INSERT INTO uploads (principal, namespace, declared_bytes, part_count, bundle_sha256,"
-            + " received_parts, received_bytes, state) VALUES (?, ?, ?, ?, ?, 0, 0, ?)",
-        principal, namespace, declaredBytes, parts, sha256, UploadState.OPEN.name());
-  }
+      throws SQLException;
 
-  void addPart(long principal, long namespace, int index, byte[] data) throws SQLException {
-    update("INSERT INTO upload_parts (principal, namespace, part_index, data) VALUES (?, ?, ?, ?)",
-        principal, namespace, index, data);
-    update("UPDATE uploads SET received_parts = received_parts + 1,"
-            + " received_bytes = received_bytes + ? WHERE principal = ? AND namespace = ?",
-        (long) data.length, principal, namespace);
-  }
+  void addPart(long principal, long namespace, int index, byte[] data) throws SQLException;
 
-  void setUploadState(long principal, long namespace, UploadState state) throws SQLException {
-    update("UPDATE uploads SET state = ? WHERE principal = ? AND namespace = ?",
-        state.name(), principal, namespace);
-  }
+  void setUploadState(long principal, long namespace, UploadState state) throws SQLException;
 
   /** The upload's parts concatenated in index order. */
-  byte[] assembled(long principal, long namespace) throws SQLException {
-    PreparedStatement p = prepared("SELECT data FROM upload_parts"
-        + " WHERE principal = ? AND namespace = ? ORDER BY part_index");
-    p.setLong(1, principal);
-    p.setLong(2, namespace);
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    try (ResultSet r = p.executeQuery()) {
-      while (r.next()) {
-        out.writeBytes(r.getBytes(1));
-      }
-    }
-    return out.toByteArray();
-  }
+  byte[] assembled(long principal, long namespace) throws SQLException;
 
   /** A fresh correlation: durable and monotonic (the counter commits with the query row). */
-  long allocateCorrelation() throws SQLException {
-    long next = 1;
-    PreparedStatement p = prepared("SELECT value FROM counters WHERE name = 'correlation'");
-    try (ResultSet r = p.executeQuery()) {
-      if (r.next()) {
-        next = r.getLong(1) + 1;
-      }
-    }
-    if (update("UPDATE counters SET value = ? WHERE name = 'correlation'", next) == 0) {
-      update("INSERT INTO counters (name, value) VALUES ('correlation', ?)", next);
-    }
-    return next;
-  }
+  long allocateCorrelation() throws SQLException;
 
   void insertAccepted(long correlation, long principal, long namespace, byte[] bundleSha256)
-      throws SQLException {
-    update("INSERT INTO queries (correlation, principal, namespace, bundle_sha256, state, code,"
-            + " stage, message, total_rows, limit_amount, required_amount, failed_column,"
-            + " released) VALUES (?, ?, ?, ?, ?, '', '', '', 0, 0, 0, '', 0)",
-        correlation, principal, namespace, bundleSha256, QueryStatus.State.ACCEPTED.name());
-  }
+      throws SQLException;
 
   /** Stores a terminal status (and, when it succeeded, the manifest) of a running query. */
-  void finish(QueryStatus s, byte[] manifest) throws SQLException {
-    update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?, manifest_sha256 = ?,"
-            + " total_rows = ?, limit_amount = ?, required_amount = ?, failed_column = ?,"
-            + " manifest = ? WHERE correlation = ? AND state = ?",
-        s.getState().name(), s.getCode(), s.getStage(), s.getMessage(),
-        manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
-        s.getLimit(), s.getRequired(), s.getColumn(), manifest, s.getCorrelation(),
-        QueryStatus.State.ACCEPTED.name());
-  }
+  void finish(QueryStatus s, byte[] manifest) throws SQLException;
 
   /** Marks a result released; true when it existed. */
-  boolean release(long correlation) throws SQLException {
-    return update("UPDATE queries SET released = 1 WHERE correlation = ?", correlation) == 1;
-  }
+  boolean release(long correlation) throws SQLException;
 
-  Optional<SavedQuery> query(long correlation) throws SQLException {
-    PreparedStatement p = prepared(
-        "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
-            + " total_rows, limit_amount, required_amount, failed_column, released, manifest"
-            + " FROM queries WHERE correlation = ?");
-    p.setLong(1, correlation);
-    try (ResultSet r = p.executeQuery()) {
-      if (!r.next()) {
-        return Optional.empty();
-      }
-      QueryStatus.Builder s = QueryStatus.newBuilder()
-          .setCorrelation(correlation)
-          .setPrincipal(r.getLong(1))
-          .setNamespace(r.getLong(2))
-          .setState(QueryStatus.State.valueOf(r.getString(4)))
-          .setCode(r.getString(5))
-          .setStage(r.getString(6))
-          .setMessage(r.getString(7))
-          .setTotalRows(r.getLong(9))
-          .setLimit(r.getLong(10))
-          .setRequired(r.getLong(11))
-          .setColumn(r.getString(12));
-      byte[] manifestSha = r.getBytes(8);
-      if (manifestSha != null) {
-        s.setManifestSha256(com.google.protobuf.ByteString.copyFrom(manifestSha));
-      }
-      return Optional.of(new SavedQuery(s.build(), r.getBytes(3), r.getInt(13) != 0,
-          r.getBytes(14)));
-    }
-  }
+  Optional<SavedQuery> query(long correlation) throws SQLException;
 
   /** Correlations of accepted queries without a terminal status, oldest first. */
-  List<Long> unfinished() throws SQLException {
-    List<Long> out = new ArrayList<>();
-    PreparedStatement p = prepared(
-        "SELECT correlation FROM queries WHERE state = ? ORDER BY correlation");
-    p.setString(1, QueryStatus.State.ACCEPTED.name());
-    try (ResultSet r = p.executeQuery()) {
-      while (r.next()) {
-        out.add(r.getLong(1));
-      }
-    }
-    return out;
-  }
-
-  private int update(String sql, Object... args) throws SQLException {
-    PreparedStatement p = prepared(sql);
-    for (int i = 0; i < args.length; i++) {
-      p.setObject(i + 1, args[i]);
-    }
-    return p.executeUpdate();
-  }
-
-  /** The cached statement for {@code sql}, prepared on first use; under this object's monitor. */
-  private PreparedStatement prepared(String sql) throws SQLException {
-    PreparedStatement p = statements.get(sql);
-    if (p == null) {
-      p = connection.prepareStatement(sql);
-      statements.put(sql, p);
-    }
-    return p;
-  }
-
-  void observeCommits(java.util.function.LongConsumer observer) {
-    this.commitObserver = observer;
-  }
+  List<Long> unfinished() throws SQLException;
 
   @Override
-  public synchronized void close() throws SQLException {
-    SQLException failed = null;
-    for (PreparedStatement p : statements.values()) {
-      try {
-        p.close();
-      } catch (SQLException e) {
-        failed = e;
-      }
-    }
-    statements.clear();
-    connection.close();
-    if (failed != null) {
-      throw failed;
-    }
-  }
+  void close() throws SQLException;
 }

@@ -23,7 +23,7 @@ import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.proto.SubmitQuery;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.proto.UploadPart;
-import io.transit.flight.query.CellFormat;
+import io.transit.flight.cells.CellFormat;
 import io.transit.flight.query.QueryPlan;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;

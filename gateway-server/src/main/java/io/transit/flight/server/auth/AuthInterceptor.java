@@ -32,7 +32,7 @@ import java.util.Set;
  * </ul>
  *
  * <p>Runs on the gRPC transport thread that delivers the call's headers; stateless apart from the
- * shared {@link CredentialRegistry}.
+ * shared {@link Authorization}.
  */
 public final class AuthInterceptor implements ServerInterceptor {
   public static final Context.Key<CallerBinding> CALLER = Context.key("transit.caller");
@@ -51,11 +51,11 @@ public final class AuthInterceptor implements ServerInterceptor {
   private static final String HANDSHAKE =
       org.apache.arrow.flight.impl.FlightServiceGrpc.getHandshakeMethod().getFullMethodName();
 
-  private final CredentialRegistry registry;
+  private final Authorization authorization;
   private final ErrorMapper errors;
 
-  public AuthInterceptor(CredentialRegistry registry, ErrorMapper errors) {
-    this.registry = registry;
+  public AuthInterceptor(Authorization authorization, ErrorMapper errors) {
+    this.authorization = authorization;
     this.errors = errors;
   }
 
@@ -113,6 +113,6 @@ public final class AuthInterceptor implements ServerInterceptor {
     if (count != 1 || only.length() < 8 || !only.regionMatches(true, 0, "Bearer ", 0, 7)) {
       return Optional.empty();
     }
-    return registry.lookup(only.substring(7).strip());
+    return authorization.authenticate(only.substring(7).strip());
   }
 }

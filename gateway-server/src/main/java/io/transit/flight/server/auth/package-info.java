@@ -1,10 +1,15 @@
 /**
- * Authentication on every RPC: {@link io.transit.flight.server.auth.AuthInterceptor} maps the
- * Bearer credential to a {@link io.transit.flight.server.auth.CallerBinding} through the
- * {@link io.transit.flight.server.auth.CredentialRegistry} and refuses override headers;
- * {@link io.transit.flight.server.auth.CallerContext} reads the binding inside a call.
+ * Who the caller is and what it may do. Starting points: {@link
+ * io.transit.flight.server.auth.AuthInterceptor} (maps the Bearer credential of every RPC to a
+ * {@link io.transit.flight.server.auth.CallerBinding} and refuses override headers), {@link
+ * io.transit.flight.server.auth.Authorization} (the one object deriving a call's ticket scope,
+ * read access and admission subject, and re-checking them at each disclosure), {@link
+ * io.transit.flight.server.auth.AuthSnapshot} (configuration, credentials and rights swapped
+ * whole on reload), {@link io.transit.flight.server.auth.CallerContext} (the binding inside a
+ * call).
  *
- * <p>Threads: the interceptor runs on gRPC transport threads; the registry is swapped atomically
- * by reloads on the signal thread.
+ * <p>Threads: the interceptor runs on gRPC transport threads, grants on the service executor,
+ * rechecks on T_caller workers; the snapshot is immutable and replaced by one reference swap on
+ * the reload (signal) thread.
  */
 package io.transit.flight.server.auth;

@@ -1,8 +1,7 @@
 package io.transit.flight.server.cli;
 
-import io.transit.flight.nativequery.embedded.CommandFaults;
+import io.transit.flight.server.GatewayHooks;
 import io.transit.flight.server.GatewayServer;
-import io.transit.flight.server.TestFaults;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ConfigLoader;
 import io.transit.flight.server.config.ResolvedConfig;
@@ -10,6 +9,7 @@ import io.transit.flight.server.config.StateLock;
 import io.transit.flight.server.ops.LogSetup;
 import io.transit.flight.server.ops.Operations;
 import io.transit.flight.server.ops.OpsSettings;
+import io.transit.flight.server.testing.TestFaults;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -197,9 +197,9 @@ public final class Main implements Callable<Integer> {
     // A missing data file is a configuration error (exit 2), said before the engine opens.
     DataFiles.requireReadable(cfg);
     // Test-only: empty unless the environment explicitly names faults (see TestFaults).
-    CommandFaults faults = TestFaults.fromEnvironment(System.getenv())
-        .<CommandFaults>map(f -> f).orElse(CommandFaults.NONE);
-    GatewayServer server = GatewayServer.start(cfg, faults, new Operations(settings));
+    GatewayHooks hooks = TestFaults.fromEnvironment(System.getenv())
+        .<GatewayHooks>map(f -> f).orElse(GatewayHooks.NONE);
+    GatewayServer server = GatewayServer.start(cfg, hooks, new Operations(settings));
     CountDownLatch stopRequested = new CountDownLatch(1);
     // Any other JVM exit still drains (close is idempotent).
     Runtime.getRuntime().addShutdownHook(new Thread(server::close, "transit-shutdown"));

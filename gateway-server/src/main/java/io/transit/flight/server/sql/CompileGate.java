@@ -8,15 +8,16 @@ import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.CompileWatch;
-import io.transit.flight.query.PlanCache;
+import io.transit.flight.nativequery.NativeQueryClient;
+import io.transit.flight.nativequery.Planner;
 import io.transit.flight.query.QueryPlan;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Caller SQL reaches the compiler only through here. A statement already in the plan cache costs
- * no parse and passes at once. Any other takes one of {@code compile_per_gateway} slots and one
+ * Caller SQL reaches the engine's compiler ({@link NativeQueryClient#planner()}) only through
+ * here. A statement the engine has already compiled costs no parse and passes at once. Any other takes one of {@code compile_per_gateway} slots and one
  * of its caller's {@code compile_per_caller} slots without waiting — a full share is refused
  * {@code RESOURCE_EXHAUSTED} {@code query.compile_busy} (facts {@code bound}, {@code limit},
  * {@code required}) — and parses within {@code compile_timeout_ms} and the call's deadline;
@@ -30,14 +31,14 @@ import java.util.concurrent.TimeUnit;
  * watch. The limiter is thread-safe; nothing else here is mutable.
  */
 final class CompileGate {
-  private final PlanCache plans;
+  private final Planner planner;
   private final AdmissionLimiter slots;
   private final long timeoutMs;
   private final ScheduledExecutorService timer;
 
-  CompileGate(PlanCache plans, int perGateway, int perCaller, long timeoutMs,
+  CompileGate(Planner planner, int perGateway, int perCaller, long timeoutMs,
       ScheduledExecutorService timer) {
-    this.plans = plans;
+    this.planner = planner;
     // The admission limiter's bookkeeping (gateway and caller counts under one monitor, never
     // blocking) is exactly what compile slots need; its refusal is renamed below.
     this.slots = new AdmissionLimiter(perGateway, perCaller);
@@ -47,8 +48,8 @@ final class CompileGate {
 
   /** Compiles {@code sql} for the caller with {@code principal}; see the class comment. */
   QueryPlan compile(long principal, String sql, TableDeclaration table, long deadlineNanos) {
-    if (plans.contains(sql, table)) {
-      return plans.compile(sql, table);
+    if (planner.isCompiled(sql, table)) {
+      return planner.plan(sql, table);
     }
     AdmissionLimiter.Permit slot;
     try {
@@ -72,7 +73,7 @@ final class CompileGate {
           c.getDeadline() != null && c.getDeadline().isExpired() ? deadline() : cancelled());
       call.addListener(onCancel, Runnable::run);
       try {
-        return plans.compile(sql, table, watch);
+        return planner.plan(sql, table, watch);
       } finally {
         bound.cancel(false);
         call.removeListener(onCancel);

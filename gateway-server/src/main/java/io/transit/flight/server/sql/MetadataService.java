@@ -8,7 +8,14 @@ import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.channel.FlightOutboundHandler;
+import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.server.config.Limits;
+import io.transit.flight.server.flight.BatchSender;
+import io.transit.flight.server.flight.ResponseBudget;
+import io.transit.flight.ticket.TicketService;
+import org.apache.arrow.memory.BufferAllocator;
 import io.transit.flight.ticket.Ftk1Layout;
 import io.transit.flight.ticket.MetadataReference;
 import io.transit.flight.ticket.VerifiedTicket;
@@ -32,10 +39,22 @@ final class MetadataService {
   /** Command bytes a metadata ticket can carry (the 1263-byte ticket bound leaves 1019). */
   static final int MAX_COMMAND_BYTES = Ftk1Layout.MAX_METADATA_COMMAND_BYTES;
 
-  private final GatewayState state;
+  private final CatalogResults catalog;
+  private final TicketService tickets;
+  private final Authorization authorization;
+  private final FlightOutboundHandler handler;
+  private final BufferAllocator rootAllocator;
+  private final Limits limits;
 
-  MetadataService(GatewayState state) {
-    this.state = state;
+  /** {@code rootAllocator} holds GetFlightInfo's transient catalog result, freed before return. */
+  MetadataService(CatalogResults catalog, TicketService tickets, Authorization authorization,
+      FlightOutboundHandler handler, BufferAllocator rootAllocator, Limits limits) {
+    this.catalog = catalog;
+    this.tickets = tickets;
+    this.authorization = authorization;
+    this.handler = handler;
+    this.rootAllocator = rootAllocator;
+    this.limits = limits;
   }
 
   /** Runs on the gRPC service executor. */
@@ -46,13 +65,15 @@ final class MetadataService {
           "catalog command has " + commandBytes.length + " bytes (limit " + MAX_COMMAND_BYTES + ")")
           .with("limit", MAX_COMMAND_BYTES).with("required", commandBytes.length);
     }
-    byte[] result = state.catalog().encode(command, caller.table(), state.allocator());
+    Authorization.Grant grant = authorization.grant(caller);
+    byte[] result = catalog.encode(command, caller.table(), rootAllocator);
     long rows;
-    try (VectorSchemaRoot root = IpcBytes.read(result, state.allocator())) {
+    try (VectorSchemaRoot root = IpcBytes.read(result, rootAllocator)) {
       rows = root.getRowCount();
     }
-    byte[] ticket = state.tickets().issue(state.scopeOf(caller), caller.declarationFingerprint(),
-        state.ticketExpiryMillis(), new MetadataReference(commandBytes, Digests.sha256(result)));
+    byte[] ticket = tickets.issue(grant.scope(), caller.declarationFingerprint(),
+        authorization.ticketExpiryMillis(grant),
+        new MetadataReference(commandBytes, Digests.sha256(result)));
     return FlightInfo.builder(CatalogResults.schemaOf(command), descriptor,
             List.of(new FlightEndpoint(new Ticket(ticket))))
         .setRecords(rows)
@@ -62,11 +83,12 @@ final class MetadataService {
 
   /**
    * Runs on T_caller inside the handler's produce: recompute, compare the digest, send the one
-   * batch (the handler completes or errors the stream).
+   * batch through the same {@link BatchSender} as statement results (the handler completes or
+   * errors the stream).
    */
   void stream(FlightServerChannel channel, CallerBinding caller, VerifiedTicket ticket) {
     MetadataReference ref = (MetadataReference) ticket.reference();
-    CallerBinding current = state.recheck(caller, ticket);
+    CallerBinding current = authorization.recheck(caller, ticket).caller();
     Any command;
     try {
       command = Any.parseFrom(ref.command());
@@ -74,13 +96,13 @@ final class MetadataService {
       throw new GatewayException(Cause.INVALID_PROTOBUF, "flight.invalid_command",
           "ticket command is not a protobuf Any", e);
     }
-    byte[] result = state.catalog().encode(command, current.table(), channel.allocator());
+    byte[] result = catalog.encode(command, current.table(), channel.allocator());
     if (!MessageDigest.isEqual(Digests.sha256(result), ref.resultSha256())) {
       throw GatewayException.of(Cause.PRECONDITION, "catalog.changed",
           "the catalog result changed since the ticket was issued; call GetFlightInfo again");
     }
-    org.apache.arrow.vector.VectorSchemaRoot batch = IpcBytes.read(result, channel.allocator());
-    new ResponseBudget(state.limits().maxResponseBytesPerStream()).charge(batch);
-    state.handler().sendResponseBatch(channel, batch);
+    new BatchSender(handler, channel, new ResponseBudget(limits.maxResponseBytesPerStream()),
+        () -> authorization.recheck(caller, ticket))
+        .send(IpcBytes.read(result, channel.allocator()));
   }
 }

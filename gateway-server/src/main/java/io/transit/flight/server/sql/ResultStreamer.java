@@ -10,15 +10,22 @@ import io.transit.flight.diagnostic.Identity;
 import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.proto.ResultManifest;
-import io.transit.flight.query.CellAdapter;
+import io.transit.flight.cells.CellAdapter;
 import io.transit.flight.query.QueryCompiler;
+import io.transit.flight.channel.FlightOutboundHandler;
+import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.server.config.Limits;
+import io.transit.flight.server.flight.BatchSender;
+import io.transit.flight.server.flight.Coverage;
+import io.transit.flight.server.flight.ResponseBudget;
 import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.function.Supplier;
 import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
@@ -37,15 +44,25 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * <p>Buffers: each segment is captured straight into the stream's allocator (no heap copy), is
  * digested there, and is owned by {@link #stream} until its reference is closed right after
  * conversion; the converted root shares the segment's memory (its int64 value buffers are the
- * segment's own) and keeps it alive until the channel, which owns the root from the hand-off,
- * closes it. So at most one segment's memory per stream is resident beyond what the channel
+ * segment's own) and keeps it alive until the channel, which owns the root from the hand-off
+ * ({@link BatchSender#send}), closes it. So at most one segment's memory per stream is resident beyond what the channel
  * holds.
  */
 final class ResultStreamer {
-  private final GatewayState state;
+  private final Authorization authorization;
+  private final NativeQueryClient nativeClient;
+  private final FlightOutboundHandler handler;
+  private final BufferAllocator rootAllocator;
+  private final Limits limits;
 
-  ResultStreamer(GatewayState state) {
-    this.state = state;
+  /** {@code rootAllocator} is only read, for the limit it names in allocation failures. */
+  ResultStreamer(Authorization authorization, NativeQueryClient nativeClient,
+      FlightOutboundHandler handler, BufferAllocator rootAllocator, Limits limits) {
+    this.authorization = authorization;
+    this.nativeClient = nativeClient;
+    this.handler = handler;
+    this.rootAllocator = rootAllocator;
+    this.limits = limits;
   }
 
   /**
@@ -53,16 +70,17 @@ final class ResultStreamer {
    * completes the stream when this returns and errors it with whatever this throws.
    *
    * <p>Each bounded read re-checks the caller's authorization right before it; the converted
-   * batch then waits in the channel's readiness gate (so reading, digesting and converting the
-   * next segment overlap the write of the previous batch), and authorization is checked once more
-   * after that wait, right before the hand-off: a batch built under authorization revoked while
-   * the producer was parked is freed, never disclosed.
+   * batch then goes through the stream's {@link BatchSender}, which waits in the channel's
+   * readiness gate (so reading, digesting and converting the next segment overlap the write of
+   * the previous batch) and checks the budget and authorization once more after that wait, right
+   * before the hand-off: a batch built under authorization revoked while the producer was parked
+   * is freed, never disclosed.
    */
   void stream(FlightServerChannel channel, CallerBinding caller, VerifiedTicket ticket) {
     StatementReference ref = (StatementReference) ticket.reference();
-    CallerBinding current = state.recheck(caller, ticket);
+    Authorization.Grant current = authorization.recheck(caller, ticket);
     byte[] manifestBytes = reachable(() ->
-        state.nativeClient().readManifest(state.readAccessOf(current), ref.correlation()));
+        nativeClient.readManifest(current.readAccess(), ref.correlation()));
     if (!MessageDigest.isEqual(Digests.sha256(manifestBytes), ref.manifestSha256())) {
       throw evidence("retained manifest does not match the ticket");
     }
@@ -70,9 +88,11 @@ final class ResultStreamer {
     checkIdentity(manifest, caller, ref);
     Schema schema = QueryCompiler.outputSchema(manifest.getColumnsList());
     Coverage coverage = new Coverage(manifest);
-    ResponseBudget budget = new ResponseBudget(state.limits().maxResponseBytesPerStream());
+    BatchSender sender = new BatchSender(handler, channel,
+        new ResponseBudget(limits.maxResponseBytesPerStream()),
+        () -> authorization.recheck(caller, ticket));
     for (int i = 0; i < manifest.getSegmentsCount(); i++) {
-      CallerBinding now = state.recheck(caller, ticket);
+      Authorization.Grant now = authorization.recheck(caller, ticket);
       VectorSchemaRoot batch;
       try (ArrowBuf bytes = readSegment(channel, now, ref, manifest, i)) {
         long length = bytes.writerIndex();
@@ -85,26 +105,22 @@ final class ResultStreamer {
       }
       try {
         coverage.checkRows(i, batch.getRowCount());
-        budget.charge(batch);
-        // The batch is built while the previous one is still being written; only now does the
-        // producer park for backpressure, holding this one batch. Authorization is checked
-        // again after the wait, so a revocation while parked is honoured before disclosure.
-        channel.awaitReadyOrThrow();
-        state.recheck(caller, ticket);
       } catch (RuntimeException e) {
-        batch.close();
+        batch.close(); // not yet handed to the sender, so still the producer's to free
         throw e;
       }
-      state.handler().sendResponseBatch(channel, batch);
+      // The batch is built while the previous one is still being written; only now does the
+      // producer park for backpressure, holding this one batch.
+      sender.send(batch);
     }
     coverage.checkComplete();
     if (manifest.getSegmentsCount() == 0) {
       // An empty result still carries its schema so clients do not wait for one.
-      state.handler().sendResponseBatch(channel, VectorSchemaRoot.create(schema, channel.allocator()));
+      sender.send(VectorSchemaRoot.create(schema, channel.allocator()));
     }
     // The last disclosure boundary: a revocation or expiry after the final read still ends the
     // stream with an error rather than a completion.
-    state.recheck(caller, ticket);
+    authorization.recheck(caller, ticket);
   }
 
   /**
@@ -129,11 +145,11 @@ final class ResultStreamer {
    * One bounded read, captured straight into the stream's allocator (the segment is the one
    * resident batch; the converted root keeps using its memory).
    */
-  private ArrowBuf readSegment(FlightServerChannel channel, CallerBinding now,
+  private ArrowBuf readSegment(FlightServerChannel channel, Authorization.Grant now,
       StatementReference ref, ResultManifest manifest, int index) {
     try {
-      return reachable(() -> state.nativeClient().readSegment(state.readAccessOf(now),
-          ref.correlation(), index, state.limits().maxSegmentBytes(), channel.allocator()));
+      return reachable(() -> nativeClient.readSegment(now.readAccess(),
+          ref.correlation(), index, limits.maxSegmentBytes(), channel.allocator()));
     } catch (OutOfMemoryException e) {
       throw limits(ErrorMapper.allocationFailure(e, "allocation failed while reading a segment"),
           channel, manifest.getSegments(index).getBytes());
@@ -141,25 +157,23 @@ final class ResultStreamer {
   }
 
   /**
-   * Converts one segment. An allocator limit (CellAdapter's {@code flight.allocation},
-   * UNAVAILABLE as the profile maps allocation failure) is given both configured limits.
+   * Converts one segment. An allocator refusal is classified by its type (UNAVAILABLE {@code
+   * flight.allocation}, as the profile maps allocation failure) and given both configured limits.
    */
   private VectorSchemaRoot adapt(ArrowBuf bytes, long length, Schema schema, long firstRow,
       FlightServerChannel channel) {
     try {
       return CellAdapter.adapt(bytes, length, schema, firstRow, channel.allocator());
-    } catch (GatewayException e) {
-      if ("flight.allocation".equals(e.code())) {
-        throw limits(e, channel, length);
-      }
-      throw e;
+    } catch (OutOfMemoryException e) {
+      throw limits(ErrorMapper.allocationFailure(e, "allocation failed while converting a segment"),
+          channel, length);
     }
   }
 
   private GatewayException limits(GatewayException e, FlightServerChannel channel,
       long segmentBytes) {
     return e.with("stream_limit", Long.toString(channel.allocator().getLimit()))
-        .with("root_limit", Long.toString(state.allocator().getLimit()))
+        .with("root_limit", Long.toString(rootAllocator.getLimit()))
         .with("segment_bytes", Long.toString(segmentBytes));
   }
 

@@ -1,13 +1,22 @@
 package io.transit.flight.server.sql;
 
+import io.transit.flight.admission.AdmissionRequest;
+import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.admission.Admitted;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.NativeQueryClient;
+import io.transit.flight.proto.Budgets;
 import io.transit.flight.query.QueryCompiler;
 import io.transit.flight.query.QueryPlan;
+import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.server.config.Limits;
+import io.transit.flight.server.flight.Deadlines;
+import io.transit.flight.server.flight.SequenceHeader;
 import io.transit.flight.server.ops.RequestRecord;
 import io.transit.flight.ticket.StatementReference;
+import io.transit.flight.ticket.TicketService;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.function.LongSupplier;
@@ -29,14 +38,29 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * through the {@link CompileGate}: bounded per caller and gateway, in time, and by cancellation.
  */
 final class StatementService {
-  private final GatewayState state;
-  private final Deadlines deadlines;
+  private final Authorization authorization;
   private final CompileGate compiler;
+  private final AdmissionService admission;
+  private final NativeQueryClient nativeClient;
+  private final TicketService tickets;
+  private final Budgets budgets;
+  private final Deadlines deadlines;
 
-  StatementService(GatewayState state, Deadlines deadlines, CompileGate compiler) {
-    this.state = state;
-    this.deadlines = deadlines;
+  StatementService(Authorization authorization, CompileGate compiler, AdmissionService admission,
+      NativeQueryClient nativeClient, TicketService tickets, Limits limits, Deadlines deadlines) {
+    this.authorization = authorization;
     this.compiler = compiler;
+    this.admission = admission;
+    this.nativeClient = nativeClient;
+    this.tickets = tickets;
+    // Limits are fixed at start (a reload that changes them is refused), so the budgets are too.
+    this.budgets = Budgets.newBuilder()
+        .setMaxResultRows(limits.maxResultRows())
+        .setMaxResultBytes(limits.maxResultBytes())
+        .setMaxSegmentBytes(limits.maxSegmentBytes())
+        .setRowsPerSegment(limits.rowsPerSegment())
+        .build();
+    this.deadlines = deadlines;
   }
 
   SchemaResult getSchema(CommandStatementQuery command, CallerBinding caller) {
@@ -48,7 +72,7 @@ final class StatementService {
   FlightInfo getFlightInfo(
       CommandStatementQuery command, FlightDescriptor descriptor, CallerBinding caller,
       List<String> sequenceValues) {
-    LongSupplier next = () -> state.nativeClient().nextSequence(caller.principal());
+    LongSupplier next = () -> nativeClient.nextSequence(caller.principal());
     long firstSequence;
     try {
       firstSequence = SequenceHeader.parse(sequenceValues);
@@ -60,18 +84,21 @@ final class StatementService {
     Schema schema = QueryCompiler.outputSchema(plan);
     // ops: a sequence the journal already passed is a retry, replayed rather than recorded.
     boolean replay = Long.compareUnsigned(firstSequence, next.getAsLong()) < 0;
+    // One grant for the whole call: the admission subject and the ticket scope come from the
+    // same configuration even if a reload lands while admission waits.
+    Authorization.Grant grant = authorization.grant(caller);
     Admitted admitted;
     try {
-      admitted = state.admission().admit(
-          state.admissionRequest(caller, firstSequence, command.getQueryBytes().toByteArray(),
-              deadlines.controlDeadlineNanos()));
+      admitted = admission.admit(new AdmissionRequest(grant.admissionSubject(), caller.table(),
+          budgets, firstSequence, command.getQueryBytes().toByteArray(),
+          deadlines.controlDeadlineNanos()));
     } catch (GatewayException e) {
       RequestRecord.refused(e);
       throw NextSequenceHint.tell(e, next);
     }
     RequestRecord.admitted(admitted.correlation(), replay);
-    byte[] ticket = state.tickets().issue(
-        state.scopeOf(caller), caller.declarationFingerprint(), state.ticketExpiryMillis(),
+    byte[] ticket = tickets.issue(grant.scope(), caller.declarationFingerprint(),
+        authorization.ticketExpiryMillis(grant),
         new StatementReference(admitted.correlation(), admitted.manifestSha256()));
     return FlightInfo.builder(schema, descriptor, List.of(new FlightEndpoint(new Ticket(ticket))))
         .setRecords(admitted.totalRows())

@@ -1,5 +1,16 @@
 package io.transit.flight.server.sql;
 
+import io.transit.flight.admission.AdmissionService;
+import io.transit.flight.channel.StreamRegistry;
+import io.transit.flight.diagnostic.ErrorMapper;
+import io.transit.flight.nativequery.NativeQueryClient;
+import io.transit.flight.server.auth.Authorization;
+import io.transit.flight.server.config.Limits;
+import io.transit.flight.server.flight.Deadlines;
+import io.transit.flight.server.flight.StreamDeadline;
+import io.transit.flight.ticket.TicketService;
+import java.util.concurrent.ExecutorService;
+import org.apache.arrow.memory.BufferAllocator;
 import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.catalog.CatalogResults;
@@ -70,7 +81,12 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     return Set.copyOf(types);
   }
 
-  private final GatewayState state;
+  private final Authorization authorization;
+  private final TicketService tickets;
+  private final NativeQueryClient nativeClient;
+  private final StreamRegistry streams;
+  private final FlightOutboundHandler handler;
+  private final ExecutorService producers;
   private final StatementService statements;
   private final MetadataService metadata;
   private final ResultStreamer results;
@@ -78,17 +94,30 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   private final ScheduledExecutorService timer;
 
   /**
-   * {@code timer} runs the data deadlines of DoGet streams (see {@link StreamDeadline}) and the
-   * parse budgets of statement compilation (see {@link CompileGate}).
+   * Builds the statement, metadata and result services from their parts. {@code timer} runs the
+   * data deadlines of DoGet streams (see {@link StreamDeadline}) and the parse budgets of
+   * statement compilation (see {@link CompileGate}); {@code producers} is the T_caller pool;
+   * {@code rootAllocator} holds GetFlightInfo's transient catalog results.
    */
-  public TransitSqlProducer(GatewayState state, Deadlines deadlines, ScheduledExecutorService timer) {
-    super(state.errors());
-    this.state = state;
-    this.statements = new StatementService(state, deadlines,
-        new CompileGate(state.plans(), state.limits().compilePerGateway(),
-            state.limits().compilePerCaller(), state.limits().compileTimeoutMs(), timer));
-    this.metadata = new MetadataService(state);
-    this.results = new ResultStreamer(state);
+  public TransitSqlProducer(ErrorMapper errors, Authorization authorization,
+      TicketService tickets, AdmissionService admission, NativeQueryClient nativeClient,
+      CatalogResults catalog, BufferAllocator rootAllocator,
+      StreamRegistry streams, FlightOutboundHandler handler, ExecutorService producers,
+      Limits limits, Deadlines deadlines, ScheduledExecutorService timer) {
+    super(errors);
+    this.authorization = authorization;
+    this.tickets = tickets;
+    this.nativeClient = nativeClient;
+    this.streams = streams;
+    this.handler = handler;
+    this.producers = producers;
+    this.statements = new StatementService(authorization,
+        new CompileGate(nativeClient.planner(), limits.compilePerGateway(), limits.compilePerCaller(),
+            limits.compileTimeoutMs(), timer),
+        admission, nativeClient, tickets, limits, deadlines);
+    this.metadata = new MetadataService(catalog, tickets, authorization, handler, rootAllocator,
+        limits);
+    this.results = new ResultStreamer(authorization, nativeClient, handler, rootAllocator, limits);
     this.deadlines = deadlines;
     this.timer = timer;
   }
@@ -134,7 +163,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     VerifiedTicket verified;
     try {
       caller = CallerContext.caller();
-      verified = state.tickets().verify(ticket.getBytes(), state.scopeOf(caller),
+      verified = tickets.verify(ticket.getBytes(), authorization.grant(caller).scope(),
           caller.declarationFingerprint());
     } catch (Throwable t) {
       listener.error(errors.toGrpc(t));
@@ -142,7 +171,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     }
     FlightServerChannel channel;
     try {
-      channel = state.streams().open(listener, errors::toGrpc);
+      channel = streams.open(listener, errors::toGrpc);
     } catch (Throwable t) {
       listener.error(errors.toGrpc(t));
       return;
@@ -160,9 +189,9 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     }
     try {
       // The handler makes the stream's one terminal call whatever the body does.
-      state.producers().execute(() -> state.handler().produce(channel, body));
+      producers.execute(() -> handler.produce(channel, body));
     } catch (RejectedExecutionException e) {
-      state.handler().sendError(channel, GatewayException.of(Cause.TRANSPORT,
+      handler.sendError(channel, GatewayException.of(Cause.TRANSPORT,
           "flight.producer_unavailable", "the gateway is shutting down"));
     }
   }
@@ -224,7 +253,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       StreamListener<GetSessionOptionsResult> listener) {
     try {
       CallerBinding caller = CallerContext.caller();
-      long next = state.nativeClient().nextSequence(caller.principal());
+      long next = nativeClient.nextSequence(caller.principal());
       Map<String, SessionOptionValue> options =
           Map.of(NEXT_SEQUENCE_OPTION, SessionOptionValueFactory.makeSessionOptionValue(next));
       listener.onNext(new GetSessionOptionsResult(options));

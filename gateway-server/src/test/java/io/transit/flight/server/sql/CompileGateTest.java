@@ -9,7 +9,7 @@ import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
-import io.transit.flight.query.PlanCache;
+import io.transit.flight.nativequery.embedded.PlanCache;
 import java.util.Collections;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;

@@ -12,6 +12,7 @@ import io.transit.flight.diagnostic.GrpcMessage;
 import io.transit.flight.diagnostic.Identity;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.diagnostic.Stage;
+import io.transit.flight.server.flight.SequenceHeader;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

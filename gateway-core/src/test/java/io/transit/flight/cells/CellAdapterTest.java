@@ -1,5 +1,6 @@
-package io.transit.flight.query;
+package io.transit.flight.cells;
 
+import io.transit.flight.query.QueryCompiler;
 import io.transit.flight.diagnostic.Fact;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -48,7 +49,7 @@ class CellAdapterTest {
   }
 
   byte[] segment(List<String> names, long[][] values, byte[][] states) {
-    return CellSegmentWriter.write(names, values, states, allocator);
+    return CellSegmentBuilder.encode(names, values, states, allocator);
   }
 
   GatewayException failure(byte[] segment, Schema schema, Cause cause, String code) {
@@ -236,7 +237,7 @@ class CellAdapterTest {
       }
     }
     assertThrows(IllegalArgumentException.class,
-        () -> CellSegmentWriter.write(List.of("a"), new long[][] {{1}}, new byte[][] {{I, I}}, allocator));
+        () -> CellSegmentBuilder.encode(List.of("a"), new long[][] {{1}}, new byte[][] {{I, I}}, allocator));
   }
 
   @Test

@@ -1,4 +1,4 @@
-package io.transit.flight.server.sql;
+package io.transit.flight.server.flight;
 
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
@@ -14,13 +14,13 @@ import java.security.MessageDigest;
  *
  * <p>Confined to the one T_caller worker producing the stream.
  */
-final class Coverage {
+public final class Coverage {
   private final ResultManifest manifest;
   private int next;
   private long rows;
 
   /** Refuses a manifest whose segment rows do not add up to its total before anything is sent. */
-  Coverage(ResultManifest manifest) {
+  public Coverage(ResultManifest manifest) {
     this.manifest = manifest;
     long listed = 0;
     for (SegmentRef s : manifest.getSegmentsList()) {
@@ -36,7 +36,7 @@ final class Coverage {
   }
 
   /** Rows already covered: the row offset of the next segment. */
-  long rows() {
+  public long rows() {
     return rows;
   }
 
@@ -45,7 +45,7 @@ final class Coverage {
    * computed on exactly the bytes Arrow will read — must be the next segment in manifest order and
    * match its size and digest. Checked before Arrow reads them.
    */
-  void checkBytes(int index, long length, byte[] sha256) {
+  public void checkBytes(int index, long length, byte[] sha256) {
     if (index != next || index >= manifest.getSegmentsCount()) {
       throw evidence("segment " + index + " is out of manifest order").with("segment", index);
     }
@@ -57,7 +57,7 @@ final class Coverage {
   }
 
   /** The decoded batch of segment {@code index} must hold the listed rows; then it is covered. */
-  void checkRows(int index, long decodedRows) {
+  public void checkRows(int index, long decodedRows) {
     SegmentRef seg = manifest.getSegments(index);
     if (decodedRows != seg.getRows()) {
       throw evidence("segment " + index + " row count differs from the manifest")
@@ -68,7 +68,7 @@ final class Coverage {
   }
 
   /** Before {@code completed()}: every segment covered, in order, and the total reached. */
-  void checkComplete() {
+  public void checkComplete() {
     if (next != manifest.getSegmentsCount() || rows != manifest.getTotalRows()) {
       throw evidence("coverage check failed").with("segments", next)
           .with("expected_segments", manifest.getSegmentsCount()).with("rows", rows);

@@ -1,12 +1,12 @@
-package io.transit.flight.query;
+package io.transit.flight.cells;
 
 import io.transit.flight.diagnostic.Cause;
-import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.proto.CellState;
+import io.transit.flight.query.SafeText;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
@@ -68,22 +68,16 @@ public final class CellAdapter {
    * converts that ({@link #adapt(ArrowBuf, long, Schema, long, BufferAllocator)}).
    *
    * @param segment the verified segment bytes (the caller keeps them; they are not retained)
-   * @param output the result's output schema ({@link QueryCompiler#outputSchema}): int64 fields
+   * @param output the result's output schema ({@code QueryCompiler.outputSchema}): int64 fields
    * @param firstRow the result row number of the segment's first row, for failure facts
    * @param allocator where the copy and the returned vectors are allocated
    * @return a root with {@code output}'s fields; ownership passes to the caller
-   * @throws GatewayException EVIDENCE, CELL_STATE, INTEGER_OUT_OF_RANGE, or TRANSPORT when the
-   *     allocator refuses memory
+   * @throws GatewayException EVIDENCE, CELL_STATE or INTEGER_OUT_OF_RANGE
+   * @throws OutOfMemoryException when {@code allocator} refuses memory
    */
   public static VectorSchemaRoot adapt(
       byte[] segment, Schema output, long firstRow, BufferAllocator allocator) {
-    ArrowBuf copy;
-    try {
-      copy = allocator.buffer(segment.length);
-    } catch (OutOfMemoryException e) {
-      throw ErrorMapper.allocationFailure(e, "allocation failed while converting a segment");
-    }
-    try (copy) {
+    try (ArrowBuf copy = allocator.buffer(segment.length)) {
       copy.setBytes(0, segment);
       return adapt(copy, segment.length, output, firstRow, allocator);
     }
@@ -98,12 +92,12 @@ public final class CellAdapter {
    * @param segment the verified segment bytes in {@code [0, length)}; the caller keeps its own
    *     reference and closes it whenever it likes — the returned root retains what it uses
    * @param length the segment's length in bytes
-   * @param output the result's output schema ({@link QueryCompiler#outputSchema}): int64 fields
+   * @param output the result's output schema ({@code QueryCompiler.outputSchema}): int64 fields
    * @param firstRow the result row number of the segment's first row, for failure facts
    * @param allocator where the decoded cell vectors and the returned vectors are allocated
    * @return a root with {@code output}'s fields; ownership passes to the caller
-   * @throws GatewayException EVIDENCE, CELL_STATE, INTEGER_OUT_OF_RANGE, or TRANSPORT when the
-   *     allocator refuses memory
+   * @throws GatewayException EVIDENCE, CELL_STATE or INTEGER_OUT_OF_RANGE
+   * @throws OutOfMemoryException when {@code allocator} refuses memory
    */
   public static VectorSchemaRoot adapt(
       ArrowBuf segment, long length, Schema output, long firstRow, BufferAllocator allocator) {
@@ -175,7 +169,8 @@ public final class CellAdapter {
     } catch (GatewayException e) {
       throw e;
     } catch (OutOfMemoryException e) {
-      throw ErrorMapper.allocationFailure(e, "allocation failed while converting a segment");
+      // A configured allocator limit, not bad evidence: the caller knows which limits to name.
+      throw e;
     } catch (Exception e) {
       // IOException, Arrow validation failures and malformed-buffer runtime errors all mean the
       // retained bytes are not the evidence they claim to be.

@@ -1,4 +1,4 @@
-package io.transit.flight.server.sql;
+package io.transit.flight.server.flight;
 
 import io.grpc.Context;
 import io.grpc.Deadline;

@@ -1,4 +1,4 @@
-package io.transit.flight.server.sql;
+package io.transit.flight.server.flight;
 
 import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.diagnostic.Cause;
@@ -19,10 +19,10 @@ import java.util.concurrent.TimeUnit;
  * current context); the expiry runs on the shared timer thread and only posts to the channel's
  * executor; the channel's close listener cancels the timer on whatever thread closes it.
  */
-final class StreamDeadline {
+public final class StreamDeadline {
   private StreamDeadline() {}
 
-  static void bound(FlightServerChannel channel, Deadlines deadlines, ScheduledExecutorService timer) {
+  public static void bound(FlightServerChannel channel, Deadlines deadlines, ScheduledExecutorService timer) {
     long budgetNanos = deadlines.dataBudgetNanos();
     long budgetMs = TimeUnit.NANOSECONDS.toMillis(budgetNanos);
     ScheduledFuture<?> expiry;

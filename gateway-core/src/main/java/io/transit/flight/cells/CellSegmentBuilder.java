@@ -1,9 +1,9 @@
-package io.transit.flight.nativequery.embedded;
+package io.transit.flight.cells;
 
 import io.transit.flight.proto.CellState;
-import io.transit.flight.query.CellFormat;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.channels.Channels;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
@@ -18,21 +18,24 @@ import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 
 /**
- * Builds one retained segment: cell columns per {@link CellFormat}, filled from DuckDB's exported
- * Arrow vectors (int64 and uint64 values copied buffer-wise, states set per row) or from
- * aggregate values, then encoded as one IPC stream with exactly one batch.
+ * The one encoder of the {@link CellFormat}: builds one retained segment, cell columns filled
+ * from exported Arrow vectors (int64 and uint64 values copied buffer-wise, states set per row),
+ * from single cells (aggregates), or from plain arrays ({@link #encode(List, long[][], byte[][],
+ * BufferAllocator)}, for tests and benchmarks), then encoded as one IPC stream with exactly one
+ * batch. The engine retains its results with it.
  *
- * <p>Confined to the query runner thread that created it. It owns its vectors (allocated from the
- * runner's allocator) and frees them in {@link #close()}; source vectors stay the caller's.
+ * <p>Confined to the thread that created it (the engine's query runner). It owns its vectors
+ * (allocated from the given allocator) and frees them in {@link #close()}; source vectors stay
+ * the caller's.
  */
-final class CellSegmentBuilder implements AutoCloseable {
+public final class CellSegmentBuilder implements AutoCloseable {
   private final VectorSchemaRoot root;
   private final StructVector[] cells;
   private final UInt1Vector[] states;
   private final BigIntVector[] values;
   private int rows;
 
-  CellSegmentBuilder(BufferAllocator allocator, List<String> names, int initialRows) {
+  public CellSegmentBuilder(BufferAllocator allocator, List<String> names, int initialRows) {
     root = VectorSchemaRoot.create(CellFormat.segmentSchema(names), allocator);
     int n = names.size();
     cells = new StructVector[n];
@@ -47,12 +50,12 @@ final class CellSegmentBuilder implements AutoCloseable {
     }
   }
 
-  int rows() {
+  public int rows() {
     return rows;
   }
 
   /** Makes room for {@code count} more rows in every column. */
-  void reserve(int count) {
+  public void reserve(int count) {
     long need = (long) rows + count;
     for (int c = 0; c < cells.length; c++) {
       while (cells[c].getValueCapacity() < need || states[c].getValueCapacity() < need
@@ -73,7 +76,7 @@ final class CellSegmentBuilder implements AutoCloseable {
    * {@code col} at the current end; call {@link #reserve} first and {@link #advance} after all
    * columns are copied. Sources: BIGINT, UBIGINT or STRUCT(state UTINYINT, value BIGINT).
    */
-  void copy(int col, FieldVector source, int from, int count) {
+  public void copy(int col, FieldVector source, int from, int count) {
     BigIntVector dst = values[col];
     if (source instanceof BigIntVector || source instanceof UInt8Vector) {
       BaseFixedWidthVector src = (BaseFixedWidthVector) source;
@@ -116,12 +119,17 @@ final class CellSegmentBuilder implements AutoCloseable {
   }
 
   /** Sets one cell of the current end row (aggregates); {@link #advance} after the row. */
-  void set(int col, CellState state, long value) {
-    mark(col, rows, CellFormat.code(state));
+  public void set(int col, CellState state, long value) {
+    set(col, CellFormat.code(state), value);
+  }
+
+  /** As {@link #set(int, CellState, long)} with the state's wire code, which is not checked. */
+  private void set(int col, byte state, long value) {
+    mark(col, rows, state);
     values[col].getDataBuffer().setLong((long) rows * 8, value);
   }
 
-  void advance(int count) {
+  public void advance(int count) {
     rows += count;
   }
 
@@ -144,7 +152,7 @@ final class CellSegmentBuilder implements AutoCloseable {
   }
 
   /** The segment's IPC stream bytes: schema, one batch of {@link #rows()} rows, end marker. */
-  byte[] encode() throws IOException {
+  public byte[] encode() throws IOException {
     defineAll();
     root.setRowCount(rows);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -159,5 +167,44 @@ final class CellSegmentBuilder implements AutoCloseable {
   @Override
   public void close() {
     root.close();
+  }
+
+  /**
+   * Encodes one segment from plain arrays. State codes are written as given, unchecked, so tests
+   * can also encode states the adapter must refuse.
+   *
+   * @param names the output column names, in order
+   * @param values {@code values[column][row]}: the int64 value, the unsigned bits for
+   *     {@code CELL_UINT64}, 0 for other states
+   * @param states {@code states[column][row]}: {@link CellFormat#code} of each cell's state
+   * @param allocator where the transient vectors live; freed before this returns, on every path
+   * @return the IPC stream bytes (schema, one batch, end-of-stream marker), the caller's
+   */
+  public static byte[] encode(
+      List<String> names, long[][] values, byte[][] states, BufferAllocator allocator) {
+    if (values.length != names.size() || states.length != names.size()) {
+      throw new IllegalArgumentException("columns: names " + names.size() + ", values "
+          + values.length + ", states " + states.length + " (expected: equal)");
+    }
+    int rows = names.isEmpty() ? 0 : values[0].length;
+    for (int c = 0; c < names.size(); c++) {
+      if (values[c].length != rows || states[c].length != rows) {
+        throw new IllegalArgumentException("column " + c + ": values " + values[c].length
+            + ", states " + states[c].length + " (expected: " + rows + " rows)");
+      }
+    }
+    try (CellSegmentBuilder b = new CellSegmentBuilder(allocator, names, rows)) {
+      b.reserve(rows);
+      for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < names.size(); c++) {
+          b.set(c, states[c][r], values[c][r]);
+        }
+        b.advance(1);
+      }
+      return b.encode();
+    } catch (IOException e) {
+      // The builder writes to a ByteArrayOutputStream, which does not fail.
+      throw new UncheckedIOException(e);
+    }
   }
 }

@@ -8,13 +8,13 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-class SegmentStoreSyncTest {
+class LocalSegmentStoreSyncTest {
   private static final byte[] X = "segment x".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] Y = "segment y".getBytes(StandardCharsets.US_ASCII);
 
   @Test
   void theDirectoryIsSyncedOnlyWhenARenameMayNotBeDurable(@TempDir Path dir) throws Exception {
-    SegmentStore store = new SegmentStore(dir);
+    LocalSegmentStore store = new LocalSegmentStore(dir);
     byte[] sha = store.write(X);
     store.sync();
     assertEquals(1, store.directorySyncs());
@@ -31,8 +31,8 @@ class SegmentStoreSyncTest {
 
   @Test
   void filesFoundAtOpenAreSyncedOnceBeforeUse(@TempDir Path dir) throws Exception {
-    new SegmentStore(dir).write(X); // an earlier process that stopped before its sync
-    SegmentStore reopened = new SegmentStore(dir);
+    new LocalSegmentStore(dir).write(X); // an earlier process that stopped before its sync
+    LocalSegmentStore reopened = new LocalSegmentStore(dir);
     reopened.write(X);
     reopened.sync();
     assertEquals(1, reopened.directorySyncs());

@@ -1,15 +1,21 @@
-package io.transit.flight.query;
+package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.nativequery.Planner;
 import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.query.CompileWatch;
+import io.transit.flight.query.QueryCompiler;
+import io.transit.flight.query.QueryPlan;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 
 /**
- * A bounded cache in front of {@link QueryCompiler#compile}: one statement's SQL is compiled by the
- * statement service, checked again when its submit is recorded and planned again by the query
- * runner, and parsing dominates each of those. The key is every input of {@code compile} — the
+ * The engine's compiler: a bounded cache in front of {@link QueryCompiler#compile}. The engine
+ * owns compilation; the gateway asks it through {@link
+ * io.transit.flight.nativequery.NativeQueryClient#planner()} (GetSchema, GetFlightInfo), and the
+ * engine plans the same statement again when its submit is recorded and when it runs. Parsing
+ * dominates each of those, so the statement is parsed once and the later two are cache hits. The key is every input of {@code compile} — the
  * SQL string and the whole {@link TableDeclaration} (a protobuf message: deep equality, immutable)
  * — so a hit returns exactly what compiling again would. {@link QueryPlan} is immutable (records
  * over copied lists, enums and immutable literal values), so one instance is shared by all callers.
@@ -22,7 +28,7 @@ import java.util.Objects;
  * <p>Thread-safe: lookups and insertions take this object's monitor briefly; compilation runs
  * outside it, so two threads missing on the same key may both compile (equal results).
  */
-public final class PlanCache {
+public final class PlanCache implements Planner {
   /** Defaults for the daemon: far above the statements one deployment repeats. */
   public static final int DEFAULT_MAX_ENTRIES = 512;
   public static final int DEFAULT_MAX_SQL_CHARS = 1 << 20;
@@ -53,12 +59,14 @@ public final class PlanCache {
   }
 
   /** As {@link QueryCompiler#compile}: the same plan, or the same {@code GatewayException}. */
-  public QueryPlan compile(String sql, TableDeclaration table) {
-    return compile(sql, table, CompileWatch.NONE);
+  @Override
+  public QueryPlan plan(String sql, TableDeclaration table) {
+    return plan(sql, table, CompileWatch.NONE);
   }
 
   /** As {@link QueryCompiler#compile(String, TableDeclaration, CompileWatch)}, cached. */
-  public QueryPlan compile(String sql, TableDeclaration table, CompileWatch watch) {
+  @Override
+  public QueryPlan plan(String sql, TableDeclaration table, CompileWatch watch) {
     Objects.requireNonNull(sql, "sql");
     Objects.requireNonNull(table, "table");
     Key key = new Key(sql, table);
@@ -76,7 +84,8 @@ public final class PlanCache {
   }
 
   /** Whether {@code sql} over {@code table} is cached: compiling it costs no parse. */
-  public synchronized boolean contains(String sql, TableDeclaration table) {
+  @Override
+  public synchronized boolean isCompiled(String sql, TableDeclaration table) {
     return plans.containsKey(new Key(sql, table));
   }
 

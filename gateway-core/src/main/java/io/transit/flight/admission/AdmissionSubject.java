@@ -11,7 +11,7 @@ import java.util.Objects;
  *
  * <p>Immutable. {@link #toString()} never prints key material.
  */
-public record CallerBinding(
+public record AdmissionSubject(
     long principal,
     Ed25519.KeyPair key,
     boolean hasRole,
@@ -19,7 +19,7 @@ public record CallerBinding(
     long credentialEpoch,
     long serviceId) {
 
-  public CallerBinding {
+  public AdmissionSubject {
     Objects.requireNonNull(key, "key");
     if (!hasRole && role != 0) {
       // One encoding per meaning: an absent role is always role 0, as in FTK1 scope fields.
@@ -29,14 +29,14 @@ public record CallerBinding(
   }
 
   /** A binding without a selected role. */
-  public static CallerBinding withoutRole(
+  public static AdmissionSubject withoutRole(
       long principal, Ed25519.KeyPair key, long credentialEpoch, long serviceId) {
-    return new CallerBinding(principal, key, false, 0, credentialEpoch, serviceId);
+    return new AdmissionSubject(principal, key, false, 0, credentialEpoch, serviceId);
   }
 
   @Override
   public String toString() {
-    return "CallerBinding[principal=" + Long.toUnsignedString(principal)
+    return "AdmissionSubject[principal=" + Long.toUnsignedString(principal)
         + ", role=" + (hasRole ? Long.toUnsignedString(role) : "none")
         + ", credentialEpoch=" + Long.toUnsignedString(credentialEpoch)
         + ", serviceId=" + Long.toUnsignedString(serviceId) + "]";

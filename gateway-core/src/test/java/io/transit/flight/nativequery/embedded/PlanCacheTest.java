@@ -1,4 +1,4 @@
-package io.transit.flight.query;
+package io.transit.flight.nativequery.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -9,6 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.query.CompileWatch;
+import io.transit.flight.query.QueryCompiler;
+import io.transit.flight.query.QueryCompilerTest;
+import io.transit.flight.query.QueryPlan;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -24,11 +28,11 @@ class PlanCacheTest {
   void aHitReturnsTheCompiledPlan() {
     PlanCache cache = new PlanCache(8, 1 << 16);
     String sql = "SELECT SUM(Fare), COUNT(*) FROM Trips WHERE id BETWEEN 1 AND 9";
-    QueryPlan first = cache.compile(sql, TABLE);
+    QueryPlan first = cache.plan(sql, TABLE);
     assertEquals(QueryCompiler.compile(sql, TABLE), first);
     // An equal declaration parsed separately (as the engine does from a bundle) hits too.
     TableDeclaration copy = TableDeclaration.newBuilder(TABLE).build();
-    assertSame(first, cache.compile(new String(sql.toCharArray()), copy));
+    assertSame(first, cache.plan(new String(sql.toCharArray()), copy));
     assertEquals(1, cache.size());
   }
 
@@ -36,33 +40,33 @@ class PlanCacheTest {
   void anotherDeclarationMisses() {
     PlanCache cache = new PlanCache(8, 1 << 16);
     String sql = "SELECT Fare FROM Trips";
-    QueryPlan nullable = cache.compile(sql, TABLE);
+    QueryPlan nullable = cache.plan(sql, TABLE);
     TableDeclaration notNull = TABLE.toBuilder()
         .setColumns(1, TABLE.getColumns(1).toBuilder().setNullable(false))
         .build();
-    QueryPlan required = cache.compile(sql, notNull);
+    QueryPlan required = cache.plan(sql, notNull);
     assertTrue(nullable.outputs().get(0).nullable());
     assertEquals(QueryCompiler.compile(sql, notNull), required);
     assertNotEquals(nullable, required);
     // A difference the plan does not show still keys a separate entry.
     TableDeclaration moved = TABLE.toBuilder().setObjectId(77).build();
-    QueryPlan same = cache.compile(sql, moved);
+    QueryPlan same = cache.plan(sql, moved);
     assertEquals(nullable, same);
     assertNotSame(nullable, same);
     assertEquals(3, cache.size());
-    assertSame(nullable, cache.compile(sql, TABLE));
+    assertSame(nullable, cache.plan(sql, TABLE));
   }
 
   @Test
   void entryBoundEvictsTheLeastRecentlyUsed() {
     PlanCache cache = new PlanCache(2, 1 << 16);
-    QueryPlan a = cache.compile("SELECT id FROM Trips", TABLE);
-    QueryPlan b = cache.compile("SELECT Fare FROM Trips", TABLE);
-    assertSame(a, cache.compile("SELECT id FROM Trips", TABLE)); // a is now the most recent
-    cache.compile("SELECT count_u FROM Trips", TABLE);
+    QueryPlan a = cache.plan("SELECT id FROM Trips", TABLE);
+    QueryPlan b = cache.plan("SELECT Fare FROM Trips", TABLE);
+    assertSame(a, cache.plan("SELECT id FROM Trips", TABLE)); // a is now the most recent
+    cache.plan("SELECT count_u FROM Trips", TABLE);
     assertEquals(2, cache.size());
-    assertSame(a, cache.compile("SELECT id FROM Trips", TABLE));
-    QueryPlan b2 = cache.compile("SELECT Fare FROM Trips", TABLE);
+    assertSame(a, cache.plan("SELECT id FROM Trips", TABLE));
+    QueryPlan b2 = cache.plan("SELECT Fare FROM Trips", TABLE);
     assertNotSame(b, b2);
     assertEquals(b, b2);
     assertEquals(2, cache.size());
@@ -72,13 +76,13 @@ class PlanCacheTest {
   void characterBoundHoldsAndHugeStatementsAreNotCached() {
     PlanCache cache = new PlanCache(100, 240); // at most 30 characters per cached statement
     for (int i = 0; i < 20; i++) {
-      cache.compile("SELECT id FROM Trips LIMIT " + (100 + i), TABLE); // 30 characters each
+      cache.plan("SELECT id FROM Trips LIMIT " + (100 + i), TABLE); // 30 characters each
     }
     assertEquals(8, cache.size());
     String huge = "SELECT id FROM Trips WHERE id = 1234567";
-    QueryPlan plan = cache.compile(huge, TABLE);
+    QueryPlan plan = cache.plan(huge, TABLE);
     assertEquals(QueryCompiler.compile(huge, TABLE), plan);
-    assertNotSame(plan, cache.compile(huge, TABLE));
+    assertNotSame(plan, cache.plan(huge, TABLE));
     assertEquals(8, cache.size());
   }
 
@@ -87,7 +91,7 @@ class PlanCacheTest {
     PlanCache cache = new PlanCache(8, 1 << 16);
     for (int i = 0; i < 2; i++) {
       GatewayException e = assertThrows(GatewayException.class,
-          () -> cache.compile("SELECT nope FROM Trips", TABLE));
+          () -> cache.plan("SELECT nope FROM Trips", TABLE));
       GatewayException direct = assertThrows(GatewayException.class,
           () -> QueryCompiler.compile("SELECT nope FROM Trips", TABLE));
       assertEquals(direct.code(), e.code());
@@ -110,7 +114,7 @@ class PlanCacheTest {
         done.add(pool.submit(() -> {
           for (int i = 0; i < 60; i++) {
             String sql = sqls.get((i + offset) % sqls.size());
-            assertEquals(QueryCompiler.compile(sql, TABLE), cache.compile(sql, TABLE));
+            assertEquals(QueryCompiler.compile(sql, TABLE), cache.plan(sql, TABLE));
           }
           return null;
         }));

@@ -1,4 +1,4 @@
-package io.transit.flight.query;
+package io.transit.flight.cells;
 
 import io.transit.flight.proto.CellState;
 import java.util.List;

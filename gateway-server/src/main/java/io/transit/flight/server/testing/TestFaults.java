@@ -1,5 +1,6 @@
-package io.transit.flight.server;
+package io.transit.flight.server.testing;
 
+import io.transit.flight.server.GatewayHooks;
 import io.transit.flight.nativequery.embedded.CommandFaults;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.server.config.ConfigException;
@@ -40,7 +41,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Threads: built once at start; {@link #fail} runs on the sending gRPC threads (an {@code
  * once} rule fires for exactly one command, decided by an {@link AtomicBoolean}).
  */
-public final class TestFaults implements CommandFaults {
+public final class TestFaults implements GatewayHooks, CommandFaults {
   public static final String VARIABLE = "TRANSIT_TEST_FAULTS";
   private static final long MAX_DELAY_MS = 600_000;
 
@@ -155,12 +156,18 @@ public final class TestFaults implements CommandFaults {
     return release;
   }
 
-  /** Whether the engine is to open without any publication (the gateway's bindings keep theirs). */
+  @Override
+  public CommandFaults engineFaults() {
+    return this;
+  }
+
+  @Override
   public boolean enginePublicationsNone() {
     return unpublished;
   }
 
   /** The clock the gateway uses for ticket expiry: {@code base} unless a clock fault is named. */
+  @Override
   public Clock clock(Clock base) {
     return clockFault == null ? base : new FaultyClock(clockFault.equals("defect"));
   }
@@ -197,8 +204,9 @@ public final class TestFaults implements CommandFaults {
     }
   }
 
+  /** As the start-up warning names it: the variable and its value. */
   @Override
   public String toString() {
-    return spec;
+    return VARIABLE + "=" + spec;
   }
 }

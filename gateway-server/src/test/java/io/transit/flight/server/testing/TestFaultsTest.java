@@ -1,4 +1,4 @@
-package io.transit.flight.server;
+package io.transit.flight.server.testing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

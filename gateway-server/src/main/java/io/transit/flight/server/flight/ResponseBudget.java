@@ -1,4 +1,4 @@
-package io.transit.flight.server.sql;
+package io.transit.flight.server.flight;
 
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
@@ -14,23 +14,23 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  *
  * <p>One instance per stream, used only by that stream's producer (T_caller).
  */
-final class ResponseBudget {
+public final class ResponseBudget {
   private final long limit;
   private long sent;
 
-  ResponseBudget(long limit) {
+  public ResponseBudget(long limit) {
     this.limit = limit;
   }
 
   /**
-   * Counts {@code batch} against the budget. On refusal the batch is freed here (it never reaches
-   * the channel) and the failure is thrown.
+   * Counts {@code batch} against the budget, or throws when it would exceed it. Never frees the
+   * batch: the caller keeps ownership either way (the {@link BatchSender}'s hand-off frees a
+   * refused one at the channel's unsent site).
    */
-  void charge(VectorSchemaRoot batch) {
+  public void charge(VectorSchemaRoot batch) {
     long bytes = bytesOf(batch);
     if (sent + bytes > limit) {
       long required = sent + bytes;
-      batch.close();
       throw GatewayException.of(Cause.BUDGET_EXHAUSTED, "flight.response_budget",
               "the result stream exceeds the response byte budget")
           .with("limit", Long.toString(limit))

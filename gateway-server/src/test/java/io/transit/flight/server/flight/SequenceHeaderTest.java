@@ -1,4 +1,4 @@
-package io.transit.flight.server.sql;
+package io.transit.flight.server.flight;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

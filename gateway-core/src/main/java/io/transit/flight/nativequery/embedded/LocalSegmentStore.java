@@ -1,0 +1,152 @@
+package io.transit.flight.nativequery.embedded;
+
+import io.transit.flight.crypto.Digests;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Optional;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+
+/**
+ * Today's {@link SegmentStore}: content-addressed files in a local directory, {@code
+ * segments/<sha256-hex>}. A segment is written to
+ * a temporary file, fsynced and renamed into place; {@link #sync()} then fsyncs the directory once
+ * for all of a result's renames, before the manifest naming them commits. After a crash a named
+ * file is either absent or complete. Identical segments share one file, so files are never
+ * deleted by one result's release. Any thread may call any method; concurrent writers of the same
+ * content both rename complete files over each other.
+ *
+ * <p>{@link #sync()} skips the directory fsync when no rename can be undurable: each rename is
+ * counted as started (under this object's monitor) before it is issued and as done after it
+ * returned, and a sync records the done count read before its fsync once the fsync returned. It
+ * skips only when that record reaches the started count, i.e. every rename ever issued finished
+ * before a completed fsync began. A writer that finds its content already stored (possibly renamed
+ * by another thread a moment ago) thus syncs unless that rename is already durable. The counts
+ * start ahead of the record, so files left by an earlier process are synced once before first use.
+ */
+final class LocalSegmentStore implements SegmentStore {
+  private final Path dir;
+  // @GuardedBy("this"): renames issued, and renames returned (or failed); one extra each stands
+  // for the files found at open.
+  private long renamesStarted = 1;
+  private long renamesDone = 1;
+  // @GuardedBy("this"): the renamesDone value the last finished directory fsync covered.
+  private long renamesSynced;
+  // @GuardedBy("this"): directory fsyncs done (tests check the skip).
+  private long directorySyncs;
+
+  LocalSegmentStore(Path dir) throws IOException {
+    this.dir = Files.createDirectories(dir);
+  }
+
+  @Override
+  public byte[] write(byte[] bytes) throws IOException {
+    byte[] sha = Digests.sha256(bytes);
+    Path target = dir.resolve(Digests.hex(sha));
+    if (Files.isRegularFile(target) && Files.size(target) == bytes.length) {
+      return sha;
+    }
+    Path temp = Files.createTempFile(dir, "segment-", ".tmp");
+    try {
+      try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.WRITE)) {
+        ByteBuffer b = ByteBuffer.wrap(bytes);
+        while (b.hasRemaining()) {
+          ch.write(b);
+        }
+        ch.force(true);
+      }
+      synchronized (this) {
+        renamesStarted++;
+      }
+      try {
+        Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE);
+      } catch (AtomicMoveNotSupportedException e) {
+        Files.move(temp, target, StandardCopyOption.REPLACE_EXISTING);
+      } finally {
+        synchronized (this) {
+          renamesDone++;
+        }
+      }
+    } finally {
+      Files.deleteIfExists(temp);
+    }
+    return sha;
+  }
+
+  @Override
+  public Optional<byte[]> read(byte[] sha256) throws IOException {
+    try {
+      return Optional.of(Files.readAllBytes(dir.resolve(Digests.hex(sha256))));
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    }
+  }
+
+  @Override
+  public Optional<ArrowBuf> read(byte[] sha256, long expectedBytes, BufferAllocator allocator)
+      throws IOException {
+    try (FileChannel ch = FileChannel.open(dir.resolve(Digests.hex(sha256)),
+        StandardOpenOption.READ)) {
+      if (ch.size() != expectedBytes || expectedBytes > Integer.MAX_VALUE) {
+        throw new WrongSize();
+      }
+      ArrowBuf buf = allocator.buffer(expectedBytes);
+      try {
+        ByteBuffer target = buf.nioBuffer(0, (int) expectedBytes);
+        while (target.hasRemaining()) {
+          if (ch.read(target) < 0) {
+            throw new WrongSize();
+          }
+        }
+        if (ch.read(ByteBuffer.allocate(1)) >= 0) {
+          throw new WrongSize();
+        }
+        buf.writerIndex(expectedBytes);
+        return Optional.of(buf);
+      } catch (IOException | RuntimeException e) {
+        buf.close();
+        throw e;
+      }
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    }
+  }
+
+  Path path(byte[] sha256) {
+    return dir.resolve(Digests.hex(sha256));
+  }
+
+  @Override
+  public void sync() throws IOException {
+    long covers;
+    synchronized (this) {
+      if (renamesSynced == renamesStarted) {
+        return;
+      }
+      covers = renamesDone;
+    }
+    // Makes the rename itself durable; some platforms cannot open a directory for sync.
+    try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+      ch.force(true);
+    } catch (IOException e) {
+      if (!System.getProperty("os.name", "").startsWith("Windows")) {
+        throw e;
+      }
+    }
+    synchronized (this) {
+      renamesSynced = Math.max(renamesSynced, covers);
+      directorySyncs++;
+    }
+  }
+
+  synchronized long directorySyncs() {
+    return directorySyncs;
+  }
+}

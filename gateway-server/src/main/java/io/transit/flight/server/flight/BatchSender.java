@@ -1,0 +1,52 @@
+package io.transit.flight.server.flight;
+
+import io.transit.flight.channel.FlightOutboundHandler;
+import io.transit.flight.channel.FlightServerChannel;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+/**
+ * The one hand-off of every DoGet stream, statement and metadata alike: each batch waits once in
+ * the channel's readiness gate (inside {@link FlightOutboundHandler#sendResponseBatch}), then is
+ * charged to the stream's {@link ResponseBudget} and passes the caller's authorization recheck,
+ * and only then is handed to the stream's executor.
+ *
+ * <p>Ownership: {@link #send} takes the batch on entry, on every outcome. A batch refused by the
+ * budget or the recheck is freed once, by the handler ({@code releaseUnsent}); neither check
+ * frees anything.
+ *
+ * <p>One instance per stream, used only by its producer on T_caller.
+ */
+public final class BatchSender {
+  /** The authorization recheck at a disclosure boundary; throws to refuse. */
+  @FunctionalInterface
+  public interface Recheck {
+    void recheck();
+  }
+
+  private final FlightOutboundHandler handler;
+  private final FlightServerChannel channel;
+  private final ResponseBudget budget;
+  private final Recheck recheck;
+
+  public BatchSender(FlightOutboundHandler handler, FlightServerChannel channel,
+      ResponseBudget budget, Recheck recheck) {
+    this.handler = handler;
+    this.channel = channel;
+    this.budget = budget;
+    this.recheck = recheck;
+  }
+
+  /**
+   * T_caller: hands {@code batch} (built in {@code channel.allocator()}) to the channel, which
+   * owns it from entry. Checked after the gate wait, so a producer parked by backpressure across
+   * a revocation or an expiry never discloses the batch it held.
+   *
+   * @throws RuntimeException the budget's or the recheck's refusal, or the channel's failure
+   */
+  public void send(VectorSchemaRoot batch) {
+    handler.sendResponseBatch(channel, batch, null, b -> {
+      budget.charge(b);
+      recheck.recheck();
+    });
+  }
+}

@@ -1,0 +1,14 @@
+/**
+ * Request plumbing of the Flight RPCs that is not SQL: call deadlines ({@link
+ * io.transit.flight.server.flight.Deadlines}, {@link
+ * io.transit.flight.server.flight.StreamDeadline}), the sequence header ({@link
+ * io.transit.flight.server.flight.SequenceHeader}), and a DoGet stream's hand-off ({@link
+ * io.transit.flight.server.flight.BatchSender}, the one path every response batch takes, with its
+ * {@link io.transit.flight.server.flight.ResponseBudget}) and completeness check ({@link
+ * io.transit.flight.server.flight.Coverage}).
+ *
+ * <p>Threads: deadlines and the header are read on gRPC's service executor; a stream's sender,
+ * budget and coverage are confined to its producer (T_caller); the stream deadline fires on the
+ * deadline timer and only cancels the channel.
+ */
+package io.transit.flight.server.flight;

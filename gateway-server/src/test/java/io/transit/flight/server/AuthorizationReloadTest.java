@@ -1,0 +1,113 @@
+package io.transit.flight.server;
+
+import static io.transit.flight.server.TestBindings.caller;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.server.auth.AuthSnapshot;
+import io.transit.flight.server.auth.Authorization;
+import io.transit.flight.server.auth.CallerBinding;
+import io.transit.flight.server.config.ConfigException;
+import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.ticket.MetadataReference;
+import io.transit.flight.ticket.VerifiedTicket;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Authentication, grants and reload through the real configuration loader, state directory and
+ * bindings: every grant comes from one snapshot, and a reload is one swap that the next recheck
+ * honours.
+ */
+class AuthorizationReloadTest {
+  private static final long NOW = 1_700_000_000_000L;
+
+  @TempDir Path dir;
+  private TestBindings t;
+
+  @BeforeEach
+  void prepare() throws Exception {
+    t = new TestBindings(dir);
+  }
+
+  private static Authorization authorization(AuthSnapshot s, long nowMillis) {
+    return new Authorization(s, Clock.fixed(Instant.ofEpochMilli(nowMillis), ZoneOffset.UTC));
+  }
+
+  /** A ticket verified under {@code grant}, as TicketService would return it. */
+  private static VerifiedTicket ticketOf(Authorization.Grant grant, long expiry) {
+    return new VerifiedTicket(grant.scope(), grant.caller().declarationFingerprint(), expiry,
+        new MetadataReference(new byte[] {1}, new byte[32]));
+  }
+
+  @Test
+  void oneGrantCarriesScopeReadAccessAndSubjectOfOneSnapshot() throws Exception {
+    ResolvedConfig cfg = t.config(3, caller("a", 10, true));
+    Authorization auth = authorization(t.snapshot(cfg), NOW);
+    CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
+    Authorization.Grant g = auth.grant(a);
+    assertEquals(10, g.scope().principal());
+    assertEquals(3, g.scope().ingress());
+    assertEquals(7, g.scope().service());
+    assertEquals(9, g.readAccess().source());
+    assertEquals(10, g.admissionSubject().principal());
+    assertEquals(7, g.admissionSubject().serviceId());
+    assertEquals(NOW + 60_000, auth.ticketExpiryMillis(g));
+    assertTrue(auth.authenticate("not-a-credential").isEmpty());
+  }
+
+  @Test
+  void reloadIsOneSwapThatTheNextRecheckHonours() throws Exception {
+    ResolvedConfig first =
+        t.config(3, caller("a", 10, true), caller("b", 11, true));
+    Authorization auth = authorization(t.snapshot(first), NOW);
+    CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
+    CallerBinding b = auth.authenticate(t.token("b")).orElseThrow();
+    VerifiedTicket ticketA = ticketOf(auth.grant(a), NOW + 1);
+    VerifiedTicket ticketB = ticketOf(auth.grant(b), NOW + 1);
+    assertEquals(a, auth.recheck(a, ticketA).caller());
+
+    // A new ingress, caller b removed: built whole first, nothing changes until the install.
+    AuthSnapshot next = t.next(first, t.config(4, caller("a", 10, true)));
+    assertEquals(3, auth.grant(a).scope().ingress());
+    auth.install(next);
+    assertSame(next, auth.current());
+    assertEquals(4, auth.grant(a).scope().ingress());
+    assertEquals("access.binding_changed", code(() -> auth.recheck(a, ticketA)));
+    assertEquals("access.binding_revoked", code(() -> auth.recheck(b, ticketB)));
+    assertTrue(auth.authenticate(t.token("b")).isEmpty());
+  }
+
+  @Test
+  void recheckRefusesARevokedReadRightAndAnExpiredTicket() throws Exception {
+    ResolvedConfig first = t.config(3, caller("a", 10, true));
+    Authorization auth = authorization(t.snapshot(first), NOW);
+    CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
+    assertEquals("ticket.expired", code(() -> auth.recheck(a, ticketOf(auth.grant(a), NOW))));
+    VerifiedTicket live = ticketOf(auth.grant(a), NOW + 1);
+    auth.install(t.next(first, t.config(3, caller("a", 10, false))));
+    assertEquals("access.read_revoked", code(() -> auth.recheck(a, live)));
+  }
+
+  @Test
+  void reloadChangingWhatIsFixedAtStartIsRefusedAndNothingIsInstalled() throws Exception {
+    ResolvedConfig first = t.config(3, caller("a", 10, true));
+    Authorization auth = authorization(t.snapshot(first), NOW);
+    AuthSnapshot before = auth.current();
+    ResolvedConfig moved = first.withPort(first.port() + 1);
+    assertThrows(ConfigException.class, () -> t.next(first, moved));
+    assertSame(before, auth.current());
+  }
+
+  private static String code(Runnable r) {
+    return assertThrows(GatewayException.class, r::run).code();
+  }
+}

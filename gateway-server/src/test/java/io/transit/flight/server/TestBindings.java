@@ -1,0 +1,77 @@
+package io.transit.flight.server;
+
+import io.transit.flight.server.auth.AuthSnapshot;
+import io.transit.flight.server.config.ConfigException;
+import io.transit.flight.server.config.ConfigLoader;
+import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.server.config.StateDirectory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+
+/**
+ * Real configurations and authorization snapshots for server tests: a one-publication JSON
+ * configuration loaded by the real {@link ConfigLoader}, credentials and keys in a real {@link
+ * StateDirectory}, snapshots built by the real {@link Bindings}.
+ */
+public final class TestBindings {
+  private static final String CONFIG = """
+      {
+        "state_dir": "state",
+        "deployment": {"realm": 1, "realm_name": "t", "service": 7, "ingress": %d,
+          "ticket_ttl_ms": 60000},
+        "publications": [{"name": "p", "catalog": "c", "schema": "s", "table": "t", "owner": "o",
+          "object_id": 5, "source": 9, "metadata_ref": "m", "format": "parquet",
+          "files": ["x.parquet"],
+          "columns": [{"name": "a", "type": "INT64", "nullable": false}]}],
+        "callers": [%s]
+      }""";
+  private static final String CALLER = """
+      {"name": "%s", "credential_file": "credentials/%s", "principal": %d,
+       "principal_key_file": "keys/%s.key", "requests": 1, "publication": "p",
+       "rights": {"send": true, "inspect": true, "read": %b}}""";
+
+  private final Path dir;
+  private final StateDirectory state;
+  private final Bindings bindings;
+
+  /** Configurations and state live under {@code dir}, a fresh directory. */
+  public TestBindings(Path dir) throws ConfigException {
+    this.dir = dir;
+    this.state = new StateDirectory(dir.resolve("state"), new SecureRandom());
+    state.prepare();
+    this.bindings = new Bindings(state);
+  }
+
+  /** One caller entry of {@link #config}. */
+  public static String caller(String name, long principal, boolean read) {
+    return CALLER.formatted(name, name, principal, name, read);
+  }
+
+  /** The configuration with this ingress and these callers, loaded and validated. */
+  public ResolvedConfig config(long ingress, String... callers) throws Exception {
+    Path f = dir.resolve("gateway.json");
+    Files.writeString(f, CONFIG.formatted(ingress, String.join(",", callers)));
+    return new ConfigLoader().load(f);
+  }
+
+  /** The snapshot the daemon builds at start. */
+  public AuthSnapshot snapshot(ResolvedConfig cfg) throws ConfigException {
+    return bindings.build(cfg);
+  }
+
+  /** The snapshot a reload from {@code current} to {@code next} installs. */
+  public AuthSnapshot next(ResolvedConfig current, ResolvedConfig next) throws ConfigException {
+    return bindings.next(current, next);
+  }
+
+  /** The caller's Bearer token, as the state directory holds it. */
+  public String token(String name) throws ConfigException {
+    return state.loadOrCreateCredential(dir.resolve("state").resolve("credentials").resolve(name));
+  }
+
+  /** The ticket signing key the daemon would use. */
+  public io.transit.flight.crypto.Ed25519.KeyPair ticketKey() throws ConfigException {
+    return state.loadOrCreateKey(state.ticketKeyFile());
+  }
+}
