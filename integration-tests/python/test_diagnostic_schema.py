@@ -27,7 +27,10 @@ def samples():
     classpath = os.pathsep.join([str(test_classes), str(ROOT / "gateway-core/target/classes"),
                                  str(ROOT / "gateway-server/target/lib/*")])
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
-    out = subprocess.run([java, "-cp", classpath, "io.transit.flight.diagnostic.DiagnosticSamples"],
+    # The daemon's Logback is on this class path without its configuration, so it would log to
+    # stdout; the samples are the only stdout wanted: no logging provider at all.
+    out = subprocess.run([java, "-Dslf4j.provider=org.slf4j.helpers.NOP_FallbackServiceProvider", "-cp",
+                          classpath, "io.transit.flight.diagnostic.DiagnosticSamples"],
                          capture_output=True, timeout=300, check=True).stdout
     lines = out.split(b"\n")
     assert lines[-1] == b""
