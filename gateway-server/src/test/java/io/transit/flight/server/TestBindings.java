@@ -24,7 +24,8 @@ public final class TestBindings {
           "object_id": 5, "source": 9, "metadata_ref": "m", "format": "parquet",
           "files": ["x.parquet"],
           "columns": [{"name": "a", "type": "INT64", "nullable": false}]}],
-        "callers": [%s]
+        "callers": [%s],
+        "limits": {%s}
       }""";
   private static final String CALLER = """
       {"name": "%s", "credential_file": "credentials/%s", "principal": %d,
@@ -50,9 +51,23 @@ public final class TestBindings {
 
   /** The configuration with this ingress and these callers, loaded and validated. */
   public ResolvedConfig config(long ingress, String... callers) throws Exception {
+    return configWithLimits("", ingress, callers);
+  }
+
+  /**
+   * As {@link #config} with a {@code limits} section ({@code limits}: its JSON members, e.g.
+   * {@code "rows_per_segment": 100}), validated by the loader as the daemon's would be.
+   */
+  public ResolvedConfig configWithLimits(String limits, long ingress, String... callers)
+      throws Exception {
     Path f = dir.resolve("gateway.json");
-    Files.writeString(f, CONFIG.formatted(ingress, String.join(",", callers)));
+    Files.writeString(f, CONFIG.formatted(ingress, String.join(",", callers), limits));
     return new ConfigLoader().load(f);
+  }
+
+  /** Where the configuration's one data file, {@code x.parquet}, is read from. */
+  public Path dataFile() {
+    return dir.resolve("state").resolve("x.parquet");
   }
 
   /** The snapshot the daemon builds at start. */
