@@ -8,6 +8,10 @@ import io.transit.flight.server.config.StateDirectory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
 
 /**
  * Real configurations and authorization snapshots for server tests: a one-publication JSON
@@ -65,9 +69,17 @@ public final class TestBindings {
     return new ConfigLoader().load(f);
   }
 
-  /** Where the configuration's one data file, {@code x.parquet}, is read from. */
-  public Path dataFile() {
-    return dir.resolve("state").resolve("x.parquet");
+  /**
+   * Writes the configuration's one data file, {@code x.parquet}, where the engine reads it:
+   * column {@code a} holds 0 .. {@code rows}-1 in file order.
+   */
+  public void writeData(int rows) throws SQLException {
+    Path file = dir.resolve("state").resolve("x.parquet");
+    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
+        Statement s = c.createStatement()) {
+      s.execute("COPY (SELECT range::BIGINT AS a FROM range(" + rows + ")) TO '" + file
+          + "' (FORMAT parquet)");
+    }
   }
 
   /** The snapshot the daemon builds at start. */

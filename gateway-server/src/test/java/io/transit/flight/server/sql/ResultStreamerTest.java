@@ -33,9 +33,6 @@ import io.transit.flight.ticket.TransitDefinition;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.Statement;
 import java.time.Clock;
 import java.util.List;
 import java.util.concurrent.Executors;
@@ -79,7 +76,7 @@ class ResultStreamerTest {
   void start() throws Exception {
     loopback = new LoopbackStreams();
     bindings = new TestBindings(dir);
-    writeData(bindings.dataFile());
+    bindings.writeData(ROWS);
     cfg = bindings.configWithLimits("\"rows_per_segment\": " + PER_SEGMENT, 3,
         caller("a", 10, true));
     AuthSnapshot snapshot = bindings.snapshot(cfg);
@@ -98,15 +95,6 @@ class ResultStreamerTest {
     } finally {
       engine.close();
       timer.shutdownNow();
-    }
-  }
-
-  /** Column {@code a} holds 0 .. ROWS-1 in file order. */
-  private static void writeData(Path file) throws Exception {
-    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
-        Statement s = c.createStatement()) {
-      s.execute("COPY (SELECT range::BIGINT AS a FROM range(" + ROWS + ")) TO '" + file
-          + "' (FORMAT parquet)");
     }
   }
 
