@@ -28,12 +28,9 @@ import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.flight.LoopbackStreams;
 import io.transit.flight.ticket.StatementReference;
-import io.transit.flight.ticket.TicketService;
-import io.transit.flight.ticket.TransitDefinition;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -66,9 +63,8 @@ class ResultStreamerTest {
   private LoopbackStreams loopback;
   private TestBindings bindings;
   private ResolvedConfig cfg;
-  private Authorization authorization;
-  private TicketService tickets;
   private EmbeddedEngine engine;
+  private TestBindings.Served served;
   private CallerBinding caller;
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
 
@@ -82,10 +78,8 @@ class ResultStreamerTest {
     AuthSnapshot snapshot = bindings.snapshot(cfg);
     engine = EmbeddedEngine.open(dir.resolve("engine"), Bindings.engineOptions(cfg),
         Bindings.publications(cfg), snapshot.rights(), PlanCache.withDefaults());
-    authorization = new Authorization(snapshot, Clock.systemUTC());
-    tickets = new TicketService(bindings.ticketKey(),
-        TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), Clock.systemUTC());
-    caller = authorization.authenticate(bindings.token("a")).orElseThrow();
+    served = bindings.serve(cfg, snapshot, "a");
+    caller = served.caller();
   }
 
   @AfterEach
@@ -103,17 +97,16 @@ class ResultStreamerTest {
     Limits limits = cfg.limits();
     AdmissionConfig admission = new AdmissionConfig(limits.admissionPerGateway(),
         limits.admissionPerCaller(), limits.uploadPartBytes());
-    StatementService statements = new StatementService(authorization,
+    StatementService statements = new StatementService(served.authorization(),
         new CompileGate(engine.planner(), 2, 1, limits.compileTimeoutMs(), timer),
-        new AdmissionService(engine, AdmissionLimiter.of(admission), admission), engine, tickets,
-        limits, new Deadlines(30_000, 60_000, 30_000, 60_000));
+        new AdmissionService(engine, AdmissionLimiter.of(admission), admission), engine,
+        served.tickets(), limits, new Deadlines(30_000, 60_000, 30_000, 60_000));
     CommandStatementQuery query = CommandStatementQuery.newBuilder().setQuery(SQL).build();
     FlightInfo info = statements.getFlightInfo(query,
         FlightDescriptor.command(query.toByteArray()), caller,
         List.of(Long.toUnsignedString(engine.nextSequence(caller.principal()))));
     assertEquals(ROWS, info.getRecords());
-    return tickets.verify(info.getEndpoints().get(0).getTicket().getBytes(),
-        authorization.grant(caller).scope(), caller.declarationFingerprint());
+    return served.verify(info.getEndpoints().get(0).getTicket().getBytes());
   }
 
   private LoopbackStreams.Seen stream(NativeQueryClient client, long responseBudget,
@@ -121,7 +114,7 @@ class ResultStreamerTest {
     Limits limits = bindings.configWithLimits("\"rows_per_segment\": " + PER_SEGMENT
         + ", \"max_response_bytes_per_stream\": " + responseBudget, 3, caller("a", 10, true))
         .limits();
-    ResultStreamer results = new ResultStreamer(authorization, client, loopback.handler,
+    ResultStreamer results = new ResultStreamer(served.authorization(), client, loopback.handler,
         loopback.gatewayRoot, limits);
     return loopback.read(ch -> results.stream(ch, caller, ticket));
   }
@@ -164,7 +157,7 @@ class ResultStreamerTest {
     NativeQueryClient reloadingAfterRead = new ReadObserver(engine, index -> {
       if (index == 1) {
         engine.updateRights(revoked.rights());
-        authorization.install(revoked);
+        served.authorization().install(revoked);
       }
     });
     LoopbackStreams.Seen seen = stream(reloadingAfterRead,
@@ -204,10 +197,11 @@ class ResultStreamerTest {
    */
   @Test
   void ticketForAResultTheEngineDoesNotHoldFailsAsDataLoss() throws Exception {
+    Authorization authorization = served.authorization();
     Authorization.Grant grant = authorization.grant(caller);
-    byte[] issued = tickets.issue(grant.scope(), caller.declarationFingerprint(),
+    byte[] issued = served.tickets().issue(grant.scope(), caller.declarationFingerprint(),
         authorization.ticketExpiryMillis(grant), new StatementReference(0x7eadL, new byte[32]));
-    VerifiedTicket ticket = tickets.verify(issued, grant.scope(), caller.declarationFingerprint());
+    VerifiedTicket ticket = served.verify(issued);
     LoopbackStreams.Seen seen = stream(ticket);
     assertEquals(List.of(), seen.firsts());
     JsonNode d = seen.diagnostic();
