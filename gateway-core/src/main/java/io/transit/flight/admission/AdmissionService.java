@@ -124,7 +124,7 @@ public final class AdmissionService {
         QueryCode code = QueryCode.fromCode(outcome.getCode());
         String message =
             outcome.getMessage().isEmpty() ? "the native command was rejected" : outcome.getMessage();
-        throw new GatewayException(code.cause(), code.code(), message)
+        throw code.failure(message)
             .at(Stage.ADMISSION)
             .withIdentity(commandIdentity(chain, sequence));
       }

@@ -1,6 +1,5 @@
 package io.transit.flight.cells;
 
-import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Stage;
@@ -333,7 +332,6 @@ public final class CellAdapter {
   }
 
   private static GatewayException evidence(String message, Throwable underlying) {
-    return new GatewayException(Cause.EVIDENCE, QueryCode.EVIDENCE.code(),
-        SafeText.message(message), underlying);
+    return QueryCode.EVIDENCE.failure(SafeText.message(message), underlying);
   }
 }

@@ -21,6 +21,8 @@ public final class GatewayException extends RuntimeException {
   private final Cause cause;
   private final String code;
   private final Map<String, Object> facts;
+  /** The engine's code as a type, or null when the code is not one of {@link QueryCode}'s. */
+  private final QueryCode queryCode;
   private final transient Detail detail;
 
   /** The optional parts of the diagnostic envelope; null fields mean "use the default". */
@@ -29,16 +31,23 @@ public final class GatewayException extends RuntimeException {
   }
 
   public GatewayException(Cause cause, String code, String message) {
-    this(cause, code, message, null, Map.of(), Detail.EMPTY);
+    this(cause, code, null, message, null, Map.of(), Detail.EMPTY);
   }
 
   public GatewayException(Cause cause, String code, String message, Throwable underlying) {
-    this(cause, code, message, underlying, Map.of(), Detail.EMPTY);
+    this(cause, code, null, message, underlying, Map.of(), Detail.EMPTY);
+  }
+
+  /** Through {@link QueryCode#failure}: the only way a failure gets a {@link #queryCode()}. */
+  GatewayException(QueryCode queryCode, String message, Throwable underlying) {
+    this(queryCode.cause(), queryCode.code(), queryCode, message, underlying, Map.of(),
+        Detail.EMPTY);
   }
 
   private GatewayException(
       Cause cause,
       String code,
+      QueryCode queryCode,
       String message,
       Throwable underlying,
       Map<String, Object> facts,
@@ -46,13 +55,14 @@ public final class GatewayException extends RuntimeException {
     super(message, underlying, false, underlying != null);
     this.cause = cause;
     this.code = code;
+    this.queryCode = queryCode;
     this.facts = new LinkedHashMap<>(facts);
     this.detail = detail;
   }
 
   private GatewayException copy(Detail newDetail) {
     GatewayException copy =
-        new GatewayException(cause, code, getMessage(), getCause(), facts, newDetail);
+        new GatewayException(cause, code, queryCode, getMessage(), getCause(), facts, newDetail);
     copy.setStackTrace(getStackTrace());
     return copy;
   }
@@ -72,7 +82,7 @@ public final class GatewayException extends RuntimeException {
   /** Returns a copy with another safe message (facts, stage, outcome and identity kept). */
   public GatewayException withMessage(String message) {
     GatewayException copy =
-        new GatewayException(cause, code, message, getCause(), facts, detail);
+        new GatewayException(cause, code, queryCode, message, getCause(), facts, detail);
     copy.setStackTrace(getStackTrace());
     return copy;
   }
@@ -103,6 +113,14 @@ public final class GatewayException extends RuntimeException {
 
   public String code() {
     return code;
+  }
+
+  /**
+   * The engine's failure as a type, for classifying it (never compare {@link #code()} strings):
+   * set when the failure was built by {@link QueryCode#failure}, null otherwise.
+   */
+  public QueryCode queryCode() {
+    return queryCode;
   }
 
   public Map<String, Object> facts() {

@@ -4,6 +4,11 @@ package io.transit.flight.diagnostic;
  * The {@code query.<code>} values a saved query or a native command can end with, and the cause
  * (hence gRPC status) each presents as at the caller boundary. Stored in the journal by name, so
  * names never change meaning.
+ *
+ * <p>A failure built by {@link #failure} carries its entry ({@link GatewayException#queryCode()}),
+ * so the gateway classifies the engine's failures by type, never by comparing code strings; a
+ * code that arrives as a string (a recorded outcome, a remote engine's reply) becomes an entry
+ * once, through {@link #fromCode}.
  */
 public enum QueryCode {
   ARITHMETIC_OVERFLOW("query.arithmetic_overflow", Cause.ARITHMETIC_OVERFLOW),
@@ -21,6 +26,12 @@ public enum QueryCode {
   EVIDENCE("query.evidence", Cause.EVIDENCE),
   CELL_STATE("query.cell_state", Cause.CELL_STATE),
   INTEGER_OUT_OF_RANGE("flight.integer_out_of_range", Cause.INTEGER_OUT_OF_RANGE),
+  /**
+   * A correlation that names no query of the requesting principal (unknown here, or another
+   * principal's: the two are indistinguishable). A gateway holding a verified ticket for that
+   * correlation treats it as missing evidence. Never recorded: the engine answers it on reads.
+   */
+  UNKNOWN_RESULT("query.unknown_result", Cause.ACCESS_DENIED),
   INTERNAL("query.internal", Cause.INTERNAL);
 
   private final String code;
@@ -49,8 +60,13 @@ public enum QueryCode {
     return INTERNAL;
   }
 
-  /** A failure with this code. */
+  /** A failure with this code, carrying this entry as its {@link GatewayException#queryCode()}. */
   public GatewayException failure(String message) {
-    return GatewayException.of(cause, code, message);
+    return new GatewayException(this, message, null);
+  }
+
+  /** As {@link #failure(String)}, caused by {@code underlying}. */
+  public GatewayException failure(String message, Throwable underlying) {
+    return new GatewayException(this, message, underlying);
   }
 }

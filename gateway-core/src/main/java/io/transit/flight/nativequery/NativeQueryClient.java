@@ -17,16 +17,12 @@ import org.apache.arrow.memory.BufferAllocator;
  * NAMESPACE_CONFLICT} (different bytes at a used sequence), {@code SEQUENCE_GAP} (fact {@code
  * expected_sequence}), {@code ACCESS_DENIED}, {@code RETIRED}, {@code EVIDENCE}, {@code
  * UNKNOWN_OUTCOME} (the outcome of a send cannot be known; the command may or may not be
- * recorded).
+ * recorded). Reads of a correlation that names no query of the requesting principal fail with
+ * {@link io.transit.flight.diagnostic.QueryCode#UNKNOWN_RESULT}; engine failures carry their
+ * {@link io.transit.flight.diagnostic.GatewayException#queryCode() queryCode} so callers classify
+ * them by type.
  */
 public interface NativeQueryClient extends AutoCloseable {
-  /**
-   * The code of the {@code ACCESS_DENIED} failure for a correlation that names no query of the
-   * requesting principal (unknown here, or another principal's: the two are indistinguishable).
-   * A gateway holding a verified ticket for that correlation treats it as missing evidence.
-   */
-  String UNKNOWN_RESULT = "query.unknown_result";
-
   /**
    * Records one signed command and returns its recorded outcome, or, for identical bytes at a
    * used sequence, replays the recorded outcome unchanged.

@@ -22,7 +22,7 @@ public final class QueryFailures {
     QueryCode code = QueryCode.fromCode(status.getCode());
     String message = status.getMessage().isEmpty() ? "the query failed" : status.getMessage();
     GatewayException e =
-        GatewayException.of(code.cause(), code.code(), message)
+        code.failure(message)
             .at(Stage.fromWireName(status.getStage(), Stage.EXECUTION))
             .withIdentity(new Identity(status.getNamespace(), status.getCorrelation(), null, null));
     if (code == QueryCode.BUDGET_EXHAUSTED) {

@@ -2,6 +2,7 @@ package io.transit.flight.query;
 
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
 
 /**
  * Builds the short, printable-ASCII messages compilation and adaptation failures carry. Caller
@@ -42,7 +43,7 @@ public final class SafeText {
   }
 
   static GatewayException unsupported(String what) {
-    return GatewayException.of(Cause.UNSUPPORTED, "query.unsupported", message(what));
+    return QueryCode.UNSUPPORTED.failure(message(what));
   }
 
   static GatewayException invalid(String code, String what) {

@@ -1,7 +1,7 @@
 package io.transit.flight.query;
 
-import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import java.util.ArrayList;
@@ -75,9 +75,7 @@ final class TableScope {
       try {
         type = LogicalType.valueOf(c.getLogicalType());
       } catch (IllegalArgumentException e) {
-        throw GatewayException.of(
-                Cause.INTERNAL,
-                "query.internal",
+        throw QueryCode.INTERNAL.failure(
                 SafeText.message("declared column has unknown logical type "
                     + SafeText.fragment(c.getLogicalType())))
             .with("column", SafeText.fragment(c.getName()));

@@ -1,13 +1,23 @@
 package io.transit.flight.server;
 
 import io.transit.flight.server.auth.AuthSnapshot;
+import io.transit.flight.server.auth.Authorization;
+import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ConfigLoader;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateDirectory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import io.transit.flight.ticket.TicketService;
+import io.transit.flight.ticket.TransitDefinition;
+import io.transit.flight.ticket.VerifiedTicket;
 import java.security.SecureRandom;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Clock;
 
 /**
  * Real configurations and authorization snapshots for server tests: a one-publication JSON
@@ -24,7 +34,8 @@ public final class TestBindings {
           "object_id": 5, "source": 9, "metadata_ref": "m", "format": "parquet",
           "files": ["x.parquet"],
           "columns": [{"name": "a", "type": "INT64", "nullable": false}]}],
-        "callers": [%s]
+        "callers": [%s],
+        "limits": {%s}
       }""";
   private static final String CALLER = """
       {"name": "%s", "credential_file": "credentials/%s", "principal": %d,
@@ -50,9 +61,31 @@ public final class TestBindings {
 
   /** The configuration with this ingress and these callers, loaded and validated. */
   public ResolvedConfig config(long ingress, String... callers) throws Exception {
+    return configWithLimits("", ingress, callers);
+  }
+
+  /**
+   * As {@link #config} with a {@code limits} section ({@code limits}: its JSON members, e.g.
+   * {@code "rows_per_segment": 100}), validated by the loader as the daemon's would be.
+   */
+  public ResolvedConfig configWithLimits(String limits, long ingress, String... callers)
+      throws Exception {
     Path f = dir.resolve("gateway.json");
-    Files.writeString(f, CONFIG.formatted(ingress, String.join(",", callers)));
+    Files.writeString(f, CONFIG.formatted(ingress, String.join(",", callers), limits));
     return new ConfigLoader().load(f);
+  }
+
+  /**
+   * Writes the configuration's one data file, {@code x.parquet}, where the engine reads it:
+   * column {@code a} holds 0 .. {@code rows}-1 in file order.
+   */
+  public void writeData(int rows) throws SQLException {
+    Path file = dir.resolve("state").resolve("x.parquet");
+    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
+        Statement s = c.createStatement()) {
+      s.execute("COPY (SELECT range::BIGINT AS a FROM range(" + rows + ")) TO '" + file
+          + "' (FORMAT parquet)");
+    }
   }
 
   /** The snapshot the daemon builds at start. */
@@ -68,6 +101,29 @@ public final class TestBindings {
   /** The caller's Bearer token, as the state directory holds it. */
   public String token(String name) throws ConfigException {
     return state.loadOrCreateCredential(dir.resolve("state").resolve("credentials").resolve(name));
+  }
+
+  /**
+   * The parts one served call meets, built as the daemon builds them: the authorization over
+   * {@code snapshot}, the ticket service of {@code cfg}'s definition, and {@code callerName}
+   * authenticated by its Bearer token.
+   */
+  public Served serve(ResolvedConfig cfg, AuthSnapshot snapshot, String callerName)
+      throws ConfigException {
+    Authorization authorization = new Authorization(snapshot, Clock.systemUTC());
+    TicketService tickets = new TicketService(ticketKey(),
+        TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), Clock.systemUTC());
+    return new Served(authorization, tickets,
+        authorization.authenticate(token(callerName)).orElseThrow());
+  }
+
+  /** See {@link #serve}. */
+  public record Served(Authorization authorization, TicketService tickets, CallerBinding caller) {
+    /** {@code ticket} verified against the caller's current grant, as DoGet's entry does. */
+    public VerifiedTicket verify(byte[] ticket) {
+      return tickets.verify(ticket, authorization.grant(caller).scope(),
+          caller.declarationFingerprint());
+    }
   }
 
   /** The ticket signing key the daemon would use. */

@@ -3,7 +3,6 @@ package io.transit.flight.nativequery.embedded;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.crypto.Digests;
-import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
@@ -80,7 +79,7 @@ final class CommandProcessor {
             : "the sequence is below the principal's first native sequence");
       }
       if (order > 0) {
-        throw GatewayException.of(Cause.SEQUENCE_GAP, QueryCode.SEQUENCE_GAP.code(),
+        throw QueryCode.SEQUENCE_GAP.failure(
                 "sequence " + Long.toUnsignedString(sequence) + " is ahead; expected "
                     + Long.toUnsignedString(next))
             .with(Fact.unsigned("sequence", sequence))
@@ -117,8 +116,7 @@ final class CommandProcessor {
   }
 
   private static GatewayException conflict(NativeCommand command, String message) {
-    return GatewayException.of(Cause.NAMESPACE_CONFLICT, QueryCode.NAMESPACE_CONFLICT.code(),
-            message)
+    return QueryCode.NAMESPACE_CONFLICT.failure(message)
         .with(Fact.unsigned("sequence", command.getSequence()))
         .with(Fact.unsigned("namespace", command.getNamespace()));
   }

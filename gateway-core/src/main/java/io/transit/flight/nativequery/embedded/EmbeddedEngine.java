@@ -146,8 +146,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     } catch (RuntimeException e) {
       // A defect (e.g. in the planner): the transaction rolled back, nothing was recorded.
       log.error("command at sequence {} failed", Long.toUnsignedString(parsed.getSequence()), e);
-      throw new GatewayException(Cause.INTERNAL, QueryCode.INTERNAL.code(),
-          "the native command could not be decided", e);
+      throw QueryCode.INTERNAL.failure("the native command could not be decided", e);
     }
     if (result.startCorrelation() != 0 && !options.deferExecution()) {
       start(result.startCorrelation());

@@ -6,7 +6,6 @@ import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
-import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.nativequery.QueryFailures;
 import io.transit.flight.nativequery.ReadAccess;
@@ -103,8 +102,7 @@ final class ResultReader {
   }
 
   private static GatewayException unreadable(IOException e) {
-    return new GatewayException(Cause.EVIDENCE, QueryCode.EVIDENCE.code(),
-        "the retained segment cannot be read", e);
+    return QueryCode.EVIDENCE.failure("the retained segment cannot be read", e);
   }
 
   private static GatewayException missing(int index) {
@@ -134,8 +132,7 @@ final class ResultReader {
     }
     // Another principal's query and an unknown correlation look the same: no existence oracle.
     if (q.isEmpty() || q.get().status().getPrincipal() != access.principal()) {
-      throw GatewayException.of(Cause.ACCESS_DENIED, NativeQueryClient.UNKNOWN_RESULT,
-          "no such query for this principal");
+      throw QueryCode.UNKNOWN_RESULT.failure("no such query for this principal");
     }
     return q.get();
   }

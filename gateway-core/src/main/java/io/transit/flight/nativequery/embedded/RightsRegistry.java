@@ -1,7 +1,7 @@
 package io.transit.flight.nativequery.embedded;
 
-import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.PrincipalRights;
 import java.util.Collection;
 import java.util.HashMap;
@@ -43,6 +43,6 @@ final class RightsRegistry {
   }
 
   static GatewayException denied(String message) {
-    return GatewayException.of(Cause.ACCESS_DENIED, "query.access_denied", message);
+    return QueryCode.ACCESS_DENIED.failure(message);
   }
 }

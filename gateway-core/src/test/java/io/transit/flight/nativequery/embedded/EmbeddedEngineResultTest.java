@@ -305,7 +305,7 @@ class EmbeddedEngineResultTest {
     GatewayException unknown = assertThrows(GatewayException.class,
         () -> engine.readManifest(access(), s.getCorrelation() + 1000));
     assertEquals(Cause.ACCESS_DENIED, unknown.kind());
-    assertEquals(io.transit.flight.nativequery.NativeQueryClient.UNKNOWN_RESULT, unknown.code());
+    assertEquals(io.transit.flight.diagnostic.QueryCode.UNKNOWN_RESULT, unknown.queryCode());
     assertEquals("query.access_denied", denied.code());
   }
 

@@ -2,5 +2,9 @@
  * The daemon's command line ({@link io.transit.flight.server.cli.Main}, picocli): run, demo,
  * check-config, init; exit codes in docs/operations.md. SIGTERM drains, SIGHUP reloads.
  * {@link io.transit.flight.server.cli.JvmOptions} runs first, in its own JVM, for the launcher.
+ *
+ * <p>Threads: commands run on the main thread, which starts the daemon; {@code Signals}
+ * handlers run on the JVM's signal dispatch thread (SIGHUP reloads there, reloads never overlap;
+ * SIGTERM and SIGINT start the drain, after which the process exits 0).
  */
 package io.transit.flight.server.cli;

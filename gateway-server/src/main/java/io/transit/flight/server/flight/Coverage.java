@@ -1,7 +1,7 @@
 package io.transit.flight.server.flight;
 
-import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.proto.ResultManifest;
 import io.transit.flight.proto.SegmentRef;
 import java.security.MessageDigest;
@@ -76,6 +76,6 @@ public final class Coverage {
   }
 
   private static GatewayException evidence(String message) {
-    return GatewayException.of(Cause.EVIDENCE, "query.evidence", message);
+    return QueryCode.EVIDENCE.failure(message);
   }
 }

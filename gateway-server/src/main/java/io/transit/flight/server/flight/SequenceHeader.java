@@ -10,12 +10,15 @@ import java.util.List;
  * picking one: ADBC appends a value each time a reused statement sets the option.
  */
 public final class SequenceHeader {
+  /** The code of a statement sent without the header (the one NextSequenceHint answers). */
+  public static final String MISSING = "sequence.missing";
+
   private SequenceHeader() {}
 
   /** The first native sequence as unsigned 64-bit bits. */
   public static long parse(List<String> values) {
     if (values == null || values.isEmpty()) {
-      throw fail("sequence.missing", "x-transit-request-sequence is required for a statement");
+      throw fail(MISSING, "x-transit-request-sequence is required for a statement");
     }
     if (values.size() > 1) {
       throw fail("sequence.repeated",

@@ -1,7 +1,9 @@
 package io.transit.flight.server.ops;
 
 import io.grpc.Context;
+import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -57,12 +59,16 @@ public final class RequestRecord {
   public static void refused(GatewayException e) {
     RequestRecord r = current();
     if (r != null) {
-      r.admission = switch (e.code()) {
-        case "query.namespace_conflict" -> "conflict";
-        case "query.sequence_gap" -> "gap";
-        case "admission.busy" -> "busy";
-        default -> "failed";
-      };
+      // By type: the engine's conflict and gap; ADMISSION_BUSY is, from admission, the limiter's.
+      if (e.queryCode() == QueryCode.NAMESPACE_CONFLICT) {
+        r.admission = "conflict";
+      } else if (e.queryCode() == QueryCode.SEQUENCE_GAP) {
+        r.admission = "gap";
+      } else if (e.kind() == Cause.ADMISSION_BUSY) {
+        r.admission = "busy";
+      } else {
+        r.admission = "failed";
+      }
     }
   }
 }

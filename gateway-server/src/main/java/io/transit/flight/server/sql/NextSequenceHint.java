@@ -2,6 +2,8 @@ package io.transit.flight.server.sql;
 
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.server.flight.SequenceHeader;
 import java.util.function.LongSupplier;
 
 /**
@@ -11,14 +13,20 @@ import java.util.function.LongSupplier;
  * query.sequence_gap} already names it as {@code expected_sequence}.) Only the caller whose
  * credential authenticated the call is told, and only its own sequence; the gateway still never
  * picks a sequence for it.
+ *
+ * <p>The engine's conflict is recognised by type ({@link GatewayException#queryCode()}). The
+ * missing header is recognised by its code, {@link SequenceHeader#MISSING}: the header's four
+ * refusals share one cause, the hint is documented per code (docs/status.md), and the code is
+ * defined once, where the refusal is raised.
  */
 final class NextSequenceHint {
   static final String FACT = "next_sequence";
 
   private NextSequenceHint() {}
 
-  static boolean applies(String code) {
-    return "sequence.missing".equals(code) || "query.namespace_conflict".equals(code);
+  static boolean applies(GatewayException failure) {
+    return failure.queryCode() == QueryCode.NAMESPACE_CONFLICT
+        || SequenceHeader.MISSING.equals(failure.code());
   }
 
   /**
@@ -26,7 +34,7 @@ final class NextSequenceHint {
    * the next sequence cannot be read (the original failure matters more than the hint).
    */
   static GatewayException tell(GatewayException failure, LongSupplier nextSequence) {
-    if (!applies(failure.code())) {
+    if (!applies(failure)) {
       return failure;
     }
     long next;

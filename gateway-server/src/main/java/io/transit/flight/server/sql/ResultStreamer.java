@@ -3,10 +3,10 @@ package io.transit.flight.server.sql;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.crypto.Digests;
-import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Identity;
+import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.proto.ResultManifest;
@@ -132,8 +132,8 @@ final class ResultStreamer {
     try {
       return read.get();
     } catch (GatewayException e) {
-      if (NativeQueryClient.UNKNOWN_RESULT.equals(e.code())) {
-        throw new GatewayException(Cause.EVIDENCE, "query.evidence",
+      if (e.queryCode() == QueryCode.UNKNOWN_RESULT) {
+        throw QueryCode.EVIDENCE.failure(
             "the retained result this ticket names is not held by this gateway's native system", e)
             .with("reason", "unknown_result");
       }
@@ -181,7 +181,7 @@ final class ResultStreamer {
     try {
       return ResultManifest.parseFrom(bytes);
     } catch (InvalidProtocolBufferException e) {
-      throw new GatewayException(Cause.EVIDENCE, "query.evidence", "retained manifest is unreadable", e);
+      throw QueryCode.EVIDENCE.failure("retained manifest is unreadable", e);
     }
   }
 
@@ -210,6 +210,6 @@ final class ResultStreamer {
   }
 
   static GatewayException evidence(String message) {
-    return GatewayException.of(Cause.EVIDENCE, "query.evidence", message);
+    return QueryCode.EVIDENCE.failure(message);
   }
 }

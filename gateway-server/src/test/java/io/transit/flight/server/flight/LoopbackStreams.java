@@ -1,13 +1,17 @@
 package io.transit.flight.server.flight;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.transit.flight.channel.FlightOutboundHandler;
 import io.transit.flight.channel.StreamExecutorPool;
 import io.transit.flight.channel.StreamLimits;
 import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.diagnostic.ErrorMapper;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,9 +42,33 @@ public final class LoopbackStreams implements AutoCloseable {
 
   /**
    * What the client saw: the first cell of each batch (a {@code Long} or a {@code String}; null
-   * for an empty batch), the rows in all, and the failure, if any.
+   * for an empty batch), the rows in all, their Arrow buffer bytes as the response budget counts
+   * them, and the failure, if any.
    */
-  public record Seen(List<Object> firsts, long rows, FlightRuntimeException error) {}
+  public record Seen(List<Object> firsts, long rows, long bytes, FlightRuntimeException error) {
+    /** The failure's Diagnostic v1 trailer; fails the test when there is no failure or trailer. */
+    public JsonNode diagnostic() throws IOException {
+      assertNotNull(error, "the stream failed");
+      return LoopbackStreams.diagnostic(error);
+    }
+  }
+
+  /** The Diagnostic v1 trailer {@code e} carries; fails the test when it has none. */
+  public static JsonNode diagnostic(FlightRuntimeException e) throws IOException {
+    byte[] trailer = e.status().metadata().getByte(ErrorMapper.TRAILER_KEY);
+    assertNotNull(trailer, "the failure carries the diagnostic trailer");
+    return new ObjectMapper().readTree(trailer);
+  }
+
+  /** The value of the fact {@code name} in diagnostic {@code d}, or null. */
+  public static String fact(JsonNode d, String name) {
+    for (JsonNode f : d.get("facts")) {
+      if (name.equals(f.get("name").asText())) {
+        return f.get("value").asText();
+      }
+    }
+    return null;
+  }
 
   public final BufferAllocator gatewayRoot = new RootAllocator(64L << 20);
   public final FlightOutboundHandler handler = new FlightOutboundHandler();
@@ -73,17 +101,19 @@ public final class LoopbackStreams implements AutoCloseable {
     body = producer;
     List<Object> firsts = new ArrayList<>();
     long rows = 0;
+    long bytes = 0;
     try (FlightStream s = client.getStream(new Ticket(new byte[] {1}),
         CallOptions.timeout(WAIT.toSeconds(), TimeUnit.SECONDS))) {
       while (s.next()) {
         VectorSchemaRoot root = s.getRoot();
         rows += root.getRowCount();
+        bytes += ResponseBudget.bytesOf(root);
         Object first = root.getRowCount() == 0 ? null : root.getVector(0).getObject(0);
         firsts.add(first instanceof Text t ? t.toString() : first);
       }
-      return new Seen(firsts, rows, null);
+      return new Seen(firsts, rows, bytes, null);
     } catch (FlightRuntimeException e) {
-      return new Seen(firsts, rows, e);
+      return new Seen(firsts, rows, bytes, e);
     }
   }
 

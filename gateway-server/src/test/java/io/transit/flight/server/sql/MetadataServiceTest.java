@@ -13,11 +13,8 @@ import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.flight.LoopbackStreams;
-import io.transit.flight.ticket.TicketService;
-import io.transit.flight.ticket.TransitDefinition;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.util.List;
 import org.apache.arrow.flight.FlightDescriptor;
 import org.apache.arrow.flight.FlightInfo;
@@ -40,8 +37,8 @@ class MetadataServiceTest {
   private LoopbackStreams loopback;
   private TestBindings bindings;
   private ResolvedConfig cfg;
+  private TestBindings.Served served;
   private Authorization authorization;
-  private TicketService tickets;
   private MetadataService metadata;
   private CallerBinding caller;
 
@@ -50,12 +47,11 @@ class MetadataServiceTest {
     loopback = new LoopbackStreams();
     bindings = new TestBindings(dir);
     cfg = bindings.config(3, caller("a", 10, true));
-    authorization = new Authorization(bindings.snapshot(cfg), Clock.systemUTC());
-    tickets = new TicketService(bindings.ticketKey(),
-        TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), Clock.systemUTC());
+    served = bindings.serve(cfg, bindings.snapshot(cfg), "a");
+    authorization = served.authorization();
+    caller = served.caller();
     metadata = new MetadataService(new CatalogResults(new SqlInfoCatalog("test", "18.3.0")),
-        tickets, authorization, loopback.handler, loopback.gatewayRoot, cfg.limits());
-    caller = authorization.authenticate(bindings.token("a")).orElseThrow();
+        served.tickets(), authorization, loopback.handler, loopback.gatewayRoot, cfg.limits());
   }
 
   @AfterEach
@@ -64,9 +60,7 @@ class MetadataServiceTest {
   }
 
   private VerifiedTicket verified(FlightInfo info) {
-    byte[] ticket = info.getEndpoints().get(0).getTicket().getBytes();
-    return tickets.verify(ticket, authorization.grant(caller).scope(),
-        caller.declarationFingerprint());
+    return served.verify(info.getEndpoints().get(0).getTicket().getBytes());
   }
 
   @Test

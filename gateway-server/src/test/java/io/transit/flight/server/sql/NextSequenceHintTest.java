@@ -32,8 +32,8 @@ class NextSequenceHintTest {
   @Test
   void conflictKeepsItsFactsStageAndIdentity() {
     Identity identity = new Identity(40L, null, 40L, 41L);
-    GatewayException conflict = GatewayException.of(Cause.NAMESPACE_CONFLICT,
-            QueryCode.NAMESPACE_CONFLICT.code(), "different command bytes at a used native sequence")
+    GatewayException conflict =
+        QueryCode.NAMESPACE_CONFLICT.failure("different command bytes at a used native sequence")
         .with(Fact.unsigned("sequence", 41L))
         .at(Stage.ADMISSION)
         .withIdentity(identity);
@@ -49,15 +49,14 @@ class NextSequenceHintTest {
 
   @Test
   void everyHintedMessageFitsTheGrpcMessageBoundUntruncated() {
-    String[][] longest = {
-      {"sequence.missing", "x-transit-request-sequence is required for a statement"},
-      {"query.namespace_conflict", "the sequence is below the principal's first native sequence"},
-      {"query.namespace_conflict", "different command bytes at a used native sequence"},
-      {"query.namespace_conflict", "the namespace is already used"},
-    };
-    for (String[] m : longest) {
-      GatewayException told = NextSequenceHint.tell(
-          GatewayException.of(Cause.NAMESPACE_CONFLICT, m[0], m[1]), () -> LAST);
+    List<GatewayException> longest = List.of(
+        failureOf(() -> SequenceHeader.parse(List.of())),
+        QueryCode.NAMESPACE_CONFLICT.failure(
+            "the sequence is below the principal's first native sequence"),
+        QueryCode.NAMESPACE_CONFLICT.failure("different command bytes at a used native sequence"),
+        QueryCode.NAMESPACE_CONFLICT.failure("the namespace is already used"));
+    for (GatewayException failure : longest) {
+      GatewayException told = NextSequenceHint.tell(failure, () -> LAST);
       String wire = GrpcMessage.of(told.code(), told.getMessage());
       assertTrue(wire.length() <= GrpcMessage.MAX_BYTES, wire);
       assertFalse(wire.contains(GrpcMessage.TRUNCATION_MARKER), wire);
@@ -69,8 +68,7 @@ class NextSequenceHintTest {
   void otherFailuresAndUnreadableSequencesLeaveTheFailureAlone() {
     GatewayException repeated = failureOf(() -> SequenceHeader.parse(List.of("1", "1")));
     assertSame(repeated, NextSequenceHint.tell(repeated, () -> 5L));
-    GatewayException gap = GatewayException.of(Cause.SEQUENCE_GAP, QueryCode.SEQUENCE_GAP.code(),
-        "sequence 9 is ahead; expected 5");
+    GatewayException gap = QueryCode.SEQUENCE_GAP.failure("sequence 9 is ahead; expected 5");
     assertSame(gap, NextSequenceHint.tell(gap, () -> 5L));
     GatewayException missing = failureOf(() -> SequenceHeader.parse(List.of()));
     assertSame(missing, NextSequenceHint.tell(missing, () -> {
