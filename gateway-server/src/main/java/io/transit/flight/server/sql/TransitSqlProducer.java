@@ -12,7 +12,6 @@ import io.transit.flight.ticket.TicketService;
 import java.util.concurrent.ExecutorService;
 import org.apache.arrow.memory.BufferAllocator;
 import com.google.protobuf.Any;
-import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.catalog.CatalogResults;
 import io.transit.flight.channel.FlightOutboundHandler;
 import io.transit.flight.channel.FlightServerChannel;
@@ -126,9 +125,10 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   public FlightInfo getFlightInfo(CallContext context, FlightDescriptor descriptor) {
     try {
       CallerBinding caller = CallerContext.caller();
-      Any command = parseCommand(descriptor);
+      Any command = RequestBodies.command(descriptor);
       if (command.is(CommandStatementQuery.class)) {
-        return statements.getFlightInfo(command.unpack(CommandStatementQuery.class), descriptor,
+        return statements.getFlightInfo(
+            RequestBodies.unpack(command, CommandStatementQuery.class), descriptor,
             caller, CallerContext.sequenceValues());
       }
       if (CatalogResults.isCatalogCommand(command)) {
@@ -144,9 +144,10 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   public SchemaResult getSchema(CallContext context, FlightDescriptor descriptor) {
     try {
       CallerBinding caller = CallerContext.caller();
-      Any command = parseCommand(descriptor);
+      Any command = RequestBodies.command(descriptor);
       if (command.is(CommandStatementQuery.class)) {
-        return statements.getSchema(command.unpack(CommandStatementQuery.class), caller);
+        return statements.getSchema(
+            RequestBodies.unpack(command, CommandStatementQuery.class), caller);
       }
       if (CatalogResults.isCatalogCommand(command)) {
         return new SchemaResult(CatalogResults.schemaOf(command));
@@ -232,6 +233,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       CallerContext.caller();
       String type = action.getType();
       if (SESSION_ACTIONS.contains(type)) {
+        RequestBodies.checkSessionAction(action);
         super.doAction(context, action, listener);
       } else if (UNIMPLEMENTED_ACTIONS.contains(type)) {
         throw unimplemented(type);
@@ -288,18 +290,5 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       StreamListener<CloseSessionResult> listener) {
     listener.onNext(new CloseSessionResult(CloseSessionResult.Status.CLOSED));
     listener.onCompleted();
-  }
-
-  private static Any parseCommand(FlightDescriptor descriptor) {
-    if (!descriptor.isCommand()) {
-      throw GatewayException.of(Cause.UNSUPPORTED, "flight.path_descriptor",
-          "path descriptors are not supported; send a Flight SQL command");
-    }
-    try {
-      return Any.parseFrom(descriptor.getCommand());
-    } catch (InvalidProtocolBufferException e) {
-      throw new GatewayException(Cause.INVALID_PROTOBUF, "flight.invalid_command",
-          "descriptor command is not a valid protobuf Any", e);
-    }
   }
 }
