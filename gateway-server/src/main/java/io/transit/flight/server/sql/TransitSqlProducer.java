@@ -8,6 +8,7 @@ import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.flight.StreamDeadline;
+import io.transit.flight.server.flight.StreamShares;
 import io.transit.flight.ticket.TicketService;
 import java.util.concurrent.ExecutorService;
 import org.apache.arrow.memory.BufferAllocator;
@@ -91,6 +92,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   private final ResultStreamer results;
   private final Deadlines deadlines;
   private final ScheduledExecutorService timer;
+  private final StreamShares shares;
 
   /**
    * Builds the statement, metadata and result services from their parts. {@code timer} runs the
@@ -119,6 +121,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     this.results = new ResultStreamer(authorization, nativeClient, handler, rootAllocator, limits);
     this.deadlines = deadlines;
     this.timer = timer;
+    this.shares = new StreamShares(limits.maxLiveStreamsPerCaller());
   }
 
   @Override
@@ -171,12 +174,18 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       return;
     }
     FlightServerChannel channel;
+    Runnable share = null;
     try {
+      share = shares.acquire(caller.name());
       channel = streams.open(listener, errors::toGrpc);
     } catch (Throwable t) {
+      if (share != null) {
+        share.run();
+      }
       listener.error(errors.toGrpc(t));
       return;
     }
+    channel.addCloseListener(share);
     StreamDeadline.bound(channel, deadlines, timer);
     FlightOutboundHandler.ProducerBody body;
     if (verified.reference() instanceof StatementReference) {

@@ -124,7 +124,11 @@ public final class Listeners {
         .permitKeepAliveWithoutCalls(false)
         .maxConnectionIdle(l.maxConnectionIdleMs(), TimeUnit.MILLISECONDS)
         .maxConnectionAge(l.maxConnectionAgeMs(), TimeUnit.MILLISECONDS)
-        .maxConnectionAgeGrace(l.maxConnectionAgeGraceMs(), TimeUnit.MILLISECONDS);
+        .maxConnectionAgeGrace(l.maxConnectionAgeGraceMs(), TimeUnit.MILLISECONDS)
+        // HTTP/2 rapid reset (HEADERS then RST_STREAM, over and over): beyond this many resets
+        // in the window the connection gets GOAWAY ENHANCE_YOUR_CALM.
+        .maxRstFramesPerWindow(l.maxRstFramesPerWindow(),
+            (int) Math.max(1, l.rstFramesWindowMs() / 1000));
   }
 
   /** Binds every listener; on a failure the ones already bound are stopped again. */
