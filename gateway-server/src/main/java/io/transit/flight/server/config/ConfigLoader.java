@@ -290,6 +290,8 @@ public final class ConfigLoader {
         l.maxRstFramesPerWindow(), ">= 1");
     check(l.rstFramesWindowMs() >= 1_000 && l.rstFramesWindowMs() <= 3_600_000,
         "limits.rst_frames_window_ms", l.rstFramesWindowMs(), "1000..3600000");
+    check(l.unauthenticatedConnectionMs() >= 100, "limits.unauthenticated_connection_ms",
+        l.unauthenticatedConnectionMs(), ">= 100");
   }
 
   private static String name(String v, String field) throws ConfigException {

@@ -44,12 +44,13 @@ public record Limits(
     @JsonProperty("compile_timeout_ms") Long compileTimeoutMs,
     @JsonProperty("max_live_streams_per_caller") Integer maxLiveStreamsPerCaller,
     @JsonProperty("max_rst_frames_per_window") Integer maxRstFramesPerWindow,
-    @JsonProperty("rst_frames_window_ms") Long rstFramesWindowMs) {
+    @JsonProperty("rst_frames_window_ms") Long rstFramesWindowMs,
+    @JsonProperty("unauthenticated_connection_ms") Long unauthenticatedConnectionMs) {
 
   public static Limits defaults() {
     return new Limits(null, null, null, null, null, null, null, null, null, null, null, null, null,
         null, null, null, null, null, null, null, null, null, null, null, null, null, null, null,
-        null, null, null, null, null, null, null).withDefaults();
+        null, null, null, null, null, null, null, null).withDefaults();
   }
 
   /** This record with every absent field set to its documented default. */
@@ -97,8 +98,12 @@ public record Limits(
         or(maxLiveStreamsPerCaller, Math.max(1, streams / 4)),
         // HTTP/2 rapid reset: a client resetting more streams than this per window loses its
         // connection. Honest clients reset a stream when they cancel a call, far below it.
-        or(maxRstFramesPerWindow, 200),
-        or(rstFramesWindowMs, 10_000L));
+        // grpcio sends one RST_STREAM per cancelled call; hundreds in a burst are legitimate.
+        or(maxRstFramesPerWindow, 1000),
+        or(rstFramesWindowMs, 10_000L),
+        // Long enough for a client's TLS handshake and first call on a loaded host; short
+        // enough that connection-only peers cannot hold max_connections slots (finding 3).
+        or(unauthenticatedConnectionMs, 10_000L));
   }
 
   private static <T> T or(T v, T d) {

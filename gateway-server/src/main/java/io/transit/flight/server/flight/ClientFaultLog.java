@@ -37,15 +37,18 @@ public final class ClientFaultLog {
     this.intervalNanos = intervalNanos;
   }
 
-  /** Records one fault of {@code caller} (a name, never a credential) on {@code method}. */
-  public void fault(String caller, String method, String code) {
+  /**
+   * Records one fault of {@code caller} (a name, never a credential) on {@code method}; true
+   * when it was logged, false when it was only counted.
+   */
+  public boolean fault(String caller, String method, String code) {
     long now = System.nanoTime();
     long suppressed;
     synchronized (lock) {
       long[] w = windows.get(caller);
       if (w != null && now - w[0] < intervalNanos) {
         w[1]++;
-        return;
+        return false;
       }
       suppressed = w != null ? w[1] : 0;
       windows.put(caller, new long[] {now, 0});
@@ -53,6 +56,7 @@ public final class ClientFaultLog {
     log.atWarn().addKeyValue("caller", cut(caller)).addKeyValue("method", cut(method))
         .addKeyValue("code", cut(code)).addKeyValue("suppressed", suppressed)
         .log("malformed request refused");
+    return true;
   }
 
   private static String cut(String s) {

@@ -1,6 +1,6 @@
 package io.transit.flight.server.flight;
 
-import io.grpc.Attributes;
+import io.grpc.ForwardingServerCall;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerCall;
@@ -28,13 +28,15 @@ import org.apache.arrow.flight.impl.Flight;
  * exception (a ~46 KB recursion stack trace per request for a deeply nested descriptor).
  * {@link #guard} gives every method a pass-through {@code InputStream} marshaller for requests
  * (responses keep theirs) and parses with the method's own marshaller inside the call's
- * listener, where the failure can be answered. The stream handed to the real marshaller is
- * gRPC's own, so Arrow's zero-copy reading of FlightData is unchanged.
+ * listener, where the failure can be answered. Protobuf requests are parsed from gRPC's own
+ * stream; FlightData requests from a checked copy (see {@code checkedFlightData}).
  *
- * <p>Threads: the listener runs on the call's serialized executor (one callback at a time), so
- * its {@code closed} flag needs no lock; it is also set by the call wrapper's {@code close},
- * which the service invokes on that same executor or, for streams, from other threads before
- * any further request callback (gRPC orders them), hence volatile.
+ * <p>Threads: the listener's callbacks run one at a time on the call's serialized executor. The
+ * call wrapper's {@code close} may also be invoked by the service from another thread (a
+ * producer ending a stream); it is synchronized so that only the first close reaches gRPC, and
+ * its {@code closed} flag is volatile because the listener reads it. Ownership: each request
+ * {@code InputStream} belongs to the listener until parsed; one that is not parsed (the call
+ * already closed, or the parse failed) is closed here.
  */
 public final class MalformedRequests {
   private static final MethodDescriptor.Marshaller<InputStream> RAW =
@@ -182,14 +184,22 @@ public final class MalformedRequests {
    * The call as the service sees it: the typed method descriptor, everything else the raw call.
    * Records its own close so the listener stops delivering messages after any close.
    */
-  private static final class Typed<Q, R> extends ServerCall<Q, R> {
-    private final ServerCall<InputStream, R> raw;
+  private static final class Typed<Q, R> extends ForwardingServerCall<Q, R> {
+    private final ServerCall<Q, R> raw;
     private final MethodDescriptor<Q, R> method;
     volatile boolean closed;
 
+    @SuppressWarnings("unchecked")
     Typed(ServerCall<InputStream, R> raw, MethodDescriptor<Q, R> method) {
-      this.raw = raw;
+      // Only the request type differs, and a server call never takes a request as an argument:
+      // every method forwarded to it is independent of Q.
+      this.raw = (ServerCall<Q, R>) (ServerCall<?, R>) raw;
       this.method = method;
+    }
+
+    @Override
+    protected ServerCall<Q, R> delegate() {
+      return raw;
     }
 
     @Override
@@ -201,61 +211,6 @@ public final class MalformedRequests {
       }
       closed = true;
       raw.close(status, trailers);
-    }
-
-    @Override
-    public void request(int numMessages) {
-      raw.request(numMessages);
-    }
-
-    @Override
-    public void sendHeaders(Metadata headers) {
-      raw.sendHeaders(headers);
-    }
-
-    @Override
-    public void sendMessage(R message) {
-      raw.sendMessage(message);
-    }
-
-    @Override
-    public boolean isReady() {
-      return raw.isReady();
-    }
-
-    @Override
-    public boolean isCancelled() {
-      return raw.isCancelled();
-    }
-
-    @Override
-    public void setMessageCompression(boolean enabled) {
-      raw.setMessageCompression(enabled);
-    }
-
-    @Override
-    public void setCompression(String compressor) {
-      raw.setCompression(compressor);
-    }
-
-    @Override
-    public void setOnReadyThreshold(int numBytes) {
-      raw.setOnReadyThreshold(numBytes);
-    }
-
-    @Override
-    public Attributes getAttributes() {
-      return raw.getAttributes();
-    }
-
-    @Override
-    public String getAuthority() {
-      return raw.getAuthority();
-    }
-
-    @Override
-    public io.grpc.SecurityLevel getSecurityLevel() {
-      return raw.getSecurityLevel();
     }
 
     @Override

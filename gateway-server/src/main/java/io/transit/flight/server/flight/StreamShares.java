@@ -4,6 +4,7 @@ import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Each caller's share of the live result streams ({@code max_live_streams_per_caller}): one
@@ -45,11 +46,11 @@ public final class StreamShares {
       throw GatewayException.of(Cause.BUDGET_EXHAUSTED, "flight.caller_streams_exhausted",
               "this caller already holds its share of " + perCaller + " live result streams")
           .with("bound", "caller")
-          .with("limit", Integer.toString(perCaller))
-          .with("required", Integer.toString(perCaller + 1))
+          .with("limit", perCaller)
+          .with("required", (long) perCaller + 1)
           .withActions(Action.RETRY_LATER);
     }
-    java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
+    AtomicBoolean released = new AtomicBoolean();
     return () -> {
       if (released.compareAndSet(false, true)) {
         live.computeIfPresent(caller, (k, n) -> n <= 1 ? null : n - 1);
