@@ -282,7 +282,9 @@ def test_handshake_timeout_closes_a_silent_connection(daemon_with):
 
 def test_server_keepalive_closes_a_peer_that_never_answers_pings(daemon_with):
     # 10 s is the least keepalive time grpc-java honours (it raises anything lower to 10 s).
-    d = daemon_with({"keepalive_time_ms": 10_000, "keepalive_timeout_ms": 1_000})
+    # The raw connection never authenticates: its budget must outlast the PING and its GOAWAY.
+    d = daemon_with({"keepalive_time_ms": 10_000, "keepalive_timeout_ms": 1_000,
+                     "unauthenticated_connection_ms": 60_000})
     normal = C.channel(d)
     states = []
     normal.subscribe(states.append, try_to_connect=True)

@@ -29,7 +29,10 @@ import io.transit.flight.server.ops.OpsGauges;
 import io.transit.flight.server.ops.OpsSettings;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.sql.TransitSqlProducer;
+import io.transit.flight.server.transport.AuthenticationBudget;
 import io.transit.flight.server.transport.ConnectionBudget;
+import io.transit.flight.server.flight.ClientFaultLog;
+import io.transit.flight.server.flight.MalformedRequests;
 import io.transit.flight.server.transport.Listeners;
 import io.transit.flight.ticket.TicketService;
 import io.transit.flight.ticket.TransitDefinition;
@@ -135,12 +138,17 @@ public final class GatewayServer implements AutoCloseable {
     this.serviceExecutor = pool("transit-grpc",
         limits.admissionPerGateway() + limits.compilePerGateway() + 8);
     this.flightExecutor = pool("transit-flight", 4);
-    this.connections = new ConnectionBudget(limits.maxConnections(), errors);
+    this.connections = new ConnectionBudget(limits.maxConnections(), errors,
+        new AuthenticationBudget(limits.unauthenticatedConnectionMs(),
+            limits.maxConnectionIdleMs()));
     // ops: the last interceptor runs first — request id, then authentication, then the caller tap.
     this.server = Listeners.build(cfg,
         ServerInterceptors.intercept(
-            FlightGrpcUtils.createFlightService(allocator, producer, ServerAuthHandler.NO_OP,
-                flightExecutor),
+            // Parsed inside the call so that a malformed message gets a status and a trailer.
+            MalformedRequests.guard(FlightGrpcUtils.createFlightService(allocator, producer,
+                ServerAuthHandler.NO_OP, flightExecutor).bindService(), errors,
+                new ClientFaultLog(TimeUnit.SECONDS.toNanos(10))),
+            connections.authentication(), // after authentication: the call authenticated
             ops.observer().callerTap(), new AuthInterceptor(authorization, errors),
             ops.observer().requestId()),
         serviceExecutor, connections,

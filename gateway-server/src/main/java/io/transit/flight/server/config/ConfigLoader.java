@@ -284,6 +284,14 @@ public final class ConfigLoader {
         "limits.compile_per_caller", l.compilePerCaller(), "1..compile_per_gateway");
     check(l.compileTimeoutMs() >= 100 && l.compileTimeoutMs() <= 60_000,
         "limits.compile_timeout_ms", l.compileTimeoutMs(), "100..60000");
+    check(l.maxLiveStreamsPerCaller() >= 1 && l.maxLiveStreamsPerCaller() <= l.maxLiveStreams(),
+        "limits.max_live_streams_per_caller", l.maxLiveStreamsPerCaller(), "1..max_live_streams");
+    check(l.maxRstFramesPerWindow() >= 1, "limits.max_rst_frames_per_window",
+        l.maxRstFramesPerWindow(), ">= 1");
+    check(l.rstFramesWindowMs() >= 1_000 && l.rstFramesWindowMs() <= 3_600_000,
+        "limits.rst_frames_window_ms", l.rstFramesWindowMs(), "1000..3600000");
+    check(l.unauthenticatedConnectionMs() >= 100, "limits.unauthenticated_connection_ms",
+        l.unauthenticatedConnectionMs(), ">= 100");
   }
 
   private static String name(String v, String field) throws ConfigException {

@@ -41,12 +41,16 @@ public record Limits(
     @JsonProperty("max_connection_age_grace_ms") Long maxConnectionAgeGraceMs,
     @JsonProperty("compile_per_gateway") Integer compilePerGateway,
     @JsonProperty("compile_per_caller") Integer compilePerCaller,
-    @JsonProperty("compile_timeout_ms") Long compileTimeoutMs) {
+    @JsonProperty("compile_timeout_ms") Long compileTimeoutMs,
+    @JsonProperty("max_live_streams_per_caller") Integer maxLiveStreamsPerCaller,
+    @JsonProperty("max_rst_frames_per_window") Integer maxRstFramesPerWindow,
+    @JsonProperty("rst_frames_window_ms") Long rstFramesWindowMs,
+    @JsonProperty("unauthenticated_connection_ms") Long unauthenticatedConnectionMs) {
 
   public static Limits defaults() {
     return new Limits(null, null, null, null, null, null, null, null, null, null, null, null, null,
         null, null, null, null, null, null, null, null, null, null, null, null, null, null, null,
-        null, null, null, null).withDefaults();
+        null, null, null, null, null, null, null, null).withDefaults();
   }
 
   /** This record with every absent field set to its documented default. */
@@ -89,7 +93,17 @@ public record Limits(
         // low enough that the service pool keeps threads for everyone else.
         or(compilePerGateway, 8),
         or(compilePerCaller, 2),
-        or(compileTimeoutMs, 2_000L));
+        or(compileTimeoutMs, 2_000L),
+        // A quarter of the streams: one caller can never hold them all (issue 14 finding 4).
+        or(maxLiveStreamsPerCaller, Math.max(1, streams / 4)),
+        // HTTP/2 rapid reset: a client resetting more streams than this per window loses its
+        // connection. Honest clients reset a stream when they cancel a call, far below it.
+        // grpcio sends one RST_STREAM per cancelled call; hundreds in a burst are legitimate.
+        or(maxRstFramesPerWindow, 1000),
+        or(rstFramesWindowMs, 10_000L),
+        // Long enough for a client's TLS handshake and first call on a loaded host; short
+        // enough that connection-only peers cannot hold max_connections slots (finding 3).
+        or(unauthenticatedConnectionMs, 10_000L));
   }
 
   private static <T> T or(T v, T d) {

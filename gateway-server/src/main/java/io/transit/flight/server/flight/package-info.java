@@ -5,10 +5,14 @@
  * io.transit.flight.server.flight.SequenceHeader}), and a DoGet stream's hand-off ({@link
  * io.transit.flight.server.flight.BatchSender}, the one path every response batch takes, with its
  * {@link io.transit.flight.server.flight.ResponseBudget}) and completeness check ({@link
- * io.transit.flight.server.flight.Coverage}).
+ * io.transit.flight.server.flight.Coverage}); malformed request messages ({@link
+ * io.transit.flight.server.flight.MalformedRequests}, logged by {@link
+ * io.transit.flight.server.flight.ClientFaultLog}) and each caller's share of live streams
+ * ({@link io.transit.flight.server.flight.StreamShares}).
  *
  * <p>Threads: deadlines and the header are read on gRPC's service executor; a stream's sender,
  * budget and coverage are confined to its producer (T_caller); the stream deadline fires on the
- * deadline timer and only cancels the channel.
+ * deadline timer and only cancels the channel. Request parsing runs in each call's listener;
+ * the fault log and the stream shares are shared by all calls (their javadoc says how).
  */
 package io.transit.flight.server.flight;

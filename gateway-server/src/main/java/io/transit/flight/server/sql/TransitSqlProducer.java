@@ -8,11 +8,11 @@ import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.flight.StreamDeadline;
+import io.transit.flight.server.flight.StreamShares;
 import io.transit.flight.ticket.TicketService;
 import java.util.concurrent.ExecutorService;
 import org.apache.arrow.memory.BufferAllocator;
 import com.google.protobuf.Any;
-import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.catalog.CatalogResults;
 import io.transit.flight.channel.FlightOutboundHandler;
 import io.transit.flight.channel.FlightServerChannel;
@@ -92,6 +92,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   private final ResultStreamer results;
   private final Deadlines deadlines;
   private final ScheduledExecutorService timer;
+  private final StreamShares shares;
 
   /**
    * Builds the statement, metadata and result services from their parts. {@code timer} runs the
@@ -120,15 +121,17 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     this.results = new ResultStreamer(authorization, nativeClient, handler, rootAllocator, limits);
     this.deadlines = deadlines;
     this.timer = timer;
+    this.shares = new StreamShares(limits.maxLiveStreamsPerCaller());
   }
 
   @Override
   public FlightInfo getFlightInfo(CallContext context, FlightDescriptor descriptor) {
     try {
       CallerBinding caller = CallerContext.caller();
-      Any command = parseCommand(descriptor);
+      Any command = RequestBodies.command(descriptor);
       if (command.is(CommandStatementQuery.class)) {
-        return statements.getFlightInfo(command.unpack(CommandStatementQuery.class), descriptor,
+        return statements.getFlightInfo(
+            RequestBodies.unpack(command, CommandStatementQuery.class), descriptor,
             caller, CallerContext.sequenceValues());
       }
       if (CatalogResults.isCatalogCommand(command)) {
@@ -144,9 +147,10 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   public SchemaResult getSchema(CallContext context, FlightDescriptor descriptor) {
     try {
       CallerBinding caller = CallerContext.caller();
-      Any command = parseCommand(descriptor);
+      Any command = RequestBodies.command(descriptor);
       if (command.is(CommandStatementQuery.class)) {
-        return statements.getSchema(command.unpack(CommandStatementQuery.class), caller);
+        return statements.getSchema(
+            RequestBodies.unpack(command, CommandStatementQuery.class), caller);
       }
       if (CatalogResults.isCatalogCommand(command)) {
         return new SchemaResult(CatalogResults.schemaOf(command));
@@ -170,12 +174,18 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       return;
     }
     FlightServerChannel channel;
+    Runnable share = null;
     try {
+      share = shares.acquire(caller.name());
       channel = streams.open(listener, errors::toGrpc);
     } catch (Throwable t) {
+      if (share != null) {
+        share.run();
+      }
       listener.error(errors.toGrpc(t));
       return;
     }
+    channel.addCloseListener(share);
     StreamDeadline.bound(channel, deadlines, timer);
     FlightOutboundHandler.ProducerBody body;
     if (verified.reference() instanceof StatementReference) {
@@ -232,6 +242,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       CallerContext.caller();
       String type = action.getType();
       if (SESSION_ACTIONS.contains(type)) {
+        RequestBodies.checkSessionAction(action);
         super.doAction(context, action, listener);
       } else if (UNIMPLEMENTED_ACTIONS.contains(type)) {
         throw unimplemented(type);
@@ -288,18 +299,5 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       StreamListener<CloseSessionResult> listener) {
     listener.onNext(new CloseSessionResult(CloseSessionResult.Status.CLOSED));
     listener.onCompleted();
-  }
-
-  private static Any parseCommand(FlightDescriptor descriptor) {
-    if (!descriptor.isCommand()) {
-      throw GatewayException.of(Cause.UNSUPPORTED, "flight.path_descriptor",
-          "path descriptors are not supported; send a Flight SQL command");
-    }
-    try {
-      return Any.parseFrom(descriptor.getCommand());
-    } catch (InvalidProtocolBufferException e) {
-      throw new GatewayException(Cause.INVALID_PROTOBUF, "flight.invalid_command",
-          "descriptor command is not a valid protobuf Any", e);
-    }
   }
 }

@@ -20,8 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * #transportReady}) and gives it back when it ends ({@link #transportTerminated}); both run on the
  * connection's Netty event loop. A connection that finds no free slot is marked refused in its
  * transport attributes and holds no slot: every call on it is closed with RESOURCE_EXHAUSTED
- * {@code transport.connections_exhausted} before authentication or any Flight code runs, and the
- * idle limit ({@code max_connection_idle_ms}) closes it. A peer that never finishes the handshake
+ * {@code transport.connections_exhausted} before authentication or any Flight code runs, and
+ * {@link AuthenticationBudget} closes it (none of its calls authenticates). A peer that never finishes the handshake
  * is bounded by {@code handshake_timeout_ms} instead. {@link #interceptCall} runs on the thread
  * that delivers the call's headers and only reads the immutable attributes.
  */
@@ -33,12 +33,20 @@ public final class ConnectionBudget extends ServerTransportFilter implements Ser
   private final AtomicInteger live = new AtomicInteger();
   private final AtomicInteger peak = new AtomicInteger();
 
-  public ConnectionBudget(int max, ErrorMapper errors) {
+  private final AuthenticationBudget authentication;
+
+  public ConnectionBudget(int max, ErrorMapper errors, AuthenticationBudget authentication) {
     if (max < 1) {
       throw new IllegalArgumentException("max: " + max + " (expected: >= 1)");
     }
     this.max = max;
     this.errors = errors;
+    this.authentication = authentication;
+  }
+
+  /** How long a TCP connection may hold a slot without an authenticated call. */
+  public AuthenticationBudget authentication() {
+    return authentication;
   }
 
   /** Connections currently holding a slot. */

@@ -9,6 +9,7 @@ import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.nio.NioEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.Limits;
@@ -62,6 +63,14 @@ public final class Listeners {
               + e.getMessage(), e);
         }
       }
+      // NIO with loops of our own: the server channel must be ours to see each connection.
+      EventLoopGroup boss = new NioEventLoopGroup(1);
+      EventLoopGroup workers = new NioEventLoopGroup();
+      loops.add(boss);
+      loops.add(workers);
+      b.channelFactory(budget.authentication().serverChannels())
+          .bossEventLoopGroup(boss)
+          .workerEventLoopGroup(workers);
       this.tcp = configure(b, service, executor, budget, limits, extras).build();
     } else {
       this.tcp = null;
@@ -124,7 +133,11 @@ public final class Listeners {
         .permitKeepAliveWithoutCalls(false)
         .maxConnectionIdle(l.maxConnectionIdleMs(), TimeUnit.MILLISECONDS)
         .maxConnectionAge(l.maxConnectionAgeMs(), TimeUnit.MILLISECONDS)
-        .maxConnectionAgeGrace(l.maxConnectionAgeGraceMs(), TimeUnit.MILLISECONDS);
+        .maxConnectionAgeGrace(l.maxConnectionAgeGraceMs(), TimeUnit.MILLISECONDS)
+        // HTTP/2 rapid reset (HEADERS then RST_STREAM, over and over): beyond this many resets
+        // in the window the connection gets GOAWAY ENHANCE_YOUR_CALM.
+        .maxRstFramesPerWindow(l.maxRstFramesPerWindow(),
+            (int) Math.max(1, l.rstFramesWindowMs() / 1000));
   }
 
   /** Binds every listener; on a failure the ones already bound are stopped again. */

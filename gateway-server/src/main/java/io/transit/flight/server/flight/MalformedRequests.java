@@ -1,0 +1,221 @@
+package io.transit.flight.server.flight;
+
+import io.grpc.ForwardingServerCall;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerMethodDefinition;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.ErrorMapper;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.server.auth.AuthInterceptor;
+import io.transit.flight.server.auth.CallerBinding;
+import java.io.InputStream;
+import org.apache.arrow.flight.impl.Flight;
+
+/**
+ * Request messages are parsed here, not by gRPC: a message that does not parse (malformed
+ * protobuf, nesting past protobuf's recursion limit, a FlightData frame Arrow cannot read) ends
+ * its call INVALID_ARGUMENT {@code flight.invalid_protobuf} with a bounded message and the
+ * diagnostic trailer, and is logged as one rate-limited line ({@link ClientFaultLog}).
+ *
+ * <p>Why: gRPC parses a request with its method's marshaller before any application code, and
+ * a parse failure there answers UNKNOWN "Application error processing RPC" and logs the whole
+ * exception (a ~46 KB recursion stack trace per request for a deeply nested descriptor).
+ * {@link #guard} gives every method a pass-through {@code InputStream} marshaller for requests
+ * (responses keep theirs) and parses with the method's own marshaller inside the call's
+ * listener, where the failure can be answered. Protobuf requests are parsed from gRPC's own
+ * stream; FlightData requests from a checked copy (see {@code checkedFlightData}).
+ *
+ * <p>Threads: the listener's callbacks run one at a time on the call's serialized executor. The
+ * call wrapper's {@code close} may also be invoked by the service from another thread (a
+ * producer ending a stream); it is synchronized so that only the first close reaches gRPC, and
+ * its {@code closed} flag is volatile because the listener reads it. Ownership: each request
+ * {@code InputStream} belongs to the listener until parsed; one that is not parsed (the call
+ * already closed, or the parse failed) is closed here.
+ */
+public final class MalformedRequests {
+  private static final MethodDescriptor.Marshaller<InputStream> RAW =
+      new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(InputStream value) {
+          return value;
+        }
+
+        @Override
+        public InputStream parse(InputStream stream) {
+          return stream;
+        }
+      };
+
+  private MalformedRequests() {}
+
+  /** {@code service} with every request parsed inside the call, failures answered as above. */
+  public static ServerServiceDefinition guard(ServerServiceDefinition service, ErrorMapper errors,
+      ClientFaultLog faults) {
+    ServerServiceDefinition.Builder b = ServerServiceDefinition.builder(service.getServiceDescriptor().getName());
+    for (ServerMethodDefinition<?, ?> m : service.getMethods()) {
+      b.addMethod(guardMethod(m, errors, faults));
+    }
+    return b.build();
+  }
+
+  private static <Q, R> ServerMethodDefinition<InputStream, R> guardMethod(
+      ServerMethodDefinition<Q, R> def, ErrorMapper errors, ClientFaultLog faults) {
+    MethodDescriptor<Q, R> typed = def.getMethodDescriptor();
+    MethodDescriptor<InputStream, R> raw =
+        typed.toBuilder(RAW, typed.getResponseMarshaller()).build();
+    ServerCallHandler<InputStream, R> handler = (call, headers) -> {
+      Typed<Q, R> inner = new Typed<>(call, typed);
+      ServerCall.Listener<Q> next = def.getServerCallHandler().startCall(inner, headers);
+      return new Parsing<>(inner, next, typed, errors, faults);
+    };
+    return ServerMethodDefinition.create(raw, handler);
+  }
+
+  /** The listener that parses each message; after a refusal it passes on only the call's end. */
+  private static final class Parsing<Q, R> extends ServerCall.Listener<InputStream> {
+    private final Typed<Q, R> call;
+    private final ServerCall.Listener<Q> next;
+    private final MethodDescriptor<Q, R> method;
+    private final ErrorMapper errors;
+    private final ClientFaultLog faults;
+    private final boolean flightData;
+
+    Parsing(Typed<Q, R> call, ServerCall.Listener<Q> next, MethodDescriptor<Q, R> method,
+        ErrorMapper errors, ClientFaultLog faults) {
+      this.call = call;
+      this.next = next;
+      this.method = method;
+      this.errors = errors;
+      this.faults = faults;
+      // Protobuf messages have protobuf's marshaller; FlightData has Arrow's own.
+      this.flightData =
+          !(method.getRequestMarshaller() instanceof MethodDescriptor.PrototypeMarshaller);
+    }
+
+    @Override
+    public void onMessage(InputStream message) {
+      if (call.closed) {
+        close(message);
+        return;
+      }
+      Q parsed;
+      try {
+        parsed = method.parseRequest(flightData ? checkedFlightData(message) : message);
+      } catch (RuntimeException | java.io.IOException | StackOverflowError e) {
+        close(message);
+        refuse("flight.invalid_protobuf", "the request message is not valid protobuf for "
+            + method.getBareMethodName());
+        return;
+      }
+      if (parsed instanceof Flight.FlightDescriptor fd
+          && fd.getType() != Flight.FlightDescriptor.DescriptorType.CMD
+          && fd.getType() != Flight.FlightDescriptor.DescriptorType.PATH) {
+        // Arrow cannot represent any other type and would answer INTERNAL.
+        refuse("flight.invalid_descriptor", "the descriptor's type is neither CMD nor PATH");
+        return;
+      }
+      next.onMessage(parsed);
+    }
+
+    /**
+     * Arrow's FlightData marshaller allocates a body buffer of the declared length before it
+     * reads it and does not free it when the read fails, so a frame with a lying length would
+     * leak Arrow memory. The frame (at most {@code max_inbound_message_bytes}) is parsed as
+     * plain protobuf first, which checks every length against the bytes present; Arrow then
+     * parses the same bytes. Only DoPut and DoExchange carry FlightData requests, and the
+     * profile answers both UNIMPLEMENTED, so the lost zero-copy read costs nothing.
+     */
+    private static InputStream checkedFlightData(InputStream message) throws java.io.IOException {
+      byte[] bytes;
+      try (message) {
+        bytes = message.readAllBytes();
+      }
+      Flight.FlightData.parseFrom(bytes);
+      return new java.io.ByteArrayInputStream(bytes);
+    }
+
+    private void refuse(String code, String message) {
+      CallerBinding caller = AuthInterceptor.CALLER.get();
+      faults.fault(caller != null ? caller.name() : "-", method.getFullMethodName(), code);
+      StatusRuntimeException s = errors.toGrpc(
+          GatewayException.of(Cause.INVALID_PROTOBUF, code, message));
+      call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
+    }
+
+    private static void close(InputStream in) {
+      try {
+        in.close();
+      } catch (java.io.IOException | RuntimeException ignored) {
+        // A stream that cannot be closed holds only its own buffer; gRPC frees the frame.
+      }
+    }
+
+    // The end of the client's messages and readiness always reach the service: Arrow's stream
+    // readers free what they queued only when they see them. A close it makes after a refusal
+    // (a unary handler missing its request) is dropped by the call wrapper.
+    @Override
+    public void onHalfClose() {
+      next.onHalfClose();
+    }
+
+    @Override
+    public void onReady() {
+      next.onReady();
+    }
+
+    @Override
+    public void onCancel() {
+      next.onCancel();
+    }
+
+    @Override
+    public void onComplete() {
+      next.onComplete();
+    }
+  }
+
+  /**
+   * The call as the service sees it: the typed method descriptor, everything else the raw call.
+   * Records its own close so the listener stops delivering messages after any close.
+   */
+  private static final class Typed<Q, R> extends ForwardingServerCall<Q, R> {
+    private final ServerCall<Q, R> raw;
+    private final MethodDescriptor<Q, R> method;
+    volatile boolean closed;
+
+    @SuppressWarnings("unchecked")
+    Typed(ServerCall<InputStream, R> raw, MethodDescriptor<Q, R> method) {
+      // Only the request type differs, and a server call never takes a request as an argument:
+      // every method forwarded to it is independent of Q.
+      this.raw = (ServerCall<Q, R>) (ServerCall<?, R>) raw;
+      this.method = method;
+    }
+
+    @Override
+    protected ServerCall<Q, R> delegate() {
+      return raw;
+    }
+
+    @Override
+    public synchronized void close(Status status, Metadata trailers) {
+      // The service may close (e.g. a producer thread) while the listener refuses a message:
+      // only the first close reaches gRPC, which refuses a second.
+      if (closed) {
+        return;
+      }
+      closed = true;
+      raw.close(status, trailers);
+    }
+
+    @Override
+    public MethodDescriptor<Q, R> getMethodDescriptor() {
+      return method;
+    }
+  }
+}

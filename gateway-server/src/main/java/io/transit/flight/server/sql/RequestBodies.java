@@ -1,0 +1,77 @@
+package io.transit.flight.server.sql;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.Message;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import org.apache.arrow.flight.Action;
+import org.apache.arrow.flight.FlightConstants;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.impl.Flight;
+
+/**
+ * The protobuf inside a request message (a descriptor's command, an action's body) parsed with
+ * one rule: what does not parse — truncated varint, wrong wire type, invalid UTF-8 in a string,
+ * recursion past protobuf's limit — is INVALID_ARGUMENT {@code flight.invalid_command} with a
+ * fixed message. The parser's own text never reaches the caller or the log: it is the caller's
+ * fault, not the gateway's. Stateless, any thread.
+ */
+final class RequestBodies {
+  private RequestBodies() {}
+
+  /** The descriptor's command as an {@code Any}; path descriptors are outside the profile. */
+  static Any command(FlightDescriptor descriptor) {
+    if (!descriptor.isCommand()) {
+      throw GatewayException.of(Cause.UNSUPPORTED, "flight.path_descriptor",
+          "path descriptors are not supported; send a Flight SQL command");
+    }
+    try {
+      return Any.parseFrom(descriptor.getCommand());
+    } catch (InvalidProtocolBufferException | RuntimeException e) {
+      throw invalid("descriptor command is not a valid protobuf Any");
+    }
+  }
+
+  /** {@code command}'s value as {@code type}; the caller checked {@code command.is(type)}. */
+  static <T extends Message> T unpack(Any command, Class<T> type) {
+    try {
+      return command.unpack(type);
+    } catch (InvalidProtocolBufferException | RuntimeException e) {
+      throw invalid("the command's value is not a valid " + type.getSimpleName());
+    }
+  }
+
+  /**
+   * Parses a session action's body before Arrow does: Arrow answers a body it cannot parse
+   * INTERNAL with the parser's text.
+   */
+  static void checkSessionAction(Action action) {
+    String type = action.getType();
+    byte[] body = action.getBody();
+    try {
+      if (FlightConstants.GET_SESSION_OPTIONS.getType().equals(type)) {
+        Flight.GetSessionOptionsRequest.parseFrom(body);
+      } else if (FlightConstants.SET_SESSION_OPTIONS.getType().equals(type)) {
+        Flight.SetSessionOptionsRequest r = Flight.SetSessionOptionsRequest.parseFrom(body);
+        for (Flight.SessionOptionValue v : r.getSessionOptionsMap().values()) {
+          // A value with an unknown or absent variant is not a value Arrow can represent.
+          if (v.getOptionValueCase() == Flight.SessionOptionValue.OptionValueCase.OPTIONVALUE_NOT_SET) {
+            throw invalid("a session option value has no known variant");
+          }
+        }
+      } else if (FlightConstants.CLOSE_SESSION.getType().equals(type)) {
+        Flight.CloseSessionRequest.parseFrom(body);
+      }
+    } catch (InvalidProtocolBufferException | RuntimeException e) {
+      if (e instanceof GatewayException g) {
+        throw g;
+      }
+      throw invalid("the action body is not a valid " + type + " request");
+    }
+  }
+
+  private static GatewayException invalid(String message) {
+    return GatewayException.of(Cause.INVALID_PROTOBUF, "flight.invalid_command", message);
+  }
+}

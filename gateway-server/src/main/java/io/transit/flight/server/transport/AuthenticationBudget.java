@@ -1,0 +1,101 @@
+package io.transit.flight.server.transport;
+
+import io.grpc.Grpc;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.netty.shaded.io.netty.channel.Channel;
+import io.grpc.netty.shaded.io.netty.channel.ChannelFactory;
+import io.grpc.netty.shaded.io.netty.channel.EventLoop;
+import io.grpc.netty.shaded.io.netty.channel.ServerChannel;
+import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
+import java.net.SocketAddress;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * {@code unauthenticated_connection_ms}: a TCP connection that has not started an authenticated
+ * call within this budget of its acceptance is closed, so peers that only open connections
+ * (or only send the HTTP/2 preface) cannot keep {@code max_connections} slots from the callers
+ * that authenticate (issue 14 finding 3). A connection that authenticated once keeps serving
+ * until the idle and age limits.
+ *
+ * <p>gRPC exposes no handle to a connection, so the listener's server channel ({@link
+ * #serverChannels}) records every accepted connection by its peer address, and the interceptor
+ * ({@link #interceptCall}, placed after authentication) clears the record of the connection a
+ * call arrived on — gRPC's {@link Grpc#TRANSPORT_ATTR_REMOTE_ADDR} is that same address.
+ *
+ * <p>Threads: connections are recorded on the listener's boss event loop, which also runs each
+ * budget's timer; calls clear their record on a transport thread; the map is concurrent and a
+ * record is removed exactly once (by the call, the timer or the connection's close).
+ */
+public final class AuthenticationBudget implements ServerInterceptor {
+  private final long budgetMs;
+  private final ConcurrentHashMap<SocketAddress, Channel> pending = new ConcurrentHashMap<>();
+  private final AtomicLong closed = new AtomicLong();
+
+  /**
+   * @param budgetMs how long a connection may go without an authenticated call
+   * @param idleMs {@code max_connection_idle_ms}: when the budget is not shorter, the idle limit
+   *     (GOAWAY {@code max_idle}) ends such a connection first and this budget stays out of it
+   */
+  public AuthenticationBudget(long budgetMs, long idleMs) {
+    if (budgetMs < 1) {
+      throw new IllegalArgumentException("budgetMs: " + budgetMs + " (expected: >= 1)");
+    }
+    this.budgetMs = budgetMs < idleMs ? budgetMs : 0;
+  }
+
+  /** Connections closed for not authenticating in time, since start. */
+  public long closedUnauthenticated() {
+    return closed.get();
+  }
+
+  /** Server channels for a TCP listener that record each accepted connection here. */
+  public ChannelFactory<ServerChannel> serverChannels() {
+    return Watching::new;
+  }
+
+  private void watch(Channel child, EventLoop timers) {
+    SocketAddress peer = child.remoteAddress();
+    if (peer == null || budgetMs == 0) {
+      return;
+    }
+    pending.put(peer, child);
+    child.closeFuture().addListener(f -> pending.remove(peer, child));
+    timers.schedule(() -> {
+      if (pending.remove(peer, child)) {
+        closed.incrementAndGet();
+        child.close();
+      }
+    }, budgetMs, TimeUnit.MILLISECONDS);
+  }
+
+  @Override
+  public <Q, R> ServerCall.Listener<Q> interceptCall(
+      ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+    SocketAddress peer = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
+    if (peer != null) {
+      pending.remove(peer);
+    }
+    return next.startCall(call, headers);
+  }
+
+  /** NIO's server channel, recording each connection it accepts. */
+  private final class Watching extends NioServerSocketChannel {
+    @Override
+    protected int doReadMessages(List<Object> buf) throws Exception {
+      int before = buf.size();
+      int accepted = super.doReadMessages(buf);
+      for (int i = before; i < buf.size(); i++) {
+        if (buf.get(i) instanceof Channel child) {
+          watch(child, eventLoop());
+        }
+      }
+      return accepted;
+    }
+  }
+}

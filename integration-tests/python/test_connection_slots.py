@@ -1,0 +1,83 @@
+"""Issue 14 finding 3: peers that only open connections cannot keep the connection slots from
+callers that authenticate. 256 connections that send the HTTP/2 preface and SETTINGS and then
+nothing fill every `max_connections` slot; the server closes each once it has gone
+`unauthenticated_connection_ms` without an authenticated call, and a real caller is served
+again; a caller that authenticated before keeps being served throughout."""
+
+import time
+
+import grpc
+import pytest
+
+import calls as C
+import h2raw as H
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+BUDGET_MS = 3000
+SLOTS = 256
+
+
+@pytest.fixture(scope="module")
+def d(configured, tmp_path_factory):
+    daemon = configured(tmp_path_factory.mktemp("slots"), {"limits": {
+        "max_connections": SLOTS, "unauthenticated_connection_ms": BUDGET_MS}}).start()
+    yield daemon
+    if daemon.alive():
+        daemon.assert_clean_stop()
+
+
+def test_preface_only_connections_are_closed_and_no_longer_lock_out_a_real_caller(d):
+    resident = C.channel(d)
+    C.next_sequence(resident, d)  # authenticated: this connection keeps its slot
+    opened = time.monotonic()
+    idle = [H.h2_open(d.port)[0] for _ in range(SLOTS - 1)]
+    if time.monotonic() - opened < BUDGET_MS / 1000 - 0.5:
+        # While they last, every slot is taken: the reproduction of the finding.
+        late = C.channel(d)
+        code, _, diag = C.failure(C.next_sequence, late, d)
+        late.close()
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert diag["code"] == "transport.connections_exhausted"
+    # The caller that authenticated before is served while the idle peers hold their slots.
+    C.next_sequence(resident, d)
+    # Each idle connection is closed by the server once its budget has passed.
+    for s in idle:
+        H.recv_until_closed(s, limit_s=BUDGET_MS / 1000 + 10)
+        s.close()
+    assert time.monotonic() - opened >= BUDGET_MS / 1000 - 0.1
+    fresh = C.channel(d)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            C.next_sequence(fresh, d)
+            break
+        except grpc.RpcError as e:
+            # The server sees the closes asynchronously; the slots come back within moments.
+            assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() < deadline
+            time.sleep(0.1)
+    fresh.close()
+    C.next_sequence(resident, d)
+    resident.close()
+    C.healthy_query(d)
+
+
+def test_churning_unauthenticated_connections_do_not_stop_an_authenticated_caller(d):
+    resident = C.channel(d)
+    C.next_sequence(resident, d)
+    end = time.monotonic() + BUDGET_MS / 1000 * 2
+    served = 0
+    while time.monotonic() < end:
+        churn = [H.raw_connect(d.port) for _ in range(16)]
+        for s in churn:
+            s.sendall(PREFACE)
+        C.next_sequence(resident, d)
+        served += 1
+        for s in churn:
+            s.close()
+    assert served > 0
+    resident.close()
+
+
+def test_accounting_returns_to_zero(d):
+    C.healthy_query(d)
+    d.assert_clean_stop()

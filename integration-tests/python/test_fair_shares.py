@@ -1,0 +1,92 @@
+"""Issue 14 finding 4 (fair shares) and the HTTP/2 rapid-reset bound of finding 3, against the
+real daemon: one caller holding its share of live DoGets does not lock another caller out, the
+refused caller learns its own share (limit/required), and a client that resets streams faster
+than the window allows loses its connection while others keep being served."""
+
+import grpc
+import h2.errors
+import pytest
+from hyperframe.frame import GoAwayFrame, HeadersFrame, RstStreamFrame
+from hpack import Encoder
+
+import calls as C
+import h2raw as H
+
+SHARE = 2
+
+
+@pytest.fixture(scope="module")
+def d(configured, tmp_path_factory):
+    daemon = configured(tmp_path_factory.mktemp("shares"), {"limits": {
+        "max_live_streams": 4, "max_live_streams_per_caller": SHARE,
+        "max_rst_frames_per_window": 50, "rst_frames_window_ms": 10000}}).start()
+    yield daemon
+    if daemon.alive():
+        daemon.assert_clean_stop()
+
+
+def fact(diag, name):
+    return next(f["value"] for f in diag["facts"] if f["name"] == name)
+
+
+def test_one_caller_holding_its_share_of_streams_does_not_lock_out_another(d):
+    ch = C.channel(d)
+    ticket = C.flight_info(ch, d, "SELECT id, a, b, c, d FROM primitive")
+    ch.close()
+    held = []
+    try:
+        # The share of live streams, each on a connection of its own, each left unread after
+        # its first batch so that it stays live.
+        for _ in range(SHARE):
+            c = C.channel(d, **{"grpc.http2.bdp_probe": 0})
+            call = C.do_get(c, d, ticket)
+            next(iter(call))
+            held.append((c, call))
+        c = C.channel(d)
+        code, message, diag = C.failure(lambda: list(C.do_get(c, d, ticket)))
+        c.close()
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, (code, message)
+        assert diag["code"] == "flight.caller_streams_exhausted", diag
+        assert fact(diag, "bound") == "caller"
+        assert int(fact(diag, "limit")) == SHARE and int(fact(diag, "required")) == SHARE + 1
+        # Another caller is served in full meanwhile: the gateway has room beyond one share.
+        other = C.Caller(d, "mixed")
+        try:
+            table, _ = other.query("SELECT COUNT(*) FROM mixed")
+            assert table.num_rows == 1 and table.column(0)[0].as_py() > 0
+        finally:
+            other.close()
+    finally:
+        for c, call in held:
+            call.cancel()
+            c.close()
+    # Released shares are the caller's again.
+    C.healthy_query(d)
+
+
+def test_rapid_reset_loses_its_connection_and_others_are_served(d):
+    s, conn, _ = H.h2_open(d.port)
+    encoder = Encoder()
+    out = bytearray()
+    # HEADERS then RST_STREAM(CANCEL), again and again: more resets than the window allows.
+    for i in range(200):
+        sid = 1 + 2 * i
+        f = HeadersFrame(sid)
+        f.data = encoder.encode(H.grpc_request_headers(d.port, C.DO_ACTION, d.auth()))
+        f.flags.add("END_HEADERS")
+        out += f.serialize()
+        out += RstStreamFrame(sid, error_code=h2.errors.ErrorCodes.CANCEL).serialize()
+    try:
+        s.sendall(bytes(out))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server may already have closed the connection
+    goaway = next((f for _, f in H.frames(s, 30, "GOAWAY") if isinstance(f, GoAwayFrame)), None)
+    assert goaway is not None, "rapid reset was not stopped"
+    assert goaway.error_code == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, goaway.error_code
+    s.close()
+    C.healthy_query(d)
+
+
+def test_accounting_returns_to_zero(d):
+    C.healthy_query(d)
+    d.assert_clean_stop()
