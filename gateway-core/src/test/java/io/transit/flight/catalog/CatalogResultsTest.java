@@ -57,6 +57,16 @@ class CatalogResultsTest {
   }
 
   @Test
+  void theArrowVersionReportedIsTheLoadedJars() {
+    // The jar Flight was loaded from is named flight-core-<version>.jar (Maven's layout).
+    String jar = org.apache.arrow.flight.FlightServer.class.getProtectionDomain().getCodeSource()
+        .getLocation().getPath();
+    String version = SqlInfoCatalog.runningArrowVersion();
+    assertTrue(version.matches("\\d+\\.\\d+\\.\\d+"), version);
+    assertTrue(jar.endsWith("flight-core-" + version + ".jar"), jar + " vs " + version);
+  }
+
+  @Test
   void catalogsSchemasAndTypesShowOnlyTheBoundTable() {
     try (VectorSchemaRoot r = result(Any.pack(CommandGetCatalogs.getDefaultInstance()), PRIMITIVE)) {
       assertEquals(Schemas.GET_CATALOGS_SCHEMA, r.getSchema());
