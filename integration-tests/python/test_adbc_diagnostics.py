@@ -126,13 +126,15 @@ def test_projecting_uint64_is_unimplemented_before_upload(gateway):
                                                       "not_admitted")
 
 
-def test_unauthenticated_has_no_detail(gateway):
+def test_unauthenticated_has_only_the_minimal_envelope(gateway):
     with connect(gateway, "primitive", token="tfg_" + "y" * 43) as conn:
         cur = conn.cursor()
         cur.adbc_statement.set_options(**{SEQ: "1"})
         with pytest.raises(adbc_driver_manager.Error) as e:
             cur.execute("SELECT SUM(a) FROM primitive")
         cur.close()
-    assert diagnostic(e.value) is None
+    d = diagnostic(e.value)
+    assert (d["code"], d["cause"]) == ("auth.unauthenticated", "UNAUTHENTICATED")
+    assert not d.get("identity") and not d.get("facts")
     assert "auth.unauthenticated: a valid credential is required" in str(e.value)
     assert "primitive" not in str(e.value).replace("SELECT SUM(a) FROM primitive", "")

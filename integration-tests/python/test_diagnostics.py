@@ -261,7 +261,14 @@ def test_type_mismatch_literal_keeps_percent_and_is_escaped(env, primitive):
 
 # ---- before any query: authentication, header rules, tickets -----------------------------------
 
-def test_unauthenticated_discloses_nothing(env, primitive):
+def assert_minimal_unauthenticated(d):
+    """The one envelope every UNAUTHENTICATED failure carries (docs/status.md)."""
+    assert (d["code"], d["cause"], d["status"]) == ("auth.unauthenticated", "UNAUTHENTICATED",
+                                                    "UNAUTHENTICATED"), d
+    assert not d.get("identity") and not d.get("facts") and "stage" not in d, d
+
+
+def test_unauthenticated_carries_the_minimal_envelope_and_discloses_nothing(env, primitive):
     seq = primitive.next_sequence()
     ticket = primitive.info("SELECT id FROM primitive WHERE id < 3", seq).endpoints[0].ticket.ticket
     sql = "SELECT SUM(a) FROM primitive"
@@ -275,8 +282,9 @@ def test_unauthenticated_discloses_nothing(env, primitive):
     for make in cases:
         for s in env.observe(make, forbidden=["primitive", str(seq)]):
             assert s.message == UNAUTHENTICATED_MESSAGE
-            assert s.diagnostic is None, "no trailer: nothing about the query or its runtime"
-            assert s.transit_keys == []
+            # The minimal envelope: nothing about the query, its runtime or which check failed.
+            assert_minimal_unauthenticated(s.diagnostic)
+            assert s.transit_keys in ([], ["transit-diagnostic-bin"])
             if s.status is not None:
                 assert s.status == "UNAUTHENTICATED"
     assert primitive.next_sequence() == nxt, "nothing was admitted"

@@ -42,7 +42,6 @@ DELAY_MS = 2500
 BIG = "SELECT id, a, b, c, d FROM primitive"
 # Rows whose failure reaches the client without a trailer, and why (docs/status.md).
 NO_TRAILER = {
-    "UNAUTHENTICATED": "the status.md rule: an unauthenticated caller gets no trailer",
     "CANCELLED": "the client cancelled: the stream is reset, the server cannot send a trailer",
 }
 # Rows no client can trigger, and why; each names the test that proves it instead.
