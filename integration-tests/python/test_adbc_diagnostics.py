@@ -9,7 +9,7 @@ import pytest
 
 from calls import TRAILER
 from daemon import Daemon
-from diagnostic_clients import U64_MAX, bounded, decode_diagnostic, facts
+from diagnostic_clients import bounded, decode_diagnostic, facts
 
 SEQ = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
 NEXT = "adbc.flight.sql.session.option.transit.next_sequence"
@@ -97,28 +97,44 @@ def test_failure_in_the_middle_of_a_doget_stream(tight):
         seq = conn.adbc_connection.get_option_int(NEXT)
         cur = conn.cursor()
         cur.adbc_statement.set_options(**{SEQ: str(seq)})
-        # Row 0 (big = 1) is its own segment and batch; row 1 holds 2^64-1. DBAPI fetches read
-        # through the driver manager's reader, which keeps the error's details (the raw PyArrow
-        # reader of fetch_record_batch() would give a bare OSError).
-        cur.execute("SELECT big FROM cells WHERE id < 3")
-        assert cur.fetchone() == (1,)
+        # Row 0 of `bad` is valid and its own segment and batch; row 1 is a missing cell. DBAPI
+        # fetches read through the driver manager's reader, which keeps the error's details (the
+        # raw PyArrow reader of fetch_record_batch() would give a bare OSError).
+        cur.execute("SELECT bad FROM cells WHERE id < 3")
+        assert cur.fetchone() is not None
         with pytest.raises(adbc_driver_manager.Error) as e:
             cur.fetchone()
         cur.close()
     d = diagnostic(e.value)
-    assert (d["status"], d["code"], d["stage"]) == ("UNIMPLEMENTED", "flight.integer_out_of_range",
+    assert (d["status"], d["code"], d["stage"]) == ("FAILED_PRECONDITION", "query.cell_state",
                                                     "output")
     assert d["identity"]["namespace"] == str(seq)
-    assert facts(d)["value"]["value"] == U64_MAX
+    assert facts(d)["row"]["value"] == "1"
 
 
-def test_unauthenticated_has_no_detail(gateway):
+def test_projecting_uint64_is_unimplemented_before_upload(gateway):
+    with connect(gateway, "cells") as conn:
+        seq = conn.adbc_connection.get_option_int(NEXT)
+        cur = conn.cursor()
+        cur.adbc_statement.set_options(**{SEQ: str(seq)})
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            cur.execute("SELECT big FROM cells")
+        cur.close()
+        assert conn.adbc_connection.get_option_int(NEXT) == seq, "nothing was uploaded"
+    d = diagnostic(e.value)
+    assert (d["status"], d["code"], d["outcome"]) == ("UNIMPLEMENTED", "query.unsupported",
+                                                      "not_admitted")
+
+
+def test_unauthenticated_has_only_the_minimal_envelope(gateway):
     with connect(gateway, "primitive", token="tfg_" + "y" * 43) as conn:
         cur = conn.cursor()
         cur.adbc_statement.set_options(**{SEQ: "1"})
         with pytest.raises(adbc_driver_manager.Error) as e:
             cur.execute("SELECT SUM(a) FROM primitive")
         cur.close()
-    assert diagnostic(e.value) is None
+    d = diagnostic(e.value)
+    assert (d["code"], d["cause"]) == ("auth.unauthenticated", "UNAUTHENTICATED")
+    assert not d.get("identity") and not d.get("facts")
     assert "auth.unauthenticated: a valid credential is required" in str(e.value)
     assert "primitive" not in str(e.value).replace("SELECT SUM(a) FROM primitive", "")

@@ -198,17 +198,16 @@ def doget(caller, sql):
     return Request(caller.name, ticket=info.endpoints[0].ticket.ticket, sql=sql), seq
 
 
-def test_integer_out_of_range_at_output(env, cells):
-    # COUNT above int64 max would need more than 2^63 real rows; the uint64 column `big`
-    # (18446744073709551615 in row 1) reaches the same output conversion check (CELL_UINT64).
-    req, seq = doget(cells, "SELECT big FROM cells")
-    for s in env.observe(lambda: req, forbidden=[HUGE]):
-        assert_failure(s, "UNIMPLEMENTED", "flight.integer_out_of_range", "output", "failed")
-        d = s.diagnostic
-        assert d["identity"]["namespace"] == str(seq)
-        assert facts(d)["column"]["value"] == "big"
-        assert number(d, "value") == U64_MAX
-        assert INT64_MAX in facts(d)["range"]["value"]
+def test_projecting_uint64_is_unimplemented_before_upload(env, cells):
+    # docs/conformance.md "projecting them returns UNIMPLEMENTED before upload": the uint64 column
+    # `big` is refused at compile time; no sequence is consumed (flight.integer_out_of_range is
+    # left to COUNT, which would need more than 2^63 rows to reach it).
+    nxt = cells.next_sequence()
+    for s in env.observe(lambda: statement("cells", "SELECT big FROM cells", nxt),
+                         forbidden=[HUGE, U64_MAX]):
+        assert_failure(s, "UNIMPLEMENTED", "query.unsupported", None, "not_admitted")
+        assert facts(s.diagnostic)["type"]["value"] == "UINT64"
+    assert cells.next_sequence() == nxt, "nothing was uploaded"
 
 
 def test_bad_cells_at_output(env, cells):
@@ -262,7 +261,14 @@ def test_type_mismatch_literal_keeps_percent_and_is_escaped(env, primitive):
 
 # ---- before any query: authentication, header rules, tickets -----------------------------------
 
-def test_unauthenticated_discloses_nothing(env, primitive):
+def assert_minimal_unauthenticated(d):
+    """The one envelope every UNAUTHENTICATED failure carries (docs/status.md)."""
+    assert (d["code"], d["cause"], d["status"]) == ("auth.unauthenticated", "UNAUTHENTICATED",
+                                                    "UNAUTHENTICATED"), d
+    assert not d.get("identity") and not d.get("facts") and "stage" not in d, d
+
+
+def test_unauthenticated_carries_the_minimal_envelope_and_discloses_nothing(env, primitive):
     seq = primitive.next_sequence()
     ticket = primitive.info("SELECT id FROM primitive WHERE id < 3", seq).endpoints[0].ticket.ticket
     sql = "SELECT SUM(a) FROM primitive"
@@ -276,8 +282,9 @@ def test_unauthenticated_discloses_nothing(env, primitive):
     for make in cases:
         for s in env.observe(make, forbidden=["primitive", str(seq)]):
             assert s.message == UNAUTHENTICATED_MESSAGE
-            assert s.diagnostic is None, "no trailer: nothing about the query or its runtime"
-            assert s.transit_keys == []
+            # The minimal envelope: nothing about the query, its runtime or which check failed.
+            assert_minimal_unauthenticated(s.diagnostic)
+            assert s.transit_keys in ([], ["transit-diagnostic-bin"])
             if s.status is not None:
                 assert s.status == "UNAUTHENTICATED"
     assert primitive.next_sequence() == nxt, "nothing was admitted"
@@ -347,16 +354,16 @@ def test_budget_exhausted_carries_exact_limit_and_required(tight):
         assert (number(s.diagnostic, "limit"), number(s.diagnostic, "required")) == ("3", "10")
 
 
-def test_integer_out_of_range_in_the_middle_of_a_stream(tight):
+def test_cell_state_failure_in_the_middle_of_a_stream(tight):
     cells = variant_caller(tight, "cells")
-    req, seq = doget(cells, "SELECT big FROM cells WHERE id < 3")  # row 0 is 1, row 1 is 2^64-1
+    req, seq = doget(cells, "SELECT bad FROM cells WHERE id < 3")  # row 0 valid, row 1 missing
     grpc_seen, arrow_seen = tight.observe(lambda: req, forbidden=[HUGE])
     assert arrow_seen.batches == 1, "PyArrow read row 0 before the failure"
     assert grpc_seen.batches >= 2, "schema and the first batch arrived before the failure"
     for s in (grpc_seen, arrow_seen):
-        assert_failure(s, "UNIMPLEMENTED", "flight.integer_out_of_range", "output", "failed")
+        assert_failure(s, "FAILED_PRECONDITION", "query.cell_state", "output", "failed")
         assert s.diagnostic["identity"]["namespace"] == str(seq)
-        assert number(s.diagnostic, "value") == U64_MAX
+        assert number(s.diagnostic, "row") == "1"
 
 
 def test_metadata_budget_smaller_than_trailer_omits_it(env, starved, mixed, primitive):

@@ -33,12 +33,14 @@ def test_statuses_are_exact(channel, gateway, primitive, cells):
     assert primitive.next_sequence() == nxt, "compile failures record nothing"
 
 
-def test_unauthenticated_has_no_detail(channel, gateway):
+def test_unauthenticated_has_only_the_minimal_envelope(channel, gateway):
     code, msg, diag = failure(info, channel, gateway, None, flightsql.get_catalogs())
-    assert code == grpc.StatusCode.UNAUTHENTICATED and diag is None
-    code, msg, diag = failure(info, channel, gateway, None, flightsql.statement_query("SELECT a FROM primitive"), 1,
-                              extra=[("authorization", "Bearer tfg_wrong_wrong_wrong_wrong_wrong_wrong_wrong")])
-    assert code == grpc.StatusCode.UNAUTHENTICATED and diag is None and "primitive" not in msg
+    assert code == grpc.StatusCode.UNAUTHENTICATED and diag["code"] == "auth.unauthenticated"
+    code, msg, again = failure(info, channel, gateway, None, flightsql.statement_query("SELECT a FROM primitive"), 1,
+                               extra=[("authorization", "Bearer tfg_wrong_wrong_wrong_wrong_wrong_wrong_wrong")])
+    assert code == grpc.StatusCode.UNAUTHENTICATED and "primitive" not in msg
+    assert again == diag, "one envelope: which check failed is not told"
+    assert not diag.get("identity") and not diag.get("facts")
 
 
 def test_bad_protobuf_any_is_invalid_argument(channel, gateway):

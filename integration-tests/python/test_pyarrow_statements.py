@@ -172,7 +172,11 @@ def test_bad_cells_are_rejected_not_nulled(cells):
     assert None in table.column("ok").to_pylist()
 
 
-def test_uint64_above_int64_max_is_integer_out_of_range(cells):
+def test_projecting_uint64_is_unimplemented_before_upload(cells):
+    nxt = cells.next_sequence()
     with pytest.raises(pa.ArrowNotImplementedError) as e:
         cells.query("SELECT big FROM cells")
-    assert "flight.integer_out_of_range" in str(e.value)
+    assert "query.unsupported" in str(e.value) and "UINT64" in str(e.value)
+    assert cells.next_sequence() == nxt, "refused before upload: no sequence consumed"
+    table, _ = cells.query("SELECT COUNT(big) FROM cells WHERE big > 1")  # counted, filtered
+    assert table.column(0).type == pa.int64()

@@ -37,8 +37,16 @@ def daemon_with(configured, tmp_path):
             d.assert_clean_stop()
 
 
+# Budget figures are number facts (docs/diagnostic-v1.md): shortening never touches them.
+NUMBER_FACTS = {"limit", "required", "deadline_ms", "budget_ms", "stream_limit", "root_limit",
+                "segment_bytes"}
+
+
 def diag_fact(diag, name):
-    return next(f["value"] for f in diag["facts"] if f["name"] == name)
+    fact = next(f for f in diag["facts"] if f["name"] == name)
+    if name in NUMBER_FACTS:
+        assert fact["kind"] == "number", fact
+    return fact["value"]
 
 
 def test_max_connections_refuses_the_excess_connection(daemon_with):

@@ -9,7 +9,9 @@ package io.transit.flight.admission;
  * @param partBytes bundle bytes per upload part command (1..{@link CommandChain#MAX_PART_BYTES})
  */
 public record AdmissionConfig(int maxInFlight, int maxInFlightPerCaller, int partBytes) {
-  public static final int DEFAULT_MAX_IN_FLIGHT = 64;
+  /** The one default of {@code limits.admission_per_gateway} (docs/limits.md). */
+  public static final int DEFAULT_MAX_IN_FLIGHT = 32;
+  /** The one default of {@code limits.admission_per_caller}. */
   public static final int DEFAULT_MAX_IN_FLIGHT_PER_CALLER = 4;
 
   public AdmissionConfig {

@@ -52,6 +52,34 @@ public final class SqlInfoCatalog {
   }
 
   /**
+   * The version of the Arrow Flight jar this process actually loaded (its Maven
+   * {@code pom.properties}, else its manifest), so SqlInfo cannot drift from the build.
+   *
+   * @throws IllegalStateException when the loaded jar names no version
+   */
+  public static String runningArrowVersion() {
+    Class<?> flight = org.apache.arrow.flight.FlightServer.class;
+    try (var in = flight.getResourceAsStream(
+        "/META-INF/maven/org.apache.arrow/flight-core/pom.properties")) {
+      if (in != null) {
+        java.util.Properties p = new java.util.Properties();
+        p.load(in);
+        String v = p.getProperty("version");
+        if (v != null && !v.isBlank()) {
+          return v;
+        }
+      }
+    } catch (IOException e) {
+      // fall through to the manifest
+    }
+    String v = flight.getPackage().getImplementationVersion();
+    if (v == null || v.isBlank()) {
+      throw new IllegalStateException("the loaded Arrow Flight jar names no version");
+    }
+    return v;
+  }
+
+  /**
    * The finite encoded result (an Arrow IPC stream) for the requested ids; an empty list means
    * every supported id. Deterministic: the same request gives the same bytes.
    */

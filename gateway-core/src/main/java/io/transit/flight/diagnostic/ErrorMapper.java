@@ -18,7 +18,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>{@link GatewayException}: its cause's status, its code and message, its diagnostic.
- *       {@link Cause#UNAUTHENTICATED} gets a fixed message and no trailer; {@link
+ *       {@link Cause#UNAUTHENTICATED} gets a fixed message and a minimal trailer (fixed code,
+ *       cause and message; no identity, facts or stage, since the caller is unknown); {@link
  *       Cause#ACCESS_DENIED} and {@link Cause#TICKET_SCOPE} keep the trailer without identity
  *       or facts. {@link Cause#INTERNAL} is logged with a reference.
  *   <li>A {@link StatusRuntimeException} or {@link FlightRuntimeException} this mapper made
@@ -48,7 +49,12 @@ public final class ErrorMapper {
   /** HTTP/2 counts 32 bytes per header field besides its name and value (RFC 7541 §4.1). */
   private static final int HEADER_FIELD_OVERHEAD = 32;
 
-  static final String UNAUTHENTICATED_MESSAGE = "auth.unauthenticated: a valid credential is required";
+  private static final String UNAUTHENTICATED_TEXT = "a valid credential is required";
+  static final String UNAUTHENTICATED_MESSAGE = "auth.unauthenticated: " + UNAUTHENTICATED_TEXT;
+
+  /** Every unauthenticated failure's one envelope: not even which check failed is told. */
+  private static final GatewayException UNAUTHENTICATED_ENVELOPE =
+      GatewayException.of(Cause.UNAUTHENTICATED, "auth.unauthenticated", UNAUTHENTICATED_TEXT);
 
   private static final Logger LOG = LoggerFactory.getLogger(ErrorMapper.class);
 
@@ -120,15 +126,14 @@ public final class ErrorMapper {
     return GrpcMessage.of(e.code(), e.getMessage());
   }
 
-  private byte[] trailerBytes(GatewayException e) {
-    // An unauthenticated caller learns nothing beyond the status: not which check failed.
-    if (e.kind() == Cause.UNAUTHENTICATED) {
-      return null;
-    }
+  private byte[] trailerBytes(GatewayException failure) {
+    // An unauthenticated caller gets the fixed minimal envelope: nothing beyond the status.
+    GatewayException e = failure.kind() == Cause.UNAUTHENTICATED ? UNAUTHENTICATED_ENVELOPE : failure;
     byte[] json;
     try {
       Diagnostic d = Diagnostic.from(e);
-      if (e.kind() == Cause.ACCESS_DENIED || e.kind() == Cause.TICKET_SCOPE) {
+      if (e.kind() == Cause.UNAUTHENTICATED || e.kind() == Cause.ACCESS_DENIED
+          || e.kind() == Cause.TICKET_SCOPE) {
         d = d.withoutDisclosure();
       }
       json = d.toJson();

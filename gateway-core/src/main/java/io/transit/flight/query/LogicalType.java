@@ -8,8 +8,11 @@ package io.transit.flight.query;
 public enum LogicalType {
   /** Signed 64-bit integer, stored as DuckDB BIGINT. */
   INT64(true, true, true, true),
-  /** Unsigned 64-bit integer, stored as UBIGINT; values above int64 max fail at output. */
-  UINT64(true, false, true, true),
+  /**
+   * Unsigned 64-bit integer, stored as UBIGINT. Filtered and counted, never projected: the profile
+   * refuses projecting it before upload (storage support does not imply output conversion).
+   */
+  UINT64(false, false, true, true),
   /** A nested result cell (state + int64 value) stored as STRUCT(state UTINYINT, value BIGINT). */
   CELL_INT64(true, false, false, false),
   FLOAT64(false, false, true, true),
@@ -29,7 +32,7 @@ public enum LogicalType {
     this.filterable = filterable;
   }
 
-  /** Projection converts to Arrow int64 (the primitive profile). */
+  /** Projection converts to Arrow int64 without a checked conversion (the primitive profile). */
   public boolean projectable() {
     return projectable;
   }

@@ -38,8 +38,11 @@ class ErrorMapperTest {
       if (cause == Cause.UNAUTHENTICATED) {
         assertEquals(ErrorMapper.UNAUTHENTICATED_MESSAGE, grpc.getStatus().getDescription());
         assertEquals(ErrorMapper.UNAUTHENTICATED_MESSAGE, flight.status().description());
-        assertNull(grpcTrailer, "no detail for unauthenticated callers");
-        assertFalse(flight.status().metadata().containsKey(ErrorMapper.TRAILER_KEY));
+        JsonNode minimal = JSON.readTree(grpcTrailer);
+        assertEquals("auth.unauthenticated", minimal.get("code").asText());
+        assertEquals("UNAUTHENTICATED", minimal.get("cause").asText());
+        assertTrue(minimal.get("identity").isEmpty(), "no identity for an unknown caller");
+        assertTrue(minimal.get("facts") == null || minimal.get("facts").isEmpty(), minimal.toString());
         continue;
       }
       byte[] flightTrailer = flight.status().metadata().getByte(ErrorMapper.TRAILER_KEY);

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.grpc.CallOptions;
@@ -180,11 +181,13 @@ class FlightRoundTripTest {
   }
 
   @Test
-  void unauthenticatedCarriesNoTrailer() {
+  void unauthenticatedCarriesOnlyTheMinimalEnvelope() {
     FlightRuntimeException e = getInfoFailure("grpc", Cause.UNAUTHENTICATED);
     assertEquals(Status.Code.UNAUTHENTICATED, lastStatus.get().getCode());
     assertEquals(ErrorMapper.UNAUTHENTICATED_MESSAGE, e.status().description());
-    assertFalse(e.status().metadata().containsKey(ErrorMapper.TRAILER_KEY));
-    assertNull(lastTrailers.get().get(ErrorMapper.TRAILER));
+    String json = new String(lastTrailers.get().get(ErrorMapper.TRAILER),
+        java.nio.charset.StandardCharsets.UTF_8);
+    assertTrue(json.contains("\"code\":\"auth.unauthenticated\"") && json.contains("\"identity\":{},\"facts\":[]"),
+        json);
   }
 }

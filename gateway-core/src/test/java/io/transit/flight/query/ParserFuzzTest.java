@@ -20,7 +20,7 @@ class ParserFuzzTest {
   private static final long BOUND_MS = 2000;
 
   private static final String[] COLUMNS = {"id", "Fare", "\"Fare\"", "trips.id", "t.id", "ID",
-      "\"i\"\"d\"", "`id`", "count_u"};
+      "\"i\"\"d\"", "`id`", "seats"};
   private static final String[] LITERALS = {"1", "-7", "'x'", "'it''s'", "'a\\'", "N'('",
       "9223372036854775808", "1.5", "NULL", "TRUE", "DATE '2024-02-29'"};
   private static final String[] COMMENTS = {"-- '\n", "-- \"(\n", "/* ' ( \" */", "// `\n",

@@ -129,7 +129,8 @@ public final class GatewayServer implements AutoCloseable {
       return t;
     });
     TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
-        admission, engine, new CatalogResults(new SqlInfoCatalog(VERSION, "18.3.0")),
+        admission, engine, new CatalogResults(
+            new SqlInfoCatalog(VERSION, SqlInfoCatalog.runningArrowVersion())),
         allocator, streams, new FlightOutboundHandler(), producers, limits,
         new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
             limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);

@@ -128,14 +128,18 @@ class JavaClientEndToEndTest extends DaemonTestBase {
   }
 
   @Test
-  void unauthenticatedCallsLearnNothing() throws Exception {
+  void unauthenticatedCallsGetOnlyTheMinimalEnvelope() throws Exception {
     var h = new org.apache.arrow.flight.FlightCallHeaders();
     h.insert("authorization", "Bearer wrong-token-wrong-token-wrong-token");
     FlightRuntimeException e = assertThrows(FlightRuntimeException.class,
         () -> client.getCatalogs(new org.apache.arrow.flight.HeaderCallOption(h)));
     assertEquals(FlightStatusCode.UNAUTHENTICATED, e.status().code());
     assertEquals("auth.unauthenticated: a valid credential is required", e.status().description());
-    assertTrue(!e.status().metadata().containsKey("transit-diagnostic-bin"), "no diagnostic for the unauthenticated");
+    // The one minimal envelope (docs/status.md): no identity, facts or stage for an unknown caller.
+    String d = new String(e.status().metadata().getByte("transit-diagnostic-bin"),
+        java.nio.charset.StandardCharsets.UTF_8);
+    assertTrue(d.contains("\"code\":\"auth.unauthenticated\"")
+        && d.contains("\"identity\":{},\"facts\":[]") && !d.contains("\"stage\""), d);
   }
 
   /**

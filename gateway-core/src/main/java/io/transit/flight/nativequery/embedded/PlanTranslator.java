@@ -67,7 +67,9 @@ final class PlanTranslator {
         throw invalid("output " + o.name() + " names column " + o.column()
             + " which the Table does not declare as " + o.columnType());
       }
-      if (o.kind() == QueryPlan.OutputKind.COLUMN && !t.projectable()
+      // The engine still returns uint64 cells (its storage supports them); refusing to convert
+      // them to Flight int64 is the gateway compiler's decision, not the engine's.
+      if (o.kind() == QueryPlan.OutputKind.COLUMN && !t.projectable() && t != LogicalType.UINT64
           || o.kind() == QueryPlan.OutputKind.SUM && !t.summable()) {
         throw invalid("output " + o.name() + ": " + o.kind() + " of a " + t + " column");
       }

@@ -63,7 +63,7 @@ class PlanCacheTest {
     QueryPlan a = cache.plan("SELECT id FROM Trips", TABLE);
     QueryPlan b = cache.plan("SELECT Fare FROM Trips", TABLE);
     assertSame(a, cache.plan("SELECT id FROM Trips", TABLE)); // a is now the most recent
-    cache.plan("SELECT count_u FROM Trips", TABLE);
+    cache.plan("SELECT seats FROM Trips", TABLE);
     assertEquals(2, cache.size());
     assertSame(a, cache.plan("SELECT id FROM Trips", TABLE));
     QueryPlan b2 = cache.plan("SELECT Fare FROM Trips", TABLE);

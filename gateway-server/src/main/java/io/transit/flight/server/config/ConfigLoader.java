@@ -55,7 +55,7 @@ public final class ConfigLoader {
   }
 
   ResolvedConfig resolve(GatewayConfig raw, Path base) throws ConfigException {
-    GatewayConfig.Listen listen = raw.listen() != null ? raw.listen() : new GatewayConfig.Listen(null, null, null, null, null);
+    GatewayConfig.Listen listen = raw.listen() != null ? raw.listen() : new GatewayConfig.Listen(null, null, null, null, null, null);
     String host = listen.host() != null ? listen.host() : "127.0.0.1";
     int port = listen.port() != null ? listen.port() : 31337;
     check(port >= 0 && port <= 65535, "listen.port", port, "0..65535");
@@ -155,7 +155,31 @@ public final class ConfigLoader {
       check(Files.isReadable(key), "listen.tls.key_file", key, "a readable PKCS#8 PEM private key");
       checkPrivate(key, "listen.tls.key_file");
     }
+    String host = listen.host() != null ? listen.host() : "127.0.0.1";
+    // The profile's listener is private behind a TLS edge: plaintext TCP beyond loopback needs
+    // the operator's explicit word that the network is private (or the gateway's own TLS).
+    check(!tcp || cert != null || loopback(host) || Boolean.TRUE.equals(listen.privateNetwork()),
+        "listen.host", host, "a loopback address for plaintext TCP, unless listen.tls is set or"
+            + " listen.private_network is true");
     return new ResolvedConfig.Transport(tcp, socket, cert, key);
+  }
+
+  /**
+   * Whether {@code host} certainly names this machine's loopback. Only {@code localhost} and IP
+   * literals are judged (no DNS lookup); any other name may resolve anywhere, so it is not.
+   */
+  static boolean loopback(String host) {
+    if (host.equalsIgnoreCase("localhost")) {
+      return true;
+    }
+    if (!host.matches("[0-9.]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*")) {
+      return false;
+    }
+    try {
+      return java.net.InetAddress.getByName(host).isLoopbackAddress(); // a literal: no lookup
+    } catch (java.net.UnknownHostException e) {
+      return false;
+    }
   }
 
   /** A private key readable by group or others is refused, like every other secret. */

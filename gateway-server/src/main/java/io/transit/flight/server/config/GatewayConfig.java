@@ -32,7 +32,8 @@ public record GatewayConfig(
       @JsonProperty("port") Integer port,
       @JsonProperty("tcp") Boolean tcp,
       @JsonProperty("unix_socket") String unixSocket,
-      @JsonProperty("tls") Tls tls) {}
+      @JsonProperty("tls") Tls tls,
+      @JsonProperty("private_network") Boolean privateNetwork) {}
 
   /** PEM certificate chain and PKCS#8 PEM private key for the gateway's own TLS. */
   public record Tls(

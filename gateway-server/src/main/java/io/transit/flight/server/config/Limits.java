@@ -2,6 +2,7 @@ package io.transit.flight.server.config;
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import io.transit.flight.admission.AdmissionConfig;
 
 /**
  * Every budget the daemon enforces, with its default. A null field in JSON (or an absent one)
@@ -61,8 +62,8 @@ public record Limits(
         or(maxInboundMessageBytes, 16 * 1024),
         or(maxInboundMetadataBytes, 8 * 1024),
         streams,
-        or(admissionPerGateway, 32),
-        or(admissionPerCaller, 4),
+        or(admissionPerGateway, AdmissionConfig.DEFAULT_MAX_IN_FLIGHT),
+        or(admissionPerCaller, AdmissionConfig.DEFAULT_MAX_IN_FLIGHT_PER_CALLER),
         or(rootAllocatorBytes, 1L << 30),
         or(streamAllocatorBytes, 64L << 20),
         or(controlDeadlineDefaultMs, 60_000L),

@@ -33,8 +33,8 @@ public final class ResponseBudget {
       long required = sent + bytes;
       throw GatewayException.of(Cause.BUDGET_EXHAUSTED, "flight.response_budget",
               "the result stream exceeds the response byte budget")
-          .with("limit", Long.toString(limit))
-          .with("required", Long.toString(required));
+          .with("limit", limit)
+          .with("required", required);
     }
     sent += bytes;
   }

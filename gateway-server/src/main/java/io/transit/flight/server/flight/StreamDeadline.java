@@ -42,7 +42,7 @@ public final class StreamDeadline {
     try {
       channel.abort(GatewayException.of(Cause.DEADLINE, "flight.deadline_exceeded",
               "the stream did not finish within its data deadline")
-          .with("deadline_ms", Long.toString(budgetMs)));
+          .with("deadline_ms", budgetMs));
     } catch (RejectedExecutionException e) {
       // The stream's executor is already draining for shutdown; that path ends the stream.
     }

@@ -172,9 +172,9 @@ final class ResultStreamer {
 
   private GatewayException limits(GatewayException e, FlightServerChannel channel,
       long segmentBytes) {
-    return e.with("stream_limit", Long.toString(channel.allocator().getLimit()))
-        .with("root_limit", Long.toString(rootAllocator.getLimit()))
-        .with("segment_bytes", Long.toString(segmentBytes));
+    return e.with("stream_limit", channel.allocator().getLimit())
+        .with("root_limit", rootAllocator.getLimit())
+        .with("segment_bytes", segmentBytes);
   }
 
   private static ResultManifest parse(byte[] bytes) {

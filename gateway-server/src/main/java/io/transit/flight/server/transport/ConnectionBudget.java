@@ -92,8 +92,8 @@ public final class ConnectionBudget extends ServerTransportFilter implements Ser
       StatusRuntimeException s = errors.toGrpc(GatewayException.of(Cause.BUDGET_EXHAUSTED,
               "transport.connections_exhausted",
               "the gateway serves at most " + max + " connections; retry later")
-          .with("limit", Integer.toString(max))
-          .with("required", Integer.toString(max + 1))
+          .with("limit", max)
+          .with("required", max + 1)
           // Nothing about the request was wrong: the same call on a later connection can pass.
           .withActions(Action.RETRY_LATER));
       call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());

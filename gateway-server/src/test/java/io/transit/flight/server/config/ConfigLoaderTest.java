@@ -91,6 +91,21 @@ class ConfigLoaderTest {
         VALID.formatted(caller("a", 10) + "," + CALLER.formatted("b", "a", 11, "b")));
   }
 
+  @Test
+  void plaintextBeyondLoopbackNeedsTheExplicitPrivateNetworkOption() throws Exception {
+    String valid = VALID.formatted(caller("a", 10));
+    for (String host : new String[] {"0.0.0.0", "10.1.2.3", "gateway.internal", "::"}) {
+      String json = valid.replace("\"state_dir\"", "\"listen\": {\"host\": \"" + host + "\"}, \"state_dir\"");
+      assertMessage("listen.private_network", json);
+      String declared = json.replace("\"host\": \"" + host + "\"",
+          "\"host\": \"" + host + "\", \"private_network\": true");
+      assertEquals(host, load(declared).host());
+    }
+    for (String host : new String[] {"127.0.0.1", "127.0.0.2", "localhost", "::1"}) {
+      assertTrue(ConfigLoader.loopback(host), host);
+    }
+  }
+
   private void assertMessage(String expected, String json) {
     ConfigException e = assertThrows(ConfigException.class, () -> load(json));
     assertTrue(e.getMessage().contains(expected), e.getMessage());
