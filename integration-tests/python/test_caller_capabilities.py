@@ -3,6 +3,7 @@
 no-op success."""
 
 import json
+import struct
 
 import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
@@ -52,7 +53,9 @@ def test_pyarrow_chains_three_statements_through_app_metadata(primitive):
 
 
 def _set_request(name: str, value: int) -> bytes:
-    option_value = flightsql._field_varint(3, value)  # SessionOptionValue.int64_value
+    # SessionOptionValue.int64_value is field 3, sfixed64: wire type 1, eight little-endian bytes
+    # (a varint there is a wrong wire type, which the gateway refuses as a malformed request).
+    option_value = bytes([3 << 3 | 1]) + struct.pack("<q", value)
     entry = flightsql._field_bytes(1, name.encode()) + flightsql._field_bytes(2, option_value)
     return flightsql._field_bytes(1, entry)
 
