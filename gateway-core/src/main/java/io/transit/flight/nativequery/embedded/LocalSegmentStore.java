@@ -136,11 +136,15 @@ final class LocalSegmentStore implements SegmentStore {
     return Files.getFileStore(dir).getUsableSpace();
   }
 
-  /** {@code e} as {@link DiskFull} when the file system has less room than {@code needed}. */
+  /**
+   * {@code e} as {@link DiskFull} when the file system has less room than {@code needed}, or the
+   * OS said ENOSPC (block rounding can refuse a write the usable count seemed to allow).
+   */
   private IOException full(IOException e, long needed) {
     try {
       long usable = usable();
-      return usable < needed ? new DiskFull(usable, needed, e) : e;
+      boolean noSpace = e.getMessage() != null && e.getMessage().contains("No space left");
+      return usable < needed || noSpace ? new DiskFull(usable, needed, e) : e;
     } catch (IOException again) {
       return e;
     }
