@@ -166,7 +166,10 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
         before = journal.next_sequence(d.principal("primitive"))
         code, _, diag = failure(sql_info, ch, d, "primitive", "SELECT SUM(a) FROM primitive", before)
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "admission.busy"
-        assert {"name": "limit", "kind": "text", "value": "caller"} in diag["facts"]
+        assert {"name": "bound", "kind": "text", "value": "caller"} in diag["facts"]
+        # The caller's own share (admission_per_caller = 1), and the one more it asked for.
+        assert {"name": "limit", "kind": "number", "value": "1"} in diag["facts"]
+        assert {"name": "required", "kind": "number", "value": "2"} in diag["facts"]
         assert journal.next_sequence(d.principal("primitive")) == before
 
         # primitive and mixed hold both gateway permits: cells is refused by the gateway limit.
@@ -175,7 +178,8 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
         code, _, diag = failure(sql_info, ch, d, "cells", "SELECT COUNT(*) FROM cells",
                                 journal.next_sequence(d.principal("cells")))
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "admission.busy"
-        assert {"name": "limit", "kind": "text", "value": "gateway"} in diag["facts"]
+        assert {"name": "bound", "kind": "text", "value": "gateway"} in diag["facts"]
+        assert {"name": "limit", "kind": "number", "value": "2"} in diag["facts"]
         assert journal.commands(d.principal("cells")) == cells_before == 0
         for f in held:
             f.result(timeout=60)

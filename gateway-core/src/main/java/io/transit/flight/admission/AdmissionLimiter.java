@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * Bounds admissions in flight, per gateway and per caller, without ever blocking: {@link
  * #tryAcquire} either grants a {@link Permit} at once or throws {@code ADMISSION_BUSY} ({@code
- * RESOURCE_EXHAUSTED}, {@code admission.busy}), which the caller reports before any native command
+ * RESOURCE_EXHAUSTED}, {@code admission.busy}, facts {@code bound}, {@code limit}, {@code required}), which the caller reports before any native command
  * is sent.
  *
  * <p>Thread-safe. Any RPC thread may acquire; any thread may close a permit. Both counters sit
@@ -80,11 +80,13 @@ public final class AdmissionLimiter {
     }
   }
 
-  private static GatewayException busy(String limit, int max) {
+  /** Names the share that is full ({@code bound}: gateway or caller), its size and one more. */
+  private static GatewayException busy(String bound, int max) {
     return GatewayException.of(
             Cause.ADMISSION_BUSY, "admission.busy", "too many admissions in flight; retry later")
-        .with("limit", limit)
-        .with("max_in_flight", max);
+        .with("bound", bound)
+        .with("limit", max)
+        .with("required", (long) max + 1);
   }
 
   /** One admission slot; closing it (once or more, from any thread) frees the slot once. */

@@ -13,6 +13,8 @@ package io.transit.flight.diagnostic;
 public enum QueryCode {
   ARITHMETIC_OVERFLOW("query.arithmetic_overflow", Cause.ARITHMETIC_OVERFLOW),
   BUDGET_EXHAUSTED("query.budget_exhausted", Cause.BUDGET_EXHAUSTED),
+  /** The retained segments' file system cannot take the result (limit: usable bytes). */
+  DISK_FULL("query.disk_full", Cause.BUDGET_EXHAUSTED),
   ACCESS_DENIED("query.access_denied", Cause.ACCESS_DENIED),
   SOURCE_UNAVAILABLE("query.source_unavailable", Cause.PRECONDITION),
   /** A published file is no longer what it was when the engine opened (published files are immutable). */

@@ -25,7 +25,8 @@ public final class QueryFailures {
         code.failure(message)
             .at(Stage.fromWireName(status.getStage(), Stage.EXECUTION))
             .withIdentity(new Identity(status.getNamespace(), status.getCorrelation(), null, null));
-    if (code == QueryCode.BUDGET_EXHAUSTED) {
+    // Every RESOURCE_EXHAUSTED code (budget, disk full) names its bound and what was needed.
+    if (code.cause() == io.transit.flight.diagnostic.Cause.BUDGET_EXHAUSTED) {
       e = e.with(Fact.unsigned("limit", status.getLimit()))
           .with(Fact.unsigned("required", status.getRequired()));
     }

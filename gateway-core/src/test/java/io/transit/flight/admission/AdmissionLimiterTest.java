@@ -26,7 +26,9 @@ class AdmissionLimiterTest {
     assertEquals(Cause.ADMISSION_BUSY, busy.kind());
     assertEquals(Status.Code.RESOURCE_EXHAUSTED, busy.kind().code());
     assertEquals("admission.busy", busy.code());
-    assertEquals("caller", busy.facts().get("limit"));
+    assertEquals("caller", busy.facts().get("bound"));
+    assertEquals(2, busy.facts().get("limit"));
+    assertEquals(3L, busy.facts().get("required"));
     try (AdmissionLimiter.Permit b = limiter.tryAcquire(2)) {
       assertEquals(3, limiter.inFlight());
     }
@@ -43,8 +45,9 @@ class AdmissionLimiterTest {
     AdmissionLimiter.Permit a = limiter.tryAcquire(1);
     AdmissionLimiter.Permit b = limiter.tryAcquire(2);
     GatewayException busy = assertThrows(GatewayException.class, () -> limiter.tryAcquire(3));
-    assertEquals("gateway", busy.facts().get("limit"));
-    assertEquals(2, busy.facts().get("max_in_flight"));
+    assertEquals("gateway", busy.facts().get("bound"));
+    assertEquals(2, busy.facts().get("limit"));
+    assertEquals(3L, busy.facts().get("required"));
     assertEquals(0, limiter.inFlight(3));
     a.close();
     limiter.tryAcquire(3).close();

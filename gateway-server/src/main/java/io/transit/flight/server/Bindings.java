@@ -98,6 +98,8 @@ public final class Bindings {
     return EngineOptions.defaults()
         .withRecipient(cfg.service())
         .withMemoryLimitBytes(e.allocatorBytes())
-        .withDuck(new DuckSettings(e.memoryLimitBytes(), e.threads(), e.tempDir()));
+        .withDuck(new DuckSettings(e.memoryLimitBytes(), e.threads(), e.tempDir()))
+        .withRetention(e.retention().maxAge(), e.retention().maxBytes(),
+            e.retention().interval());
   }
 }

@@ -42,7 +42,8 @@ import org.slf4j.LoggerFactory;
  * queries run on the engine's own bounded pool ({@code executionThreads}); a finished query wakes
  * every {@link #awaitQuery} waiter through {@code completions}. {@link #close()} is called once by
  * the owner after callers stop; it waits {@code shutdownWait} for running queries (unfinished ones
- * stay ACCEPTED in the journal and resume at the next open).
+ * stay ACCEPTED in the journal and resume at the next open). The retention policy runs on one
+ * {@code native-retention} thread ({@link Retention}), stopped first by {@link #close()}.
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
   private static final Logger log = LoggerFactory.getLogger(EmbeddedEngine.class);
@@ -58,6 +59,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final BufferAllocator allocator;
   private final Planner planner;
   private final ExecutorService executor;
+  private final Retention retention;
   private final Object completions = new Object();
   // @GuardedBy("completions"): bumped after every terminal status commit.
   private long completed;
@@ -75,8 +77,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence());
     this.reader = new ResultReader(journal, rights, segments);
     this.sessions = new DuckSessions(tables);
+    this.retention = new Retention(journal, segments, options.retention(),
+        System::currentTimeMillis, java.time.Duration.ofSeconds(2));
     this.runner = new QueryRunner(journal, tables, sessions, segments, allocator, planner,
-        options.exportBatchRows(), () -> closing);
+        options.exportBatchRows(), () -> closing, retention.writing(),
+        options.duck().memoryLimitBytes());
     AtomicInteger n = new AtomicInteger();
     this.executor = new ThreadPoolExecutor(options.executionThreads(),
         options.executionThreads(), 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
@@ -115,6 +120,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
           engine.start(correlation);
         }
       }
+      engine.retention.start();
       return engine;
     } catch (IOException | SQLException | RuntimeException e) {
       if (tables != null) {
@@ -290,9 +296,15 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     journal.observeCommits(observer);
   }
 
+  /** Runs one retention sweep now, on the calling thread (tests; the timer runs the same). */
+  Retention.Swept sweepRetention() throws SQLException, IOException {
+    return retention.sweep();
+  }
+
   @Override
   public void close() {
     closing = true;
+    retention.close();
     executor.shutdown();
     try {
       if (!executor.awaitTermination(options.shutdownWait().toMillis(), TimeUnit.MILLISECONDS)) {

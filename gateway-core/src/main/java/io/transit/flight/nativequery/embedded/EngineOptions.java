@@ -17,6 +17,7 @@ import java.util.Objects;
  *     when an engine without this flag opens the same state directory
  * @param faults fault-injection hook around the journal commit
  * @param duck DuckDB's own memory limit, threads and spill directory (see {@link DuckSettings})
+ * @param retention retained results' maximum age and total bytes, and the sweep interval
  * @param recipient the service id (unsigned) every principal proof must name as its recipient:
  *     the gateway's service id. A submit whose proof names another recipient is recorded as
  *     REJECTED {@code query.access_denied}. 0 means "not configured": the recipient is then not
@@ -34,7 +35,8 @@ public record EngineOptions(
     boolean deferExecution,
     CommandFaults faults,
     DuckSettings duck,
-    long recipient) {
+    long recipient,
+    RetentionPolicy retention) {
   public EngineOptions {
     if (executionThreads < 1) {
       throw new IllegalArgumentException(
@@ -46,44 +48,62 @@ public record EngineOptions(
     Objects.requireNonNull(shutdownWait, "shutdownWait");
     Objects.requireNonNull(faults, "faults");
     Objects.requireNonNull(duck, "duck");
+    Objects.requireNonNull(retention, "retention");
   }
 
   public static EngineOptions defaults() {
     return new EngineOptions(
         2, 1, 1 << 20, 1024, 1L << 30, 65_536, Duration.ofSeconds(10), false, CommandFaults.NONE,
-        DuckSettings.defaults(), 0);
+        DuckSettings.defaults(), 0,
+        RetentionPolicy.defaults());
   }
 
   public EngineOptions withDeferExecution(boolean defer) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, defer, faults, duck, recipient);
+        memoryLimitBytes, exportBatchRows, shutdownWait, defer, faults, duck, recipient,
+        retention);
   }
 
   public EngineOptions withFaults(CommandFaults f) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, f, duck, recipient);
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, f, duck, recipient,
+        retention);
   }
 
   public EngineOptions withExecutionThreads(int threads) {
     return new EngineOptions(threads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient);
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
+        retention);
   }
 
   /** These options with DuckDB's memory limit, threads and spill directory set to {@code d}. */
   public EngineOptions withDuck(DuckSettings d) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, d, recipient);
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, d, recipient,
+        retention);
   }
 
   /** These options with the engine's Arrow allocator limited to {@code bytes}. */
   public EngineOptions withMemoryLimitBytes(long bytes) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        bytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient);
+        bytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
+        retention);
+  }
+
+  /**
+   * These options with retained results released after {@code maxAge} or past {@code maxBytes}
+   * in total (oldest first), swept every {@code interval}.
+   */
+  public EngineOptions withRetention(Duration maxAge, long maxBytes, Duration interval) {
+    return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
+        new RetentionPolicy(maxAge, maxBytes, interval));
   }
 
   /** These options with proofs checked against {@code serviceId} (0: not checked). */
   public EngineOptions withRecipient(long serviceId) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
-        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, serviceId);
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, serviceId,
+        retention);
   }
 }

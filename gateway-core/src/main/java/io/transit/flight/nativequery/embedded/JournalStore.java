@@ -82,8 +82,24 @@ interface JournalStore extends AutoCloseable {
   void insertAccepted(long correlation, long principal, long namespace, byte[] bundleSha256)
       throws SQLException;
 
-  /** Stores a terminal status (and, when it succeeded, the manifest) of a running query. */
-  void finish(QueryStatus s, byte[] manifest) throws SQLException;
+  /**
+   * Stores a terminal status (and, when it succeeded, the manifest) of a running query, with the
+   * bytes its segments list and the wall-clock time it finished (the retention policy's inputs).
+   */
+  void finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis)
+      throws SQLException;
+
+  /** An unreleased succeeded result as the retention policy sees it. */
+  record Retained(long correlation, long finishedMillis, long resultBytes) {}
+
+  /** Unreleased succeeded results, oldest first (finish time, then correlation). */
+  List<Retained> retained() throws SQLException;
+
+  /**
+   * Manifests of every unreleased succeeded result: the segments they name are live and must not
+   * be removed.
+   */
+  List<byte[]> liveManifests() throws SQLException;
 
   /** Marks a result released; true when it existed. */
   boolean release(long correlation) throws SQLException;

@@ -53,7 +53,17 @@ final class LocalSegmentStore implements SegmentStore {
     if (Files.isRegularFile(target) && Files.size(target) == bytes.length) {
       return sha;
     }
-    Path temp = Files.createTempFile(dir, "segment-", ".tmp");
+    // Refused before writing when it cannot fit: a full disk is the caller's RESOURCE_EXHAUSTED.
+    long usable = usable();
+    if (usable < bytes.length) {
+      throw new DiskFull(usable, bytes.length, null);
+    }
+    Path temp;
+    try {
+      temp = Files.createTempFile(dir, "segment-", ".tmp");
+    } catch (IOException e) {
+      throw full(e, bytes.length);
+    }
     try {
       try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.WRITE)) {
         ByteBuffer b = ByteBuffer.wrap(bytes);
@@ -61,6 +71,9 @@ final class LocalSegmentStore implements SegmentStore {
           ch.write(b);
         }
         ch.force(true);
+      } catch (IOException e) {
+        // The space check raced another writer, or metadata/blocks did not fit after all.
+        throw full(e, bytes.length);
       }
       synchronized (this) {
         renamesStarted++;
@@ -117,6 +130,44 @@ final class LocalSegmentStore implements SegmentStore {
     } catch (NoSuchFileException e) {
       return Optional.empty();
     }
+  }
+
+  private long usable() throws IOException {
+    return Files.getFileStore(dir).getUsableSpace();
+  }
+
+  /**
+   * {@code e} as {@link DiskFull} when the file system has less room than {@code needed}, or the
+   * OS said ENOSPC (block rounding can refuse a write the usable count seemed to allow).
+   */
+  private IOException full(IOException e, long needed) {
+    try {
+      long usable = usable();
+      boolean noSpace = e.getMessage() != null && e.getMessage().contains("No space left");
+      return usable < needed || noSpace ? new DiskFull(usable, needed, e) : e;
+    } catch (IOException again) {
+      return e;
+    }
+  }
+
+  @Override
+  public java.util.List<byte[]> stored() throws IOException {
+    java.util.List<byte[]> out = new java.util.ArrayList<>();
+    try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        String name = f.getFileName().toString();
+        // Only final names (64 hex digits); temporaries belong to a writer in progress.
+        if (name.length() == 64 && name.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+          out.add(java.util.HexFormat.of().parseHex(name));
+        }
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public boolean remove(byte[] sha256) throws IOException {
+    return Files.deleteIfExists(path(sha256));
   }
 
   Path path(byte[] sha256) {

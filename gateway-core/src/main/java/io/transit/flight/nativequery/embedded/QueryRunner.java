@@ -24,6 +24,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.List;
+import java.util.concurrent.locks.Lock;
 import java.util.function.BooleanSupplier;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
@@ -60,11 +61,15 @@ final class QueryRunner {
   private final Planner planner;
   private final int batchRows;
   private final BooleanSupplier stopping;
+  private final Lock writing;
+  private final long duckMemoryLimit;
 
   QueryRunner(JournalStore journal, DuckTables tables, DuckSessions sessions,
       SegmentStore segments, BufferAllocator allocator, Planner planner, int batchRows,
-      BooleanSupplier stopping) {
+      BooleanSupplier stopping, Lock writing, long duckMemoryLimit) {
     this.stopping = stopping;
+    this.writing = writing;
+    this.duckMemoryLimit = duckMemoryLimit;
     this.journal = journal;
     this.sessions = sessions;
     this.tables = tables;
@@ -90,12 +95,27 @@ final class QueryRunner {
     JournalStore.SavedQuery saved = pending.saved();
     QueryStatus accepted = saved.status();
     byte[] bundleBytes = pending.bundle();
+    // Held until the manifest commits: the retention sweep removes no file this run wrote.
+    writing.lock();
+    try {
+      return runLocked(correlation, saved, accepted, bundleBytes);
+    } finally {
+      writing.unlock();
+    }
+  }
+
+  private QueryStatus runLocked(long correlation, JournalStore.SavedQuery saved,
+      QueryStatus accepted, byte[] bundleBytes) throws SQLException {
     QueryStatus.Builder done = accepted.toBuilder();
     byte[] manifestBytes = null;
+    long resultBytes = 0;
     try {
       RequestBundle bundle = RequestBundle.parseFrom(bundleBytes);
       ResultManifest manifest = execute(correlation, accepted, bundle, saved.bundleSha256());
       manifestBytes = DeterministicProto.bytes(manifest);
+      for (SegmentRef ref : manifest.getSegmentsList()) {
+        resultBytes += ref.getBytes();
+      }
       done.setState(QueryStatus.State.SUCCEEDED)
           .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
           .setTotalRows(manifest.getTotalRows());
@@ -105,7 +125,13 @@ final class QueryRunner {
       failed(done, QueryCode.INVALID_COMMAND.failure("the journaled bundle does not parse"));
     } catch (OutOfMemoryException e) {
       failed(done, QueryCode.BUDGET_EXHAUSTED.failure("execution memory was exhausted"));
+    } catch (SegmentStore.DiskFull e) {
+      failed(done, diskFull(e));
     } catch (SQLException | IOException | RuntimeException e) {
+      if (outOfMemory(e) && !stopping.getAsBoolean()) {
+        failed(done, outOfMemory());
+        return finish(done.build(), null, 0);
+      }
       if (stopping.getAsBoolean()) {
         // The engine is closing under this query: leave it ACCEPTED so it resumes at next open.
         throw new IllegalStateException("engine closing", e);
@@ -113,13 +139,43 @@ final class QueryRunner {
       log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
       failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
     }
-    QueryStatus status = done.build();
-    byte[] stored = manifestBytes;
+    return finish(done.build(), manifestBytes, resultBytes);
+  }
+
+  private QueryStatus finish(QueryStatus status, byte[] manifest, long resultBytes)
+      throws SQLException {
+    long now = System.currentTimeMillis();
     journal.transaction(() -> {
-      journal.finish(status, stored);
+      journal.finish(status, manifest, resultBytes, now);
       return null;
     });
     return status;
+  }
+
+  /** The segments' file system is full: the statement fails, nothing retained is touched. */
+  static GatewayException diskFull(SegmentStore.DiskFull e) {
+    return QueryCode.DISK_FULL.failure("the retained results' file system is full")
+        .with(Fact.unsigned("limit", e.usable))
+        .with(Fact.unsigned("required", e.needed));
+  }
+
+  /**
+   * DuckDB refused the query for memory ({@code engine.memory_limit_bytes}); its JDBC driver has
+   * no error type, only the message's fixed "Out of Memory Error" prefix.
+   */
+  static boolean outOfMemory(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException && t.getMessage() != null
+          && t.getMessage().contains("Out of Memory Error")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private GatewayException outOfMemory() {
+    return QueryCode.BUDGET_EXHAUSTED.failure("the query needs more than the engine's memory limit")
+        .with(Fact.unsigned("limit", duckMemoryLimit));
   }
 
   private static void failed(QueryStatus.Builder done, GatewayException e) {

@@ -56,7 +56,7 @@ final class ResultReader {
       throw unreadable(e);
     }
     if (bytes.isEmpty()) {
-      throw missing(index);
+      throw missing(access, correlation, index);
     }
     if (bytes.get().length != ref.getBytes()) {
       throw wrongSize(index);
@@ -70,7 +70,7 @@ final class ResultReader {
     SegmentRef ref = readableSegment(access, correlation, index, maxBytes);
     try {
       return segments.read(ref.getSha256().toByteArray(), ref.getBytes(), allocator)
-          .orElseThrow(() -> missing(index));
+          .orElseThrow(() -> missing(access, correlation, index));
     } catch (SegmentStore.WrongSize e) {
       throw wrongSize(index);
     } catch (IOException e) {
@@ -105,7 +105,12 @@ final class ResultReader {
     return QueryCode.EVIDENCE.failure("the retained segment cannot be read", e);
   }
 
-  private static GatewayException missing(int index) {
+  /**
+   * A missing file of a result released after the read's first check (the retention sweep then
+   * removes it) is RETIRED, as the release says; of a result still retained, EVIDENCE.
+   */
+  private GatewayException missing(ReadAccess access, long correlation, int index) {
+    retained(owned(access, correlation));
     return QueryCode.EVIDENCE.failure("the retained segment file is missing")
         .with("segment", index);
   }

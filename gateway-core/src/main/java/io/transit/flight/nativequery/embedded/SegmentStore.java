@@ -35,6 +35,27 @@ interface SegmentStore {
   /** Makes every segment written so far durable. */
   void sync() throws IOException;
 
+  /** Digests of every stored segment (a snapshot; the retention sweep's candidates). */
+  java.util.List<byte[]> stored() throws IOException;
+
+  /**
+   * Removes one stored segment; false when it was absent. Only the retention sweep calls it, for
+   * a segment no unreleased manifest names, while no query is writing (see {@link Retention}).
+   */
+  boolean remove(byte[] sha256) throws IOException;
+
+  /** The store's file system cannot take a segment: {@code usable} bytes left, {@code needed}. */
+  final class DiskFull extends IOException {
+    final long usable;
+    final long needed;
+
+    DiskFull(long usable, long needed, Throwable cause) {
+      super("the segment store's file system is full", cause);
+      this.usable = usable;
+      this.needed = needed;
+    }
+  }
+
   /** A stored segment whose size is not the size its manifest lists. */
   final class WrongSize extends IOException {
     WrongSize() {

@@ -48,6 +48,11 @@ final class SqliteJournal implements JournalStore {
         + " limit_amount BIGINT NOT NULL, required_amount BIGINT NOT NULL,"
         + " failed_column VARCHAR(256) NOT NULL, released INTEGER NOT NULL, manifest BLOB)",
   };
+  // Added by the retention policy; a journal written before it gains them at open.
+  private static final String[][] ADDED_COLUMNS = {
+    {"finished_ms", "ALTER TABLE queries ADD COLUMN finished_ms BIGINT NOT NULL DEFAULT 0"},
+    {"result_bytes", "ALTER TABLE queries ADD COLUMN result_bytes BIGINT NOT NULL DEFAULT 0"},
+  };
 
   private final Connection connection;
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
@@ -72,6 +77,7 @@ final class SqliteJournal implements JournalStore {
       for (String ddl : SCHEMA) {
         s.execute(ddl);
       }
+      addMissingColumns(s);
     } catch (SQLException e) {
       c.close();
       throw e;
@@ -79,6 +85,30 @@ final class SqliteJournal implements JournalStore {
     c.setAutoCommit(false);
     c.commit();
     return new SqliteJournal(c);
+  }
+
+  /**
+   * Adds the retention columns to an older journal. Results finished before have no recorded time:
+   * they count as finished now, so an upgrade does not expire every earlier result at once.
+   */
+  private static void addMissingColumns(Statement s) throws SQLException {
+    java.util.Set<String> have = new java.util.HashSet<>();
+    try (ResultSet r = s.executeQuery("PRAGMA table_info(queries)")) {
+      while (r.next()) {
+        have.add(r.getString("name"));
+      }
+    }
+    boolean added = false;
+    for (String[] c : ADDED_COLUMNS) {
+      if (!have.contains(c[0])) {
+        s.execute(c[1]);
+        added = true;
+      }
+    }
+    if (added) {
+      s.execute("UPDATE queries SET finished_ms = " + System.currentTimeMillis()
+          + " WHERE state <> 'ACCEPTED'");
+    }
   }
 
   /** Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. */
@@ -218,14 +248,43 @@ final class SqliteJournal implements JournalStore {
 
   /** Stores a terminal status (and, when it succeeded, the manifest) of a running query. */
   @Override
-  public void finish(QueryStatus s, byte[] manifest) throws SQLException {
+  public void finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis)
+      throws SQLException {
     update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?, manifest_sha256 = ?,"
             + " total_rows = ?, limit_amount = ?, required_amount = ?, failed_column = ?,"
-            + " manifest = ? WHERE correlation = ? AND state = ?",
+            + " manifest = ?, result_bytes = ?, finished_ms = ? WHERE correlation = ? AND state = ?",
         s.getState().name(), s.getCode(), s.getStage(), s.getMessage(),
         manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
-        s.getLimit(), s.getRequired(), s.getColumn(), manifest, s.getCorrelation(),
-        QueryStatus.State.ACCEPTED.name());
+        s.getLimit(), s.getRequired(), s.getColumn(), manifest, resultBytes, finishedMillis,
+        s.getCorrelation(), QueryStatus.State.ACCEPTED.name());
+  }
+
+  @Override
+  public List<Retained> retained() throws SQLException {
+    List<Retained> out = new ArrayList<>();
+    PreparedStatement p = prepared("SELECT correlation, finished_ms, result_bytes FROM queries"
+        + " WHERE state = ? AND released = 0 ORDER BY finished_ms, correlation");
+    p.setString(1, QueryStatus.State.SUCCEEDED.name());
+    try (ResultSet r = p.executeQuery()) {
+      while (r.next()) {
+        out.add(new Retained(r.getLong(1), r.getLong(2), r.getLong(3)));
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public List<byte[]> liveManifests() throws SQLException {
+    List<byte[]> out = new ArrayList<>();
+    PreparedStatement p = prepared(
+        "SELECT manifest FROM queries WHERE state = ? AND released = 0 AND manifest IS NOT NULL");
+    p.setString(1, QueryStatus.State.SUCCEEDED.name());
+    try (ResultSet r = p.executeQuery()) {
+      while (r.next()) {
+        out.add(r.getBytes(1));
+      }
+    }
+    return out;
   }
 
   /** Marks a result released; true when it existed. */

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import io.transit.flight.nativequery.embedded.DuckSettings;
+import io.transit.flight.nativequery.embedded.RetentionPolicy;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
@@ -118,7 +119,7 @@ public final class ConfigLoader {
   /** Engine and JVM sizing with the machine-sized defaults of {@link DuckSettings}. */
   private static ResolvedConfig.Engine engine(GatewayConfig.Engine e, GatewayConfig.Jvm jvm,
       Path stateDir) throws ConfigException {
-    GatewayConfig.Engine raw = e != null ? e : new GatewayConfig.Engine(null, null, null, null);
+    GatewayConfig.Engine raw = e != null ? e : new GatewayConfig.Engine(null, null, null, null, null, null, null);
     long memory = raw.memoryLimitBytes() != null ? raw.memoryLimitBytes()
         : DuckSettings.defaultMemoryLimitBytes();
     check(memory >= DuckSettings.MIN_MEMORY_LIMIT_BYTES, "engine.memory_limit_bytes", memory,
@@ -131,7 +132,17 @@ public final class ConfigLoader {
     check(allocator >= 16L << 20, "engine.allocator_bytes", allocator, ">= 16 MiB");
     long heap = jvm != null && jvm.heapBytes() != null ? jvm.heapBytes() : DEFAULT_HEAP_BYTES;
     check(heap >= 128L << 20, "jvm.heap_bytes", heap, ">= 128 MiB");
-    return new ResolvedConfig.Engine(memory, threads, temp, allocator, heap);
+    RetentionPolicy d = RetentionPolicy.defaults();
+    long age = raw.retentionMaxAgeMs() != null ? raw.retentionMaxAgeMs() : d.maxAge().toMillis();
+    check(age >= 1000, "engine.retention_max_age_ms", age, ">= 1000");
+    long bytes = raw.retentionMaxBytes() != null ? raw.retentionMaxBytes() : d.maxBytes();
+    check(bytes >= 1, "engine.retention_max_bytes", bytes, ">= 1");
+    long every = raw.retentionCheckMs() != null ? raw.retentionCheckMs()
+        : d.interval().toMillis();
+    check(every >= 100 && every <= age, "engine.retention_check_ms", every,
+        "100..retention_max_age_ms");
+    return new ResolvedConfig.Engine(memory, threads, temp, allocator, heap, new RetentionPolicy(
+        java.time.Duration.ofMillis(age), bytes, java.time.Duration.ofMillis(every)));
   }
 
   /** Unix socket and TLS paths resolve against the config file's directory, like state_dir. */

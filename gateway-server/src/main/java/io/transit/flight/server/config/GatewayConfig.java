@@ -50,14 +50,18 @@ public record GatewayConfig(
 
   /**
    * The embedded engine's own resources: DuckDB's memory limit, threads and spill directory, and
-   * the Arrow allocator its queries write results through. Absent fields take defaults sized for
+   * the Arrow allocator its queries write results through, and the retained results' maximum age
+   * and total bytes (with the sweep interval). Absent fields take defaults sized for
    * the machine (docs/limits.md).
    */
   public record Engine(
       @JsonProperty("memory_limit_bytes") Long memoryLimitBytes,
       @JsonProperty("threads") Integer threads,
       @JsonProperty("temp_dir") String tempDir,
-      @JsonProperty("allocator_bytes") Long allocatorBytes) {}
+      @JsonProperty("allocator_bytes") Long allocatorBytes,
+      @JsonProperty("retention_max_age_ms") Long retentionMaxAgeMs,
+      @JsonProperty("retention_max_bytes") Long retentionMaxBytes,
+      @JsonProperty("retention_check_ms") Long retentionCheckMs) {}
 
   /** The JVM's own sizing, applied by the launcher before the daemon starts. */
   public record Jvm(@JsonProperty("heap_bytes") Long heapBytes) {}

@@ -45,10 +45,10 @@ public record ResolvedConfig(
   /**
    * The embedded engine's resources and the JVM heap, every default applied: DuckDB's memory
    * limit, threads and spill directory, the engine's Arrow allocator, and the heap the launcher
-   * gives the JVM ({@code -Xmx}). All are sized at start.
+   * gives the JVM ({@code -Xmx}), and how long retained results are kept. All are sized at start.
    */
   public record Engine(long memoryLimitBytes, int threads, Path tempDir, long allocatorBytes,
-      long heapBytes) {}
+      long heapBytes, io.transit.flight.nativequery.embedded.RetentionPolicy retention) {}
 
   /** A published Table and its data files. */
   public record Publication(

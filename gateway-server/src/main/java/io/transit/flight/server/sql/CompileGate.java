@@ -102,8 +102,8 @@ final class CompileGate {
   }
 
   private static GatewayException busy(GatewayException refused) {
-    Object bound = refused.facts().get("limit");
-    Object limit = refused.facts().get("max_in_flight");
+    Object bound = refused.facts().get("bound");
+    Object limit = refused.facts().get("limit");
     return GatewayException.of(Cause.ADMISSION_BUSY, "query.compile_busy",
             "too many statements compiling for this " + bound + "; retry later")
         .with("bound", bound)

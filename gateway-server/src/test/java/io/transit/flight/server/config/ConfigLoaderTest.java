@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.nativequery.embedded.DuckSettings;
+import io.transit.flight.nativequery.embedded.RetentionPolicy;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -54,7 +56,8 @@ class ConfigLoaderTest {
     assertEquals(1, c.publications().size());
     assertTrue(c.callers().get(0).hasRole());
     assertEquals(new ResolvedConfig.Engine(2L << 30, 4,
-        c.stateDir().resolve("engine/duckdb-tmp"), 1L << 30, 1L << 30), c.engine());
+        c.stateDir().resolve("engine/duckdb-tmp"), 1L << 30, 1L << 30,
+        new RetentionPolicy(Duration.ofDays(7), 10L << 30, Duration.ofSeconds(10))), c.engine());
   }
 
   @Test
@@ -68,10 +71,18 @@ class ConfigLoaderTest {
     assertEquals(ConfigLoader.DEFAULT_HEAP_BYTES, c.engine().heapBytes());
     String engine = VALID.formatted(caller("a", 10)).replace("\"state_dir\"",
         "\"engine\": {\"memory_limit_bytes\": 67108864, \"threads\": 1, \"temp_dir\": \"/tmp/x\","
-            + " \"allocator_bytes\": 33554432}, \"jvm\": {\"heap_bytes\": 268435456},"
-            + " \"state_dir\"");
+            + " \"allocator_bytes\": 33554432, \"retention_max_age_ms\": 60000,"
+            + " \"retention_max_bytes\": 1048576, \"retention_check_ms\": 500},"
+            + " \"jvm\": {\"heap_bytes\": 268435456}, \"state_dir\"");
     assertEquals(new ResolvedConfig.Engine(64L << 20, 1, Path.of("/tmp/x"), 32L << 20,
-        256L << 20), load(engine).engine());
+        256L << 20, new RetentionPolicy(Duration.ofMinutes(1), 1L << 20,
+            Duration.ofMillis(500))), load(engine).engine());
+    assertEquals(RetentionPolicy.defaults(),
+        load(VALID.formatted(caller("a", 10))).engine().retention());
+    assertMessage("engine.retention_max_age_ms", engine.replace("60000", "10"));
+    assertMessage("engine.retention_max_bytes", engine.replace("1048576", "0"));
+    assertMessage("engine.retention_check_ms", engine.replace("\"retention_check_ms\": 500",
+        "\"retention_check_ms\": 120000"));
     assertMessage("engine.memory_limit_bytes", engine.replace("67108864", "1048576"));
     assertMessage("engine.threads", engine.replace("\"threads\": 1", "\"threads\": 0"));
     assertMessage("jvm.heap_bytes", engine.replace("268435456", "1024"));

@@ -1,0 +1,182 @@
+package io.transit.flight.nativequery.embedded;
+
+import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.Publication;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.SegmentRef;
+import io.transit.flight.query.LogicalType;
+import io.transit.flight.query.QueryPlan;
+import io.transit.flight.query.QueryPlan.Literal;
+import io.transit.flight.query.QueryPlan.Op;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The retention policy: release by age and by total bytes, removal of unreferenced segments. */
+class RetentionTest {
+  @TempDir static Path data;
+  @TempDir Path state;
+  private static List<Publication> demo;
+  private EmbeddedEngine engine;
+
+  private static final String SMALL = "small";
+  private static final String LARGE = "large";
+  private static final TablePlanner PLANNER = new TablePlanner()
+      .put(SMALL, new QueryPlan(List.of(column("id", LogicalType.INT64, false)),
+          new QueryPlan.Comparison("id", Op.LT, new Literal(LogicalType.INT64, 3000L)), null,
+          false))
+      .put(LARGE, new QueryPlan(List.of(column("id", LogicalType.INT64, false),
+          column("a", LogicalType.INT64, false)),
+          new QueryPlan.Comparison("id", Op.LT, new Literal(LogicalType.INT64, 5000L)), null,
+          false));
+
+  @BeforeAll
+  static void demo() throws Exception {
+    demo = DemoData.generate(data);
+  }
+
+  @AfterEach
+  void close() {
+    if (engine != null) {
+      engine.close();
+    }
+  }
+
+  private void open(EngineOptions options) throws Exception {
+    if (engine != null) {
+      engine.close();
+    }
+    engine = EmbeddedEngine.open(state, options, demo, List.of(fullRights()), PLANNER);
+  }
+
+  private QueryStatus run(String sql) throws Exception {
+    long first = engine.nextSequence(PRINCIPAL);
+    long correlation = admit(engine, first,
+        bundle(demo.get(0).declaration(), sql, budgets(1L << 40, 1L << 40, 1L << 30, 1000)));
+    QueryStatus s = engine.awaitQuery(access(), correlation,
+        System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
+    assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
+    return s;
+  }
+
+  private ResultManifest manifest(QueryStatus s) throws Exception {
+    return ResultManifest.parseFrom(engine.readManifest(access(), s.getCorrelation()));
+  }
+
+  private static long bytes(ResultManifest m) {
+    return m.getSegmentsList().stream().mapToLong(SegmentRef::getBytes).sum();
+  }
+
+  private Set<String> files() throws Exception {
+    try (Stream<Path> f = Files.list(state.resolve("segments"))) {
+      Set<String> out = new HashSet<>();
+      f.forEach(p -> out.add(p.getFileName().toString()));
+      return out;
+    }
+  }
+
+  private static Set<String> named(ResultManifest m) {
+    Set<String> out = new HashSet<>();
+    for (SegmentRef r : m.getSegmentsList()) {
+      out.add(Digests.hex(r.getSha256().toByteArray()));
+    }
+    return out;
+  }
+
+  private void assertRetired(QueryStatus s) {
+    GatewayException manifest = assertThrows(GatewayException.class,
+        () -> engine.readManifest(access(), s.getCorrelation()));
+    assertEquals(Cause.RETIRED, manifest.kind());
+    assertEquals("query.retired", manifest.code());
+    assertEquals(Cause.RETIRED, assertThrows(GatewayException.class,
+        () -> engine.readSegment(access(), s.getCorrelation(), 0, 1L << 30)).kind());
+  }
+
+  @Test
+  void theOldestResultsPastTheByteBoundAreReleasedAndOnlyUnreferencedFilesGo() throws Exception {
+    open(EngineOptions.defaults());
+    QueryStatus a = run(SMALL);
+    QueryStatus b = run(SMALL); // the same rows: its segments are a's files, shared
+    QueryStatus c = run(LARGE);
+    ResultManifest mb = manifest(b);
+    ResultManifest mc = manifest(c);
+    assertEquals(named(manifest(a)), named(mb));
+    byte[] before = engine.readSegment(access(), b.getCorrelation(), 0, 1L << 30);
+    // Reopened with room for exactly two of the three results: the oldest (a) goes.
+    open(EngineOptions.defaults()
+        .withRetention(Duration.ofDays(1), bytes(mb) + bytes(mc), Duration.ofHours(1)));
+    Retention.Swept first = engine.sweepRetention();
+    assertEquals(1, first.released());
+    assertEquals(0, first.removed(), "a's files are b's too: nothing unreferenced");
+    assertRetired(a);
+    assertArrayEquals(before, engine.readSegment(access(), b.getCorrelation(), 0, 1L << 30));
+    // Released b (as the operator does): its files go at the next sweep, c's stay.
+    assertTrue(engine.release(b.getCorrelation()));
+    Retention.Swept second = engine.sweepRetention();
+    assertEquals(0, second.released());
+    assertEquals(named(mb).size(), second.removed());
+    Set<String> left = files();
+    assertEquals(named(mc), left);
+    assertRetired(b);
+    for (int i = 0; i < mc.getSegmentsCount(); i++) {
+      assertArrayEquals(mc.getSegments(i).getSha256().toByteArray(),
+          Digests.sha256(engine.readSegment(access(), c.getCorrelation(), i, 1L << 30)));
+    }
+    assertEquals(new Retention.Swept(0, 0), engine.sweepRetention());
+  }
+
+  @Test
+  void aResultPastTheMaximumAgeIsReleasedByTheTimerAndFailsRetired() throws Exception {
+    open(EngineOptions.defaults()
+        .withRetention(Duration.ofMillis(300), 1L << 40, Duration.ofMillis(100)));
+    QueryStatus s = run(LARGE);
+    Set<String> named = named(manifest(s));
+    assertFalse(named.isEmpty());
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (files().stream().anyMatch(named::contains) && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
+    assertTrue(files().stream().noneMatch(named::contains), "expired files were not removed");
+    assertRetired(s);
+    // The engine goes on serving: a new statement succeeds and reads back.
+    QueryStatus next = run(SMALL);
+    assertEquals(3000, next.getTotalRows());
+  }
+
+  @Test
+  void duckDbsOutOfMemoryErrorIsRecognised() throws Exception {
+    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
+        Statement s = c.createStatement()) {
+      s.execute("SET memory_limit = '8MB'");
+      s.execute("SET threads = 1");
+      // A list aggregate holds every value in memory and cannot spill.
+      SQLException e = assertThrows(SQLException.class, () -> s.executeQuery(
+          "SELECT list(i || 'padding-padding-padding') FROM range(10000000) t(i)").next());
+      assertTrue(QueryRunner.outOfMemory(e), e.getMessage());
+    }
+    assertFalse(QueryRunner.outOfMemory(new SQLException("Binder Error: no column x")));
+  }
+}
