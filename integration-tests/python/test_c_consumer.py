@@ -76,6 +76,10 @@ def test_adbc_c_bad_credential_is_unauthenticated(gateway):
         assert consumer.command("connect", 0, "tfg_not_a_credential_of_this_gateway_000000")["ok"]
         r = consumer.command("next", 0)
         assert r["ok"] is False and r["status_name"] == "UNAUTHENTICATED"
-        assert "transit-diagnostic-bin" not in r["details"], "no diagnostic before authentication"
+        # Every failure carries Diagnostic v1; before authentication only the minimal envelope:
+        # the code and its cause, no identity, no facts (the caller is unknown).
+        diagnostic = json.loads(r["details"]["transit-diagnostic-bin"])
+        assert diagnostic["code"] == "auth.unauthenticated", diagnostic
+        assert diagnostic["identity"] == {} and diagnostic["facts"] == [], diagnostic
     finally:
         consumer.close()
