@@ -4,9 +4,10 @@ file system is full, a new statement fails RESOURCE_EXHAUSTED query.disk_full wi
 facts, an earlier result still reads back byte-identical, and once retention frees the space new
 statements succeed again.
 
-The segments directory is a 4 MiB tmpfs this test mounts (root only) and always unmounts; the
-journal stays on the ordinary disk, so the full file system is exactly the one the documented
-query.disk_full behaviour covers (docs/limits.md "Disk")."""
+The first test mounts a 4 MiB tmpfs (root only, always unmounted) on the segments directory
+alone, so the journal keeps committing; the second puts the whole engine directory, journal
+included, on an 8 MiB tmpfs and fills it, so the journal itself cannot commit (docs/limits.md,
+"Retained results and disk")."""
 
 import os
 import subprocess
@@ -105,5 +106,119 @@ def test_full_disk_refuses_new_statements_keeps_results_and_recovers_after_expir
             assert time.monotonic() < deadline, "space was never freed"
             time.sleep(0.5)
     assert len(read_all(ch, d, again)) > 100_000
+    ch.close()
+    d.assert_clean_stop()
+
+
+@pytest.fixture
+def engine_on_tmpfs(configured, tmp_path):
+    """``engine_on_tmpfs(faults=None)``: a started daemon whose whole engine directory — journal
+    and segments, as in the default layout — is one 8 MiB tmpfs this test mounts and always
+    unmounts; returns (daemon, engine directory)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    started = []
+
+    def make(faults=None):
+        d = configured(tmp_path, {})
+        d.faults = faults
+        engine = d.state_dir / "engine"
+        engine.mkdir(mode=0o700, parents=True, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(engine)],
+                       check=True, timeout=30)
+        started.append((d, engine))
+        return d.start(), engine
+    yield make
+    for d, engine in started:
+        try:
+            if d.alive():
+                d.stop()
+        finally:
+            subprocess.run(["umount", str(engine)], check=True, timeout=30)
+
+
+def fill(directory):
+    """Writes a filler file until the file system refuses; returns its path."""
+    filler = directory / "filler"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_engine_disk_refuses_new_statements_and_loses_nothing(engine_on_tmpfs):
+    d, engine = engine_on_tmpfs()
+    ch = C.channel(d)
+    first = C.flight_info(ch, d, slice_sql(0))
+    first_bytes = read_all(ch, d, first)
+
+    # Whatever runs out first — the journal's pages or a segment — the file system is full.
+    filler = fill(engine)
+    sequence = C.next_sequence(ch, d)
+    refusal = C.failure(C.sql_info, ch, d, "primitive", slice_sql(1), sequence)
+    assert refusal.code == grpc.StatusCode.RESOURCE_EXHAUSTED, refusal
+    assert refusal.diagnostic["code"] == "query.disk_full", refusal.diagnostic
+    assert len(refusal.message.encode()) <= 128
+    # Nothing retained was lost or corrupted, before and after room comes back.
+    # Reads write nothing: they go on while the file system is full.
+    assert read_all(ch, d, first) == first_bytes
+    filler.unlink()
+    assert read_all(ch, d, first) == first_bytes
+
+    # The refused statement. The refused sequence resolves to one answer: where the journal had no room,
+    # nothing was recorded (outcome not_admitted) and the same sequence and SQL complete now;
+    # where a segment had none, the query's failure was recorded (outcome failed) and replays.
+    outcome = refusal.diagnostic["outcome"]
+    assert outcome in ("not_admitted", "failed"), refusal.diagnostic
+    if outcome == "not_admitted":
+        assert "retry_same_sequence_and_sql" in refusal.diagnostic["actions"], refusal.diagnostic
+        again = C.ticket_of(C.sql_info(ch, d, "primitive", slice_sql(1), sequence))
+        replay = C.ticket_of(C.sql_info(ch, d, "primitive", slice_sql(1), sequence))
+        assert read_all(ch, d, replay) == read_all(ch, d, again)
+    else:
+        replayed = C.failure(C.sql_info, ch, d, "primitive", slice_sql(1), sequence)
+        assert replayed.diagnostic["code"] == "query.disk_full", replayed.diagnostic
+    # New statements succeed, and no namespace ran twice (Journal.queries checks it).
+    later = C.flight_info(ch, d, slice_sql(2))
+    assert len(read_all(ch, d, later)) > 100_000
+    assert len(d.journal().queries(d.principal("primitive"))) >= 2
+    ch.close()
+    d.assert_clean_stop()
+
+
+def test_a_query_whose_outcome_cannot_commit_runs_again_once_the_journal_has_room(
+        engine_on_tmpfs):
+    # Each accepted query waits 3 s before it runs: the disk fills after its acceptance
+    # committed, so its segments and then its terminal status find no room.
+    d, engine = engine_on_tmpfs("execution-delay-ms:3000")
+    ch = C.channel(d)
+    principal = d.principal("primitive")
+    before = len(d.journal().queries(principal))
+    sequence = C.next_sequence(ch, d)
+    pending = C.sql_info_future(ch, d, "primitive", slice_sql(3), sequence, timeout=90)
+    end = time.monotonic() + 30
+    while len(d.journal().queries(principal)) == before:
+        assert time.monotonic() < end, "the statement was never accepted"
+        time.sleep(0.05)
+    filler = fill(engine)
+    end = time.monotonic() + 30
+    while not any("could not record its outcome" in line for line in d.output):
+        assert time.monotonic() < end, "the query's outcome met no full journal"
+        time.sleep(0.1)
+    # Still running, not a made-up status: the caller is still waiting.
+    assert not pending.done()
+    filler.unlink()
+    ticket = C.ticket_of(pending.result())
+    assert any("recorded its outcome on attempt" in line for line in d.output)
+    # The rerun's result is the statement's answer: the same bytes as a fresh statement's.
+    assert read_all(ch, d, ticket) == read_all(ch, d, C.flight_info(ch, d, slice_sql(3)))
+    # The retried sequence replays the recorded result; no namespace ran twice.
+    replay = C.ticket_of(C.sql_info(ch, d, "primitive", slice_sql(3), sequence))
+    assert read_all(ch, d, replay) == read_all(ch, d, ticket)
+    d.journal().queries(principal)
     ch.close()
     d.assert_clean_stop()

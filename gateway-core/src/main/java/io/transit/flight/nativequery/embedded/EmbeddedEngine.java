@@ -1,8 +1,10 @@
 package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.NativeQueryAdmin;
 import io.transit.flight.nativequery.NativeQueryClient;
@@ -60,6 +62,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final Planner planner;
   private final ExecutorService executor;
   private final Retention retention;
+  /** Pauses between runs of a query whose terminal status the journal refused. */
+  private static final long RERUN_FIRST_PAUSE_MS = 200;
+  private static final long RERUN_MAX_PAUSE_MS = 5_000;
+  /** SQLite's default page size: the least a refused journal write needed. */
+  private static final long JOURNAL_PAGE_BYTES = 4096;
+
   private final Object completions = new Object();
   // @GuardedBy("completions"): bumped after every terminal status commit.
   private long completed;
@@ -145,7 +153,21 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     try {
       result = commands.decide(command, parsed);
     } catch (SQLException e) {
-      // A failed commit may or may not have reached the disk: the outcome is unknown.
+      if (journal.isFullWithNothingRecorded(e)) {
+        // Definitely not recorded: a retry of the same sequence finds the command unrecorded
+        // and decides it afresh once there is room.
+        throw QueryCode.DISK_FULL.failure(
+                "the journal's file system is full: the command was not recorded")
+            .with(Fact.unsigned("limit", journal.usableBytes()))
+            // At least one more journal page than the file system had left.
+            .with(Fact.unsigned("required", journal.usableBytes() + JOURNAL_PAGE_BYTES))
+            .with(Fact.unsigned("sequence", parsed.getSequence()))
+            // Not a terminal failure of an accepted query: nothing of this command exists, and
+            // the same sequence and SQL complete the statement once there is room.
+            .withOutcome(Outcome.NOT_ADMITTED)
+            .withActions(Action.RETRY_SAME_SEQUENCE_AND_SQL);
+      }
+      // Any other failed commit may or may not have reached the disk: the outcome is unknown.
       throw unknownOutcome(parsed, "the journal commit failed").with("reason", e.getMessage());
     } catch (GatewayException e) {
       throw e;
@@ -185,7 +207,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         // Closing during an injected delay: the query stays ACCEPTED and resumes at the next open.
         return;
       }
-      runner.run(correlation);
+      runRecorded(correlation);
       if (options.faults().releaseAfterExecution()) {
         // Test-only: released before the finally below wakes waiters, so every ticket issued
         // for this result already names a retired one.
@@ -203,7 +225,40 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     }
   }
 
-  /** Waits out an injected execution delay in short slices; false when closing cut it short. */
+  /**
+   * Runs the query until its terminal status is recorded. A journal that cannot take the status
+   * (its file system full, its connection lost) leaves the query ACCEPTED with nothing of its
+   * outcome recorded; it runs again after a pause — execution is deterministic over immutable
+   * files, so the result is the same — until the status commits or the engine closes (then it
+   * resumes at the next open). Waiting callers meanwhile see it running, never a made-up status.
+   */
+  private void runRecorded(long correlation) throws SQLException {
+    long pauseMillis = RERUN_FIRST_PAUSE_MS;
+    for (int attempt = 1; ; attempt++) {
+      try {
+        runner.run(correlation);
+        if (attempt > 1) {
+          log.info("query {} recorded its outcome on attempt {}",
+              Long.toUnsignedString(correlation), attempt);
+        }
+        return;
+      } catch (SQLException e) {
+        if (closing) {
+          throw e;
+        }
+        if (attempt == 1) {
+          log.warn("query {} could not record its outcome ({}); running it again until the"
+              + " journal takes it", Long.toUnsignedString(correlation), e.getMessage());
+        }
+      }
+      if (!holdBack(pauseMillis)) {
+        return;
+      }
+      pauseMillis = Math.min(pauseMillis * 2, RERUN_MAX_PAUSE_MS);
+    }
+  }
+
+  /** Waits {@code delayMillis} in short slices; false when closing cut it short. */
   private boolean holdBack(long delayMillis) {
     long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delayMillis);
     while (!closing && end - System.nanoTime() > 0) {

@@ -53,6 +53,16 @@ interface JournalStore extends AutoCloseable {
    */
   void observeCommits(java.util.function.LongConsumer observer);
 
+  /**
+   * True when {@code failure} (from {@link #transaction}) is the journal's file system being full:
+   * the store then guarantees the transaction was rolled back, so nothing of it was recorded —
+   * unlike any other failed commit, whose outcome is unknown.
+   */
+  boolean isFullWithNothingRecorded(SQLException failure);
+
+  /** Bytes the journal's file system has left for it (best effort; 0 when unknown). */
+  long usableBytes();
+
   /** The principal's next expected sequence, {@code first} when it has none yet. */
   long nextSequence(long principal, long first) throws SQLException;
 

@@ -21,7 +21,8 @@ import java.util.Properties;
  * committed transaction survives kill -9 and power loss; the SQL itself is portable (PostgreSQL
  * is the planned shared journal).
  *
- * <p>One JDBC connection, guarded by this object's monitor: {@link #transaction} holds it for the
+ * <p>One JDBC connection at a time (replaced only after a failure SQLite rolled back itself,
+ * see {@link #transaction}), guarded by this object's monitor: {@link #transaction} holds it for the
  * whole unit of work, so callers on any thread (senders, query runners, readers) see each other's
  * transactions whole. The row-level methods must only be called inside {@link #transaction}; they
  * reuse one cached prepared statement per SQL text (closing each result set resets it).
@@ -54,18 +55,32 @@ final class SqliteJournal implements JournalStore {
     {"result_bytes", "ALTER TABLE queries ADD COLUMN result_bytes BIGINT NOT NULL DEFAULT 0"},
   };
 
-  private final Connection connection;
+  /** SQLite's primary result code for a full file system. */
+  private static final int SQLITE_FULL = 13;
+
+  private final Path file;
+  // @GuardedBy("this"): replaced only by reconnect() after a transaction the driver could not
+  // roll back (see transaction()).
+  private Connection connection;
+  // @GuardedBy("this"): the connection's state is unknown; the next transaction reconnects first.
+  private boolean broken;
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
   private volatile java.util.function.LongConsumer commitObserver = nanos -> {};
   // @GuardedBy("this"): one prepared statement per distinct SQL text of this class (a fixed,
   // small set), kept for the connection's life: preparing costs more than running most of them.
   private final Map<String, PreparedStatement> statements = new HashMap<>();
 
-  private SqliteJournal(Connection connection) {
+  private SqliteJournal(Connection connection, Path file) {
     this.connection = connection;
+    this.file = file;
   }
 
   static SqliteJournal open(Path file) throws SQLException {
+    return new SqliteJournal(connect(file, true), file);
+  }
+
+  /** Opens the connection with the journal's settings; {@code create} also creates the schema. */
+  private static Connection connect(Path file, boolean create) throws SQLException {
     Properties props = new Properties();
     // Nothing here reads generated keys; left on, every INSERT runs a last_insert_rowid() query.
     props.setProperty("jdbc.get_generated_keys", "false");
@@ -74,17 +89,19 @@ final class SqliteJournal implements JournalStore {
       s.execute("PRAGMA journal_mode=WAL");
       s.execute("PRAGMA synchronous=FULL");
       s.execute("PRAGMA busy_timeout=10000");
-      for (String ddl : SCHEMA) {
-        s.execute(ddl);
+      if (create) {
+        for (String ddl : SCHEMA) {
+          s.execute(ddl);
+        }
+        addMissingColumns(s);
       }
-      addMissingColumns(s);
+      c.setAutoCommit(false);
+      c.commit();
     } catch (SQLException e) {
       c.close();
       throw e;
     }
-    c.setAutoCommit(false);
-    c.commit();
-    return new SqliteJournal(c);
+    return c;
   }
 
   /**
@@ -114,19 +131,57 @@ final class SqliteJournal implements JournalStore {
   /** Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. */
   @Override
   public synchronized <T> T transaction(Work<T> work) throws SQLException {
-    boolean committed = false;
+    if (broken) {
+      reconnect();
+    }
     try {
       T result = work.run();
       long started = System.nanoTime();
       connection.commit();
       commitObserver.accept(System.nanoTime() - started);
-      committed = true;
       return result;
-    } finally {
-      if (!committed) {
+    } catch (SQLException | RuntimeException | Error e) {
+      try {
         connection.rollback();
+      } catch (SQLException rollback) {
+        // SQLite has already rolled back after some failures (SQLITE_FULL: "no transaction is
+        // active"); the first failure is the one that says what happened. The driver skipped
+        // the BEGIN it issues after each commit or rollback, so the connection now runs each
+        // statement in autocommit while claiming otherwise: it must not be used again.
+        e.addSuppressed(rollback);
+        broken = true;
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Replaces a connection left in an unknown state by a fresh one on the same file. SQLite's
+   * recovery makes the committed state whole; a failed attempt (the file system may still be
+   * full) leaves the journal broken, and the next transaction tries again.
+   */
+  private void reconnect() throws SQLException {
+    closeStatements();
+    try {
+      connection.close();
+    } catch (SQLException ignored) {
+      // The old connection's state is what is being discarded.
+    }
+    connection = connect(file, false);
+    broken = false;
+  }
+
+  private SQLException closeStatements() {
+    SQLException failed = null;
+    for (PreparedStatement p : statements.values()) {
+      try {
+        p.close();
+      } catch (SQLException e) {
+        failed = e;
       }
     }
+    statements.clear();
+    return failed;
   }
 
   @Override
@@ -358,6 +413,31 @@ final class SqliteJournal implements JournalStore {
     return p;
   }
 
+  /**
+   * SQLITE_FULL: SQLite could not write the transaction's pages (in WAL mode, its frames up to
+   * the commit frame). A commit without its commit frame is not a commit — readers and recovery
+   * ignore it — and the transaction is rolled back here, so nothing was recorded.
+   */
+  @Override
+  public boolean isFullWithNothingRecorded(SQLException failure) {
+    for (Throwable t = failure; t != null; t = t.getCause()) {
+      // Primary result code 13 is SQLITE_FULL (extended codes keep it in the low byte).
+      if (t instanceof SQLException e && (e.getErrorCode() & 0xff) == SQLITE_FULL) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Override
+  public long usableBytes() {
+    try {
+      return java.nio.file.Files.getFileStore(file).getUsableSpace();
+    } catch (java.io.IOException e) {
+      return 0;
+    }
+  }
+
   @Override
   public void observeCommits(java.util.function.LongConsumer observer) {
     this.commitObserver = observer;
@@ -365,15 +445,7 @@ final class SqliteJournal implements JournalStore {
 
   @Override
   public synchronized void close() throws SQLException {
-    SQLException failed = null;
-    for (PreparedStatement p : statements.values()) {
-      try {
-        p.close();
-      } catch (SQLException e) {
-        failed = e;
-      }
-    }
-    statements.clear();
+    SQLException failed = closeStatements();
     connection.close();
     if (failed != null) {
       throw failed;
