@@ -57,6 +57,10 @@ import org.apache.arrow.flight.sql.impl.FlightSql.CommandStatementQuery;
  * are served; every other Flight SQL command, action and RPC answers UNIMPLEMENTED (see
  * {@link UnimplementedSqlProducer}); ListActions is empty.
  *
+ * <p>Current authorization precedes disclosure: each path checks the caller's binding in force
+ * and its rights ({@link Authorization#current}) before it compiles, computes, verifies a ticket
+ * or answers UNIMPLEMENTED for a query-bearing command (see docs/security.md).
+ *
  * <p>Threads: unary entry points run on gRPC's service executor. DoGet's entry verifies the
  * ticket, opens the stream's channel and hands production to the T_caller pool; it never streams
  * on the gRPC thread. Every failure leaves through the ErrorMapper, so callers always get the
