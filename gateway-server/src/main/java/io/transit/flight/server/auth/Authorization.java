@@ -19,9 +19,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * Grant} always come from the same configuration, even across a reload.
  *
  * <p>Threads: {@link #authenticate} on gRPC transport threads, {@link #current} on the service
- * executor and on the gRPC thread that opens a DoGet,
- * {@link #recheck} on T_caller workers; {@link #install} on the reload (signal) thread.
- * The snapshot is immutable and swapped whole, so no lock is needed.
+ * executor and on the gRPC thread that opens a DoGet, {@link #recheck} on T_caller workers;
+ * {@link #install} on the reload (signal) thread. The snapshot is immutable and swapped whole,
+ * so no lock is needed.
  */
 public final class Authorization {
   /** What one call may do, all from one snapshot. */

@@ -40,10 +40,12 @@ import org.apache.arrow.vector.VectorSchemaRoot;
  * engine whether the caller's principal may see its Table now (the source/requester checks of
  * an admission: a Table it may not see is neither listed nor counted), computes the finite
  * result and issues an FTK1 metadata ticket holding the original command bytes and the result's
- * SHA-256. DoGet
- * recomputes the result under the then-current authorization and refuses it when the digest
- * differs — a ticket can never disclose more than the caller could see now. Discovery never
- * starts an application query.
+ * SHA-256. DoGet recomputes the result under the then-current authorization and the engine's
+ * then-current check, and refuses it when the digest differs — a ticket can never disclose more
+ * than the caller could see now. Discovery never starts an application query.
+ *
+ * <p>Threads: GetFlightInfo and GetSchema on the gRPC service executor, {@link #stream} on a
+ * T_caller worker; both ask the (thread-safe) engine client. Nothing here is mutable.
  */
 final class MetadataService {
   /** Command bytes a metadata ticket can carry (the 1263-byte ticket bound leaves 1019). */

@@ -37,8 +37,9 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * no schema or compile diagnostic disclosed, for a caller without the rights (profile: current
  * authorization precedes diagnostic disclosure). GetSchema then compiles and records nothing.
  * GetFlightInfo compiles (so anything outside the profile fails before a native command is
- * sent), then runs the signed admission chain from the caller's first sequence, waits within the call's
- * deadline for the retained result, and returns one endpoint with an FTK1 statement ticket.
+ * sent), then runs the signed admission chain from the caller's first sequence, waits within
+ * the call's deadline for the retained result, and returns one endpoint with an FTK1 statement
+ * ticket.
  *
  * <p>Runs on gRPC's service executor; may block within the call's deadline. Compilation goes
  * through the {@link CompileGate}: bounded per caller and gateway, in time, and by cancellation.
