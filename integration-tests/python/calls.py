@@ -21,6 +21,7 @@ import pyarrow.flight as fl
 import flightsql
 
 GET_FLIGHT_INFO = "/arrow.flight.protocol.FlightService/GetFlightInfo"
+GET_SCHEMA = "/arrow.flight.protocol.FlightService/GetSchema"
 DO_GET = "/arrow.flight.protocol.FlightService/DoGet"
 DO_ACTION = "/arrow.flight.protocol.FlightService/DoAction"
 TRAILER = "transit-diagnostic-bin"
@@ -95,6 +96,19 @@ def info(ch, daemon, caller, command, sequence=None, extra=(), timeout=60):
     return ch.unary_unary(GET_FLIGHT_INFO)(flightsql.flight_descriptor(command),
                                            metadata=metadata(daemon, caller, sequence, extra),
                                            timeout=timeout)
+
+
+def schema(ch, daemon, caller, command, timeout=60):
+    """GetSchema; returns the SchemaResult bytes (raises grpc.RpcError on failure)."""
+    return ch.unary_unary(GET_SCHEMA)(flightsql.flight_descriptor(command),
+                                      metadata=metadata(daemon, caller), timeout=timeout)
+
+
+def action(ch, daemon, caller, action_type: str, body: bytes = b"", timeout=60):
+    """DoAction; returns the result bodies' messages as a list (raises grpc.RpcError)."""
+    request = flightsql._field_bytes(1, action_type.encode()) + flightsql._field_bytes(2, body)
+    return list(ch.unary_stream(DO_ACTION)(request, metadata=metadata(daemon, caller),
+                                           timeout=timeout))
 
 
 def sql_info(ch, daemon, caller, sql, sequence, timeout=60):

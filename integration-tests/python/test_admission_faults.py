@@ -186,23 +186,37 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
     finally:
         assert d.stop() == 0
 
-    # A native rejection, for contrast: cells without its read right. The submit is recorded as
-    # REJECTED by the engine (PERMISSION_DENIED query.access_denied at its native sequence).
-    cfg = d.config()
-    next(c for c in cfg["callers"] if c["name"] == "cells")["rights"] = {"read": False}
-    d.write_config(cfg)
+    # For contrast, a native rejection: the engine refuses other SQL at cells' used sequence
+    # (ABORTED query.namespace_conflict at admission), after the gateway sent its begin.
     d.faults = None
     d.start()
     try:
         ch = channel_to(d)
         s = next_sequence(ch, d, "cells")
+        info_fields(sql_info(ch, d, "cells", "SELECT COUNT(*) FROM cells", s))
+        recorded = d.journal().commands(d.principal("cells"))
+        assert recorded == 4
+        code, _, diag = failure(sql_info, ch, d, "cells", "SELECT COUNT(ok) FROM cells", s)
+        assert code == grpc.StatusCode.ABORTED and diag["code"] == "query.namespace_conflict"
+        assert diag["stage"] == "admission"
+    finally:
+        assert d.stop() == 0
+
+    # And a policy refusal: cells without its read right is refused by the gateway's current
+    # policy check before anything is compiled or sent (PERMISSION_DENIED access.read_revoked,
+    # no identity), so the journal is unchanged.
+    cfg = d.config()
+    next(c for c in cfg["callers"] if c["name"] == "cells")["rights"] = {"read": False}
+    d.write_config(cfg)
+    d.start()
+    try:
+        ch = channel_to(d)
+        s = next_sequence(ch, d, "cells")
         code, _, diag = failure(sql_info, ch, d, "cells", "SELECT COUNT(*) FROM cells", s)
-        assert code == grpc.StatusCode.PERMISSION_DENIED and diag["code"] == "query.access_denied"
-        # Access-denied diagnostics carry no identity (docs/diagnostic-v1.md); the journal shows
-        # the whole chain was sent and the rejection recorded at the submit.
-        assert diag["stage"] == "admission" and diag["identity"] == {}
-        assert d.journal().commands(d.principal("cells")) == 4
-        assert d.journal().next_sequence(d.principal("cells")) == s + 4
+        assert code == grpc.StatusCode.PERMISSION_DENIED and diag["code"] == "access.read_revoked"
+        assert diag["identity"] == {} and diag["facts"] == []
+        assert d.journal().commands(d.principal("cells")) == recorded
+        assert d.journal().next_sequence(d.principal("cells")) == s
     finally:
         assert d.stop() == 0
 

@@ -1,6 +1,8 @@
 """Tickets and disclosure boundaries against the real daemon process: revocation mid-stream,
 SIGHUP refusals, replicas sharing the ticket key, key rotation, retained evidence, metadata
-tickets after a reload, and ticket expiry. Each test leaves gateway.json as it found it."""
+tickets after a reload, ticket expiry, and current authorization before any compile diagnostic,
+schema, ticket or count (every path, PyArrow/grpcio and ADBC). Each test leaves gateway.json as
+it found it."""
 
 import contextlib
 import time
@@ -9,9 +11,14 @@ import grpc
 import pyarrow.flight as fl
 import pytest
 
+import adbc_driver_flightsql.dbapi as adbc_flight_sql
+import adbc_driver_manager
+
 import flightsql
-from calls import SMALL_WINDOW, Caller, binding_revision, do_get_exact, expiry_ms, options, ticket_of
+from calls import (SMALL_WINDOW, TRAILER, Caller, action, binding_revision, channel, do_get_exact,
+                   expiry_ms, failure, info, next_sequence, options, schema, sql_info, ticket_of)
 from daemon import Daemon
+from diagnostic_clients import decode_diagnostic
 
 BIG = "SELECT id, a, b, c, d FROM primitive"
 BIG_ROWS = 1_000_000
@@ -208,6 +215,170 @@ def test_ticket_expiring_mid_stream_ends_the_stream_with_an_error(daemon):
         assert out.code == grpc.StatusCode.FAILED_PRECONDITION and out.diag_code == "ticket.expired"
         assert out.messages < 1 + 16, "the stream must not complete after expiry"
         assert Caller(daemon, "primitive").next_sequence() == after_execution, "reissue executes nothing"
+
+
+# 8. Current authorization precedes disclosure ---------------------------------------------------
+
+# SQL that does not compile (a syntax error, an unknown column): with the right, each is
+# INVALID_ARGUMENT naming what failed; without it, the caller must not learn even that.
+BROKEN = ("SELEC id FROM primitive", "SELECT hidden_column FROM primitive")
+GOOD = "SELECT id, a FROM primitive WHERE id < 3"
+# Every catalog command, and the metadata commands outside the profile.
+CATALOG = (flightsql.get_catalogs(), flightsql.get_db_schemas(), flightsql.get_tables(),
+           flightsql.get_tables(include_schema=True), flightsql.get_table_types(),
+           flightsql.get_sql_info([0, 1]))
+UNSUPPORTED_METADATA = (flightsql.any_of("CommandGetXdbcTypeInfo", b""),
+                        flightsql.any_of("CommandGetPrimaryKeys", b""),
+                        flightsql.any_of("CommandGetExportedKeys", b""))
+
+
+def refused(seen, code):
+    """``seen`` is PERMISSION_DENIED ``code`` with the access-class Diagnostic v1: no identity,
+    no facts, and nothing of any SQL or column name the caller sent."""
+    assert seen.code == grpc.StatusCode.PERMISSION_DENIED, (seen.code, seen.message)
+    d = decode_diagnostic(seen.raw_trailer)
+    assert (d["code"], d["status"]) == (code, "PERMISSION_DENIED")
+    assert d["identity"] == {} and d["facts"] == []
+    for text in BROKEN + (GOOD, "hidden_column", "SELEC"):
+        assert text not in seen.message and text not in d["message"]
+    assert seen.message.startswith(code + ":")
+    return d
+
+
+def compile_failure(ch, daemon, caller, sql):
+    return failure(schema, ch, daemon, caller, flightsql.statement_query(sql))
+
+
+def test_getschema_without_read_is_permission_denied_before_compiling(daemon):
+    with channel(daemon) as ch:
+        for sql in BROKEN:  # with the right: compile diagnostics
+            assert compile_failure(ch, daemon, "primitive", sql).code == grpc.StatusCode.INVALID_ARGUMENT
+        assert schema(ch, daemon, "primitive", flightsql.statement_query(GOOD))
+        with restored(daemon):
+            daemon.edit_caller("primitive", read=False)
+            assert daemon.reload() == "reloaded"
+            for sql in BROKEN + (GOOD,):  # no diagnostic, no schema
+                refused(compile_failure(ch, daemon, "primitive", sql), "access.read_revoked")
+            # A prepared statement's schema and its creation: refused before UNIMPLEMENTED.
+            prepared = flightsql.any_of("CommandPreparedStatementQuery", b"")
+            refused(failure(schema, ch, daemon, "primitive", prepared), "access.read_revoked")
+            refused(failure(action, ch, daemon, "primitive", "CreatePreparedStatement",
+                            flightsql.create_prepared_statement(BROKEN[0])), "access.read_revoked")
+        assert failure(schema, ch, daemon, "primitive", prepared).code == grpc.StatusCode.UNIMPLEMENTED
+        assert failure(action, ch, daemon, "primitive", "CreatePreparedStatement",
+                       flightsql.create_prepared_statement(BROKEN[0])).code == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_getflightinfo_checks_every_admission_right_before_compiling_or_sending(daemon):
+    principal = daemon.principal("primitive")
+    with channel(daemon) as ch:
+        for right, code in (("send", "access.send_revoked"), ("inspect", "access.inspect_revoked"),
+                            ("read", "access.read_revoked")):
+            with restored(daemon):
+                cfg = daemon.config()
+                caller = next(c for c in cfg["callers"] if c["name"] == "primitive")
+                caller.setdefault("rights", {})[right] = False
+                daemon.write_config(cfg)
+                assert daemon.reload() == "reloaded"
+                seq = next_sequence(ch, daemon, "primitive")
+                commands = daemon.journal().commands(principal)
+                for sql in BROKEN + (GOOD,):
+                    refused(failure(sql_info, ch, daemon, "primitive", sql, seq), code)
+                # Without a sequence header too: policy comes before the header's own check.
+                refused(failure(info, ch, daemon, "primitive", flightsql.statement_query(GOOD)), code)
+                assert daemon.journal().commands(principal) == commands, "nothing was sent"
+                assert next_sequence(ch, daemon, "primitive") == seq
+                if right != "read":  # GetSchema compiles only: the read right is all it needs
+                    assert schema(ch, daemon, "primitive", flightsql.statement_query(GOOD))
+
+
+def test_metadata_without_read_gets_no_ticket_and_no_count(daemon):
+    with channel(daemon) as ch:
+        issued = [ticket_of(info(ch, daemon, "primitive", c)) for c in CATALOG]
+        stmt = ticket_of(sql_info(ch, daemon, "primitive", GOOD, next_sequence(ch, daemon, "primitive")))
+        with restored(daemon):
+            daemon.edit_caller("primitive", read=False)
+            assert daemon.reload() == "reloaded"
+            for command in CATALOG + UNSUPPORTED_METADATA:
+                refused(failure(info, ch, daemon, "primitive", command), "access.read_revoked")
+                refused(failure(schema, ch, daemon, "primitive", command), "access.read_revoked")
+            # Tickets issued before the revocation disclose nothing after it.
+            for ticket in issued + [stmt]:
+                out = do_get_exact(daemon, "primitive", ticket)
+                assert out.code == grpc.StatusCode.PERMISSION_DENIED and out.messages == 0
+                assert out.diag_code == "access.read_revoked"
+            # Another caller is unaffected.
+            assert Caller(daemon, "mixed").metadata(flightsql.get_tables()).num_rows == 1
+        for ticket in issued + [stmt]:
+            assert do_get_exact(daemon, "primitive", ticket).code == grpc.StatusCode.OK
+
+
+def test_a_table_the_engine_does_not_serve_is_neither_listed_nor_counted(daemon):
+    # The engine's own source/requester check (the one a submit's admission makes) refuses
+    # every Table: the gateway's binding still names one, but it must not be disclosed.
+    hidden = Daemon.variant(daemon, faults="engine-publications:none").start()
+    try:
+        listed = Caller(daemon, "primitive")
+        seen = Caller(hidden, "primitive")
+        for command in (flightsql.get_catalogs(), flightsql.get_db_schemas(),
+                        flightsql.get_tables(), flightsql.get_tables(include_schema=True)):
+            assert listed.metadata_info(command).total_records == 1
+            info_hidden = seen.metadata_info(command)
+            assert info_hidden.total_records == 0, "not counted"
+            assert seen.read(info_hidden).num_rows == 0, "not listed"
+        # Table types and SqlInfo describe the gateway, not a Table.
+        assert seen.metadata(flightsql.get_table_types()).num_rows == 1
+        # A statement over it: refused by that check before compiling, broken SQL or not.
+        with channel(hidden) as ch:
+            for sql in BROKEN + (GOOD,):
+                got = compile_failure(ch, hidden, "primitive", sql)
+                assert got.code == grpc.StatusCode.FAILED_PRECONDITION
+                assert decode_diagnostic(got.raw_trailer)["code"] == "query.source_unavailable"
+            assert hidden.journal().commands(hidden.principal("primitive")) == 0
+    finally:
+        hidden.close()
+
+
+def adbc_connect(daemon, caller):
+    return adbc_flight_sql.connect(daemon.uri, db_kwargs={
+        "adbc.flight.sql.authorization_header": f"Bearer {daemon.token(caller)}"})
+
+
+def adbc_failure(conn, call):
+    """The DBAPI error of ``call(cursor)`` and its checked Diagnostic v1 (ADBC's named detail)."""
+    cur = conn.cursor()
+    try:
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            call(cur)
+        values = [bytes(v) for k, v in e.value.details
+                  if (k.decode() if isinstance(k, bytes) else k) == TRAILER]
+        assert len(values) == 1, e.value.details
+        return e.value, decode_diagnostic(values[0])
+    finally:
+        cur.close()
+
+
+def test_adbc_sees_permission_denied_not_a_compile_error(daemon):
+    with adbc_connect(daemon, "primitive") as conn:
+        # With the right, GetSchema (no sequence needed) tells what does not compile.
+        err, d = adbc_failure(conn, lambda cur: cur.adbc_execute_schema(BROKEN[1]))
+        assert (d["status"], d["code"]) == ("INVALID_ARGUMENT", "query.unknown_column")
+        assert err.status_code == adbc_driver_manager.AdbcStatusCode.INVALID_ARGUMENT
+        with restored(daemon):
+            daemon.edit_caller("primitive", read=False)
+            assert daemon.reload() == "reloaded"
+            for sql in BROKEN + (GOOD,):
+                for call in (lambda cur: cur.execute(sql), lambda cur: cur.adbc_execute_schema(sql)):
+                    err, d = adbc_failure(conn, call)
+                    assert (d["status"], d["code"]) == ("PERMISSION_DENIED", "access.read_revoked")
+                    assert d["identity"] == {} and d["facts"] == []
+                    assert err.status_code == adbc_driver_manager.AdbcStatusCode.UNAUTHORIZED
+                    assert "hidden_column" not in str(err) and "SELEC " not in str(err)
+            with pytest.raises(adbc_driver_manager.Error) as e:
+                conn.adbc_get_objects(depth="tables").read_all()
+            assert e.value.status_code == adbc_driver_manager.AdbcStatusCode.UNAUTHORIZED
+        objects = conn.adbc_get_objects(depth="tables").read_all().to_pylist()
+        assert [c["catalog_name"] for c in objects] == ["transit"]
 
 
 # 5. Retained evidence ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import io.transit.flight.query.LogicalType;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.regex.Pattern;
 import org.apache.arrow.flight.sql.FlightSqlProducer.Schemas;
 import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetCatalogs;
@@ -73,22 +74,34 @@ public final class CatalogResults {
 
   /** The encoded result of {@code command} for a caller bound to {@code table}. */
   public byte[] encode(Any command, TableDeclaration table, BufferAllocator allocator) {
+    return encode(command, Optional.of(table), allocator);
+  }
+
+  /**
+   * The encoded result of {@code command} for a caller who may see {@code visible}: with none,
+   * GetCatalogs, GetDbSchemas and GetTables list nothing (a Table the caller may not see is
+   * neither listed nor counted); GetTableTypes and GetSqlInfo describe the gateway, not a Table.
+   */
+  public byte[] encode(Any command, Optional<TableDeclaration> visible, BufferAllocator allocator) {
     try {
       if (command.is(CommandGetSqlInfo.class)) {
         return sqlInfo.encode(command.unpack(CommandGetSqlInfo.class).getInfoList());
       }
       try (VectorSchemaRoot root = VectorSchemaRoot.create(schemaOf(command), allocator)) {
-        if (command.is(CommandGetCatalogs.class)) {
-          fill(root, List.<String[]>of(new String[] {table.getCatalog()}));
+        if (command.is(CommandGetTableTypes.class)) {
+          fill(root, List.<String[]>of(new String[] {TABLE_TYPE}));
+        } else if (visible.isEmpty()) {
+          fill(root, List.of());
+        } else if (command.is(CommandGetCatalogs.class)) {
+          fill(root, List.<String[]>of(new String[] {visible.get().getCatalog()}));
         } else if (command.is(CommandGetDbSchemas.class)) {
+          TableDeclaration table = visible.get();
           CommandGetDbSchemas c = command.unpack(CommandGetDbSchemas.class);
           boolean match = catalogMatches(c.hasCatalog(), c.getCatalog(), table)
               && likeMatches(c.hasDbSchemaFilterPattern(), c.getDbSchemaFilterPattern(), table.getDbSchema());
           fill(root, match ? List.<String[]>of(new String[] {table.getCatalog(), table.getDbSchema()}) : List.of());
         } else if (command.is(CommandGetTables.class)) {
-          fillTables(root, command.unpack(CommandGetTables.class), table);
-        } else if (command.is(CommandGetTableTypes.class)) {
-          fill(root, List.<String[]>of(new String[] {TABLE_TYPE}));
+          fillTables(root, command.unpack(CommandGetTables.class), visible.get());
         }
         return IpcBytes.write(root);
       }

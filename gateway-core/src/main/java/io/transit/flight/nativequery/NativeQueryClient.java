@@ -3,6 +3,7 @@ package io.transit.flight.nativequery;
 import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.SignedCommand;
+import io.transit.flight.proto.TableDeclaration;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 
@@ -36,6 +37,18 @@ public interface NativeQueryClient extends AutoCloseable {
    * itself and the gateway never hands it one. Thread-safe.
    */
   Planner planner();
+
+  /**
+   * The engine's current source/requester checks, made before the gateway compiles a statement
+   * over {@code table} or tells the caller anything about it (a catalog row, a schema, a compile
+   * diagnostic): the principal is registered, may read the Table's source, and the Table is
+   * published with exactly this declaration — the checks a submit's admission makes — and, for
+   * {@link AccessUse#ADMIT}, the principal also holds the send and inspect rights. Returns
+   * normally when all hold; otherwise fails {@link io.transit.flight.diagnostic.QueryCode#ACCESS_DENIED}
+   * or {@link io.transit.flight.diagnostic.QueryCode#SOURCE_UNAVAILABLE} (classify by {@code
+   * queryCode()}). Records nothing.
+   */
+  void checkAccess(ReadAccess access, TableDeclaration table, AccessUse use);
 
   /** The next sequence the principal's journal expects. */
   long nextSequence(long principal);

@@ -10,6 +10,7 @@ import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.nativequery.ReadAccess;
@@ -20,6 +21,7 @@ import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.RequestBundle;
 import io.transit.flight.proto.ResultManifest;
 import io.transit.flight.proto.SignedCommand;
+import io.transit.flight.proto.TableDeclaration;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -331,6 +333,19 @@ final class InMemoryNativeClient implements NativeQueryClient {
   @Override
   public Planner planner() {
     return QueryCompiler::compile;
+  }
+
+  /**
+   * This double models registration only (no sources or publications): an unregistered
+   * principal is denied, as the engine denies it.
+   */
+  @Override
+  public void checkAccess(ReadAccess access, TableDeclaration table, AccessUse use) {
+    synchronized (lock) {
+      if (!principals.containsKey(access.principal())) {
+        throw QueryCode.ACCESS_DENIED.failure("the principal is not registered");
+      }
+    }
   }
 
   @Override

@@ -14,6 +14,7 @@ import io.transit.flight.proto.TableDeclaration;
 import java.io.ByteArrayInputStream;
 import java.nio.channels.Channels;
 import java.util.List;
+import java.util.Optional;
 import org.apache.arrow.flight.sql.FlightSqlProducer.Schemas;
 import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetCatalogs;
 import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetDbSchemas;
@@ -64,6 +65,26 @@ class CatalogResultsTest {
     String version = SqlInfoCatalog.runningArrowVersion();
     assertTrue(version.matches("\\d+\\.\\d+\\.\\d+"), version);
     assertTrue(jar.endsWith("flight-core-" + version + ".jar"), jar + " vs " + version);
+  }
+
+  /** A Table the caller may not see: no catalog, schema or table row; the gateway's own rows stay. */
+  @Test
+  void aTableTheCallerMayNotSeeIsNotListed() {
+    for (Any command : List.of(Any.pack(CommandGetCatalogs.getDefaultInstance()),
+        Any.pack(CommandGetDbSchemas.getDefaultInstance()),
+        Any.pack(CommandGetTables.getDefaultInstance()),
+        Any.pack(CommandGetTables.newBuilder().setIncludeSchema(true).build()))) {
+      try (VectorSchemaRoot r =
+          IpcBytes.read(catalog.encode(command, Optional.empty(), allocator), allocator)) {
+        assertEquals(CatalogResults.schemaOf(command), r.getSchema());
+        assertEquals(0, r.getRowCount(), command.getTypeUrl());
+      }
+    }
+    try (VectorSchemaRoot r = IpcBytes.read(catalog.encode(
+        Any.pack(CommandGetTableTypes.getDefaultInstance()), Optional.empty(), allocator),
+        allocator)) {
+      assertEquals(1, r.getRowCount());
+    }
   }
 
   @Test

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.server.auth.AuthSnapshot;
 import io.transit.flight.server.auth.Authorization;
+import io.transit.flight.server.auth.Authorization.Right;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ResolvedConfig;
@@ -53,7 +54,7 @@ class AuthorizationReloadTest {
     ResolvedConfig cfg = t.config(3, caller("a", 10, true));
     Authorization auth = authorization(t.snapshot(cfg), NOW);
     CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
-    Authorization.Grant g = auth.grant(a);
+    Authorization.Grant g = auth.current(a);
     assertEquals(10, g.scope().principal());
     assertEquals(3, g.scope().ingress());
     assertEquals(7, g.scope().service());
@@ -71,16 +72,16 @@ class AuthorizationReloadTest {
     Authorization auth = authorization(t.snapshot(first), NOW);
     CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
     CallerBinding b = auth.authenticate(t.token("b")).orElseThrow();
-    VerifiedTicket ticketA = ticketOf(auth.grant(a), NOW + 1);
-    VerifiedTicket ticketB = ticketOf(auth.grant(b), NOW + 1);
+    VerifiedTicket ticketA = ticketOf(auth.current(a), NOW + 1);
+    VerifiedTicket ticketB = ticketOf(auth.current(b), NOW + 1);
     assertEquals(a, auth.recheck(a, ticketA).caller());
 
     // A new ingress, caller b removed: built whole first, nothing changes until the install.
     AuthSnapshot next = t.next(first, t.config(4, caller("a", 10, true)));
-    assertEquals(3, auth.grant(a).scope().ingress());
+    assertEquals(3, auth.current(a).scope().ingress());
     auth.install(next);
     assertSame(next, auth.current());
-    assertEquals(4, auth.grant(a).scope().ingress());
+    assertEquals(4, auth.current(a).scope().ingress());
     assertEquals("access.binding_changed", code(() -> auth.recheck(a, ticketA)));
     assertEquals("access.binding_revoked", code(() -> auth.recheck(b, ticketB)));
     assertTrue(auth.authenticate(t.token("b")).isEmpty());
@@ -91,10 +92,35 @@ class AuthorizationReloadTest {
     ResolvedConfig first = t.config(3, caller("a", 10, true));
     Authorization auth = authorization(t.snapshot(first), NOW);
     CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
-    assertEquals("ticket.expired", code(() -> auth.recheck(a, ticketOf(auth.grant(a), NOW))));
-    VerifiedTicket live = ticketOf(auth.grant(a), NOW + 1);
+    assertEquals("ticket.expired", code(() -> auth.recheck(a, ticketOf(auth.current(a), NOW))));
+    VerifiedTicket live = ticketOf(auth.current(a), NOW + 1);
     auth.install(t.next(first, t.config(3, caller("a", 10, false))));
     assertEquals("access.read_revoked", code(() -> auth.recheck(a, live)));
+  }
+
+  @Test
+  void currentPolicyReadsTheLiveSnapshotAndNamesTheMissingRight() throws Exception {
+    ResolvedConfig first = t.config(3, caller("a", 10, true), caller("b", 11, true));
+    Authorization auth = authorization(t.snapshot(first), NOW);
+    CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
+    CallerBinding b = auth.authenticate(t.token("b")).orElseThrow();
+    assertEquals(10, auth.current(a, Right.SEND, Right.INSPECT, Right.READ).scope().principal());
+
+    // Bindings cached at authentication still say every right is held; the live snapshot rules.
+    auth.install(t.next(first, t.config(3, caller("a", 10, false, true, true),
+        caller("b", 11, true, false, false))));
+    assertEquals("access.send_revoked", code(() -> auth.current(a, Right.SEND)));
+    assertEquals(10, auth.current(a, Right.INSPECT, Right.READ).caller().principal());
+    assertEquals("access.inspect_revoked", code(() -> auth.current(b, Right.INSPECT)));
+    assertEquals("access.read_revoked", code(() -> auth.current(b, Right.READ)));
+    assertEquals(11, auth.current(b).caller().principal(), "no right asked, none needed");
+
+    // Remapped to another principal between authentication and the check; then removed.
+    ResolvedConfig moved = t.config(3, caller("a", 12, true), caller("b", 11, true));
+    auth.install(t.next(first, moved));
+    assertEquals("access.binding_changed", code(() -> auth.current(a, Right.READ)));
+    auth.install(t.next(moved, t.config(3, caller("b", 11, true))));
+    assertEquals("access.binding_revoked", code(() -> auth.current(a)));
   }
 
   @Test

@@ -40,7 +40,7 @@ public final class TestBindings {
   private static final String CALLER = """
       {"name": "%s", "credential_file": "credentials/%s", "principal": %d,
        "principal_key_file": "keys/%s.key", "requests": 1, "publication": "p",
-       "rights": {"send": true, "inspect": true, "read": %b}}""";
+       "rights": {"send": %b, "inspect": %b, "read": %b}}""";
 
   private final Path dir;
   private final StateDirectory state;
@@ -56,7 +56,13 @@ public final class TestBindings {
 
   /** One caller entry of {@link #config}. */
   public static String caller(String name, long principal, boolean read) {
-    return CALLER.formatted(name, name, principal, name, read);
+    return caller(name, principal, true, true, read);
+  }
+
+  /** One caller entry of {@link #config} with each of its three rights given. */
+  public static String caller(String name, long principal, boolean send, boolean inspect,
+      boolean read) {
+    return CALLER.formatted(name, name, principal, name, send, inspect, read);
   }
 
   /** The configuration with this ingress and these callers, loaded and validated. */
@@ -121,7 +127,7 @@ public final class TestBindings {
   public record Served(Authorization authorization, TicketService tickets, CallerBinding caller) {
     /** {@code ticket} verified against the caller's current grant, as DoGet's entry does. */
     public VerifiedTicket verify(byte[] ticket) {
-      return tickets.verify(ticket, authorization.grant(caller).scope(),
+      return tickets.verify(ticket, authorization.current(caller).scope(),
           caller.declarationFingerprint());
     }
   }

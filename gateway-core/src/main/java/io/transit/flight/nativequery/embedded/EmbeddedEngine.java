@@ -6,6 +6,7 @@ import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeQueryAdmin;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.Planner;
@@ -16,6 +17,7 @@ import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.SignedCommand;
+import io.transit.flight.proto.TableDeclaration;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -54,6 +56,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final JournalStore journal;
   private final DuckTables tables;
   private final RightsRegistry rights;
+  private final RequesterCheck requester;
   private final CommandProcessor commands;
   private final ResultReader reader;
   private final QueryRunner runner;
@@ -81,7 +84,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.rights = rights;
     this.allocator = allocator;
     this.planner = planner;
-    UploadValidator uploads = new UploadValidator(journal, rights, tables, planner, options);
+    this.requester = new RequesterCheck(rights, tables);
+    UploadValidator uploads = new UploadValidator(journal, rights, requester, planner, options);
     this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence());
     this.reader = new ResultReader(journal, rights, segments);
     this.sessions = new DuckSessions(tables);
@@ -277,6 +281,15 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   @Override
   public Planner planner() {
     return planner;
+  }
+
+  /** The submit's own source/requester checks, made now; see {@link RequesterCheck}. */
+  @Override
+  public void checkAccess(ReadAccess access, TableDeclaration table, AccessUse use) {
+    if (access.source() != table.getSource()) {
+      throw RightsRegistry.denied("the read access names another source than the table's");
+    }
+    requester.check(access.principal(), table, use);
   }
 
   @Override

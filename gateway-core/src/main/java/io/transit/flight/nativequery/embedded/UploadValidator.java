@@ -5,10 +5,10 @@ import io.transit.flight.crypto.DeclarationFingerprint;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.nativequery.Planner;
 import io.transit.flight.nativequery.PrincipalRights;
-import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.Budgets;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.PrincipalProof;
@@ -51,15 +51,15 @@ final class UploadValidator {
 
   private final JournalStore journal;
   private final RightsRegistry rights;
-  private final DuckTables tables;
+  private final RequesterCheck requester;
   private final Planner planner;
   private final EngineOptions options;
 
-  UploadValidator(JournalStore journal, RightsRegistry rights, DuckTables tables, Planner planner,
-      EngineOptions options) {
+  UploadValidator(JournalStore journal, RightsRegistry rights, RequesterCheck requester,
+      Planner planner, EngineOptions options) {
     this.journal = journal;
     this.rights = rights;
-    this.tables = tables;
+    this.requester = requester;
     this.planner = planner;
     this.options = options;
   }
@@ -207,14 +207,11 @@ final class UploadValidator {
     if (!Arrays.equals(bundle.getDeclarationSha256().toByteArray(), fingerprint)) {
       throw new Rejection(QueryCode.INVALID_COMMAND, "declaration_sha256 does not match the table");
     }
-    if (!r.mayRead(table.getSource())) {
-      throw new Rejection(QueryCode.ACCESS_DENIED, "the principal may not read source "
-          + Long.toUnsignedString(table.getSource()));
-    }
-    Optional<Publication> pub = tables.publication(table.getObjectId());
-    if (pub.isEmpty() || !pub.get().declaration().equals(table)) {
-      throw new Rejection(QueryCode.SOURCE_UNAVAILABLE,
-          "the table is not published with this declaration");
+    try {
+      // The same check the query client makes before the gateway compiles or discloses anything.
+      requester.check(principal, table, AccessUse.DISCLOSE);
+    } catch (GatewayException e) {
+      throw new Rejection(e.code(), e.getMessage());
     }
     Budgets b = bundle.getBudgets();
     if (b.getRowsPerSegment() < 1 || b.getMaxSegmentBytes() == 0) {

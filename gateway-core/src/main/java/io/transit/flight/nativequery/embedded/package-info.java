@@ -25,7 +25,9 @@
  * rows into segments with {@code ResultWriter} and {@code
  * io.transit.flight.cells.CellSegmentBuilder} and storing them in the {@code SegmentStore} (the
  * interface; {@code LocalSegmentStore}, a directory, today); {@code ResultReader} serves reads
- * under {@code RightsRegistry}'s current rights.
+ * under {@code RightsRegistry}'s current rights; {@code RequesterCheck} is the source/requester
+ * check a submit makes, which {@code EmbeddedEngine.checkAccess} also answers before the gateway
+ * discloses anything.
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
  * runs each transaction whole (SQLite: on one monitor). Queries run on the engine's bounded

@@ -12,7 +12,9 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.UnknownFieldSet;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeSignatures;
+import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.BeginUpload;
 import io.transit.flight.proto.CommandOutcome;
@@ -184,6 +186,38 @@ class EmbeddedEngineCommandTest {
       last = engine.send(c);
     }
     assertEquals("query.source_unavailable", last.getCode());
+  }
+
+  /**
+   * The query client's check before disclosure is the submit's own source/requester check: the
+   * read right on the Table's source first, then the publication, and for an admission the send
+   * and inspect rights; it records nothing.
+   */
+  @Test
+  void checkAccessIsTheSubmitsSourceRequesterCheckAndRecordsNothing() throws Exception {
+    open(EngineOptions.defaults());
+    engine.checkAccess(access(), table(), AccessUse.ADMIT);
+    TableDeclaration moved = table().toBuilder().setMetadataRef("demo:other").build();
+    assertEquals("query.source_unavailable", denial(access(), moved, AccessUse.DISCLOSE));
+    engine.updateRights(List.of(rights(true, true, Set.of())));
+    // No read right: denied before the publication is even looked at.
+    assertEquals("query.access_denied", denial(access(), moved, AccessUse.DISCLOSE));
+    engine.updateRights(List.of(rights(false, true, Set.of(1L))));
+    engine.checkAccess(access(), table(), AccessUse.DISCLOSE);
+    assertEquals("query.access_denied", denial(access(), table(), AccessUse.ADMIT));
+    engine.updateRights(List.of(rights(true, false, Set.of(1L))));
+    assertEquals("query.access_denied", denial(access(), table(), AccessUse.ADMIT));
+    engine.updateRights(List.of(fullRights()));
+    assertEquals("query.access_denied",
+        denial(new ReadAccess(7, false, 0, 1), table(), AccessUse.DISCLOSE));
+    assertEquals("query.access_denied",
+        denial(new ReadAccess(PRINCIPAL, false, 0, 2), table(), AccessUse.DISCLOSE));
+    assertEquals(1, engine.nextSequence(PRINCIPAL));
+  }
+
+  private String denial(ReadAccess access, TableDeclaration table, AccessUse use) {
+    return assertThrows(GatewayException.class, () -> engine.checkAccess(access, table, use))
+        .code();
   }
 
   @Test

@@ -18,9 +18,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * once, so the ticket scope, read access, admission subject and ticket lifetime of one {@link
  * Grant} always come from the same configuration, even across a reload.
  *
- * <p>Threads: {@link #authenticate} on gRPC transport threads, {@link #grant} on the service
- * executor, {@link #recheck} on T_caller workers; {@link #install} on the reload (signal) thread.
- * The snapshot is immutable and swapped whole, so no lock is needed.
+ * <p>Threads: {@link #authenticate} on gRPC transport threads, {@link #current} on the service
+ * executor and on the gRPC thread that opens a DoGet, {@link #recheck} on T_caller workers;
+ * {@link #install} on the reload (signal) thread. The snapshot is immutable and swapped whole,
+ * so no lock is needed.
  */
 public final class Authorization {
   /** What one call may do, all from one snapshot. */
@@ -30,6 +31,30 @@ public final class Authorization {
       ReadAccess readAccess,
       AdmissionSubject admissionSubject,
       long ticketTtlMs) {}
+
+  /** A right of the caller's binding ({@code rights.*} in the configuration). */
+  public enum Right {
+    /** Admit statements. */
+    SEND("send"),
+    /** Read statuses and manifests of its own results. */
+    INSPECT("inspect"),
+    /** Read its Table's entries: result rows, catalog rows, schemas, compile diagnostics. */
+    READ("read");
+
+    private final String name;
+
+    Right(String name) {
+      this.name = name;
+    }
+
+    boolean heldBy(CallerBinding b) {
+      return switch (this) {
+        case SEND -> b.canSend();
+        case INSPECT -> b.canInspect();
+        case READ -> b.canRead();
+      };
+    }
+  }
 
   private final AtomicReference<AuthSnapshot> snapshot;
   private final Clock clock;
@@ -54,9 +79,36 @@ public final class Authorization {
     return snapshot.get().lookup(token);
   }
 
-  /** The caller's grant under the configuration in force now. */
-  public Grant grant(CallerBinding caller) {
-    return grantOf(caller, snapshot.get().config());
+  /**
+   * Service policy before a call compiles, sends or discloses anything: the binding the caller's
+   * credential authenticated to must still be the binding in force — same scope, Table
+   * declaration, principal key and credential epoch — and must hold each of {@code needed}. Reads
+   * the live snapshot, never the binding cached when the call was authenticated. Returns the grant
+   * of the binding in force; fails ACCESS_DENIED ({@code access.binding_revoked}, {@code
+   * access.binding_changed}, {@code access.<right>_revoked}) with nothing of the request in it.
+   */
+  public Grant current(CallerBinding authenticated, Right... needed) {
+    AuthSnapshot s = snapshot.get();
+    CallerBinding current = s.current(authenticated.name()).orElseThrow(() ->
+        GatewayException.of(Cause.ACCESS_DENIED, "access.binding_revoked",
+            "the caller's binding was revoked"));
+    Grant grant = grantOf(current, s.config());
+    // A reload between authentication and now: the credential was checked against another
+    // binding, so neither may be used.
+    if (!grant.scope().equals(grantOf(authenticated, s.config()).scope())
+        || !Arrays.equals(current.declarationFingerprint(), authenticated.declarationFingerprint())
+        || current.credentialEpoch() != authenticated.credentialEpoch()
+        || !current.principalKey().publicKey().equals(authenticated.principalKey().publicKey())) {
+      throw GatewayException.of(Cause.ACCESS_DENIED, "access.binding_changed",
+          "the caller's binding changed during the call");
+    }
+    for (Right r : needed) {
+      if (!r.heldBy(current)) {
+        throw GatewayException.of(Cause.ACCESS_DENIED, "access." + r.name + "_revoked",
+            "the caller does not hold the " + r.name + " right");
+      }
+    }
+    return grant;
   }
 
   /**

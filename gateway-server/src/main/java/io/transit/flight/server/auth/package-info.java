@@ -3,7 +3,8 @@
  * io.transit.flight.server.auth.AuthInterceptor} (maps the Bearer credential of every RPC to a
  * {@link io.transit.flight.server.auth.CallerBinding} and refuses override headers), {@link
  * io.transit.flight.server.auth.Authorization} (the one object deriving a call's ticket scope,
- * read access and admission subject, and re-checking them at each disclosure), {@link
+ * read access and admission subject from the live snapshot, checking the binding's rights before
+ * anything is compiled or disclosed, and re-checking them at each disclosure), {@link
  * io.transit.flight.server.auth.AuthSnapshot} (configuration, credentials and rights swapped
  * whole on reload), {@link io.transit.flight.server.auth.CallerContext} (the binding inside a
  * call).

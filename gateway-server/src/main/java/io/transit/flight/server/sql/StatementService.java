@@ -5,11 +5,13 @@ import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.admission.Admitted;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.proto.Budgets;
 import io.transit.flight.query.QueryCompiler;
 import io.transit.flight.query.QueryPlan;
 import io.transit.flight.server.auth.Authorization;
+import io.transit.flight.server.auth.Authorization.Right;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.flight.Deadlines;
@@ -29,15 +31,23 @@ import org.apache.arrow.flight.sql.impl.FlightSql.CommandStatementQuery;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
- * Statement GetSchema and GetFlightInfo. GetSchema compiles and records nothing. GetFlightInfo
- * compiles first (so anything outside the profile fails before a native command is sent), then
- * runs the signed admission chain from the caller's first sequence, waits within the call's
- * deadline for the retained result, and returns one endpoint with an FTK1 statement ticket.
+ * Statement GetSchema and GetFlightInfo. Both check the caller's current policy first — the
+ * binding in force and its rights ({@link Authorization#current}), then the engine's
+ * source/requester checks ({@link NativeQueryClient#checkAccess}) — so nothing is compiled, and
+ * no schema or compile diagnostic disclosed, for a caller without the rights (profile: current
+ * authorization precedes diagnostic disclosure). GetSchema then compiles and records nothing.
+ * GetFlightInfo compiles (so anything outside the profile fails before a native command is
+ * sent), then runs the signed admission chain from the caller's first sequence, waits within
+ * the call's deadline for the retained result, and returns one endpoint with an FTK1 statement
+ * ticket.
  *
  * <p>Runs on gRPC's service executor; may block within the call's deadline. Compilation goes
  * through the {@link CompileGate}: bounded per caller and gateway, in time, and by cancellation.
  */
 final class StatementService {
+  /** An admission sends commands, waits on the result's status and reads its manifest. */
+  private static final Right[] ADMISSION_RIGHTS = {Right.SEND, Right.INSPECT, Right.READ};
+
   private final Authorization authorization;
   private final CompileGate compiler;
   private final AdmissionService admission;
@@ -63,16 +73,34 @@ final class StatementService {
     this.deadlines = deadlines;
   }
 
+  /**
+   * Policy (the read right of the binding in force, then the engine's source/requester check),
+   * then compile, then the schema: a caller that may not read its Table learns neither whether
+   * its SQL compiles nor what columns exist.
+   */
   SchemaResult getSchema(CommandStatementQuery command, CallerBinding caller) {
+    Authorization.Grant grant = authorization.current(caller, Right.READ);
+    nativeClient.checkAccess(grant.readAccess(), grant.caller().table(), AccessUse.DISCLOSE);
     rejectTransaction(command);
-    QueryPlan plan = compile(command, caller);
+    QueryPlan plan = compile(command, grant.caller());
     return new SchemaResult(QueryCompiler.outputSchema(plan));
   }
 
+  /**
+   * Policy first (send, inspect and read rights of the binding in force, then the engine's
+   * checks for an admission), then the sequence header, compile and admission; the policy is
+   * checked once more before the ticket and the row count are disclosed, since admission may
+   * have waited across a reload.
+   */
   FlightInfo getFlightInfo(
       CommandStatementQuery command, FlightDescriptor descriptor, CallerBinding caller,
       List<String> sequenceValues) {
-    LongSupplier next = () -> nativeClient.nextSequence(caller.principal());
+    // One grant for the whole call: the admission subject and the ticket scope come from the
+    // same configuration even if a reload lands while admission waits.
+    Authorization.Grant grant = authorization.current(caller, ADMISSION_RIGHTS);
+    CallerBinding bound = grant.caller();
+    nativeClient.checkAccess(grant.readAccess(), bound.table(), AccessUse.ADMIT);
+    LongSupplier next = () -> nativeClient.nextSequence(bound.principal());
     long firstSequence;
     try {
       firstSequence = SequenceHeader.parse(sequenceValues);
@@ -80,16 +108,13 @@ final class StatementService {
       throw NextSequenceHint.tell(e, next);
     }
     rejectTransaction(command);
-    QueryPlan plan = compile(command, caller);
+    QueryPlan plan = compile(command, bound);
     Schema schema = QueryCompiler.outputSchema(plan);
     // ops: a sequence the journal already passed is a retry, replayed rather than recorded.
     boolean replay = Long.compareUnsigned(firstSequence, next.getAsLong()) < 0;
-    // One grant for the whole call: the admission subject and the ticket scope come from the
-    // same configuration even if a reload lands while admission waits.
-    Authorization.Grant grant = authorization.grant(caller);
     Admitted admitted;
     try {
-      admitted = admission.admit(new AdmissionRequest(grant.admissionSubject(), caller.table(),
+      admitted = admission.admit(new AdmissionRequest(grant.admissionSubject(), bound.table(),
           budgets, firstSequence, command.getQueryBytes().toByteArray(),
           deadlines.controlDeadlineNanos()));
     } catch (GatewayException e) {
@@ -97,7 +122,9 @@ final class StatementService {
       throw NextSequenceHint.tell(e, next);
     }
     RequestRecord.admitted(admitted.correlation(), replay);
-    byte[] ticket = tickets.issue(grant.scope(), caller.declarationFingerprint(),
+    // The binding the ticket is issued under must still be the one in force, with its rights.
+    authorization.current(bound, ADMISSION_RIGHTS);
+    byte[] ticket = tickets.issue(grant.scope(), bound.declarationFingerprint(),
         authorization.ticketExpiryMillis(grant),
         new StatementReference(admitted.correlation(), admitted.manifestSha256()));
     return FlightInfo.builder(schema, descriptor, List.of(new FlightEndpoint(new Ticket(ticket))))

@@ -5,6 +5,7 @@ import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.server.auth.Authorization;
+import io.transit.flight.server.auth.Authorization.Right;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.flight.StreamDeadline;
@@ -56,6 +57,10 @@ import org.apache.arrow.flight.sql.impl.FlightSql.CommandStatementQuery;
  * are served; every other Flight SQL command, action and RPC answers UNIMPLEMENTED (see
  * {@link UnimplementedSqlProducer}); ListActions is empty.
  *
+ * <p>Current authorization precedes disclosure: each path checks the caller's binding in force
+ * and its rights ({@link Authorization#current}) before it compiles, computes, verifies a ticket
+ * or answers UNIMPLEMENTED for a query-bearing command (see docs/security.md).
+ *
  * <p>Threads: unary entry points run on gRPC's service executor. DoGet's entry verifies the
  * ticket, opens the stream's channel and hands production to the T_caller pool; it never streams
  * on the gRPC thread. Every failure leaves through the ErrorMapper, so callers always get the
@@ -68,6 +73,11 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       FlightConstants.GET_SESSION_OPTIONS.getType(),
       FlightConstants.SET_SESSION_OPTIONS.getType(),
       FlightConstants.CLOSE_SESSION.getType());
+
+  /** Actions whose body carries SQL or a plan: refused only after the policy check. */
+  private static final Set<String> QUERY_ACTIONS = Set.of(
+      FlightSqlUtils.FLIGHT_SQL_CREATE_PREPARED_STATEMENT.getType(),
+      FlightSqlUtils.FLIGHT_SQL_CREATE_PREPARED_SUBSTRAIT_PLAN.getType());
 
   /** Flight SQL's actions and Flight's cancel/renew actions: the profile excludes them all. */
   private static final Set<String> UNIMPLEMENTED_ACTIONS = unimplementedActions();
@@ -116,8 +126,8 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
         new CompileGate(nativeClient.planner(), limits.compilePerGateway(), limits.compilePerCaller(),
             limits.compileTimeoutMs(), timer),
         admission, nativeClient, tickets, limits, deadlines);
-    this.metadata = new MetadataService(catalog, tickets, authorization, handler, rootAllocator,
-        limits);
+    this.metadata = new MetadataService(catalog, tickets, authorization, nativeClient, handler,
+        rootAllocator, limits);
     this.results = new ResultStreamer(authorization, nativeClient, handler, rootAllocator, limits);
     this.deadlines = deadlines;
     this.timer = timer;
@@ -137,7 +147,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       if (CatalogResults.isCatalogCommand(command)) {
         return metadata.getFlightInfo(command, descriptor, caller);
       }
-      throw unimplemented(command.getTypeUrl());
+      throw unimplementedAfterPolicy(caller, command.getTypeUrl());
     } catch (Throwable t) {
       throw errors.toGrpc(t);
     }
@@ -153,9 +163,9 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
             RequestBodies.unpack(command, CommandStatementQuery.class), caller);
       }
       if (CatalogResults.isCatalogCommand(command)) {
-        return new SchemaResult(CatalogResults.schemaOf(command));
+        return metadata.getSchema(command, caller);
       }
-      throw unimplemented(command.getTypeUrl());
+      throw unimplementedAfterPolicy(caller, command.getTypeUrl());
     } catch (Throwable t) {
       throw errors.toGrpc(t);
     }
@@ -166,9 +176,11 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     CallerBinding caller;
     VerifiedTicket verified;
     try {
-      caller = CallerContext.caller();
-      verified = tickets.verify(ticket.getBytes(), authorization.grant(caller).scope(),
-          caller.declarationFingerprint());
+      // Policy first: a caller without the read right learns nothing of the ticket, not even
+      // whether it verifies.
+      Authorization.Grant grant = authorization.current(CallerContext.caller(), Right.READ);
+      caller = grant.caller();
+      verified = tickets.verify(ticket.getBytes(), grant.scope(), caller.declarationFingerprint());
     } catch (Throwable t) {
       listener.error(errors.toGrpc(t));
       return;
@@ -204,6 +216,16 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       handler.sendError(channel, GatewayException.of(Cause.TRANSPORT,
           "flight.producer_unavailable", "the gateway is shutting down"));
     }
+  }
+
+  /**
+   * UNIMPLEMENTED for a command or action that carries a query (prepared statements, Substrait,
+   * type info, keys), once the caller's current binding holds the read right: an unauthorized
+   * caller gets PERMISSION_DENIED, whatever it sent, exactly as for the supported commands.
+   */
+  private GatewayException unimplementedAfterPolicy(CallerBinding caller, String what) {
+    authorization.current(caller, Right.READ);
+    return unimplemented(what);
   }
 
   @Override
@@ -245,7 +267,8 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
         RequestBodies.checkSessionAction(action);
         super.doAction(context, action, listener);
       } else if (UNIMPLEMENTED_ACTIONS.contains(type)) {
-        throw unimplemented(type);
+        throw QUERY_ACTIONS.contains(type) ? unimplementedAfterPolicy(CallerContext.caller(), type)
+            : unimplemented(type);
       } else {
         throw GatewayException.of(Cause.INVALID_REQUEST, "flight.unknown_action",
             "unknown action type").with("action", type);

@@ -10,6 +10,9 @@
  * gRPC's cancellation only abandon a parse); DoGet production on the T_caller pool, handing
  * each batch to the channel through a {@link io.transit.flight.server.flight.BatchSender}
  * (ownership moves to the channel at hand-off). Authorization comes from {@link
- * io.transit.flight.server.auth.Authorization}, one snapshot per call.
+ * io.transit.flight.server.auth.Authorization}, one snapshot per call, and comes first: every
+ * path checks the binding in force and its rights ({@code Authorization.current}), and the
+ * engine's source/requester check where a Table is concerned, before it compiles, sends or
+ * discloses anything.
  */
 package io.transit.flight.server.sql;

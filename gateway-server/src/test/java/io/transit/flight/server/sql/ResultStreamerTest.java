@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.transit.flight.admission.AdmissionConfig;
 import io.transit.flight.admission.AdmissionLimiter;
 import io.transit.flight.admission.AdmissionService;
+import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.Planner;
 import io.transit.flight.nativequery.ReadAccess;
@@ -18,6 +19,7 @@ import io.transit.flight.nativequery.embedded.PlanCache;
 import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.SignedCommand;
+import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.server.Bindings;
 import io.transit.flight.server.TestBindings;
 import io.transit.flight.server.auth.AuthSnapshot;
@@ -198,7 +200,7 @@ class ResultStreamerTest {
   @Test
   void ticketForAResultTheEngineDoesNotHoldFailsAsDataLoss() throws Exception {
     Authorization authorization = served.authorization();
-    Authorization.Grant grant = authorization.grant(caller);
+    Authorization.Grant grant = authorization.current(caller);
     byte[] issued = served.tickets().issue(grant.scope(), caller.declarationFingerprint(),
         authorization.ticketExpiryMillis(grant), new StatementReference(0x7eadL, new byte[32]));
     VerifiedTicket ticket = served.verify(issued);
@@ -235,6 +237,11 @@ class ResultStreamerTest {
     @Override
     public Planner planner() {
       return engine.planner();
+    }
+
+    @Override
+    public void checkAccess(ReadAccess access, TableDeclaration table, AccessUse use) {
+      engine.checkAccess(access, table, use);
     }
 
     @Override
