@@ -33,7 +33,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The embedded native query system: journal (SQLite), published Tables scanned in place and
+ * The embedded native query system: journal (SQLite, or the shared PostgreSQL journal), published Tables scanned in place and
  * execution (DuckDB),
  * retained results (content-addressed segment files) behind {@link NativeQueryClient}.
  *
@@ -101,15 +101,27 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       List<Publication> publications, Collection<PrincipalRights> rights, Planner planner)
       throws IOException, SQLException {
     Files.createDirectories(stateDir);
-    if (options.recipient() == 0) {
-      log.warn("no proof recipient configured: principal proofs are accepted for any service id");
-    }
-    RightsRegistry registry = new RightsRegistry(rights);
-    BufferAllocator allocator = new RootAllocator(options.memoryLimitBytes());
-    JournalStore journal = null;
+    return open(stateDir, options, SqliteJournal.open(stateDir.resolve("journal.sqlite")),
+        publications, rights, planner);
+  }
+
+  /**
+   * As {@link #open(Path, EngineOptions, List, Collection, Planner)} with the journal given (the
+   * shared PostgreSQL journal of a replicated deployment). Ownership of {@code journal} passes to
+   * the engine: {@link #close()} closes it, and so does a failed open.
+   */
+  public static EmbeddedEngine open(Path stateDir, EngineOptions options, JournalStore journal,
+      List<Publication> publications, Collection<PrincipalRights> rights, Planner planner)
+      throws IOException, SQLException {
+    BufferAllocator allocator = null;
     DuckTables tables = null;
     try {
-      journal = SqliteJournal.open(stateDir.resolve("journal.sqlite"));
+      Files.createDirectories(stateDir);
+      if (options.recipient() == 0) {
+        log.warn("no proof recipient configured: principal proofs are accepted for any service id");
+      }
+      RightsRegistry registry = new RightsRegistry(rights);
+      allocator = new RootAllocator(options.memoryLimitBytes());
       tables = DuckTables.open(publications, options.duck(), stateDir, allocator);
       SegmentStore segments = new LocalSegmentStore(stateDir.resolve("segments"));
       EmbeddedEngine engine =
@@ -126,10 +138,10 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       if (tables != null) {
         tables.close();
       }
-      if (journal != null) {
-        journal.close();
+      journal.close();
+      if (allocator != null) {
+        allocator.close();
       }
-      allocator.close();
       throw e;
     }
   }
@@ -144,6 +156,16 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     CommandProcessor.Result result;
     try {
       result = commands.decide(command, parsed);
+    } catch (JournalStore.NotCommitted e) {
+      // Rolled back before the commit was sent: nothing is recorded, a retry is safe. The
+      // SQLState (e.g. 55P03 lock timeout, 08006 connection lost) says why in a bounded fact.
+      log.warn("command at sequence {} not recorded: {}",
+          Long.toUnsignedString(parsed.getSequence()), e.getMessage(), e);
+      GatewayException g = new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
+              "the native journal cannot be written; nothing was recorded", e)
+          .with(Fact.unsigned("sequence", parsed.getSequence()))
+          .with(Fact.unsigned("namespace", parsed.getNamespace()));
+      throw e.getSQLState() == null ? g : g.with("sql_state", e.getSQLState());
     } catch (SQLException e) {
       // A failed commit may or may not have reached the disk: the outcome is unknown.
       throw unknownOutcome(parsed, "the journal commit failed").with("reason", e.getMessage());
