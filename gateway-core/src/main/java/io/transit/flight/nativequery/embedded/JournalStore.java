@@ -63,7 +63,11 @@ public interface JournalStore extends AutoCloseable {
   /** A saved query: its status and, once it succeeded, the canonical manifest bytes. */
   record SavedQuery(QueryStatus status, byte[] bundleSha256, boolean released, byte[] manifest) {}
 
-  /** Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. */
+  /**
+   * Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. The work
+   * must have no effect outside the journal: an implementation may run it once more after a
+   * failure that left nothing committed (a shared journal's lost connection).
+   */
   <T> T transaction(Work<T> work) throws SQLException;
 
   /**

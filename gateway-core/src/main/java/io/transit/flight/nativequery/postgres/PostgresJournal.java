@@ -118,11 +118,30 @@ public final class PostgresJournal implements JournalStore {
     return new PostgresJournal(pool);
   }
 
+  /**
+   * Runs {@code work} in one transaction on one pooled connection. When the connection turns out
+   * broken before the commit (the server restarted or failed over, or ended the session), every
+   * pooled connection is retired and the work runs once more on a fresh one: nothing of the
+   * first attempt committed, and the work has no effect outside the journal.
+   */
   @Override
   public <T> T transaction(Work<T> work) throws SQLException {
     if (current.get() != null) {
       throw new IllegalStateException("a journal transaction is already open on this thread");
     }
+    try {
+      return attempt(work);
+    } catch (NotCommitted e) {
+      if (!connectionLost(e)) {
+        throw e;
+      }
+      // The other pooled connections most likely died with this one.
+      pool.getHikariPoolMXBean().softEvictConnections();
+      return attempt(work);
+    }
+  }
+
+  private <T> T attempt(Work<T> work) throws SQLException {
     Connection c;
     try {
       c = pool.getConnection();
@@ -152,6 +171,13 @@ public final class PostgresJournal implements JournalStore {
       current.remove();
       c.close();
     }
+  }
+
+  /** Connection exceptions (08…) and the server ending the session (57P01–57P03). */
+  private static boolean connectionLost(SQLException e) {
+    String state = e.getSQLState();
+    return state != null && (state.startsWith("08") || state.equals("57P01")
+        || state.equals("57P02") || state.equals("57P03"));
   }
 
   /** Rolls back; a failure here (a broken connection) is moot: the server rolls back itself. */
@@ -409,6 +435,17 @@ public final class PostgresJournal implements JournalStore {
       }
     }
     return out;
+  }
+
+  /** This transaction's session value of a server setting (the tests check the guarantees). */
+  String show(String setting) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement("SELECT current_setting(?)")) {
+      p.setString(1, setting);
+      try (ResultSet r = p.executeQuery()) {
+        r.next();
+        return r.getString(1);
+      }
+    }
   }
 
   private int update(String sql, Object... args) throws SQLException {
