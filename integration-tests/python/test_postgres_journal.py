@@ -2,7 +2,10 @@
 statements run end to end through PyArrow with every command and query recorded in PostgreSQL
 (no SQLite journal is created), and a kill -9 and restart keeps every admitted statement: the
 same sequence and SQL replays to the same correlation and next sequence, and a statement
-accepted but unfinished at the kill finishes after the restart and resolves on retry."""
+accepted but unfinished at the kill finishes after the restart and resolves on retry. The
+release archive's own runtime image runs on it too."""
+
+import shutil
 
 import grpc
 
@@ -97,3 +100,34 @@ def test_kill9_restart_and_the_same_sequence_replays(template_state, postgres, t
 def sql_info_bytes(d, sql, sequence):
     with channel(d) as ch:
         return sql_info(ch, d, "primitive", sql, sequence, 60)
+
+
+def test_the_release_archive_runtime_runs_on_the_postgresql_journal(template_state, postgres,
+                                                                     tmp_path):
+    """The jlink runtime image of the archive carries every module the driver, the pool and the
+    migrations need (a missing one would fail at start or at the first statement)."""
+    import tarfile
+    from test_distribution import archive
+    home = tmp_path / "unpacked"
+    home.mkdir()
+    with tarfile.open(archive()) as t:
+        t.extractall(home, filter="tar")
+    [top] = list(home.iterdir())
+    tools = tmp_path / "path"
+    tools.mkdir()
+    (tools / "bash").symlink_to(shutil.which("bash"))
+    database = postgres.create_database()
+    state = Daemon.copy_state(template_state, tmp_path / "state",
+                              {"journal": postgres.journal_config(database)})
+    d = Daemon(state, command=[str(top / "bin" / "transit-flight"), "run", "--config",
+                               str(state / "gateway.json")],
+               env={"PATH": str(tools), "HOME": str(tmp_path)}).start()
+    try:
+        caller = Caller(d, "primitive")
+        table, _ = caller.query("SELECT COUNT(*) FROM primitive WHERE a > 1")
+        assert table.num_rows == 1 and table.column(0).to_pylist()[0] > 0
+        caller.close()
+        assert postgres.sql(database, "SELECT count(*) FROM queries WHERE state = 'SUCCEEDED'") \
+            == [["1"]]
+    finally:
+        assert d.stop() == 0

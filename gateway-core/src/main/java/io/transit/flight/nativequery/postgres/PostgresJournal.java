@@ -9,6 +9,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -132,7 +133,9 @@ public final class PostgresJournal implements JournalStore {
     try {
       return attempt(work);
     } catch (NotCommitted e) {
-      if (!connectionLost(e)) {
+      // Only a connection that broke in use is worth another try; when none could be had
+      // within the timeout, a second wait would only double the caller's.
+      if (!connectionLost(e) || e.getCause() instanceof SQLTransientConnectionException) {
         throw e;
       }
       // The other pooled connections most likely died with this one.
