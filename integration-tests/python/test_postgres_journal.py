@@ -2,8 +2,9 @@
 statements run end to end through PyArrow with every command and query recorded in PostgreSQL
 (no SQLite journal is created), and a kill -9 and restart keeps every admitted statement: the
 same sequence and SQL replays to the same correlation and next sequence, and a statement
-accepted but unfinished at the kill finishes after the restart and resolves on retry. The
-release archive's own runtime image runs on it too."""
+accepted but unfinished at the kill finishes after the restart and resolves on retry. Two
+replicas on one database alternate one caller's statements and replay each other's. The release
+archive's own runtime image runs on it too."""
 
 import shutil
 
@@ -100,6 +101,42 @@ def test_kill9_restart_and_the_same_sequence_replays(template_state, postgres, t
 def sql_info_bytes(d, sql, sequence):
     with channel(d) as ch:
         return sql_info(ch, d, "primitive", sql, sequence, 60)
+
+
+def test_two_replicas_share_one_principals_sequence(template_state, postgres, tmp_path):
+    """Two daemons (replicas: same keys and credentials, own state directories) on one
+    PostgreSQL journal: a caller's statements may alternate between them, each admitted at the
+    next sequence the other handed out, and a retry on the other replica replays the recorded
+    correlation and next sequence."""
+    database = postgres.create_database()
+    section = {"journal": postgres.journal_config(database)}
+    a = Daemon.variant(template_state, section, target=tmp_path / "a")
+    b = Daemon.variant(template_state, section, target=tmp_path / "b")
+    a.start()
+    b.start()
+    try:
+        with channel(a) as ca, channel(b) as cb:
+            seq = next_sequence(ca, a, "primitive")
+            assert next_sequence(cb, b, "primitive") == seq
+            admitted = []
+            for i, (ch, d) in enumerate([(ca, a), (cb, b), (ca, a), (cb, b)]):
+                sql = f"SELECT COUNT(*) FROM primitive WHERE id < {100 + i}"
+                correlation, meta = info_fields(sql_info(ch, d, "primitive", sql, seq, 60))
+                admitted.append((seq, sql, correlation, meta["next_sequence"]))
+                seq = meta["next_sequence"]
+            assert next_sequence(ca, a, "primitive") == next_sequence(cb, b, "primitive") == seq
+            # Each statement retried on the replica that did not admit it.
+            for i, (first, sql, correlation, nxt) in enumerate(admitted):
+                ch, d = (cb, b) if i % 2 == 0 else (ca, a)
+                again, meta = info_fields(sql_info(ch, d, "primitive", sql, first, 60))
+                assert (again, meta["next_sequence"]) == (correlation, nxt)
+        principal = a.principal("primitive")
+        queries = a.journal().queries(principal)
+        assert sorted(c for c, _ in queries.values()) == sorted(c for _, _, c, _ in admitted)
+        assert {st for _, st in queries.values()} == {"SUCCEEDED"}
+    finally:
+        b.close()
+        a.close()
 
 
 def test_the_release_archive_runtime_runs_on_the_postgresql_journal(template_state, postgres,
