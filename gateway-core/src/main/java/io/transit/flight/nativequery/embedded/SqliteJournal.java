@@ -17,9 +17,9 @@ import java.util.Optional;
 import java.util.Properties;
 
 /**
- * Today's {@link JournalStore}: SQLite in WAL mode with {@code synchronous=FULL}, so every
- * committed transaction survives kill -9 and power loss; the SQL itself is portable (PostgreSQL
- * is the planned shared journal).
+ * The embedded {@link JournalStore} (the default): SQLite in WAL mode with {@code synchronous=FULL}, so every
+ * committed transaction survives kill -9 and power loss; the SQL itself is portable ({@code
+ * nativequery.postgres.PostgresJournal}, the shared journal, keeps the same tables).
  *
  * <p>One JDBC connection, guarded by this object's monitor: {@link #transaction} holds it for the
  * whole unit of work, so callers on any thread (senders, query runners, readers) see each other's
