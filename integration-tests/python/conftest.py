@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from calls import Caller
-from daemon import Daemon
+import sys
+
+from daemon import Daemon, Postgres
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +47,17 @@ def configured(template_state):
         return Daemon.variant(template_state, overrides, target=Path(workdir) / "state", whole=True,
                               configured=True)
     return make
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A private PostgreSQL 15 cluster for the shared-journal tests; skipped, loudly, only when
+    the PostgreSQL binaries are missing (scripts/setup.d/30-postgresql.sh installs them)."""
+    if not Postgres.available():
+        why = (f"PostgreSQL 15 binaries missing at {Postgres.BIN}: the PostgreSQL journal tests"
+               " are SKIPPED (run scripts/setup.d/30-postgresql.sh)")
+        print(f"\n*** {why} ***\n", file=sys.stderr)
+        pytest.skip(why)
+    pg = Postgres()
+    yield pg
+    pg.close()

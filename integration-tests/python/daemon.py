@@ -16,7 +16,11 @@ same directory. It covers:
 - the stdout pump (``output``, optionally also written to ``log_file``) and the shutdown
   accounting line (``stop_report``).
 
-Also here: ``Journal`` (read-only SQL over a state directory's engine journal), ``gateway_once``
+The journal is the embedded SQLite file unless gateway.json's ``journal`` section names a
+PostgreSQL database (``Postgres``: a private cluster for the tests and the benchmarks, and
+``Postgres.journal_config``: the section that points a daemon at one of its databases).
+
+Also here: ``Journal`` / ``PostgresJournal`` (read-only SQL over the engine journal), ``gateway_once``
 (one run of scripts/gateway to its end) and ``wait_until`` (the bounded poll the harness uses).
 The Flight SQL calls are in calls.py, raw HTTP/2 in h2raw.py, fixtures in conftest.py.
 """
@@ -179,7 +183,11 @@ class Daemon:
     def principal(self, caller: str) -> int:
         return next(c["principal"] for c in self.config()["callers"] if c["name"] == caller)
 
-    def journal(self) -> "Journal":
+    def journal(self):
+        """Read-only access to this daemon's journal: SQLite, or the configured PostgreSQL."""
+        j = self.config().get("journal") or {}
+        if j.get("kind") == "postgresql":
+            return PostgresJournal(j)
         return Journal(self.state_dir / "engine" / "journal.sqlite")
 
     def segment_files(self) -> set:
@@ -337,6 +345,92 @@ class Daemon:
                 shutil.rmtree(self.remove_on_close, ignore_errors=True)
 
 
+class Postgres:
+    """A private PostgreSQL 15 cluster (docs/deployment.md, "Shared journal"): initdb into a fresh
+    0700 directory, 127.0.0.1 on a free port, its Unix socket in that directory, SCRAM password
+    authentication with a generated password in a 0600 file there. PostgreSQL refuses to run as
+    root, so as root its binaries run as ``transit-pg`` (scripts/setup.d/30-postgresql.sh).
+    ``close()`` stops it (immediate shutdown) and removes the directory.
+
+    Not thread-safe: one test thread starts, uses and closes it.
+    """
+
+    BIN = Path(os.environ.get("TRANSIT_PG_BIN", "/usr/lib/postgresql/15/bin"))
+    OS_USER = "transit-pg"
+    ROLE = "transit"
+
+    @classmethod
+    def available(cls) -> bool:
+        return (cls.BIN / "initdb").exists() and (cls.BIN / "pg_ctl").exists()
+
+    def __init__(self):
+        import secrets
+        import socket
+        self.dir = Path(tempfile.mkdtemp(prefix="transit-pg-"))
+        os.chmod(self.dir, 0o700)
+        self.password_file = self.dir / "password"
+        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(24))
+        self.root = os.geteuid() == 0
+        if self.root:
+            subprocess.run(["chown", "-R", f"{self.OS_USER}:", str(self.dir)], check=True,
+                           timeout=30)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.databases = 0
+        try:
+            self._run(str(self.BIN / "initdb"), "-D", str(self.dir / "data"), "-U", self.ROLE,
+                      f"--pwfile={self.password_file}", "-A", "scram-sha-256", "-E", "UTF8",
+                      "--locale=C", "--no-sync")
+            self._run(str(self.BIN / "pg_ctl"), "-D", str(self.dir / "data"), "-l",
+                      str(self.dir / "server.log"), "-w", "-t", "60", "-o",
+                      f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1", "start")
+        except BaseException:
+            self.close()
+            raise
+
+    def _run(self, *cmd):
+        full = (["runuser", "-u", self.OS_USER, "--"] if self.root else []) + list(cmd)
+        # Output to a file, not a pipe: the server pg_ctl starts must not hold a pipe open.
+        with tempfile.TemporaryFile() as out:
+            r = subprocess.run(full, stdout=out, stderr=subprocess.STDOUT, timeout=90)
+            if r.returncode != 0:
+                out.seek(0)
+                raise RuntimeError(f"{' '.join(full)} failed: {out.read().decode(errors='replace')}")
+
+    def sql(self, database: str, sql: str) -> list:
+        """Rows of ``sql`` (psql, unaligned), each a list of strings."""
+        env = dict(os.environ, PGPASSWORD=self.password_file.read_text().strip())
+        r = subprocess.run([str(self.BIN / "psql"), "-h", "127.0.0.1", "-p", str(self.port),
+                            "-U", self.ROLE, "-d", database, "-At", "-F", "\t", "-v",
+                            "ON_ERROR_STOP=1", "-c", sql],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr
+        return [line.split("\t") for line in r.stdout.splitlines()]
+
+    def create_database(self) -> str:
+        self.databases += 1
+        name = f"journal_{self.databases}"
+        self.sql("postgres", f"CREATE DATABASE {name}")
+        return name
+
+    def journal_config(self, database: str, **extra) -> dict:
+        """gateway.json's ``journal`` section for ``database`` of this cluster."""
+        return dict({"kind": "postgresql", "host": "127.0.0.1", "port": self.port,
+                     "database": database, "user": self.ROLE,
+                     "password_file": str(self.password_file)}, **extra)
+
+    def close(self) -> None:
+        try:
+            if (self.dir / "data" / "postmaster.pid").exists():
+                self._run(str(self.BIN / "pg_ctl"), "-D", str(self.dir / "data"), "-m",
+                          "immediate", "-w", "-t", "60", "stop")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class Journal:
     """Read-only queries over the engine journal (safe while the daemon runs: SQLite WAL), the
     evidence that a namespace ran exactly once (one query row per namespace, next sequence per
@@ -383,3 +477,31 @@ class Journal:
             if s in states or time.monotonic() > end:
                 return s
             time.sleep(0.05)
+
+
+class PostgresJournal(Journal):
+    """The same read-only queries over a PostgreSQL journal (``journal`` section of gateway.json),
+    through psql."""
+
+    def __init__(self, section: dict):
+        super().__init__(None)
+        self.section = section
+
+    def _rows(self, sql, *args):
+        def literal(a):
+            assert isinstance(a, int), "only integer parameters"
+            # Unsigned ids are stored as their signed 64-bit patterns.
+            return str(a - (1 << 64) if a >= 1 << 63 else a)
+        text = sql
+        for a in args:
+            text = text.replace("?", literal(a), 1)
+        env = dict(os.environ, PGPASSWORD=Path(self.section["password_file"]).read_text().strip())
+        r = subprocess.run([str(Postgres.BIN / "psql"), "-h", self.section["host"], "-p",
+                            str(self.section["port"]), "-U", self.section["user"], "-d",
+                            self.section["database"], "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1",
+                            "-c", text], capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr
+        rows = []
+        for line in r.stdout.splitlines():
+            rows.append(tuple(int(v) if v.lstrip("-").isdigit() else v for v in line.split("\t")))
+        return rows

@@ -78,8 +78,9 @@ public final class Bindings {
     }
     // Allocators, pools, listener bounds and deadlines are sized at start; a partial live change
     // would be worse than none.
-    if (!current.limits().equals(next.limits()) || !current.engine().equals(next.engine())) {
-      throw new ConfigException("limits, engine or jvm changed: a restart is required");
+    if (!current.limits().equals(next.limits()) || !current.engine().equals(next.engine())
+        || !current.journal().equals(next.journal())) {
+      throw new ConfigException("limits, engine, journal or jvm changed: a restart is required");
     }
     return build(next);
   }

@@ -15,7 +15,9 @@ import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.nativequery.NativeQueryAdmin;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
+import io.transit.flight.nativequery.embedded.EngineOptions;
 import io.transit.flight.nativequery.embedded.PlanCache;
+import io.transit.flight.nativequery.postgres.PostgresJournal;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.auth.AuthSnapshot;
 import io.transit.flight.server.auth.Authorization;
@@ -175,8 +177,15 @@ public final class GatewayServer implements AutoCloseable {
       log.warn("TEST FAULTS ENABLED ({}): this daemon is for tests only", hooks);
     }
     try {
-      return EmbeddedEngine.open(state.engineDir(),
-          Bindings.engineOptions(cfg).withFaults(hooks.engineFaults()),
+      EngineOptions options = Bindings.engineOptions(cfg).withFaults(hooks.engineFaults());
+      if (cfg.journal().shared()) {
+        log.info("journal: PostgreSQL {}", cfg.journal().postgres().jdbcUrl());
+        return EmbeddedEngine.open(state.engineDir(), options,
+            PostgresJournal.open(cfg.journal().postgres()),
+            hooks.enginePublicationsNone() ? List.of() : Bindings.publications(cfg),
+            snapshot.rights(), PlanCache.withDefaults());
+      }
+      return EmbeddedEngine.open(state.engineDir(), options,
           hooks.enginePublicationsNone() ? List.of() : Bindings.publications(cfg),
           // The engine owns compilation; the gateway asks it (NativeQueryClient.planner()), so
           // a statement is parsed once, not at each of its compile, submit check and execution.

@@ -37,7 +37,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The embedded native query system: journal (SQLite), published Tables scanned in place and
+ * The embedded native query system: journal (SQLite, or the shared PostgreSQL journal), published Tables scanned in place and
  * execution (DuckDB),
  * retained results (content-addressed segment files) behind {@link NativeQueryClient}.
  *
@@ -113,15 +113,27 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       List<Publication> publications, Collection<PrincipalRights> rights, Planner planner)
       throws IOException, SQLException {
     Files.createDirectories(stateDir);
-    if (options.recipient() == 0) {
-      log.warn("no proof recipient configured: principal proofs are accepted for any service id");
-    }
-    RightsRegistry registry = new RightsRegistry(rights);
-    BufferAllocator allocator = new RootAllocator(options.memoryLimitBytes());
-    JournalStore journal = null;
+    return open(stateDir, options, SqliteJournal.open(stateDir.resolve("journal.sqlite")),
+        publications, rights, planner);
+  }
+
+  /**
+   * As {@link #open(Path, EngineOptions, List, Collection, Planner)} with the journal given (the
+   * shared PostgreSQL journal of a replicated deployment). Ownership of {@code journal} passes to
+   * the engine: {@link #close()} closes it, and so does a failed open.
+   */
+  public static EmbeddedEngine open(Path stateDir, EngineOptions options, JournalStore journal,
+      List<Publication> publications, Collection<PrincipalRights> rights, Planner planner)
+      throws IOException, SQLException {
+    BufferAllocator allocator = null;
     DuckTables tables = null;
     try {
-      journal = SqliteJournal.open(stateDir.resolve("journal.sqlite"));
+      Files.createDirectories(stateDir);
+      if (options.recipient() == 0) {
+        log.warn("no proof recipient configured: principal proofs are accepted for any service id");
+      }
+      RightsRegistry registry = new RightsRegistry(rights);
+      allocator = new RootAllocator(options.memoryLimitBytes());
       tables = DuckTables.open(publications, options.duck(), stateDir, allocator);
       SegmentStore segments = new LocalSegmentStore(stateDir.resolve("segments"));
       EmbeddedEngine engine =
@@ -138,10 +150,10 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       if (tables != null) {
         tables.close();
       }
-      if (journal != null) {
-        journal.close();
+      journal.close();
+      if (allocator != null) {
+        allocator.close();
       }
-      allocator.close();
       throw e;
     }
   }
@@ -158,18 +170,18 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       result = commands.decide(command, parsed);
     } catch (SQLException e) {
       if (journal.isFullWithNothingRecorded(e)) {
-        // Definitely not recorded: a retry of the same sequence finds the command unrecorded
-        // and decides it afresh once there is room.
-        throw QueryCode.DISK_FULL.failure(
-                "the journal's file system is full: the command was not recorded")
-            .with(Fact.unsigned("limit", journal.usableBytes()))
-            // At least one more journal page than the file system had left.
-            .with(Fact.unsigned("required", journal.usableBytes() + JOURNAL_PAGE_BYTES))
+        throw journalFull(parsed);
+      }
+      if (e instanceof JournalStore.NotCommitted) {
+        // Rolled back before the commit was sent: nothing is recorded, a retry is safe. The
+        // SQLState (e.g. 55P03 lock timeout, 08006 connection lost) says why in a bounded fact.
+        log.warn("command at sequence {} not recorded: {}",
+            Long.toUnsignedString(parsed.getSequence()), e.getMessage(), e);
+        GatewayException g = new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
+                "the native journal cannot be written; nothing was recorded", e)
             .with(Fact.unsigned("sequence", parsed.getSequence()))
-            // Not a terminal failure of an accepted query: nothing of this command exists, and
-            // the same sequence and SQL complete the statement once there is room.
-            .withOutcome(Outcome.NOT_ADMITTED)
-            .withActions(Action.RETRY_SAME_SEQUENCE_AND_SQL);
+            .with(Fact.unsigned("namespace", parsed.getNamespace()));
+        throw e.getSQLState() == null ? g : g.with("sql_state", e.getSQLState());
       }
       // Any other failed commit may or may not have reached the disk: the outcome is unknown.
       throw unknownOutcome(parsed, "the journal commit failed").with("reason", e.getMessage());
@@ -187,6 +199,26 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       throw unknownOutcome(parsed, "injected after the record");
     }
     return result.outcome();
+  }
+
+  /**
+   * The journal's storage is full and the store guarantees the transaction rolled back: nothing
+   * of the command exists, so this is not a terminal failure of an accepted query, and the same
+   * sequence and SQL complete the statement once there is room.
+   */
+  private GatewayException journalFull(NativeCommand parsed) {
+    GatewayException g = QueryCode.DISK_FULL.failure(
+            "the journal's storage is full: the command was not recorded")
+        .with(Fact.unsigned("sequence", parsed.getSequence()))
+        .withOutcome(Outcome.NOT_ADMITTED)
+        .withActions(Action.RETRY_SAME_SEQUENCE_AND_SQL);
+    long usable = journal.usableBytes();
+    if (usable >= 0) {
+      // At least one more journal page than the file system had left.
+      g = g.with(Fact.unsigned("limit", usable))
+          .with(Fact.unsigned("required", usable + JOURNAL_PAGE_BYTES));
+    }
+    return g;
   }
 
   private static GatewayException unknownOutcome(NativeCommand c, String why) {

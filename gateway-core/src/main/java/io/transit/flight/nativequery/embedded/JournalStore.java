@@ -8,16 +8,35 @@ import java.util.Optional;
 /**
  * The engine's durable journal: principals' next sequences, recorded commands and outcomes,
  * uploads and their parts, and saved queries with their retained manifests. The engine's logic
- * sees only this interface; {@link SqliteJournal} is today's implementation, and a shared
- * journal (PostgreSQL) for a replicated deployment implements the same methods.
+ * sees only this interface; {@link SqliteJournal} is the embedded default, and {@code
+ * io.transit.flight.nativequery.postgres.PostgresJournal} is the shared journal of a replicated
+ * deployment (several gateways, one database).
  *
  * <p>Contract for every implementation: {@link #transaction} runs its work as one atomic,
  * durable unit that callers on any thread (senders, query runners, readers) see whole; the
- * row-level methods are called only inside {@link #transaction}. Unsigned 64-bit ids travel as
- * their signed bit patterns. The throws clause names {@link SQLException} because every planned
- * implementation is a SQL database.
+ * row-level methods are called only inside {@link #transaction}, on the thread that runs it,
+ * and a transaction never opens another. Admission for one principal is serialized: {@link
+ * #nextSequence} inside a transaction holds the principal off every other transaction (of this
+ * store or of another store on the same journal) until it ends. Unsigned 64-bit ids travel as
+ * their signed bit patterns. The throws clause names {@link SQLException} because every
+ * implementation is a SQL database; {@link NotCommitted} marks the failures known to have left
+ * nothing behind.
  */
-interface JournalStore extends AutoCloseable {
+public interface JournalStore extends AutoCloseable {
+  /**
+   * The transaction failed before its commit was sent and was rolled back: nothing of it is
+   * durable, so the same work may run again (the engine answers UNAVAILABLE {@code
+   * query.journal_unavailable}, not an unknown outcome). Any other {@link SQLException} from
+   * {@link #transaction} may have committed.
+   */
+  final class NotCommitted extends SQLException {
+    private static final long serialVersionUID = 1L;
+
+    public NotCommitted(String message, SQLException cause) {
+      super(message, cause.getSQLState(), cause);
+    }
+  }
+
   /** One unit of work inside a transaction. */
   interface Work<T> {
     T run() throws SQLException;
@@ -44,7 +63,11 @@ interface JournalStore extends AutoCloseable {
   /** A saved query: its status and, once it succeeded, the canonical manifest bytes. */
   record SavedQuery(QueryStatus status, byte[] bundleSha256, boolean released, byte[] manifest) {}
 
-  /** Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. */
+  /**
+   * Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. The work
+   * must have no effect outside the journal: an implementation may run it once more after a
+   * failure that left nothing committed (a shared journal's lost connection).
+   */
   <T> T transaction(Work<T> work) throws SQLException;
 
   /**
@@ -60,7 +83,10 @@ interface JournalStore extends AutoCloseable {
    */
   boolean isFullWithNothingRecorded(SQLException failure);
 
-  /** Bytes the journal's file system has left for it (best effort; 0 when unknown). */
+  /**
+   * Bytes the journal's file system has left for it, measured now; -1 when the store cannot
+   * know (a journal on a database server).
+   */
   long usableBytes();
 
   /** The principal's next expected sequence, {@code first} when it has none yet. */
@@ -86,7 +112,10 @@ interface JournalStore extends AutoCloseable {
   /** The upload's parts concatenated in index order. */
   byte[] assembled(long principal, long namespace) throws SQLException;
 
-  /** A fresh correlation: durable and monotonic (the counter commits with the query row). */
+  /**
+   * A fresh correlation: durable, increasing, and never handed out twice by any store on the same
+   * journal. Values may be skipped (a shared journal's sequence keeps a rolled-back value).
+   */
   long allocateCorrelation() throws SQLException;
 
   void insertAccepted(long correlation, long principal, long namespace, byte[] bundleSha256)

@@ -17,9 +17,9 @@ import java.util.Optional;
 import java.util.Properties;
 
 /**
- * Today's {@link JournalStore}: SQLite in WAL mode with {@code synchronous=FULL}, so every
- * committed transaction survives kill -9 and power loss; the SQL itself is portable (PostgreSQL
- * is the planned shared journal).
+ * The embedded {@link JournalStore} (the default): SQLite in WAL mode with {@code synchronous=FULL}, so every
+ * committed transaction survives kill -9 and power loss; the SQL itself is portable ({@code
+ * nativequery.postgres.PostgresJournal}, the shared journal, keeps the same tables).
  *
  * <p>One JDBC connection at a time (replaced only after a failure SQLite rolled back itself,
  * see {@link #transaction}), guarded by this object's monitor: {@link #transaction} holds it for the
@@ -434,7 +434,7 @@ final class SqliteJournal implements JournalStore {
     try {
       return java.nio.file.Files.getFileStore(file).getUsableSpace();
     } catch (java.io.IOException e) {
-      return 0;
+      return -1;
     }
   }
 

@@ -18,7 +18,8 @@
  * </ul>
  *
  * <p>Inside: {@code CommandProcessor} and {@code UploadValidator} decide commands in one {@code
- * JournalStore} transaction (the interface; {@code SqliteJournal} today); {@code QueryRunner}
+ * JournalStore} transaction (the interface; {@code SqliteJournal}, or the shared {@code
+ * nativequery.postgres.PostgresJournal}); {@code QueryRunner}
  * executes plans translated by {@code PlanTranslator} on the Tables {@code DuckTables} publishes as
  * views over their files (checked by {@code FileSchemaCheck}, CSV/Arrow through {@code
  * ParquetCopies}, guarded by each file's {@code FileIdentity} before and after every scan), cutting
@@ -30,7 +31,8 @@
  * discloses anything.
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
- * runs each transaction whole (SQLite: on one monitor). Queries run on the engine's bounded
+ * runs each transaction whole (SQLite: on one monitor; PostgreSQL: on a pooled connection of its
+ * own, one principal's admissions serialized on its row lock). Queries run on the engine's bounded
  * execution pool, one query per task, each with its own child allocator and DuckDB connection;
  * nothing a runner allocates outlives its task. Rights are swapped atomically as a whole.
  */

@@ -74,6 +74,7 @@ public final class ConfigLoader {
     Limits limits = (raw.limits() != null ? raw.limits() : Limits.defaults()).withDefaults();
     validateLimits(limits);
     ResolvedConfig.Engine engine = engine(raw.engine(), raw.jvm(), stateDir);
+    ResolvedConfig.Journal journal = journal(raw.journal(), stateDir);
 
     Map<String, ResolvedConfig.Publication> pubs = new LinkedHashMap<>();
     List<GatewayConfig.PublicationConfig> pubList = raw.publications() != null ? raw.publications() : List.of();
@@ -113,7 +114,7 @@ public final class ConfigLoader {
       callers.add(c);
     }
     return new ResolvedConfig(host, port, stateDir, realm, realmName, service, ingress, ttl, limits,
-        engine, Map.copyOf(pubs), List.copyOf(callers), transport(listen, base));
+        engine, journal, Map.copyOf(pubs), List.copyOf(callers), transport(listen, base));
   }
 
   /** Engine and JVM sizing with the machine-sized defaults of {@link DuckSettings}. */
@@ -143,6 +144,74 @@ public final class ConfigLoader {
         "100..retention_max_age_ms");
     return new ResolvedConfig.Engine(memory, threads, temp, allocator, heap, new RetentionPolicy(
         java.time.Duration.ofMillis(age), bytes, java.time.Duration.ofMillis(every)));
+  }
+
+  /**
+   * The journal: SQLite unless {@code journal.kind} is {@code postgresql}. The password file is
+   * read here, once, at start (and refused when group or others may read it); its one line is
+   * the password.
+   */
+  private static ResolvedConfig.Journal journal(GatewayConfig.Journal j, Path stateDir)
+      throws ConfigException {
+    String kind = j == null || j.kind() == null ? "sqlite" : j.kind();
+    check(kind.equals("sqlite") || kind.equals("postgresql"), "journal.kind", kind,
+        "sqlite or postgresql");
+    if (kind.equals("sqlite")) {
+      check(j == null || (j.url() == null && j.host() == null && j.port() == null
+              && j.database() == null && j.user() == null && j.passwordFile() == null
+              && j.poolSize() == null && j.connectionTimeoutMs() == null
+              && j.lockTimeoutMs() == null && j.statementTimeoutMs() == null
+              && j.idleInTransactionTimeoutMs() == null),
+          "journal.kind", kind, "postgresql when database settings are given");
+      return ResolvedConfig.Journal.SQLITE;
+    }
+    String url;
+    if (j.url() != null) {
+      check(j.host() == null && j.port() == null && j.database() == null, "journal.url", j.url(),
+          "either url or host, port and database, not both");
+      url = j.url();
+      check(url.startsWith("jdbc:postgresql://"), "journal.url", url,
+          "jdbc:postgresql://host:port/database");
+    } else {
+      String host = j.host() != null ? j.host() : "127.0.0.1";
+      int port = j.port() != null ? j.port() : 5432;
+      check(port >= 1 && port <= 65535, "journal.port", port, "1..65535");
+      String database = name(j.database() != null ? j.database() : "transit_journal",
+          "journal.database");
+      url = io.transit.flight.nativequery.postgres.PostgresSettings.url(host, port, database);
+    }
+    String user = name(j.user() != null ? j.user() : "transit", "journal.user");
+    Path pwFile = stateDir.resolve(require(j.passwordFile(), "journal.password_file")).normalize();
+    check(Files.isReadable(pwFile), "journal.password_file", pwFile, "a readable file");
+    checkPrivate(pwFile, "journal.password_file");
+    String password;
+    try {
+      byte[] bytes = Files.readAllBytes(pwFile);
+      check(bytes.length <= 1024, "journal.password_file", pwFile, "at most 1024 bytes");
+      password = new String(bytes, java.nio.charset.StandardCharsets.UTF_8).strip();
+    } catch (IOException e) {
+      throw new ConfigException("journal.password_file: " + pwFile + ": cannot read: "
+          + e.getMessage(), e);
+    }
+    check(!password.isEmpty() && password.indexOf('\n') < 0, "journal.password_file", pwFile,
+        "one non-empty line");
+    int pool = j.poolSize() != null ? j.poolSize() : 8;
+    check(pool >= 1 && pool <= 256, "journal.pool_size", pool, "1..256");
+    long connect = j.connectionTimeoutMs() != null ? j.connectionTimeoutMs() : 5_000;
+    check(connect >= 250 && connect <= 600_000, "journal.connection_timeout_ms", connect,
+        "250..600000");
+    long lock = j.lockTimeoutMs() != null ? j.lockTimeoutMs() : 10_000;
+    check(lock >= 1 && lock <= 600_000, "journal.lock_timeout_ms", lock, "1..600000");
+    long statement = j.statementTimeoutMs() != null ? j.statementTimeoutMs() : 30_000;
+    check(statement >= 1 && statement <= 3_600_000, "journal.statement_timeout_ms", statement,
+        "1..3600000");
+    long idle = j.idleInTransactionTimeoutMs() != null ? j.idleInTransactionTimeoutMs() : 60_000;
+    check(idle >= 1 && idle <= 3_600_000, "journal.idle_in_transaction_timeout_ms", idle,
+        "1..3600000");
+    return new ResolvedConfig.Journal(new io.transit.flight.nativequery.postgres.PostgresSettings(
+        url, user, password, pool, java.time.Duration.ofMillis(connect),
+        java.time.Duration.ofMillis(lock), java.time.Duration.ofMillis(statement),
+        java.time.Duration.ofMillis(idle)));
   }
 
   /** Unix socket and TLS paths resolve against the config file's directory, like state_dir. */

@@ -18,6 +18,7 @@ public record GatewayConfig(
     @JsonProperty("deployment") Deployment deployment,
     @JsonProperty("limits") Limits limits,
     @JsonProperty("engine") Engine engine,
+    @JsonProperty("journal") Journal journal,
     @JsonProperty("jvm") Jvm jvm,
     @JsonProperty("publications") List<PublicationConfig> publications,
     @JsonProperty("callers") List<CallerConfig> callers) {
@@ -62,6 +63,26 @@ public record GatewayConfig(
       @JsonProperty("retention_max_age_ms") Long retentionMaxAgeMs,
       @JsonProperty("retention_max_bytes") Long retentionMaxBytes,
       @JsonProperty("retention_check_ms") Long retentionCheckMs) {}
+
+  /**
+   * Where the engine's journal lives: {@code sqlite} (the default: a file in the state directory)
+   * or {@code postgresql} (a database shared by the replicas of a deployment), given by {@code
+   * url} or by {@code host}, {@code port} and {@code database}; the password is in its own 0600
+   * file.
+   */
+  public record Journal(
+      @JsonProperty("kind") String kind,
+      @JsonProperty("url") String url,
+      @JsonProperty("host") String host,
+      @JsonProperty("port") Integer port,
+      @JsonProperty("database") String database,
+      @JsonProperty("user") String user,
+      @JsonProperty("password_file") String passwordFile,
+      @JsonProperty("pool_size") Integer poolSize,
+      @JsonProperty("connection_timeout_ms") Long connectionTimeoutMs,
+      @JsonProperty("lock_timeout_ms") Long lockTimeoutMs,
+      @JsonProperty("statement_timeout_ms") Long statementTimeoutMs,
+      @JsonProperty("idle_in_transaction_timeout_ms") Long idleInTransactionTimeoutMs) {}
 
   /** The JVM's own sizing, applied by the launcher before the daemon starts. */
   public record Jvm(@JsonProperty("heap_bytes") Long heapBytes) {}

@@ -21,6 +21,7 @@ public record ResolvedConfig(
     long ticketTtlMs,
     Limits limits,
     Engine engine,
+    Journal journal,
     Map<String, Publication> publications,
     List<Caller> callers,
     Transport transport) {
@@ -39,7 +40,7 @@ public record ResolvedConfig(
   /** This configuration listening on {@code newPort} instead (a command-line override). */
   public ResolvedConfig withPort(int newPort) {
     return new ResolvedConfig(host, newPort, stateDir, realm, realmName, service, ingress,
-        ticketTtlMs, limits, engine, publications, callers, transport);
+        ticketTtlMs, limits, engine, journal, publications, callers, transport);
   }
 
   /**
@@ -49,6 +50,18 @@ public record ResolvedConfig(
    */
   public record Engine(long memoryLimitBytes, int threads, Path tempDir, long allocatorBytes,
       long heapBytes, io.transit.flight.nativequery.embedded.RetentionPolicy retention) {}
+
+  /**
+   * The engine's journal: {@code postgres} is null for the embedded SQLite journal (the default),
+   * else the shared PostgreSQL journal's settings, its password already read from its file.
+   */
+  public record Journal(io.transit.flight.nativequery.postgres.PostgresSettings postgres) {
+    public static final Journal SQLITE = new Journal(null);
+
+    public boolean shared() {
+      return postgres != null;
+    }
+  }
 
   /** A published Table and its data files. */
   public record Publication(

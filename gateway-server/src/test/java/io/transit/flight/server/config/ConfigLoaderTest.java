@@ -117,6 +117,45 @@ class ConfigLoaderTest {
     }
   }
 
+  @Test
+  void journalIsSqliteByDefaultAndPostgresqlReadsItsPasswordFileOnce() throws Exception {
+    String valid = VALID.formatted(caller("a", 10));
+    assertEquals(ResolvedConfig.Journal.SQLITE, load(valid).journal());
+    assertEquals(ResolvedConfig.Journal.SQLITE, load(valid.replace("\"state_dir\"",
+        "\"journal\": {\"kind\": \"sqlite\"}, \"state_dir\"")).journal());
+
+    Path pw = dir.resolve("state/journal.password");
+    Files.createDirectories(pw.getParent());
+    Files.writeString(pw, "s3cret-from-file\n");
+    Files.setPosixFilePermissions(pw, java.nio.file.attribute.PosixFilePermissions.fromString(
+        "rw-------"));
+    String pg = valid.replace("\"state_dir\"", "\"journal\": {\"kind\": \"postgresql\","
+        + " \"host\": \"db.internal\", \"port\": 5433, \"database\": \"journal\","
+        + " \"user\": \"gw\", \"password_file\": \"journal.password\", \"pool_size\": 4,"
+        + " \"lock_timeout_ms\": 2000}, \"state_dir\"");
+    io.transit.flight.nativequery.postgres.PostgresSettings s = load(pg).journal().postgres();
+    assertEquals("jdbc:postgresql://db.internal:5433/journal", s.jdbcUrl());
+    assertEquals("gw", s.user());
+    assertEquals("s3cret-from-file", s.password());
+    assertEquals(4, s.poolSize());
+    assertEquals(Duration.ofSeconds(2), s.lockTimeout());
+    assertEquals(Duration.ofSeconds(5), s.connectionTimeout());
+    assertEquals(Duration.ofSeconds(30), s.statementTimeout());
+    assertEquals(Duration.ofMinutes(1), s.idleInTransactionTimeout());
+    assertTrue(!s.toString().contains("s3cret"), "the password is never printed");
+
+    assertMessage("journal.kind", pg.replace("postgresql", "mysql"));
+    assertMessage("journal.kind", pg.replace("\"postgresql\"", "\"sqlite\""));
+    assertMessage("journal.pool_size", pg.replace("\"pool_size\": 4", "\"pool_size\": 0"));
+    assertMessage("journal.url", pg.replace("\"kind\": \"postgresql\",",
+        "\"kind\": \"postgresql\", \"url\": \"jdbc:postgresql://h/d\","));
+    assertMessage("journal.password_file",
+        pg.replace("\"journal.password\"", "\"missing.password\""));
+    Files.setPosixFilePermissions(pw, java.nio.file.attribute.PosixFilePermissions.fromString(
+        "rw-r--r--"));
+    assertMessage("journal.password_file", pg);
+  }
+
   private void assertMessage(String expected, String json) {
     ConfigException e = assertThrows(ConfigException.class, () -> load(json));
     assertTrue(e.getMessage().contains(expected), e.getMessage());

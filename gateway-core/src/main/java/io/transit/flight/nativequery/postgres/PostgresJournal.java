@@ -1,0 +1,522 @@
+package io.transit.flight.nativequery.postgres;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.transit.flight.nativequery.embedded.JournalStore;
+import io.transit.flight.proto.QueryStatus;
+import java.io.ByteArrayOutputStream;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.LongConsumer;
+import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.FlywayException;
+
+/**
+ * The shared {@link JournalStore} of a replicated deployment: PostgreSQL at READ COMMITTED with
+ * {@code synchronous_commit=on}, reached through a HikariCP pool, its schema kept by Flyway
+ * migrations ({@code V1__journal.sql}, …, applied at {@link #open} under Flyway's advisory lock,
+ * so replicas starting together migrate once).
+ *
+ * <p>Threads: {@link #transaction} may be called from any thread (senders, query runners,
+ * readers, the retention sweep), concurrently; each call borrows one pool entry (a {@link
+ * Connection}) for its whole unit of work. The row-level methods run on the thread inside its
+ * {@link #transaction}, on that transaction's connection (found through {@code current}). {@link
+ * #close} is called once by the owner after callers stop.
+ *
+ * <p>Pool entries: a connection belongs to exactly one thread from {@code getConnection()} to its
+ * {@code close()} (which hands it back to HikariCP); no statement, result set or connection
+ * outlives the {@link #transaction} that took it, and a connection is never touched after it is
+ * handed back. HikariCP alone moves entries between threads (its bag hands each to one borrower)
+ * and rolls back any entry handed back with uncommitted work. A connection the server or the
+ * network broke is evicted by HikariCP when its failure says so; the transaction that saw the
+ * failure ends with it.
+ *
+ * <p>Serialization: {@link #nextSequence} locks the principal's row ({@code SELECT … FOR
+ * UPDATE}, inserting the row first when absent with {@code ON CONFLICT DO NOTHING}), so two
+ * transactions deciding commands of one principal — on this gateway or another replica — run one
+ * after the other, and {@code UNIQUE (principal, sequence)} on commands is the backstop. Other
+ * principals are not held up. Failures before the commit is sent (no connection within the
+ * timeout, a lock or statement timeout, a lost connection, the backstop) roll back and throw
+ * {@link JournalStore.NotCommitted}: retrying is safe. A failure of the commit itself may have
+ * committed, and is thrown as it is.
+ *
+ * <p>Round trips: each row-level call is one statement; {@code BEGIN} travels with the first
+ * (the driver sends it lazily) and {@code COMMIT} is one more. The driver keeps each
+ * connection's parsed statements, so statements are prepared per call without a parse round
+ * trip after the first uses.
+ */
+public final class PostgresJournal implements JournalStore {
+  /** SQLSTATE of PostgreSQL's "could not extend file": its storage is full. */
+  private static final String DISK_FULL = "53100";
+
+  /** Where the migrations live on the class path. */
+  static final String MIGRATIONS = "classpath:io/transit/flight/nativequery/postgres/migration";
+
+  private final HikariDataSource pool;
+  // The connection of the transaction running on this thread; set and cleared by transaction().
+  private final ThreadLocal<Connection> current = new ThreadLocal<>();
+  /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
+  private volatile LongConsumer commitObserver = nanos -> {};
+
+  private PostgresJournal(HikariDataSource pool) {
+    this.pool = pool;
+  }
+
+  /**
+   * Connects, migrates the schema to the newest version and returns the journal; the caller owns
+   * it and closes it.
+   *
+   * @throws SQLException when the database cannot be reached or migrated (the message says which)
+   */
+  public static PostgresJournal open(PostgresSettings settings) throws SQLException {
+    HikariConfig c = new HikariConfig();
+    c.setPoolName("transit-journal");
+    c.setJdbcUrl(settings.jdbcUrl());
+    c.setUsername(settings.user());
+    c.setPassword(settings.password());
+    c.setAutoCommit(false);
+    c.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
+    c.setMaximumPoolSize(settings.poolSize());
+    c.setMinimumIdle(Math.min(2, settings.poolSize()));
+    c.setConnectionTimeout(Math.max(250, settings.connectionTimeout().toMillis()));
+    // Fail at start, not at the first statement, when the database is unreachable.
+    c.setInitializationFailTimeout(settings.connectionTimeout().toMillis());
+    c.addDataSourceProperty("ApplicationName", "transit-flight");
+    c.addDataSourceProperty("tcpKeepAlive", "true");
+    c.addDataSourceProperty("connectTimeout",
+        Long.toString(Math.max(1, settings.connectionTimeout().toSeconds())));
+    // The session settings the journal's guarantees rest on, whatever the server's defaults:
+    // every commit waits for its WAL flush, and no wait (lock, statement, idle transaction)
+    // is unbounded.
+    c.addDataSourceProperty("options", "-c synchronous_commit=on"
+        + " -c lock_timeout=" + settings.lockTimeout().toMillis()
+        + " -c statement_timeout=" + settings.statementTimeout().toMillis()
+        + " -c idle_in_transaction_session_timeout="
+        + settings.idleInTransactionTimeout().toMillis());
+    HikariDataSource pool;
+    try {
+      pool = new HikariDataSource(c);
+    } catch (RuntimeException e) {
+      // HikariCP wraps the driver's failure; the SQLState (e.g. 28P01, 08001) is what tells why.
+      throw new SQLException("the PostgreSQL journal cannot be reached: " + rootMessage(e),
+          rootState(e), e);
+    }
+    try {
+      Flyway.configure()
+          .dataSource(pool)
+          .locations(MIGRATIONS)
+          .table("journal_schema_history")
+          .load()
+          .migrate();
+    } catch (FlywayException e) {
+      pool.close();
+      throw new SQLException("the PostgreSQL journal's schema cannot be migrated: "
+          + rootMessage(e), rootState(e), e);
+    }
+    return new PostgresJournal(pool);
+  }
+
+  /**
+   * Runs {@code work} in one transaction on one pooled connection. When the connection turns out
+   * broken before the commit (the server restarted or failed over, or ended the session), every
+   * pooled connection is retired and the work runs once more on a fresh one: nothing of the
+   * first attempt committed, and the work has no effect outside the journal.
+   */
+  @Override
+  public <T> T transaction(Work<T> work) throws SQLException {
+    if (current.get() != null) {
+      throw new IllegalStateException("a journal transaction is already open on this thread");
+    }
+    try {
+      return attempt(work);
+    } catch (NotCommitted e) {
+      // Only a connection that broke in use is worth another try; when none could be had
+      // within the timeout, a second wait would only double the caller's.
+      if (!connectionLost(e) || e.getCause() instanceof SQLTransientConnectionException) {
+        throw e;
+      }
+      // The other pooled connections most likely died with this one.
+      pool.getHikariPoolMXBean().softEvictConnections();
+      return attempt(work);
+    }
+  }
+
+  private <T> T attempt(Work<T> work) throws SQLException {
+    Connection c;
+    try {
+      c = pool.getConnection();
+    } catch (SQLException e) {
+      throw new NotCommitted("no journal connection within the timeout", e);
+    }
+    current.set(c);
+    try {
+      T result;
+      try {
+        result = work.run();
+      } catch (NotCommitted e) {
+        rollback(c);
+        throw e;
+      } catch (SQLException e) {
+        rollback(c);
+        throw new NotCommitted("the journal transaction failed before its commit", e);
+      } catch (RuntimeException | Error e) {
+        rollback(c);
+        throw e;
+      }
+      long started = System.nanoTime();
+      c.commit();
+      commitObserver.accept(System.nanoTime() - started);
+      return result;
+    } finally {
+      current.remove();
+      c.close();
+    }
+  }
+
+  /** Connection exceptions (08…) and the server ending the session (57P01–57P03). */
+  private static boolean connectionLost(SQLException e) {
+    String state = e.getSQLState();
+    return state != null && (state.startsWith("08") || state.equals("57P01")
+        || state.equals("57P02") || state.equals("57P03"));
+  }
+
+  /** Rolls back; a failure here (a broken connection) is moot: the server rolls back itself. */
+  private static void rollback(Connection c) {
+    try {
+      c.rollback();
+    } catch (SQLException ignored) {
+      // HikariCP evicts a broken connection; nothing of the transaction committed.
+    }
+  }
+
+  /** The connection of this thread's transaction. */
+  private Connection connection() {
+    Connection c = current.get();
+    if (c == null) {
+      throw new IllegalStateException("journal row access outside a transaction");
+    }
+    return c;
+  }
+
+  /**
+   * The principal's next sequence, its row locked until the transaction ends. An absent row is
+   * inserted holding {@code first} (so there is a row to lock): a principal's row appears at its
+   * first admission or first sequence read.
+   */
+  @Override
+  public long nextSequence(long principal, long first) throws SQLException {
+    Optional<Long> locked = lockPrincipal(principal);
+    if (locked.isPresent()) {
+      return locked.get();
+    }
+    // Another transaction inserting the same principal makes this one wait for its end, then
+    // do nothing; the lock below then finds its row.
+    update("INSERT INTO principals (principal, next_sequence) VALUES (?, ?)"
+        + " ON CONFLICT (principal) DO NOTHING", principal, first);
+    return lockPrincipal(principal).orElseThrow(
+        () -> new SQLException("the principal's row vanished while being locked"));
+  }
+
+  private Optional<Long> lockPrincipal(long principal) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT next_sequence FROM principals WHERE principal = ? FOR UPDATE")) {
+      p.setLong(1, principal);
+      try (ResultSet r = p.executeQuery()) {
+        return r.next() ? Optional.of(r.getLong(1)) : Optional.empty();
+      }
+    }
+  }
+
+  @Override
+  public void setNextSequence(long principal, long next) throws SQLException {
+    update("INSERT INTO principals (principal, next_sequence) VALUES (?, ?)"
+        + " ON CONFLICT (principal) DO UPDATE SET next_sequence = EXCLUDED.next_sequence",
+        principal, next);
+  }
+
+  @Override
+  public Optional<Recorded> command(long principal, long sequence) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?")) {
+      p.setLong(1, principal);
+      p.setLong(2, sequence);
+      try (ResultSet r = p.executeQuery()) {
+        return r.next()
+            ? Optional.of(new Recorded(r.getBytes(1), r.getBytes(2)))
+            : Optional.empty();
+      }
+    }
+  }
+
+  @Override
+  public void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
+      throws SQLException {
+    update("INSERT INTO commands (principal, sequence, command_sha256, outcome)"
+        + " VALUES (?, ?, ?, ?)", principal, sequence, sha256, outcome);
+  }
+
+  @Override
+  public Optional<Upload> upload(long principal, long namespace) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT declared_bytes, part_count, bundle_sha256, received_parts, received_bytes, state"
+            + " FROM uploads WHERE principal = ? AND namespace = ?")) {
+      p.setLong(1, principal);
+      p.setLong(2, namespace);
+      try (ResultSet r = p.executeQuery()) {
+        if (!r.next()) {
+          return Optional.empty();
+        }
+        return Optional.of(new Upload(r.getLong(1), r.getInt(2), r.getBytes(3), r.getInt(4),
+            r.getLong(5), UploadState.valueOf(r.getString(6))));
+      }
+    }
+  }
+
+  @Override
+  public void beginUpload(
+      long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
+      throws SQLException {
+    update("INSERT INTO uploads (principal, namespace, declared_bytes, part_count, bundle_sha256,"
+            + " received_parts, received_bytes, state) VALUES (?, ?, ?, ?, ?, 0, 0, ?)",
+        principal, namespace, declaredBytes, parts, sha256, UploadState.OPEN.name());
+  }
+
+  /** One round trip: the part and the upload's counters in one statement. */
+  @Override
+  public void addPart(long principal, long namespace, int index, byte[] data) throws SQLException {
+    update("WITH part AS (INSERT INTO upload_parts (principal, namespace, part_index, data)"
+            + " VALUES (?, ?, ?, ?))"
+            + " UPDATE uploads SET received_parts = received_parts + 1,"
+            + " received_bytes = received_bytes + ? WHERE principal = ? AND namespace = ?",
+        principal, namespace, index, data, (long) data.length, principal, namespace);
+  }
+
+  @Override
+  public void setUploadState(long principal, long namespace, UploadState state)
+      throws SQLException {
+    update("UPDATE uploads SET state = ? WHERE principal = ? AND namespace = ?",
+        state.name(), principal, namespace);
+  }
+
+  @Override
+  public byte[] assembled(long principal, long namespace) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement("SELECT data FROM upload_parts"
+        + " WHERE principal = ? AND namespace = ? ORDER BY part_index")) {
+      p.setLong(1, principal);
+      p.setLong(2, namespace);
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      try (ResultSet r = p.executeQuery()) {
+        while (r.next()) {
+          out.writeBytes(r.getBytes(1));
+        }
+      }
+      return out.toByteArray();
+    }
+  }
+
+  /**
+   * The next value of the {@code correlations} sequence: unique across replicas without a lock
+   * held to commit; a rolled-back transaction's value is skipped, never reused.
+   */
+  @Override
+  public long allocateCorrelation() throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement("SELECT nextval('correlations')");
+        ResultSet r = p.executeQuery()) {
+      r.next();
+      return r.getLong(1);
+    }
+  }
+
+  @Override
+  public void insertAccepted(long correlation, long principal, long namespace, byte[] bundleSha256)
+      throws SQLException {
+    update("INSERT INTO queries (correlation, principal, namespace, bundle_sha256, state, code,"
+            + " stage, message, total_rows, limit_amount, required_amount, failed_column,"
+            + " released) VALUES (?, ?, ?, ?, ?, '', '', '', 0, 0, 0, '', false)",
+        correlation, principal, namespace, bundleSha256, QueryStatus.State.ACCEPTED.name());
+  }
+
+  @Override
+  public void finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis)
+      throws SQLException {
+    update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?, manifest_sha256 = ?,"
+            + " total_rows = ?, limit_amount = ?, required_amount = ?, failed_column = ?,"
+            + " manifest = ?, result_bytes = ?, finished_ms = ? WHERE correlation = ? AND state = ?",
+        s.getState().name(), text(s.getCode()), text(s.getStage()), text(s.getMessage()),
+        manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
+        s.getLimit(), s.getRequired(), text(s.getColumn()), manifest, resultBytes,
+        finishedMillis, s.getCorrelation(), QueryStatus.State.ACCEPTED.name());
+  }
+
+  /** PostgreSQL text cannot hold NUL; a status must still be recorded, so NUL becomes U+FFFD. */
+  private static String text(String s) {
+    return s.indexOf('\0') < 0 ? s : s.replace('\0', '\uFFFD');
+  }
+
+  @Override
+  public List<Retained> retained() throws SQLException {
+    List<Retained> out = new ArrayList<>();
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT correlation, finished_ms, result_bytes FROM queries"
+            + " WHERE state = ? AND NOT released ORDER BY finished_ms, correlation")) {
+      p.setString(1, QueryStatus.State.SUCCEEDED.name());
+      try (ResultSet r = p.executeQuery()) {
+        while (r.next()) {
+          out.add(new Retained(r.getLong(1), r.getLong(2), r.getLong(3)));
+        }
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public List<byte[]> liveManifests() throws SQLException {
+    List<byte[]> out = new ArrayList<>();
+    try (PreparedStatement p = connection().prepareStatement("SELECT manifest FROM queries"
+        + " WHERE state = ? AND NOT released AND manifest IS NOT NULL")) {
+      p.setString(1, QueryStatus.State.SUCCEEDED.name());
+      try (ResultSet r = p.executeQuery()) {
+        while (r.next()) {
+          out.add(r.getBytes(1));
+        }
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public boolean release(long correlation) throws SQLException {
+    return update("UPDATE queries SET released = true WHERE correlation = ?", correlation) == 1;
+  }
+
+  @Override
+  public Optional<SavedQuery> query(long correlation) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
+            + " total_rows, limit_amount, required_amount, failed_column, released, manifest"
+            + " FROM queries WHERE correlation = ?")) {
+      p.setLong(1, correlation);
+      try (ResultSet r = p.executeQuery()) {
+        if (!r.next()) {
+          return Optional.empty();
+        }
+        QueryStatus.Builder s = QueryStatus.newBuilder()
+            .setCorrelation(correlation)
+            .setPrincipal(r.getLong(1))
+            .setNamespace(r.getLong(2))
+            .setState(QueryStatus.State.valueOf(r.getString(4)))
+            .setCode(r.getString(5))
+            .setStage(r.getString(6))
+            .setMessage(r.getString(7))
+            .setTotalRows(r.getLong(9))
+            .setLimit(r.getLong(10))
+            .setRequired(r.getLong(11))
+            .setColumn(r.getString(12));
+        byte[] manifestSha = r.getBytes(8);
+        if (manifestSha != null) {
+          s.setManifestSha256(com.google.protobuf.ByteString.copyFrom(manifestSha));
+        }
+        return Optional.of(new SavedQuery(s.build(), r.getBytes(3), r.getBoolean(13),
+            r.getBytes(14)));
+      }
+    }
+  }
+
+  @Override
+  public List<Long> unfinished() throws SQLException {
+    List<Long> out = new ArrayList<>();
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT correlation FROM queries WHERE state = ? ORDER BY correlation")) {
+      p.setString(1, QueryStatus.State.ACCEPTED.name());
+      try (ResultSet r = p.executeQuery()) {
+        while (r.next()) {
+          out.add(r.getLong(1));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** This transaction's session value of a server setting (the tests check the guarantees). */
+  String show(String setting) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement("SELECT current_setting(?)")) {
+      p.setString(1, setting);
+      try (ResultSet r = p.executeQuery()) {
+        r.next();
+        return r.getString(1);
+      }
+    }
+  }
+
+  private int update(String sql, Object... args) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(sql)) {
+      for (int i = 0; i < args.length; i++) {
+        p.setObject(i + 1, args[i]);
+      }
+      return p.executeUpdate();
+    }
+  }
+
+  /**
+   * PostgreSQL's disk_full (SQLSTATE 53100) raised before the commit was sent: the server
+   * aborted the transaction, so nothing of it was recorded. The same error from the commit
+   * itself is not claimed: that outcome is the server's to tell.
+   */
+  @Override
+  public boolean isFullWithNothingRecorded(SQLException failure) {
+    if (!(failure instanceof NotCommitted)) {
+      return false;
+    }
+    for (Throwable t = failure; t != null; t = t.getCause()) {
+      if (t instanceof SQLException e && DISK_FULL.equals(e.getSQLState())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The server's file systems are not this process's to measure. */
+  @Override
+  public long usableBytes() {
+    return -1;
+  }
+
+  @Override
+  public void observeCommits(LongConsumer observer) {
+    this.commitObserver = observer;
+  }
+
+  /** Closes the pool: every connection, once handed back, is closed. */
+  @Override
+  public void close() {
+    pool.close();
+  }
+
+  private static Throwable root(Throwable e) {
+    Throwable t = e;
+    while (t.getCause() != null && t.getCause() != t) {
+      t = t.getCause();
+    }
+    return t;
+  }
+
+  private static String rootMessage(Throwable e) {
+    String m = root(e).getMessage();
+    return m == null ? root(e).getClass().getSimpleName() : m;
+  }
+
+  private static String rootState(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof SQLException s && s.getSQLState() != null) {
+        return s.getSQLState();
+      }
+    }
+    return null;
+  }
+}

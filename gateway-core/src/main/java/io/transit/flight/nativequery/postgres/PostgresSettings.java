@@ -1,0 +1,66 @@
+package io.transit.flight.nativequery.postgres;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Where the shared journal lives and how the gateway talks to it. The password is read from its
+ * 0600 file at start by the configuration loader and is never printed ({@link #toString()} leaves
+ * it out).
+ *
+ * @param jdbcUrl {@code jdbc:postgresql://host:port/database}
+ * @param user the database role the gateway logs in as
+ * @param password that role's password (SCRAM over the wire)
+ * @param poolSize the most connections this gateway holds: one per running transaction
+ * @param connectionTimeout how long a transaction waits for a pooled connection (or a new one)
+ *     before it fails as {@code journal_unavailable}
+ * @param lockTimeout the session's {@code lock_timeout}: the longest wait for a principal's row
+ *     held by another transaction (of this gateway or another replica)
+ * @param statementTimeout the session's {@code statement_timeout}
+ * @param idleInTransactionTimeout the session's {@code idle_in_transaction_session_timeout}: the
+ *     server ends a session that sits in an open transaction this long (a stuck replica cannot
+ *     hold a principal's row lock forever)
+ */
+public record PostgresSettings(
+    String jdbcUrl,
+    String user,
+    String password,
+    int poolSize,
+    Duration connectionTimeout,
+    Duration lockTimeout,
+    Duration statementTimeout,
+    Duration idleInTransactionTimeout) {
+  public PostgresSettings {
+    Objects.requireNonNull(jdbcUrl, "jdbcUrl");
+    Objects.requireNonNull(user, "user");
+    Objects.requireNonNull(password, "password");
+    if (!jdbcUrl.startsWith("jdbc:postgresql:")) {
+      throw new IllegalArgumentException("jdbcUrl: " + jdbcUrl + " (expected: jdbc:postgresql:…)");
+    }
+    if (poolSize < 1) {
+      throw new IllegalArgumentException("poolSize: " + poolSize + " (expected: >= 1)");
+    }
+    for (Duration d : new Duration[] {
+        connectionTimeout, lockTimeout, statementTimeout, idleInTransactionTimeout}) {
+      Objects.requireNonNull(d, "timeout");
+      if (d.toMillis() < 1) {
+        throw new IllegalArgumentException("timeouts: " + d + " (expected: >= 1 ms)");
+      }
+    }
+  }
+
+  /** The JDBC URL for {@code host:port/database}. */
+  public static String url(String host, int port, String database) {
+    String h = host.indexOf(':') >= 0 ? "[" + host + "]" : host;
+    return "jdbc:postgresql://" + h + ":" + port + "/" + database;
+  }
+
+  /** Everything but the password. */
+  @Override
+  public String toString() {
+    return "PostgresSettings[jdbcUrl=" + jdbcUrl + ", user=" + user + ", poolSize=" + poolSize
+        + ", connectionTimeout=" + connectionTimeout + ", lockTimeout=" + lockTimeout
+        + ", statementTimeout=" + statementTimeout + ", idleInTransactionTimeout="
+        + idleInTransactionTimeout + "]";
+  }
+}

@@ -1,0 +1,275 @@
+package io.transit.flight.nativequery.embedded;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.protobuf.ByteString;
+import io.transit.flight.proto.QueryStatus;
+import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The {@link JournalStore} contract, run against every implementation (a subclass per store):
+ * what the engine relies on, row by row, and the transaction's atomicity and durability.
+ */
+public abstract class JournalStoreContract {
+  private static final long ANY = 0xF00DL;
+  /** 2^64-1: unsigned ids travel as their signed bit patterns. */
+  private static final long MAX_U64 = -1L;
+
+  protected JournalStore journal;
+
+  /** A fresh, empty journal. */
+  protected abstract JournalStore openFresh() throws Exception;
+
+  /** The same journal as the last {@link #openFresh()}, opened again after a close. */
+  protected abstract JournalStore reopen() throws Exception;
+
+  @BeforeEach
+  void open() throws Exception {
+    journal = openFresh();
+  }
+
+  @AfterEach
+  void close() throws Exception {
+    if (journal != null) {
+      journal.close();
+    }
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void absentPrincipalStartsAtFirstAndKeepsWhatIsSet() throws Exception {
+    assertEquals(5, journal.transaction(() -> journal.nextSequence(ANY, 5)));
+    journal.transaction(() -> {
+      assertEquals(5, journal.nextSequence(MAX_U64, 5));
+      journal.setNextSequence(MAX_U64, 9);
+      return null;
+    });
+    assertEquals(9, journal.transaction(() -> journal.nextSequence(MAX_U64, 5)));
+    journal.transaction(() -> {
+      journal.setNextSequence(MAX_U64, -2L);
+      return null;
+    });
+    assertEquals(-2L, journal.transaction(() -> journal.nextSequence(MAX_U64, 5)));
+  }
+
+  @Test
+  void failedWorkLeavesNothingBehind() throws Exception {
+    IllegalStateException thrown = assertThrows(IllegalStateException.class,
+        () -> journal.transaction(() -> {
+          journal.nextSequence(7, 1);
+          journal.recordCommand(7, 1, bytes("sha"), bytes("outcome"));
+          journal.setNextSequence(7, 2);
+          journal.beginUpload(7, 1, 10, 1, bytes("bundle"));
+          throw new IllegalStateException("the decision failed");
+        }));
+    assertEquals("the decision failed", thrown.getMessage());
+    journal.transaction(() -> {
+      assertEquals(1, journal.nextSequence(7, 1));
+      assertTrue(journal.command(7, 1).isEmpty());
+      assertTrue(journal.upload(7, 1).isEmpty());
+      return null;
+    });
+  }
+
+  @Test
+  void aSequenceIsRecordedOnceAndTheLoserRollsBackWhole() throws Exception {
+    journal.transaction(() -> {
+      journal.recordCommand(MAX_U64, MAX_U64 - 1, bytes("first"), bytes("outcome-1"));
+      return null;
+    });
+    assertThrows(SQLException.class, () -> journal.transaction(() -> {
+      journal.setNextSequence(MAX_U64, 77);
+      journal.recordCommand(MAX_U64, MAX_U64 - 1, bytes("second"), bytes("outcome-2"));
+      return null;
+    }));
+    JournalStore.Recorded r = journal.transaction(() -> journal.command(MAX_U64, MAX_U64 - 1))
+        .orElseThrow();
+    assertArrayEquals(bytes("first"), r.commandSha256());
+    assertArrayEquals(bytes("outcome-1"), r.outcome());
+    assertEquals(3, journal.transaction(() -> journal.nextSequence(MAX_U64, 3)),
+        "the loser's setNextSequence rolled back with it");
+    assertTrue(journal.transaction(() -> journal.command(MAX_U64, 1)).isEmpty());
+  }
+
+  @Test
+  void uploadAssemblesPartsInIndexOrderAndCountsThem() throws Exception {
+    journal.transaction(() -> {
+      assertTrue(journal.upload(3, 30).isEmpty());
+      journal.beginUpload(3, 30, 9, 3, bytes("sha-of-bundle"));
+      return null;
+    });
+    for (int i : new int[] {2, 0, 1}) {
+      journal.transaction(() -> {
+        journal.addPart(3, 30, i, bytes("p" + i + "x".repeat(i)));
+        return null;
+      });
+    }
+    JournalStore.Upload u = journal.transaction(() -> journal.upload(3, 30)).orElseThrow();
+    assertEquals(9, u.declaredBytes());
+    assertEquals(3, u.partCount());
+    assertArrayEquals(bytes("sha-of-bundle"), u.bundleSha256());
+    assertEquals(3, u.receivedParts());
+    assertEquals(2 + 3 + 4, u.receivedBytes());
+    assertEquals(JournalStore.UploadState.OPEN, u.state());
+    assertArrayEquals(bytes("p0p1xp2xx"), journal.transaction(() -> journal.assembled(3, 30)));
+    assertThrows(SQLException.class, () -> journal.transaction(() -> {
+      journal.addPart(3, 30, 1, bytes("again"));
+      return null;
+    }), "a part index is stored once");
+    journal.transaction(() -> {
+      journal.setUploadState(3, 30, JournalStore.UploadState.SEALED);
+      return null;
+    });
+    JournalStore.Upload sealed = journal.transaction(() -> journal.upload(3, 30)).orElseThrow();
+    assertEquals(JournalStore.UploadState.SEALED, sealed.state());
+    assertEquals(3, sealed.receivedParts(), "the refused part changed no counter");
+    assertArrayEquals(new byte[0], journal.transaction(() -> journal.assembled(3, 31)));
+  }
+
+  @Test
+  void correlationsIncreaseAndQueriesMoveFromAcceptedToTerminal() throws Exception {
+    List<Long> correlations = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      long ns = i;
+      correlations.add(journal.transaction(() -> {
+        long c = journal.allocateCorrelation();
+        journal.insertAccepted(c, MAX_U64, ns, bytes("bundle-" + ns));
+        return c;
+      }));
+    }
+    for (int i = 1; i < correlations.size(); i++) {
+      assertTrue(Long.compareUnsigned(correlations.get(i - 1), correlations.get(i)) < 0,
+          "correlations increase: " + correlations);
+    }
+    assertEquals(correlations, journal.transaction(journal::unfinished));
+
+    long ok = correlations.get(0);
+    long failed = correlations.get(1);
+    byte[] manifest = bytes("manifest-bytes");
+    QueryStatus succeeded = QueryStatus.newBuilder().setCorrelation(ok)
+        .setState(QueryStatus.State.SUCCEEDED).setTotalRows(12)
+        .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
+    QueryStatus failure = QueryStatus.newBuilder().setCorrelation(failed)
+        .setState(QueryStatus.State.FAILED).setCode("query.budget_exhausted")
+        .setStage("execution").setMessage("over the row budget").setLimit(10).setRequired(11)
+        .setColumn("big").build();
+    journal.transaction(() -> {
+      journal.finish(succeeded, manifest, 4096, 1_000);
+      journal.finish(failure, null, 0, 2_000);
+      return null;
+    });
+    // A terminal status is final: a second finish of the same query changes nothing.
+    journal.transaction(() -> {
+      journal.finish(failure.toBuilder().setCorrelation(ok).build(), null, 0, 3_000);
+      return null;
+    });
+
+    JournalStore.SavedQuery s = journal.transaction(() -> journal.query(ok)).orElseThrow();
+    assertEquals(QueryStatus.State.SUCCEEDED, s.status().getState());
+    assertEquals(MAX_U64, s.status().getPrincipal());
+    assertEquals(0, s.status().getNamespace());
+    assertEquals(12, s.status().getTotalRows());
+    assertEquals(32, s.status().getManifestSha256().size());
+    assertArrayEquals(manifest, s.manifest());
+    assertArrayEquals(bytes("bundle-0"), s.bundleSha256());
+    assertFalse(s.released());
+
+    JournalStore.SavedQuery f = journal.transaction(() -> journal.query(failed)).orElseThrow();
+    assertEquals(failure.toBuilder().setPrincipal(MAX_U64).setNamespace(1).build(), f.status());
+    assertNull(f.manifest());
+    assertTrue(journal.transaction(() -> journal.query(0x7777L)).isEmpty());
+
+    assertEquals(correlations.subList(2, 5), journal.transaction(journal::unfinished));
+    List<JournalStore.Retained> retained = journal.transaction(journal::retained);
+    assertEquals(List.of(new JournalStore.Retained(ok, 1_000, 4096)), retained);
+    List<byte[]> live = journal.transaction(journal::liveManifests);
+    assertEquals(1, live.size());
+    assertArrayEquals(manifest, live.get(0));
+
+    assertTrue(journal.transaction(() -> journal.release(ok)));
+    assertFalse(journal.transaction(() -> journal.release(0x7777L)));
+    assertTrue(journal.transaction(() -> journal.query(ok)).orElseThrow().released());
+    assertTrue(journal.transaction(journal::retained).isEmpty());
+    assertTrue(journal.transaction(journal::liveManifests).isEmpty());
+  }
+
+  @Test
+  void retainedIsOldestFirst() throws Exception {
+    long[] finished = {3_000, 1_000, 2_000};
+    List<Long> cs = new ArrayList<>();
+    for (long at : finished) {
+      long c = journal.transaction(() -> {
+        long n = journal.allocateCorrelation();
+        journal.insertAccepted(n, 1, at, bytes("b"));
+        journal.finish(QueryStatus.newBuilder().setCorrelation(n)
+            .setState(QueryStatus.State.SUCCEEDED)
+            .setManifestSha256(ByteString.copyFrom(new byte[32])).build(), bytes("m"), at, at);
+        return n;
+      });
+      cs.add(c);
+    }
+    List<Long> order = new ArrayList<>();
+    for (JournalStore.Retained r : journal.transaction(journal::retained)) {
+      order.add(r.correlation());
+    }
+    assertEquals(List.of(cs.get(1), cs.get(2), cs.get(0)), order);
+  }
+
+  @Test
+  void everyCommitIsObservedAndRollbacksAreNot() throws Exception {
+    AtomicInteger commits = new AtomicInteger();
+    journal.observeCommits(nanos -> {
+      assertTrue(nanos >= 0);
+      commits.incrementAndGet();
+    });
+    journal.transaction(() -> journal.nextSequence(1, 1));
+    journal.transaction(() -> journal.command(1, 1));
+    assertThrows(IllegalArgumentException.class, () -> journal.transaction(() -> {
+      throw new IllegalArgumentException("no");
+    }));
+    assertEquals(2, commits.get());
+  }
+
+  @Test
+  void committedWorkSurvivesAReopen() throws Exception {
+    long c = journal.transaction(() -> {
+      journal.nextSequence(11, 1);
+      journal.recordCommand(11, 1, bytes("sha"), bytes("outcome"));
+      journal.setNextSequence(11, 2);
+      journal.beginUpload(11, 5, 3, 1, bytes("b"));
+      journal.addPart(11, 5, 0, bytes("abc"));
+      long n = journal.allocateCorrelation();
+      journal.insertAccepted(n, 11, 5, bytes("b"));
+      return n;
+    });
+    journal.close();
+    journal = null;
+    journal = reopen();
+    assertEquals(2, journal.transaction(() -> journal.nextSequence(11, 1)));
+    assertArrayEquals(bytes("outcome"),
+        journal.transaction(() -> journal.command(11, 1)).orElseThrow().outcome());
+    assertArrayEquals(bytes("abc"), journal.transaction(() -> journal.assembled(11, 5)));
+    assertEquals(List.of(c), journal.transaction(journal::unfinished));
+    long next = journal.transaction(journal::allocateCorrelation);
+    assertTrue(Long.compareUnsigned(c, next) < 0, "no correlation is handed out twice");
+    Set<Long> seen = new HashSet<>(List.of(c, next));
+    assertEquals(2, seen.size());
+  }
+}

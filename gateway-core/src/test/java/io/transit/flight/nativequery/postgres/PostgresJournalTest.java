@@ -1,0 +1,220 @@
+package io.transit.flight.nativequery.postgres;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.nativequery.embedded.JournalStore;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What only the shared journal has: the principal's row lock across two journals (two
+ * replicas), bounded lock waits, a lost connection, concurrent migrations, a refused login —
+ * each failure before the commit is {@link JournalStore.NotCommitted} with the server's
+ * SQLState, and the journal keeps working afterwards.
+ */
+class PostgresJournalTest {
+  private static PostgresCluster cluster;
+
+  @BeforeAll
+  static void startCluster() throws Exception {
+    cluster = PostgresCluster.startOrSkip();
+  }
+
+  @AfterAll
+  static void stopCluster() throws Exception {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  private static PostgresSettings withLockTimeout(PostgresSettings s, Duration lock) {
+    return new PostgresSettings(s.jdbcUrl(), s.user(), s.password(), s.poolSize(),
+        s.connectionTimeout(), lock, s.statementTimeout(), s.idleInTransactionTimeout());
+  }
+
+  @Test
+  void aPrincipalIsHeldByOneReplicaAtATimeAndOthersAreNot() throws Exception {
+    String db = cluster.createDatabase();
+    ExecutorService threads = Executors.newFixedThreadPool(2);
+    try (PostgresJournal a = PostgresJournal.open(cluster.settings(db));
+        PostgresJournal b = PostgresJournal.open(cluster.settings(db))) {
+      CountDownLatch locked = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      Future<?> holder = threads.submit(() -> a.transaction(() -> {
+        assertEquals(1, a.nextSequence(5, 1));
+        locked.countDown();
+        assertTrue(awaited(release), "released within 30 s");
+        a.setNextSequence(5, 2);
+        return null;
+      }));
+      assertTrue(locked.await(30, TimeUnit.SECONDS));
+      // Another principal is not held up by principal 5's lock.
+      assertEquals(1, b.transaction(() -> b.nextSequence(6, 1)));
+      Future<Long> waiter = threads.submit(() -> b.transaction(() -> b.nextSequence(5, 1)));
+      Thread.sleep(300); // long enough for b to reach the lock; the result must still wait
+      assertFalse(waiter.isDone(), "replica b waits for replica a's transaction");
+      release.countDown();
+      holder.get(30, TimeUnit.SECONDS);
+      assertEquals(2, waiter.get(30, TimeUnit.SECONDS), "b sees a's committed sequence");
+    } finally {
+      threads.shutdownNow();
+      assertTrue(threads.awaitTermination(30, TimeUnit.SECONDS));
+    }
+  }
+
+  private static boolean awaited(CountDownLatch latch) {
+    try {
+      return latch.await(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  @Test
+  void aLockHeldPastTheTimeoutFailsDefinitelyWithNothingCommitted() throws Exception {
+    String db = cluster.createDatabase();
+    try (PostgresJournal j = PostgresJournal.open(
+            withLockTimeout(cluster.settings(db), Duration.ofMillis(200)));
+        Connection other = cluster.connect(db)) {
+      j.transaction(() -> j.nextSequence(9, 1));
+      other.setAutoCommit(false);
+      try (Statement s = other.createStatement()) {
+        s.execute("SELECT * FROM principals WHERE principal = 9 FOR UPDATE");
+      }
+      JournalStore.NotCommitted e = assertThrows(JournalStore.NotCommitted.class,
+          () -> j.transaction(() -> {
+            j.nextSequence(9, 1);
+            j.recordCommand(9, 1, new byte[] {1}, new byte[] {2});
+            return null;
+          }));
+      assertEquals("55P03", e.getSQLState(), "lock_not_available");
+      other.rollback();
+      assertTrue(j.transaction(() -> j.command(9, 1)).isEmpty());
+      assertEquals(1, j.transaction(() -> j.nextSequence(9, 1)), "the journal works on");
+    }
+  }
+
+  @Test
+  void aLostConnectionFailsTheTransactionDefinitelyAndTheNextOneWorks() throws Exception {
+    String db = cluster.createDatabase();
+    try (PostgresJournal j = PostgresJournal.open(cluster.settings(db))) {
+      j.transaction(() -> j.nextSequence(1, 1));
+      JournalStore.NotCommitted e = assertThrows(JournalStore.NotCommitted.class,
+          () -> j.transaction(() -> {
+            j.nextSequence(1, 1);
+            terminateJournalSessions(db);
+            j.recordCommand(1, 1, new byte[] {1}, new byte[] {2});
+            return null;
+          }));
+      assertTrue(e.getSQLState() != null && (e.getSQLState().startsWith("57P")
+              || e.getSQLState().startsWith("08")),
+          "admin shutdown or connection failure: " + e.getSQLState());
+      // HikariCP evicted the broken connections; the next transactions get fresh ones.
+      for (int i = 0; i < 8; i++) {
+        assertEquals(1, j.transaction(() -> j.nextSequence(1, 1)));
+      }
+      assertTrue(j.transaction(() -> j.command(1, 1)).isEmpty());
+    }
+  }
+
+  private static void terminateJournalSessions(String db) throws SQLException {
+    try (Connection c = cluster.connect(db);
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT count(pg_terminate_backend(pid)) FROM"
+            + " pg_stat_activity WHERE datname = '" + db + "'"
+            + " AND application_name = 'transit-flight'")) {
+      assertTrue(r.next());
+      assertTrue(r.getLong(1) >= 1, "the journal's sessions were found");
+    }
+  }
+
+  @Test
+  void replicasStartingTogetherMigrateOnce() throws Exception {
+    String db = cluster.createDatabase();
+    ExecutorService threads = Executors.newFixedThreadPool(3);
+    List<PostgresJournal> opened = new ArrayList<>();
+    try {
+      List<Future<PostgresJournal>> opens = new ArrayList<>();
+      for (int i = 0; i < 3; i++) {
+        opens.add(threads.submit(() -> PostgresJournal.open(cluster.settings(db))));
+      }
+      for (Future<PostgresJournal> f : opens) {
+        opened.add(f.get(60, TimeUnit.SECONDS));
+      }
+      try (Connection c = cluster.connect(db);
+          Statement s = c.createStatement();
+          ResultSet r = s.executeQuery("SELECT count(*) FROM journal_schema_history"
+              + " WHERE success AND version = '1'")) {
+        assertTrue(r.next());
+        assertEquals(1, r.getLong(1));
+      }
+      long c0 = opened.get(0).transaction(opened.get(0)::allocateCorrelation);
+      long c1 = opened.get(1).transaction(opened.get(1)::allocateCorrelation);
+      assertTrue(c0 < c1, "one correlation sequence for every replica");
+    } finally {
+      for (PostgresJournal j : opened) {
+        j.close();
+      }
+      threads.shutdownNow();
+      assertTrue(threads.awaitTermination(30, TimeUnit.SECONDS));
+    }
+  }
+
+  @Test
+  void aWrongPasswordIsRefusedAtOpenWithTheServersReason() throws Exception {
+    String db = cluster.createDatabase();
+    PostgresSettings s = cluster.settings(db);
+    SQLException e = assertThrows(SQLException.class, () -> PostgresJournal.open(
+        new PostgresSettings(s.jdbcUrl(), s.user(), "not-" + s.password(), 2,
+            Duration.ofSeconds(2), s.lockTimeout(), s.statementTimeout(),
+            s.idleInTransactionTimeout())));
+    assertEquals("28P01", e.getSQLState(), e.getMessage());
+    assertFalse(s.toString().contains(s.password()), "settings never print the password");
+  }
+
+  @Test
+  void sessionsRunWithTheConfiguredGuarantees() throws Exception {
+    String db = cluster.createDatabase();
+    try (PostgresJournal j = PostgresJournal.open(
+        withLockTimeout(cluster.settings(db), Duration.ofMillis(1234)))) {
+      // The journal's own connection, through a transaction: what the server applies.
+      List<String> settings = new ArrayList<>();
+      try (Connection c = cluster.connect(db);
+          Statement s = c.createStatement();
+          ResultSet r = s.executeQuery("SELECT count(*) FROM pg_stat_activity"
+              + " WHERE datname = '" + db + "' AND application_name = 'transit-flight'")) {
+        assertTrue(r.next());
+        assertTrue(r.getLong(1) >= 1);
+      }
+      j.transaction(() -> {
+        settings.add(show(j, "synchronous_commit"));
+        settings.add(show(j, "lock_timeout"));
+        settings.add(show(j, "transaction_isolation"));
+        return null;
+      });
+      assertEquals(List.of("on", "1234ms", "read committed"), settings);
+    }
+  }
+
+  /** SHOW through the journal's connection: PostgresJournal exposes it to its own tests. */
+  private static String show(PostgresJournal j, String name) throws SQLException {
+    return j.show(name);
+  }
+}

@@ -1,0 +1,170 @@
+"""The daemon with the shared PostgreSQL journal (journal.kind = postgresql, docs/deployment.md):
+statements run end to end through PyArrow with every command and query recorded in PostgreSQL
+(no SQLite journal is created), and a kill -9 and restart keeps every admitted statement: the
+same sequence and SQL replays to the same correlation and next sequence, and a statement
+accepted but unfinished at the kill finishes after the restart and resolves on retry. Two
+replicas on one database alternate one caller's statements and replay each other's. The release
+archive's own runtime image runs on it too."""
+
+import shutil
+
+import grpc
+
+from calls import (Caller, channel, info_fields, next_sequence, read_result, sql_info,
+                   sql_info_future)
+from daemon import Daemon, wait_until
+
+SQL = [
+    "SELECT COUNT(*) FROM primitive",
+    "SELECT SUM(a) FROM primitive WHERE id < 500",
+    "SELECT id, a FROM primitive WHERE id IN (3, 5, 7) OR id < 2",
+]
+
+
+def pg_daemon(template_state, postgres, tmp_path, **options):
+    database = postgres.create_database()
+    d = Daemon.variant(template_state, {"journal": postgres.journal_config(database)},
+                       target=tmp_path / "state", **options)
+    return d, database
+
+
+def test_statements_run_through_pyarrow_on_the_postgresql_journal(template_state, postgres,
+                                                                  tmp_path):
+    d, database = pg_daemon(template_state, postgres, tmp_path)
+    sqlite_d = Daemon.variant(template_state)
+    d.start()
+    sqlite_d.start()
+    try:
+        pg_caller, sqlite_caller = Caller(d, "primitive"), Caller(sqlite_d, "primitive")
+        first = pg_caller.next_sequence()
+        for sql in SQL:
+            table, _ = pg_caller.query(sql)
+            reference, _ = sqlite_caller.query(sql)
+            assert table.equals(reference), sql
+        principal = d.principal("primitive")
+        journal = d.journal()
+        assert journal.next_sequence(principal) == pg_caller.next_sequence() > first
+        queries = journal.queries(principal)
+        assert len(queries) == len(SQL)
+        assert {state for _, state in queries.values()} == {"SUCCEEDED"}
+        assert journal.commands(principal) == pg_caller.next_sequence() - first
+        assert not (d.state_dir / "engine" / "journal.sqlite").exists(), \
+            "the PostgreSQL journal replaces the SQLite file"
+        pg_caller.close()
+        sqlite_caller.close()
+    finally:
+        sqlite_d.close()
+        d.close()
+
+
+def test_kill9_restart_and_the_same_sequence_replays(template_state, postgres, tmp_path):
+    # Accepted queries wait before they run, so the kill finds the last one unfinished.
+    d, _ = pg_daemon(template_state, postgres, tmp_path, faults="execution-delay-ms:1500")
+    d.start()
+    principal = d.principal("primitive")
+    journal = d.journal()
+    admitted = []  # (first sequence, sql, correlation, next sequence)
+    try:
+        with channel(d) as ch:
+            seq = next_sequence(ch, d, "primitive")
+            for sql in SQL[:2]:
+                correlation, meta = info_fields(sql_info(ch, d, "primitive", sql, seq, 60))
+                admitted.append((seq, sql, correlation, meta["next_sequence"]))
+                seq = meta["next_sequence"]
+            # The third statement: admitted, then the daemon dies before it finishes.
+            pending = sql_info_future(ch, d, "primitive", SQL[2], seq, 60)
+            wait_until(lambda: any(st == "ACCEPTED" for _, st in
+                                   journal.queries(principal).values()),
+                       timeout=60, what="the third query accepted")
+            d.kill9()
+            try:
+                pending.result()
+            except grpc.RpcError:
+                pass
+        d.start()
+        with channel(d) as ch:
+            for first, sql, correlation, nxt in admitted:
+                again, meta = info_fields(sql_info(ch, d, "primitive", sql, first, 60))
+                assert (again, meta["next_sequence"]) == (correlation, nxt), \
+                    "a retry of an admitted statement replays its correlation and next sequence"
+            third, meta = info_fields(sql_info(ch, d, "primitive", SQL[2], seq, 60))
+            assert next_sequence(ch, d, "primitive") == meta["next_sequence"]
+        queries = journal.queries(principal)
+        assert len(queries) == 3, "each namespace ran once"
+        assert third in {c for c, _ in queries.values()}
+        assert journal.wait_state(third, {"SUCCEEDED"}) == "SUCCEEDED"
+        assert read_result(d, "primitive", sql_info_bytes(d, SQL[2], seq))
+    finally:
+        d.close()
+
+
+def sql_info_bytes(d, sql, sequence):
+    with channel(d) as ch:
+        return sql_info(ch, d, "primitive", sql, sequence, 60)
+
+
+def test_two_replicas_share_one_principals_sequence(template_state, postgres, tmp_path):
+    """Two daemons (replicas: same keys and credentials, own state directories) on one
+    PostgreSQL journal: a caller's statements may alternate between them, each admitted at the
+    next sequence the other handed out, and a retry on the other replica replays the recorded
+    correlation and next sequence."""
+    database = postgres.create_database()
+    section = {"journal": postgres.journal_config(database)}
+    a = Daemon.variant(template_state, section, target=tmp_path / "a")
+    b = Daemon.variant(template_state, section, target=tmp_path / "b")
+    a.start()
+    b.start()
+    try:
+        with channel(a) as ca, channel(b) as cb:
+            seq = next_sequence(ca, a, "primitive")
+            assert next_sequence(cb, b, "primitive") == seq
+            admitted = []
+            for i, (ch, d) in enumerate([(ca, a), (cb, b), (ca, a), (cb, b)]):
+                sql = f"SELECT COUNT(*) FROM primitive WHERE id < {100 + i}"
+                correlation, meta = info_fields(sql_info(ch, d, "primitive", sql, seq, 60))
+                admitted.append((seq, sql, correlation, meta["next_sequence"]))
+                seq = meta["next_sequence"]
+            assert next_sequence(ca, a, "primitive") == next_sequence(cb, b, "primitive") == seq
+            # Each statement retried on the replica that did not admit it.
+            for i, (first, sql, correlation, nxt) in enumerate(admitted):
+                ch, d = (cb, b) if i % 2 == 0 else (ca, a)
+                again, meta = info_fields(sql_info(ch, d, "primitive", sql, first, 60))
+                assert (again, meta["next_sequence"]) == (correlation, nxt)
+        principal = a.principal("primitive")
+        queries = a.journal().queries(principal)
+        assert sorted(c for c, _ in queries.values()) == sorted(c for _, _, c, _ in admitted)
+        assert {st for _, st in queries.values()} == {"SUCCEEDED"}
+    finally:
+        b.close()
+        a.close()
+
+
+def test_the_release_archive_runtime_runs_on_the_postgresql_journal(template_state, postgres,
+                                                                     tmp_path):
+    """The jlink runtime image of the archive carries every module the driver, the pool and the
+    migrations need (a missing one would fail at start or at the first statement)."""
+    import tarfile
+    from test_distribution import archive
+    home = tmp_path / "unpacked"
+    home.mkdir()
+    with tarfile.open(archive()) as t:
+        t.extractall(home, filter="tar")
+    [top] = list(home.iterdir())
+    tools = tmp_path / "path"
+    tools.mkdir()
+    (tools / "bash").symlink_to(shutil.which("bash"))
+    database = postgres.create_database()
+    state = Daemon.copy_state(template_state, tmp_path / "state",
+                              {"journal": postgres.journal_config(database)})
+    d = Daemon(state, command=[str(top / "bin" / "transit-flight"), "run", "--config",
+                               str(state / "gateway.json")],
+               env={"PATH": str(tools), "HOME": str(tmp_path)}).start()
+    try:
+        caller = Caller(d, "primitive")
+        table, _ = caller.query("SELECT COUNT(*) FROM primitive WHERE a > 1")
+        assert table.num_rows == 1 and table.column(0).to_pylist()[0] > 0
+        caller.close()
+        assert postgres.sql(database, "SELECT count(*) FROM queries WHERE state = 'SUCCEEDED'") \
+            == [["1"]]
+    finally:
+        assert d.stop() == 0
