@@ -60,6 +60,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final Planner planner;
   private final ExecutorService executor;
   private final Retention retention;
+  private final SegmentStore segments;
   private final Object completions = new Object();
   // @GuardedBy("completions"): bumped after every terminal status commit.
   private long completed;
@@ -73,6 +74,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.rights = rights;
     this.allocator = allocator;
     this.planner = planner;
+    this.segments = segments;
     UploadValidator uploads = new UploadValidator(journal, rights, tables, planner, options);
     this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence());
     this.reader = new ResultReader(journal, rights, segments);
@@ -108,10 +110,13 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     BufferAllocator allocator = new RootAllocator(options.memoryLimitBytes());
     JournalStore journal = null;
     DuckTables tables = null;
+    SegmentStore segments = null;
     try {
       journal = SqliteJournal.open(stateDir.resolve("journal.sqlite"));
       tables = DuckTables.open(publications, options.duck(), stateDir, allocator);
-      SegmentStore segments = new LocalSegmentStore(stateDir.resolve("segments"));
+      segments = options.segments() instanceof SegmentSettings.ObjectStore s
+          ? S3SegmentStore.open(s)
+          : new LocalSegmentStore(stateDir.resolve("segments"));
       EmbeddedEngine engine =
           new EmbeddedEngine(options, journal, tables, registry, segments, allocator, planner);
       if (!options.deferExecution()) {
@@ -123,6 +128,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       engine.retention.start();
       return engine;
     } catch (IOException | SQLException | RuntimeException e) {
+      if (segments != null) {
+        segments.close();
+      }
       if (tables != null) {
         tables.close();
       }
@@ -326,6 +334,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     } catch (SQLException e) {
       log.warn("closing the journal failed", e);
     }
+    // After the pool and the sweep stopped: no store call is in flight.
+    segments.close();
     try {
       allocator.close();
     } catch (IllegalStateException e) {
