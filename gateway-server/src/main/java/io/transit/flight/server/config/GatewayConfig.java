@@ -18,6 +18,7 @@ public record GatewayConfig(
     @JsonProperty("deployment") Deployment deployment,
     @JsonProperty("limits") Limits limits,
     @JsonProperty("engine") Engine engine,
+    @JsonProperty("segments") Segments segments,
     @JsonProperty("jvm") Jvm jvm,
     @JsonProperty("publications") List<PublicationConfig> publications,
     @JsonProperty("callers") List<CallerConfig> callers) {
@@ -62,6 +63,25 @@ public record GatewayConfig(
       @JsonProperty("retention_max_age_ms") Long retentionMaxAgeMs,
       @JsonProperty("retention_max_bytes") Long retentionMaxBytes,
       @JsonProperty("retention_check_ms") Long retentionCheckMs) {}
+
+  /**
+   * Where retained segments are kept: {@code local} (the state directory, the default) or {@code
+   * s3} (an S3-API bucket; every other field is for that kind). Key files are paths relative to
+   * the state directory, read once at start.
+   */
+  public record Segments(
+      @JsonProperty("kind") String kind,
+      @JsonProperty("endpoint") String endpoint,
+      @JsonProperty("private_network") Boolean privateNetwork,
+      @JsonProperty("region") String region,
+      @JsonProperty("bucket") String bucket,
+      @JsonProperty("prefix") String prefix,
+      @JsonProperty("access_key_file") String accessKeyFile,
+      @JsonProperty("secret_key_file") String secretKeyFile,
+      @JsonProperty("connect_timeout_ms") Long connectTimeoutMs,
+      @JsonProperty("request_timeout_ms") Long requestTimeoutMs,
+      @JsonProperty("max_connections") Integer maxConnections,
+      @JsonProperty("sweep_min_age_ms") Long sweepMinAgeMs) {}
 
   /** The JVM's own sizing, applied by the launcher before the daemon starts. */
   public record Jvm(@JsonProperty("heap_bytes") Long heapBytes) {}
