@@ -113,7 +113,8 @@ final class ResultReader {
    * the same sequence and SQL for a fresh one).
    */
   private static GatewayException unavailable(SegmentStore.Unavailable e, int index) {
-    return QueryCode.SEGMENT_STORE_UNAVAILABLE.failure("the retained segment store is unavailable", e)
+    return QueryCode.SEGMENT_STORE_UNAVAILABLE
+        .failure("the retained segment store is unavailable", e)
         .withOutcome(Outcome.INCOMPLETE)
         .with("segment", index)
         .with("reason", e.reason);

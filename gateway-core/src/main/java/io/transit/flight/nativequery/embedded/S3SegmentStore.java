@@ -157,7 +157,7 @@ final class S3SegmentStore implements SegmentStore {
     byte[] sha = Digests.sha256(bytes);
     String key = key(sha);
     Optional<HeadObjectResponse> head = call(() -> head(key));
-    if (head.isPresent() && head.get().contentLength() == bytes.length
+    if (head.isPresent() && Long.valueOf(bytes.length).equals(head.get().contentLength())
         && !needsRefresh(head.get().lastModified())) {
       return sha; // the same key always names the same bytes
     }
@@ -258,7 +258,7 @@ final class S3SegmentStore implements SegmentStore {
           String name = o.key().substring(prefix.length());
           // Only segment names; anything else under the prefix is not ours to remove.
           if (name.length() == 64 && name.chars().allMatch(c -> Character.digit(c, 16) >= 0)
-              && !o.lastModified().isAfter(youngest)) {
+              && o.lastModified() != null && !o.lastModified().isAfter(youngest)) {
             out.add(HexFormat.of().parseHex(name));
           }
         }
@@ -289,7 +289,7 @@ final class S3SegmentStore implements SegmentStore {
 
   /** An object written more than half the sweep's minimum age ago is written again. */
   private boolean needsRefresh(Instant lastModified) {
-    return !sweepMinAge.isZero()
+    return !sweepMinAge.isZero() && lastModified != null
         && lastModified.isBefore(Instant.now().minus(sweepMinAge.dividedBy(2)));
   }
 

@@ -24,8 +24,9 @@
  * ParquetCopies}, guarded by each file's {@code FileIdentity} before and after every scan), cutting
  * rows into segments with {@code ResultWriter} and {@code
  * io.transit.flight.cells.CellSegmentBuilder} and storing them in the {@code SegmentStore} (the
- * interface; {@code LocalSegmentStore}, a directory, today); {@code ResultReader} serves reads
- * under {@code RightsRegistry}'s current rights.
+ * interface; {@code LocalSegmentStore}, a directory, by default, or {@code S3SegmentStore}, an
+ * S3-API bucket, chosen by {@link io.transit.flight.nativequery.embedded.SegmentSettings}); {@code
+ * ResultReader} serves reads under {@code RightsRegistry}'s current rights.
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
  * runs each transaction whole (SQLite: on one monitor). Queries run on the engine's bounded
