@@ -330,6 +330,9 @@ final class QueryRunner {
           done += take;
         }
       }
+    } catch (SegmentStore.DiskFull | SegmentStore.Unavailable e) {
+      // The store refused a segment written mid-export: its own failure, not the export's.
+      throw e;
     } catch (IOException e) {
       throw new SQLException("Arrow export failed", e);
     }
