@@ -19,6 +19,8 @@ same directory. It covers:
 The journal is the embedded SQLite file unless gateway.json's ``journal`` section names a
 PostgreSQL database (``Postgres``: a private cluster for the tests and the benchmarks, and
 ``Postgres.journal_config``: the section that points a daemon at one of its databases).
+Retained segments are local files unless ``Daemon(object_store=…)`` puts them in a bucket of
+``Versitygw`` (a real S3-API server).
 
 Also here: ``Journal`` / ``PostgresJournal`` (read-only SQL over the engine journal), ``gateway_once``
 (one run of scripts/gateway to its end) and ``wait_until`` (the bounded poll the harness uses).
@@ -28,8 +30,10 @@ The Flight SQL calls are in calls.py, raw HTTP/2 in h2raw.py, fixtures in confte
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import tempfile
@@ -87,7 +91,8 @@ class Daemon:
 
     def __init__(self, state_dir: Path, port: int = 0, faults: str = None, configured: bool = False,
                  log_file: Path = None, java_opts: str = None, remove_on_close: Path = None,
-                 command: list = None, env: dict = None):
+                 command: list = None, env: dict = None, object_store: "Versitygw" = None,
+                 bucket: str = "segments"):
         self.state_dir = Path(state_dir)
         self.port = port
         self.faults = faults
@@ -100,6 +105,10 @@ class Daemon:
         # (a PATH without java) instead of scripts/gateway's demo/run in this one.
         self.command = command
         self.env = env
+        # Retained segments in this server's ``bucket`` (a configured daemon's "segments" section
+        # is written at each start), else in the state directory.
+        self.object_store = object_store
+        self.bucket = bucket
         self.proc = None
         self.output = []
         self.uris = []
@@ -207,6 +216,9 @@ class Daemon:
         """Starts the daemon and waits for its connection help. SIGHUP starts at its default,
         whatever this runner inherited (so the reload tests also pass under nohup);
         ``ignore_hangup`` starts it ignored, as nohup does."""
+        if self.object_store is not None:
+            assert self.configured, "an object store needs a written configuration"
+            self.edit_config(segments=self.object_store.segments(self.bucket))
         if self.command:
             argv = list(self.command)
         elif self.configured:
@@ -429,6 +441,108 @@ class Postgres:
                           "immediate", "-w", "-t", "60", "stop")
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+VERSITYGW_VERSION = "v1.8.0"
+
+
+class Versitygw:
+    """A real versitygw (S3 API over a POSIX directory, Apache-2.0) on 127.0.0.1 with generated
+    credentials: the binary scripts/setup.d/30-versitygw.sh caches (``TRANSIT_VERSITYGW``
+    overrides), the keys in 0600 files under ``work`` (passed to it by environment, never on its
+    command line), its objects under ``work/root``. Restartable on the same port and root.
+
+    Not thread-safe: one test thread drives it.
+    """
+
+    def __init__(self, work: Path):
+        self.work = Path(work)
+        self.root = self.work / "root"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.access_key = "tf" + secrets.token_hex(8)
+        self.secret_key = secrets.token_hex(20)
+        self.access_key_file = self._private("s3-access-key", self.access_key)
+        self.secret_key_file = self._private("s3-secret-key", self.secret_key)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = None
+
+    @staticmethod
+    def binary() -> Path:
+        env = os.environ.get("TRANSIT_VERSITYGW")
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        path = Path(env) if env else cache / "transit-flight" / f"versitygw-{VERSITYGW_VERSION}" / "versitygw"
+        assert os.access(path, os.X_OK), \
+            f"versitygw is not at {path}: run scripts/setup.d/30-versitygw.sh"
+        return path
+
+    def _private(self, name: str, value: str) -> Path:
+        path = self.work / name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(value + "\n")
+        return path
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def create_bucket(self, bucket: str) -> Path:
+        """In the POSIX backend a bucket is a top-level directory."""
+        path = self.root / bucket
+        path.mkdir(exist_ok=True)
+        return path
+
+    def segments(self, bucket: str, **extra) -> dict:
+        """The gateway's "segments" section for ``bucket`` (made if absent), short timeouts."""
+        self.create_bucket(bucket)
+        section = {"kind": "s3", "endpoint": self.endpoint, "bucket": bucket,
+                   "prefix": "segments/", "access_key_file": str(self.access_key_file),
+                   "secret_key_file": str(self.secret_key_file), "connect_timeout_ms": 1000,
+                   "request_timeout_ms": 5000, "sweep_min_age_ms": 0}
+        section.update(extra)
+        return section
+
+    def objects(self, bucket: str) -> dict:
+        """{sha256 hex: file} of the segment objects in ``bucket``."""
+        d = self.root / bucket / "segments"
+        return {p.name: p for p in d.iterdir() if len(p.name) == 64} if d.exists() else {}
+
+    def start(self, timeout: float = 20.0) -> "Versitygw":
+        env = dict(os.environ, ROOT_ACCESS_KEY_ID=self.access_key,
+                   ROOT_SECRET_ACCESS_KEY=self.secret_key)
+        log = open(self.work / "versitygw.log", "a")
+        self.proc = subprocess.Popen([str(self.binary()), "--quiet", "--keep-alive", "--port",
+                                      f"127.0.0.1:{self.port}", "posix", str(self.root)],
+                                     stdout=log, stderr=subprocess.STDOUT, env=env)
+        log.close()
+
+        def listening():
+            assert self.proc.poll() is None, "versitygw exited; see versitygw.log"
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return True
+            except OSError:
+                return False
+
+        wait_until(listening, timeout, "versitygw to listen")
+        return self
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
 
 
 class Journal:

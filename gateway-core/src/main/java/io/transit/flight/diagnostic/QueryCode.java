@@ -15,6 +15,13 @@ public enum QueryCode {
   BUDGET_EXHAUSTED("query.budget_exhausted", Cause.BUDGET_EXHAUSTED),
   /** The retained segments' file system cannot take the result (limit: usable bytes). */
   DISK_FULL("query.disk_full", Cause.BUDGET_EXHAUSTED),
+  /**
+   * The retained segments' store could not be reached or failed the request (an object store's
+   * network, timeouts, a server error; fact {@code reason}). Recorded when a statement's segments
+   * could not be written (outcome failed: the sequence is spent); answered, not recorded, when a
+   * retained segment could not be read (outcome incomplete: the result is still retained).
+   */
+  SEGMENT_STORE_UNAVAILABLE("query.segment_store_unavailable", Cause.TRANSPORT),
   ACCESS_DENIED("query.access_denied", Cause.ACCESS_DENIED),
   SOURCE_UNAVAILABLE("query.source_unavailable", Cause.PRECONDITION),
   /** A published file is no longer what it was when the engine opened (published files are immutable). */

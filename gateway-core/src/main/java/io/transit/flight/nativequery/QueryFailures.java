@@ -30,6 +30,12 @@ public final class QueryFailures {
       e = e.with(Fact.unsigned("limit", status.getLimit()))
           .with(Fact.unsigned("required", status.getRequired()));
     }
+    if (code == QueryCode.SEGMENT_STORE_UNAVAILABLE) {
+      // TRANSPORT's defaults say "unknown, retry the same sequence"; here the query is recorded
+      // as failed, so the same sequence would only answer this again.
+      return e.withOutcome(io.transit.flight.diagnostic.Outcome.FAILED)
+          .withActions(io.transit.flight.diagnostic.Action.USE_NEXT_SEQUENCE);
+    }
     if (!status.getColumn().isEmpty()) {
       e = e.with("column", status.getColumn());
     }

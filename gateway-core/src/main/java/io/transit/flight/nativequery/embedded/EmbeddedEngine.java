@@ -65,6 +65,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final Planner planner;
   private final ExecutorService executor;
   private final Retention retention;
+  private final SegmentStore segments;
   /** Pauses between runs of a query whose terminal status the journal refused. */
   private static final long RERUN_FIRST_PAUSE_MS = 200;
   private static final long RERUN_MAX_PAUSE_MS = 5_000;
@@ -84,6 +85,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.rights = rights;
     this.allocator = allocator;
     this.planner = planner;
+    this.segments = segments;
     this.requester = new RequesterCheck(rights, tables);
     UploadValidator uploads = new UploadValidator(journal, rights, requester, planner, options);
     this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence());
@@ -127,6 +129,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       throws IOException, SQLException {
     BufferAllocator allocator = null;
     DuckTables tables = null;
+    SegmentStore segments = null;
     try {
       Files.createDirectories(stateDir);
       if (options.recipient() == 0) {
@@ -135,7 +138,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       RightsRegistry registry = new RightsRegistry(rights);
       allocator = new RootAllocator(options.memoryLimitBytes());
       tables = DuckTables.open(publications, options.duck(), stateDir, allocator);
-      SegmentStore segments = new LocalSegmentStore(stateDir.resolve("segments"));
+      segments = options.segments() instanceof SegmentSettings.ObjectStore s
+          ? S3SegmentStore.open(s)
+          : new LocalSegmentStore(stateDir.resolve("segments"));
       EmbeddedEngine engine =
           new EmbeddedEngine(options, journal, tables, registry, segments, allocator, planner);
       if (!options.deferExecution()) {
@@ -147,6 +152,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       engine.retention.start();
       return engine;
     } catch (IOException | SQLException | RuntimeException e) {
+      if (segments != null) {
+        segments.close();
+      }
       if (tables != null) {
         tables.close();
       }
@@ -426,6 +434,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     } catch (SQLException e) {
       log.warn("closing the journal failed", e);
     }
+    // After the pool and the sweep stopped: no store call is in flight.
+    segments.close();
     try {
       allocator.close();
     } catch (IllegalStateException e) {

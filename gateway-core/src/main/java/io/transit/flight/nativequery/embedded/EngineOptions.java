@@ -23,6 +23,8 @@ import java.util.Objects;
  *     REJECTED {@code query.access_denied}. 0 means "not configured": the recipient is then not
  *     checked, which is only for tests and tools that do not care; a deployed engine must set it
  *     ({@link #withRecipient}), and {@link EmbeddedEngine#open} logs a warning when it is 0.
+ * @param segments where retained segments are kept: the state directory (default) or an S3-API
+ *     bucket ({@link SegmentSettings})
  */
 public record EngineOptions(
     int executionThreads,
@@ -36,7 +38,8 @@ public record EngineOptions(
     CommandFaults faults,
     DuckSettings duck,
     long recipient,
-    RetentionPolicy retention) {
+    RetentionPolicy retention,
+    SegmentSettings segments) {
   public EngineOptions {
     if (executionThreads < 1) {
       throw new IllegalArgumentException(
@@ -49,45 +52,46 @@ public record EngineOptions(
     Objects.requireNonNull(faults, "faults");
     Objects.requireNonNull(duck, "duck");
     Objects.requireNonNull(retention, "retention");
+    Objects.requireNonNull(segments, "segments");
   }
 
   public static EngineOptions defaults() {
     return new EngineOptions(
         2, 1, 1 << 20, 1024, 1L << 30, 65_536, Duration.ofSeconds(10), false, CommandFaults.NONE,
         DuckSettings.defaults(), 0,
-        RetentionPolicy.defaults());
+        RetentionPolicy.defaults(), SegmentSettings.local());
   }
 
   public EngineOptions withDeferExecution(boolean defer) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, defer, faults, duck, recipient,
-        retention);
+        retention, segments);
   }
 
   public EngineOptions withFaults(CommandFaults f) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, f, duck, recipient,
-        retention);
+        retention, segments);
   }
 
   public EngineOptions withExecutionThreads(int threads) {
     return new EngineOptions(threads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        retention);
+        retention, segments);
   }
 
   /** These options with DuckDB's memory limit, threads and spill directory set to {@code d}. */
   public EngineOptions withDuck(DuckSettings d) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, d, recipient,
-        retention);
+        retention, segments);
   }
 
   /** These options with the engine's Arrow allocator limited to {@code bytes}. */
   public EngineOptions withMemoryLimitBytes(long bytes) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         bytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        retention);
+        retention, segments);
   }
 
   /**
@@ -97,13 +101,20 @@ public record EngineOptions(
   public EngineOptions withRetention(Duration maxAge, long maxBytes, Duration interval) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        new RetentionPolicy(maxAge, maxBytes, interval));
+        new RetentionPolicy(maxAge, maxBytes, interval), segments);
   }
 
   /** These options with proofs checked against {@code serviceId} (0: not checked). */
   public EngineOptions withRecipient(long serviceId) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, serviceId,
-        retention);
+        retention, segments);
+  }
+
+  /** These options with retained segments kept as {@code s} says. */
+  public EngineOptions withSegments(SegmentSettings s) {
+    return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
+        retention, s);
   }
 }

@@ -136,6 +136,10 @@ final class QueryRunner {
         // The engine is closing under this query: leave it ACCEPTED so it resumes at next open.
         throw new IllegalStateException("engine closing", e);
       }
+      if (e instanceof SegmentStore.Unavailable u) {
+        failed(done, storeUnavailable(u));
+        return finish(done.build(), null, 0);
+      }
       log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
       failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
     }
@@ -150,6 +154,15 @@ final class QueryRunner {
       return null;
     });
     return status;
+  }
+
+  /**
+   * The segment store could not take this result's segments: the statement fails (its sequence is
+   * spent), nothing is named by a manifest, and segments it did write are left to the sweep.
+   */
+  static GatewayException storeUnavailable(SegmentStore.Unavailable e) {
+    return QueryCode.SEGMENT_STORE_UNAVAILABLE.failure(
+        "the retained segments could not be stored (" + e.reason + ")");
   }
 
   /** The segments' file system is full: the statement fails, nothing retained is touched. */
@@ -317,6 +330,9 @@ final class QueryRunner {
           done += take;
         }
       }
+    } catch (SegmentStore.DiskFull | SegmentStore.Unavailable e) {
+      // The store refused a segment written mid-export: its own failure, not the export's.
+      throw e;
     } catch (IOException e) {
       throw new SQLException("Arrow export failed", e);
     }

@@ -5,6 +5,7 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.nativequery.QueryFailures;
@@ -23,7 +24,8 @@ import org.apache.arrow.memory.BufferAllocator;
  * Reads saved queries and retained results for a caller, re-checking the principal's current
  * rights on every call: the inspect right for statuses and manifests, the entry-read right on the
  * result's source for segments (independently of inspect). A released result fails closed with
- * RETIRED; a missing or altered stored file is EVIDENCE, never an empty result. Any thread.
+ * RETIRED; a missing or altered stored file is EVIDENCE, never an empty result; a store that does
+ * not answer is UNAVAILABLE {@code query.segment_store_unavailable}. Any thread.
  */
 final class ResultReader {
   private final JournalStore journal;
@@ -52,6 +54,8 @@ final class ResultReader {
     Optional<byte[]> bytes;
     try {
       bytes = segments.read(ref.getSha256().toByteArray());
+    } catch (SegmentStore.Unavailable e) {
+      throw unavailable(e, index);
     } catch (IOException e) {
       throw unreadable(e);
     }
@@ -73,6 +77,8 @@ final class ResultReader {
           .orElseThrow(() -> missing(access, correlation, index));
     } catch (SegmentStore.WrongSize e) {
       throw wrongSize(index);
+    } catch (SegmentStore.Unavailable e) {
+      throw unavailable(e, index);
     } catch (IOException e) {
       throw unreadable(e);
     }
@@ -99,6 +105,19 @@ final class ResultReader {
       throw ResultWriter.exhausted("the segment exceeds the read bound", maxBytes, ref.getBytes());
     }
     return ref;
+  }
+
+  /**
+   * The store did not answer: nothing is known about the segment, so this is not evidence of loss.
+   * The result stays retained; the read may be tried again (the same ticket, or GetFlightInfo with
+   * the same sequence and SQL for a fresh one).
+   */
+  private static GatewayException unavailable(SegmentStore.Unavailable e, int index) {
+    return QueryCode.SEGMENT_STORE_UNAVAILABLE
+        .failure("the retained segment store is unavailable", e)
+        .withOutcome(Outcome.INCOMPLETE)
+        .with("segment", index)
+        .with("reason", e.reason);
   }
 
   private static GatewayException unreadable(IOException e) {

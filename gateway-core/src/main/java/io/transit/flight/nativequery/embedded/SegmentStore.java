@@ -7,15 +7,21 @@ import org.apache.arrow.memory.BufferAllocator;
 
 /**
  * Where retained segments live, addressed by the SHA-256 of their bytes. The engine's logic sees
- * only this interface; {@link LocalSegmentStore} (a local directory) is today's implementation,
- * and an object store for a replicated deployment implements the same methods.
+ * only this interface; {@link LocalSegmentStore} (a local directory) is the default, and {@link
+ * S3SegmentStore} (an S3-API object store, for a replicated deployment) implements the same
+ * methods.
  *
  * <p>Contract for every implementation: a segment named by a manifest is either absent or
  * complete, never partial; identical content is stored once and never deleted by one result's
  * release; after {@link #sync} returns, every segment written before it is durable, so the
- * manifest naming them may commit. Any thread may call any method.
+ * manifest naming them may commit. Any thread may call any method except {@link #close}, which
+ * the engine calls once, after its execution pool and retention sweep have stopped.
+ *
+ * <p>A store that cannot be reached (a remote store's network, timeouts, a server error) throws
+ * {@link Unavailable}, never a partial or empty answer: the engine turns it into {@code
+ * query.segment_store_unavailable} (UNAVAILABLE).
  */
-interface SegmentStore {
+interface SegmentStore extends AutoCloseable {
   /** Stores {@code bytes} under their SHA-256; returns the digest. Durable after {@link #sync}. */
   byte[] write(byte[] bytes) throws IOException;
 
@@ -44,6 +50,10 @@ interface SegmentStore {
    */
   boolean remove(byte[] sha256) throws IOException;
 
+  /** Releases what the store holds (a remote store's connections); a local store has nothing. */
+  @Override
+  default void close() {}
+
   /** The store's file system cannot take a segment: {@code usable} bytes left, {@code needed}. */
   final class DiskFull extends IOException {
     final long usable;
@@ -60,6 +70,20 @@ interface SegmentStore {
   final class WrongSize extends IOException {
     WrongSize() {
       super("the retained segment file has the wrong size");
+    }
+  }
+
+  /**
+   * The store could not answer: it was not reachable in time, or it failed the request. Nothing
+   * is known about the segment; the same call may succeed later. {@code reason} is a short token
+   * for the diagnostic ({@code connect}, {@code timeout}, an S3 error code), never server text.
+   */
+  final class Unavailable extends IOException {
+    final String reason;
+
+    Unavailable(String reason, Throwable cause) {
+      super("the segment store is unavailable (" + reason + ")", cause);
+      this.reason = reason;
     }
   }
 }

@@ -25,10 +25,11 @@
  * ParquetCopies}, guarded by each file's {@code FileIdentity} before and after every scan), cutting
  * rows into segments with {@code ResultWriter} and {@code
  * io.transit.flight.cells.CellSegmentBuilder} and storing them in the {@code SegmentStore} (the
- * interface; {@code LocalSegmentStore}, a directory, today); {@code ResultReader} serves reads
- * under {@code RightsRegistry}'s current rights; {@code RequesterCheck} is the source/requester
- * check a submit makes, which {@code EmbeddedEngine.checkAccess} also answers before the gateway
- * discloses anything.
+ * interface; {@code LocalSegmentStore}, a directory, by default, or {@code S3SegmentStore}, an
+ * S3-API bucket, chosen by {@link io.transit.flight.nativequery.embedded.SegmentSettings}); {@code
+ * ResultReader} serves reads under {@code RightsRegistry}'s current rights; {@code
+ * RequesterCheck} is the source/requester check a submit makes, which {@code
+ * EmbeddedEngine.checkAccess} also answers before the gateway discloses anything.
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
  * runs each transaction whole (SQLite: on one monitor; PostgreSQL: on a pooled connection of its

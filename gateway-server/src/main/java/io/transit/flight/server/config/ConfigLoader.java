@@ -6,10 +6,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import io.transit.flight.nativequery.embedded.DuckSettings;
 import io.transit.flight.nativequery.embedded.RetentionPolicy;
+import io.transit.flight.nativequery.embedded.SegmentSettings;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
 import java.io.IOException;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -114,7 +116,8 @@ public final class ConfigLoader {
       callers.add(c);
     }
     return new ResolvedConfig(host, port, stateDir, realm, realmName, service, ingress, ttl, limits,
-        engine, journal, Map.copyOf(pubs), List.copyOf(callers), transport(listen, base));
+        engine, journal, Map.copyOf(pubs), List.copyOf(callers), transport(listen, base),
+        segments(raw.segments(), stateDir));
   }
 
   /** Engine and JVM sizing with the machine-sized defaults of {@link DuckSettings}. */
@@ -212,6 +215,85 @@ public final class ConfigLoader {
         url, user, password, pool, java.time.Duration.ofMillis(connect),
         java.time.Duration.ofMillis(lock), java.time.Duration.ofMillis(statement),
         java.time.Duration.ofMillis(idle)));
+  }
+
+  /**
+   * Where retained segments are kept. {@code s3} needs an endpoint, a bucket and two private key
+   * files (read here, once: a reload does not reconnect the engine); the fields of {@code s3} with
+   * {@code local} are refused, so a half-edited file never silently keeps segments locally.
+   */
+  private static SegmentSettings segments(GatewayConfig.Segments raw, Path stateDir)
+      throws ConfigException {
+    String kind = raw == null || raw.kind() == null ? "local" : raw.kind();
+    check(kind.equals("local") || kind.equals("s3"), "segments.kind", kind, "local or s3");
+    if (kind.equals("local")) {
+      check(raw == null || raw.equals(new GatewayConfig.Segments(raw.kind(), null, null, null,
+          null, null, null, null, null, null, null, null)), "segments", "object-store fields",
+          "only kind when kind is local");
+      return SegmentSettings.local();
+    }
+    URI endpoint;
+    String endpointText = require(raw.endpoint(), "segments.endpoint");
+    try {
+      endpoint = new URI(endpointText);
+    } catch (java.net.URISyntaxException e) {
+      throw new ConfigException("segments.endpoint: " + endpointText + " (expected: an http or"
+          + " https URI)");
+    }
+    check(("http".equals(endpoint.getScheme()) || "https".equals(endpoint.getScheme()))
+            && endpoint.getHost() != null && endpoint.getUserInfo() == null
+            && endpoint.getQuery() == null && endpoint.getFragment() == null
+            && (endpoint.getPath() == null || endpoint.getPath().isEmpty()
+                || endpoint.getPath().equals("/")),
+        "segments.endpoint", endpointText, "http(s)://host[:port] without path, user or query");
+    // Segment bytes are callers' results: in clear text only over loopback or a network the
+    // operator states is private, as for the listener.
+    check("https".equals(endpoint.getScheme()) || loopback(endpoint.getHost())
+            || Boolean.TRUE.equals(raw.privateNetwork()),
+        "segments.endpoint", endpointText,
+        "https, or http to a loopback address, unless segments.private_network is true");
+    String region = raw.region() != null ? raw.region() : "us-east-1";
+    check(region.matches("[a-z0-9-]{1,64}"), "segments.region", region, "a region name [a-z0-9-]");
+    String bucket = require(raw.bucket(), "segments.bucket");
+    check(bucket.matches("[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"), "segments.bucket", bucket,
+        "an S3 bucket name: 3..63 of [a-z0-9.-]");
+    String prefix = raw.prefix() != null ? raw.prefix() : "segments/";
+    check(prefix.matches("[A-Za-z0-9._/-]{0,256}") && !prefix.startsWith("/"),
+        "segments.prefix", prefix, "at most 256 of [A-Za-z0-9._/-], not starting with /");
+    String access = keyFile(raw.accessKeyFile(), "segments.access_key_file", stateDir);
+    String secret = keyFile(raw.secretKeyFile(), "segments.secret_key_file", stateDir);
+    long connect = raw.connectTimeoutMs() != null ? raw.connectTimeoutMs() : 2_000;
+    check(connect >= 100 && connect <= 60_000, "segments.connect_timeout_ms", connect,
+        "100..60000");
+    long request = raw.requestTimeoutMs() != null ? raw.requestTimeoutMs() : 30_000;
+    check(request >= 1_000 && request <= 600_000, "segments.request_timeout_ms", request,
+        "1000..600000");
+    int connections = raw.maxConnections() != null ? raw.maxConnections() : 50;
+    check(connections >= 1 && connections <= 1024, "segments.max_connections", connections,
+        "1..1024");
+    long minAge = raw.sweepMinAgeMs() != null ? raw.sweepMinAgeMs() : 3_600_000;
+    check(minAge >= 0 && minAge <= 7L * 24 * 3_600_000, "segments.sweep_min_age_ms", minAge,
+        "0..604800000");
+    return new SegmentSettings.ObjectStore(endpoint, region, bucket, prefix, access, secret,
+        java.time.Duration.ofMillis(connect), java.time.Duration.ofMillis(request), connections,
+        java.time.Duration.ofMillis(minAge));
+  }
+
+  /** One line of a private (0600/0400) file under the state directory, without its newline. */
+  private static String keyFile(String name, String field, Path stateDir) throws ConfigException {
+    Path file = stateDir.resolve(require(name, field)).normalize();
+    check(Files.isReadable(file), field, file, "a readable file");
+    checkPrivate(file, field);
+    String value;
+    try {
+      value = Files.readString(file, java.nio.charset.StandardCharsets.UTF_8).strip();
+    } catch (IOException e) {
+      throw new ConfigException(field + ": " + file + ": cannot read: " + e.getMessage(), e);
+    }
+    // The value itself is never part of a message.
+    check(!value.isEmpty() && value.length() <= 1024 && value.chars().allMatch(c -> c > 0x20
+        && c < 0x7f), field, file, "one line of 1..1024 printable ASCII characters");
+    return value;
   }
 
   /** Unix socket and TLS paths resolve against the config file's directory, like state_dir. */

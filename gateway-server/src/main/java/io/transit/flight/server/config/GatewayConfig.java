@@ -19,6 +19,7 @@ public record GatewayConfig(
     @JsonProperty("limits") Limits limits,
     @JsonProperty("engine") Engine engine,
     @JsonProperty("journal") Journal journal,
+    @JsonProperty("segments") Segments segments,
     @JsonProperty("jvm") Jvm jvm,
     @JsonProperty("publications") List<PublicationConfig> publications,
     @JsonProperty("callers") List<CallerConfig> callers) {
@@ -83,6 +84,25 @@ public record GatewayConfig(
       @JsonProperty("lock_timeout_ms") Long lockTimeoutMs,
       @JsonProperty("statement_timeout_ms") Long statementTimeoutMs,
       @JsonProperty("idle_in_transaction_timeout_ms") Long idleInTransactionTimeoutMs) {}
+
+  /**
+   * Where retained segments are kept: {@code local} (the state directory, the default) or {@code
+   * s3} (an S3-API bucket; every other field is for that kind). Key files are paths relative to
+   * the state directory, read once at start.
+   */
+  public record Segments(
+      @JsonProperty("kind") String kind,
+      @JsonProperty("endpoint") String endpoint,
+      @JsonProperty("private_network") Boolean privateNetwork,
+      @JsonProperty("region") String region,
+      @JsonProperty("bucket") String bucket,
+      @JsonProperty("prefix") String prefix,
+      @JsonProperty("access_key_file") String accessKeyFile,
+      @JsonProperty("secret_key_file") String secretKeyFile,
+      @JsonProperty("connect_timeout_ms") Long connectTimeoutMs,
+      @JsonProperty("request_timeout_ms") Long requestTimeoutMs,
+      @JsonProperty("max_connections") Integer maxConnections,
+      @JsonProperty("sweep_min_age_ms") Long sweepMinAgeMs) {}
 
   /** The JVM's own sizing, applied by the launcher before the daemon starts. */
   public record Jvm(@JsonProperty("heap_bytes") Long heapBytes) {}

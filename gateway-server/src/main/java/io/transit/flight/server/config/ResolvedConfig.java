@@ -1,5 +1,6 @@
 package io.transit.flight.server.config;
 
+import io.transit.flight.nativequery.embedded.SegmentSettings;
 import io.transit.flight.proto.TableDeclaration;
 import java.nio.file.Path;
 import java.util.List;
@@ -8,7 +9,8 @@ import java.util.Map;
 /**
  * A validated configuration: every default applied, every path resolved against the state
  * directory, every publication turned into its {@link TableDeclaration}. Immutable; a SIGHUP
- * reload builds a new one and swaps it in whole.
+ * reload builds a new one and swaps it in whole. {@code segments} (where retained segments are
+ * kept, with an object store's keys already read from their files) is used once, at start.
  */
 public record ResolvedConfig(
     String host,
@@ -24,7 +26,8 @@ public record ResolvedConfig(
     Journal journal,
     Map<String, Publication> publications,
     List<Caller> callers,
-    Transport transport) {
+    Transport transport,
+    SegmentSettings segments) {
 
   /**
    * The listeners beyond {@code host:port}: whether TCP is served at all, an optional Unix domain
@@ -40,7 +43,7 @@ public record ResolvedConfig(
   /** This configuration listening on {@code newPort} instead (a command-line override). */
   public ResolvedConfig withPort(int newPort) {
     return new ResolvedConfig(host, newPort, stateDir, realm, realmName, service, ingress,
-        ticketTtlMs, limits, engine, journal, publications, callers, transport);
+        ticketTtlMs, limits, engine, journal, publications, callers, transport, segments);
   }
 
   /**

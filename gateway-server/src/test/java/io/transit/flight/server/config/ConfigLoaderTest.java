@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.nativequery.embedded.DuckSettings;
 import io.transit.flight.nativequery.embedded.RetentionPolicy;
+import io.transit.flight.nativequery.embedded.SegmentSettings;
+import java.net.URI;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -154,6 +157,42 @@ class ConfigLoaderTest {
     Files.setPosixFilePermissions(pw, java.nio.file.attribute.PosixFilePermissions.fromString(
         "rw-r--r--"));
     assertMessage("journal.password_file", pg);
+  }
+
+  @Test
+  void segmentsDefaultToTheStateDirectoryAndAnObjectStoreReadsItsPrivateKeyFiles() throws Exception {
+    String valid = VALID.formatted(caller("a", 10));
+    assertEquals(SegmentSettings.local(), load(valid).segments());
+    Path keys = Files.createDirectories(dir.resolve("state/keys"));
+    Path access = keys.resolve("s3-access");
+    Path secret = keys.resolve("s3-secret");
+    Files.writeString(access, "AKIDEXAMPLE\n");
+    Files.writeString(secret, "wJalrXUtnFEMI/K7MDENG\n");
+    Files.setPosixFilePermissions(access, PosixFilePermissions.fromString("rw-------"));
+    Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("r--------"));
+    String s3 = valid.replace("\"state_dir\"", "\"segments\": {\"kind\": \"s3\","
+        + " \"endpoint\": \"http://127.0.0.1:7070\", \"bucket\": \"transit-segments\","
+        + " \"access_key_file\": \"keys/s3-access\", \"secret_key_file\": \"keys/s3-secret\"},"
+        + " \"state_dir\"");
+    assertEquals(new SegmentSettings.ObjectStore(URI.create("http://127.0.0.1:7070"), "us-east-1",
+        "transit-segments", "segments/", "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG",
+        Duration.ofSeconds(2), Duration.ofSeconds(30), 50, Duration.ofHours(1)),
+        load(s3).segments());
+    assertMessage("segments.endpoint", s3.replace("127.0.0.1:7070", "10.0.0.5:7070"));
+    assertEquals("10.0.0.5", ((SegmentSettings.ObjectStore) load(s3.replace("127.0.0.1:7070",
+        "10.0.0.5:7070").replace("\"kind\": \"s3\",", "\"kind\": \"s3\", \"private_network\": true,")
+    ).segments()).endpoint().getHost());
+    assertMessage("segments.endpoint", s3.replace("http://127.0.0.1:7070", "ftp://127.0.0.1"));
+    assertMessage("segments.bucket", s3.replace("transit-segments", "Bad_Bucket"));
+    assertMessage("segments.prefix", s3.replace("\"bucket\"", "\"prefix\": \"/abs\", \"bucket\""));
+    assertMessage("segments.kind", s3.replace("\"s3\"", "\"nfs\""));
+    assertMessage("segments: object-store fields", s3.replace("\"s3\"", "\"local\""));
+    assertMessage("segments.secret_key_file", s3.replace("keys/s3-secret", "keys/absent"));
+    Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-r--r--"));
+    ConfigException open = assertThrows(ConfigException.class, () -> load(s3));
+    assertTrue(open.getMessage().contains("segments.secret_key_file")
+        && open.getMessage().contains("0600"), open.getMessage());
+    assertTrue(!open.getMessage().contains("wJalrXUtnFEMI"), "never the secret itself");
   }
 
   private void assertMessage(String expected, String json) {

@@ -1,0 +1,369 @@
+package io.transit.flight.nativequery.embedded;
+
+import io.transit.flight.crypto.Digests;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.net.ConnectException;
+import java.net.SocketTimeoutException;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.Supplier;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.ResponseInputStream;
+import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
+import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.core.exception.AbortedException;
+import software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException;
+import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.http.apache5.Apache5HttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * A {@link SegmentStore} in an S3-API bucket: one immutable object per segment, named {@code
+ * <prefix><sha256 hex>}, so identical content is one object and a key always names the same bytes.
+ * The manifest and its digest stay in the journal; the SHA-256 of every segment is checked by the
+ * reader before conversion, as for local files ({@code server.flight.Coverage.checkBytes}), and a
+ * wrong size is refused here ({@link WrongSize}).
+ *
+ * <p><b>Threads.</b> Every method except {@link #close} may be called from any thread at once; the
+ * class keeps no mutable state of its own (all fields are final and immutable, the {@link S3Client}
+ * is thread-safe). Who calls what:
+ *
+ * <ul>
+ *   <li>{@link #write} — the engine's execution threads ({@code native-exec-N}), one query each,
+ *       while holding the retention sweep's writing lock;
+ *   <li>{@link #read(byte[], long, BufferAllocator)} — DoGet producers (T_caller) through {@code
+ *       ResultReader}; {@link #read(byte[])} — the heap read of the same path;
+ *   <li>{@link #stored} and {@link #remove} — the single {@code native-retention} thread, holding
+ *       the writing lock's exclusive side (no local query is between segment write and manifest
+ *       commit);
+ *   <li>{@link #sync} — execution threads; a no-op (see there);
+ *   <li>{@link #close} — the engine's closing thread, once, after the execution pool and the
+ *       sweep have stopped, so no call is in flight.
+ * </ul>
+ *
+ * <p><b>The HTTP connection pool</b> (Apache HttpClient 5, {@code maxConnections} entries) is the
+ * one structure those threads share, inside the SDK. What touches a pool entry, and when:
+ *
+ * <ul>
+ *   <li>Lease (any calling thread): each S3 call leases one connection for its request and
+ *       response, waiting at most {@code requestTimeout} for a free one when all are leased.
+ *   <li>Return (the same calling thread): HEAD, PUT, DELETE and LIST return their connection when
+ *       the SDK has read the response. A GET keeps its lease while its body is streamed: {@link
+ *       #read} reads the body to its end on the calling thread and closes the stream in {@code
+ *       finally}; a read that stops early (wrong size, a failure) calls {@code abort()} first, so
+ *       a connection with unread body bytes is discarded, never handed to the next lease.
+ *   <li>Eviction (the SDK's idle-connection reaper thread): closes entries idle longer than the
+ *       pool's idle limit; it takes only idle entries under the pool's lock, so it cannot race a
+ *       leased one. A connection the server closed meanwhile (a restart) fails its next request
+ *       with an I/O error, which the SDK's retry strategy repeats on a fresh connection.
+ *   <li>Shutdown ({@link #close}, one thread): closes every entry; nothing is leased then.
+ * </ul>
+ *
+ * <p>Lease and return are always by the same thread, inside one method of this class, so no
+ * connection outlives the call that leased it, and no lock of this class is held across network
+ * I/O (there is none). Who waits on whom: a caller waits only on the pool (bounded by {@code
+ * requestTimeout}) and on the server (connect bounded by {@code connectTimeout}, the whole call
+ * with retries by {@code requestTimeout}); nothing here waits on another caller.
+ *
+ * <p><b>Buffers.</b> {@link #write} never keeps {@code bytes} after it returns (the request body
+ * streams from the caller's array). {@link #read(byte[], long, BufferAllocator)} allocates the
+ * returned {@link ArrowBuf} from the caller's allocator and streams the response body into it in
+ * 64 KiB chunks through one staging array of its own (never the whole object on the heap); on any
+ * failure it frees that buffer itself, on success ownership passes to the caller.
+ *
+ * <p><b>Failures</b> are definite: a missing object is empty (the reader's EVIDENCE or RETIRED); a
+ * wrong size is {@link WrongSize}; a refused connection, a timeout, an interrupted call or a server
+ * error is {@link Unavailable} (UNAVAILABLE {@code query.segment_store_unavailable}), never a
+ * partial or empty answer.
+ */
+final class S3SegmentStore implements SegmentStore {
+  private static final int CHUNK = 64 * 1024;
+
+  private final S3Client client;
+  private final String bucket;
+  private final String prefix;
+  // Objects younger than this are left by stored(): another replica may be about to name them.
+  private final Duration sweepMinAge;
+
+  private S3SegmentStore(S3Client client, String bucket, String prefix, Duration sweepMinAge) {
+    this.client = client;
+    this.bucket = bucket;
+    this.prefix = prefix;
+    this.sweepMinAge = sweepMinAge;
+  }
+
+  /**
+   * Connects to the bucket of {@code s}. The bucket must exist: a missing one, a refused
+   * credential or an unreachable server is an {@link IOException} naming the bucket, so a
+   * misconfigured gateway does not start.
+   */
+  static S3SegmentStore open(SegmentSettings.ObjectStore s) throws IOException {
+    S3Client client = S3Client.builder()
+        .endpointOverride(s.endpoint())
+        .region(Region.of(s.region()))
+        .credentialsProvider(StaticCredentialsProvider.create(
+            AwsBasicCredentials.create(s.accessKeyId(), s.secretAccessKey())))
+        // Non-AWS servers (versitygw) address buckets by path, not by host name.
+        .forcePathStyle(true)
+        // Since 2.30 the SDK adds CRC32 trailers by default, which third-party servers refuse;
+        // integrity of the body is Content-MD5 on PUT and the SHA-256 check on read instead.
+        .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+        .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+        .httpClientBuilder(Apache5HttpClient.builder()
+            .maxConnections(s.maxConnections())
+            .connectionTimeout(s.connectTimeout())
+            .socketTimeout(s.requestTimeout())
+            .connectionAcquisitionTimeout(s.requestTimeout()))
+        .overrideConfiguration(c -> c.apiCallTimeout(s.requestTimeout()))
+        .build();
+    S3SegmentStore store = new S3SegmentStore(client, s.bucket(), s.prefix(), s.sweepMinAge());
+    try {
+      client.headBucket(b -> b.bucket(s.bucket()));
+      return store;
+    } catch (S3Exception e) {
+      client.close();
+      throw new IOException("segments: bucket " + s.bucket() + " at " + s.endpoint()
+          + " cannot be used (HTTP " + e.statusCode() + ")", e);
+    } catch (SdkException e) {
+      client.close();
+      throw new IOException("segments: the object store at " + s.endpoint()
+          + " cannot be reached (" + reason(e) + ")", e);
+    }
+  }
+
+  @Override
+  public byte[] write(byte[] bytes) throws IOException {
+    byte[] sha = Digests.sha256(bytes);
+    String key = key(sha);
+    Optional<HeadObjectResponse> head = call(() -> head(key));
+    if (head.isPresent() && Long.valueOf(bytes.length).equals(head.get().contentLength())
+        && !needsRefresh(head.get().lastModified())) {
+      return sha; // the same key always names the same bytes
+    }
+    // Absent (or an old object a replica's sweep may soon take, or a damaged one of the wrong
+    // size): PUT the bytes. Overwriting identical content changes nothing a reader can see, and a
+    // PUT is atomic, so the key is absent-or-complete throughout.
+    try {
+      client.putObject(b -> b.bucket(bucket).key(key).contentLength((long) bytes.length)
+              .contentMD5(md5(bytes)),
+          RequestBody.fromContentProvider(() -> new ByteArrayInputStream(bytes), bytes.length,
+              "application/octet-stream"));
+    } catch (S3Exception e) {
+      if (e.statusCode() == 507) {
+        // The server's storage is full; how much it has left is not said.
+        throw new DiskFull(0, bytes.length, e);
+      }
+      throw unavailable(e);
+    } catch (SdkException e) {
+      throw unavailable(e);
+    }
+    return sha;
+  }
+
+  /**
+   * A PUT returns 200 only once the object is stored durably (the S3 API's contract), so every
+   * segment written so far is already durable: there is nothing to flush.
+   */
+  @Override
+  public void sync() {}
+
+  @Override
+  public Optional<byte[]> read(byte[] sha256) throws IOException {
+    ResponseInputStream<GetObjectResponse> in = get(key(sha256));
+    if (in == null) {
+      return Optional.empty();
+    }
+    try (in) {
+      return Optional.of(in.readAllBytes());
+    } catch (IOException | SdkException e) {
+      throw unavailable(e);
+    }
+  }
+
+  @Override
+  public Optional<ArrowBuf> read(byte[] sha256, long expectedBytes, BufferAllocator allocator)
+      throws IOException {
+    ResponseInputStream<GetObjectResponse> in = get(key(sha256));
+    if (in == null) {
+      return Optional.empty();
+    }
+    try (in) {
+      Long length = in.response().contentLength();
+      if (length == null || length != expectedBytes || expectedBytes > Integer.MAX_VALUE) {
+        in.abort();
+        throw new WrongSize();
+      }
+      ArrowBuf buf = allocator.buffer(expectedBytes);
+      try {
+        fill(in, buf, expectedBytes);
+        buf.writerIndex(expectedBytes);
+        return Optional.of(buf);
+      } catch (IOException | RuntimeException e) {
+        buf.close();
+        in.abort();
+        if (e instanceof WrongSize || !(e instanceof IOException || e instanceof SdkException)) {
+          throw e;
+        }
+        throw unavailable(e); // the connection broke or timed out mid-body
+      }
+    }
+  }
+
+  /** Streams exactly {@code length} bytes into {@code buf}; more or fewer is {@link WrongSize}. */
+  private static void fill(InputStream in, ArrowBuf buf, long length) throws IOException {
+    byte[] chunk = new byte[(int) Math.min(CHUNK, Math.max(1, length))];
+    long at = 0;
+    while (at < length) {
+      int n = in.read(chunk, 0, (int) Math.min(chunk.length, length - at));
+      if (n < 0) {
+        throw new WrongSize();
+      }
+      buf.setBytes(at, chunk, 0, n);
+      at += n;
+    }
+    if (in.read() >= 0) {
+      throw new WrongSize();
+    }
+  }
+
+  @Override
+  public List<byte[]> stored() throws IOException {
+    Instant youngest = Instant.now().minus(sweepMinAge);
+    return call(() -> {
+      List<byte[]> out = new ArrayList<>();
+      for (ListObjectsV2Response page
+          : client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix))) {
+        for (S3Object o : page.contents()) {
+          String name = o.key().substring(prefix.length());
+          // Only segment names; anything else under the prefix is not ours to remove.
+          if (name.length() == 64 && name.chars().allMatch(c -> Character.digit(c, 16) >= 0)
+              && o.lastModified() != null && !o.lastModified().isAfter(youngest)) {
+            out.add(HexFormat.of().parseHex(name));
+          }
+        }
+      }
+      return out;
+    });
+  }
+
+  @Override
+  public boolean remove(byte[] sha256) throws IOException {
+    String key = key(sha256);
+    // DeleteObject answers the same for an absent key, so ask first: the sweep counts removals.
+    if (call(() -> head(key)).isEmpty()) {
+      return false;
+    }
+    call(() -> client.deleteObject(b -> b.bucket(bucket).key(key)));
+    return true;
+  }
+
+  @Override
+  public void close() {
+    client.close();
+  }
+
+  String key(byte[] sha256) {
+    return prefix + Digests.hex(sha256);
+  }
+
+  /** An object written more than half the sweep's minimum age ago is written again. */
+  private boolean needsRefresh(Instant lastModified) {
+    return !sweepMinAge.isZero() && lastModified != null
+        && lastModified.isBefore(Instant.now().minus(sweepMinAge.dividedBy(2)));
+  }
+
+  private Optional<HeadObjectResponse> head(String key) {
+    try {
+      return Optional.of(client.headObject(b -> b.bucket(bucket).key(key)));
+    } catch (S3Exception e) {
+      if (e.statusCode() == 404) {
+        return Optional.empty();
+      }
+      throw e;
+    }
+  }
+
+  /** The object's body stream (its connection leased until closed), or null when absent. */
+  private ResponseInputStream<GetObjectResponse> get(String key) throws IOException {
+    try {
+      return client.getObject(b -> b.bucket(bucket).key(key));
+    } catch (S3Exception e) {
+      if (e.statusCode() == 404) {
+        return null;
+      }
+      throw unavailable(e);
+    } catch (SdkException e) {
+      throw unavailable(e);
+    }
+  }
+
+  private static <T> T call(Supplier<T> s) throws Unavailable {
+    try {
+      return s.get();
+    } catch (SdkException e) {
+      throw unavailable(e);
+    }
+  }
+
+  private static Unavailable unavailable(Throwable e) {
+    return new Unavailable(reason(e), e);
+  }
+
+  /** A short token for what went wrong: never the server's text, which may be anything. */
+  static String reason(Throwable e) {
+    if (e instanceof S3Exception s) {
+      String code = s.awsErrorDetails() == null ? null : s.awsErrorDetails().errorCode();
+      if (code != null && code.matches("[A-Za-z0-9]{1,40}")) {
+        return code;
+      }
+      return "http_" + s.statusCode();
+    }
+    if (e instanceof ApiCallTimeoutException || e instanceof ApiCallAttemptTimeoutException) {
+      return "timeout";
+    }
+    if (e instanceof AbortedException) {
+      return "interrupted";
+    }
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ConnectException) {
+        return "connect";
+      }
+      if (t instanceof SocketTimeoutException) {
+        return "timeout";
+      }
+      if (t instanceof InterruptedIOException) {
+        return "interrupted";
+      }
+    }
+    return "io";
+  }
+
+  private static String md5(byte[] bytes) {
+    try {
+      return Base64.getEncoder().encodeToString(MessageDigest.getInstance("MD5").digest(bytes));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every JDK has MD5", e);
+    }
+  }
+}

@@ -1,0 +1,164 @@
+package io.transit.flight.nativequery.embedded;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.crypto.Digests;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.arrow.memory.ArrowBuf;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The {@link SegmentStore} contract on {@link S3SegmentStore} against a real versitygw on
+ * 127.0.0.1 (one per class, a fresh bucket per test), then what only a remote store can do: be
+ * unreachable (definite {@link SegmentStore.Unavailable}, bounded by the store's timeouts), come
+ * back (the pool's stale connections are replaced and reads resume), refuse to open on a missing
+ * bucket or a wrong key, and keep young objects from the sweep.
+ */
+class S3SegmentStoreTest extends SegmentStoreContract {
+  private static final String PREFIX = "segments/";
+  private static final AtomicInteger BUCKETS = new AtomicInteger();
+  @TempDir static Path dir;
+  private static Versitygw gw;
+  private String bucket;
+  private S3SegmentStore s3;
+
+  @BeforeAll
+  static void startServer() throws Exception {
+    gw = Versitygw.start(dir);
+  }
+
+  @AfterAll
+  static void stopServer() throws Exception {
+    gw.close();
+  }
+
+  @Override
+  SegmentStore open() throws Exception {
+    bucket = "contract-" + BUCKETS.incrementAndGet();
+    gw.createBucket(bucket);
+    s3 = S3SegmentStore.open(gw.settings(bucket, PREFIX));
+    return s3;
+  }
+
+  /** The object's file in versitygw's POSIX root, rewritten in place. */
+  @Override
+  void damage(byte[] sha256, byte[] bytes) throws Exception {
+    Path file = gw.root.resolve(bucket).resolve(s3.key(sha256));
+    assertTrue(Files.isRegularFile(file), "the object is a file under the POSIX root: " + file);
+    Files.write(file, bytes);
+  }
+
+  @Test
+  void keysAreThePrefixAndTheSha256Hex() throws Exception {
+    byte[] sha = store.write(X);
+    assertTrue(Files.isRegularFile(gw.root.resolve(bucket).resolve("segments/" + Digests.hex(sha))));
+  }
+
+  @Test
+  void aStoppedServerFailsEveryCallDefinitelyAndReadsResumeAfterItsRestart() throws Exception {
+    byte[] x = store.write(X);
+    try (ArrowBuf buf = store.read(x, X.length, allocator).orElseThrow()) {
+      assertEquals(X.length, buf.writerIndex()); // a pooled keep-alive connection now exists
+    }
+    gw.stop();
+    try {
+      long start = System.nanoTime();
+      SegmentStore.Unavailable w = assertThrows(SegmentStore.Unavailable.class,
+          () -> store.write(Y));
+      assertEquals("connect", w.reason);
+      SegmentStore.Unavailable r = assertThrows(SegmentStore.Unavailable.class,
+          () -> store.read(x, X.length, allocator));
+      assertEquals("connect", r.reason);
+      assertThrows(SegmentStore.Unavailable.class, () -> store.read(x));
+      assertThrows(SegmentStore.Unavailable.class, () -> store.stored());
+      assertThrows(SegmentStore.Unavailable.class, () -> store.remove(x));
+      // Five calls, each bounded by the 5 s request timeout (with its retries).
+      assertTrue(System.nanoTime() - start < Duration.ofSeconds(25).toNanos());
+    } finally {
+      gw.restart();
+    }
+    // The same store object: its pooled connection to the old process is stale.
+    try (ArrowBuf buf = store.read(x, X.length, allocator).orElseThrow()) {
+      byte[] back = new byte[X.length];
+      buf.getBytes(0, back);
+      assertArrayEquals(X, back);
+    }
+    byte[] y = store.write(Y);
+    assertArrayEquals(Y, store.read(y).orElseThrow());
+    assertEquals(2, store.stored().size());
+  }
+
+  @Test
+  void aServerThatNeverAnswersIsATimeoutNotAHang() throws Exception {
+    // A listening socket that never accepts the HTTP exchange: connects, then silence.
+    try (ServerSocket silent = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+      SegmentSettings.ObjectStore s = gw.settings(bucket, PREFIX);
+      SegmentSettings.ObjectStore mute = new SegmentSettings.ObjectStore(
+          URI.create("http://127.0.0.1:" + silent.getLocalPort()), s.region(), s.bucket(),
+          s.prefix(), s.accessKeyId(), s.secretAccessKey(), Duration.ofSeconds(1),
+          Duration.ofSeconds(2), 2, Duration.ZERO);
+      long start = System.nanoTime();
+      IOException e = assertThrows(IOException.class, () -> S3SegmentStore.open(mute));
+      assertTrue(e.getMessage().contains("(timeout)"), e.getMessage());
+      assertTrue(System.nanoTime() - start < Duration.ofSeconds(10).toNanos());
+    }
+  }
+
+  @Test
+  void openRefusesAMissingBucketAWrongKeyAndNoServer() throws Exception {
+    SegmentSettings.ObjectStore s = gw.settings(bucket, PREFIX);
+    IOException missing = assertThrows(IOException.class, () -> S3SegmentStore.open(
+        gw.settings("no-such-bucket", PREFIX)));
+    assertTrue(missing.getMessage().contains("no-such-bucket"), missing.getMessage());
+    SegmentSettings.ObjectStore wrongKey = new SegmentSettings.ObjectStore(s.endpoint(),
+        s.region(), s.bucket(), s.prefix(), s.accessKeyId(), "not-the-secret",
+        s.connectTimeout(), s.requestTimeout(), 2, Duration.ZERO);
+    IOException denied = assertThrows(IOException.class, () -> S3SegmentStore.open(wrongKey));
+    assertTrue(denied.getMessage().contains("HTTP 403"), denied.getMessage());
+    int free;
+    try (ServerSocket probe = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      free = probe.getLocalPort();
+    }
+    SegmentSettings.ObjectStore nobody = new SegmentSettings.ObjectStore(
+        URI.create("http://127.0.0.1:" + free), s.region(), s.bucket(), s.prefix(),
+        s.accessKeyId(), s.secretAccessKey(), s.connectTimeout(), s.requestTimeout(), 2,
+        Duration.ZERO);
+    IOException refused = assertThrows(IOException.class, () -> S3SegmentStore.open(nobody));
+    assertTrue(refused.getMessage().contains("(connect)"), refused.getMessage());
+    assertTrue(!s.toString().contains(s.secretAccessKey()), "settings never print the secret");
+  }
+
+  @Test
+  void theSweepLeavesObjectsYoungerThanItsMinimumAge() throws Exception {
+    SegmentSettings.ObjectStore s = gw.settings(bucket, PREFIX);
+    try (S3SegmentStore guarded = S3SegmentStore.open(new SegmentSettings.ObjectStore(
+        s.endpoint(), s.region(), s.bucket(), s.prefix(), s.accessKeyId(), s.secretAccessKey(),
+        s.connectTimeout(), s.requestTimeout(), 2, Duration.ofHours(1)))) {
+      byte[] x = guarded.write(X);
+      assertEquals(List.of(), guarded.stored(), "another replica may be about to name it");
+      assertEquals(List.of(hex(X)), storedHex(), "a store without the guard sees it");
+      assertEquals(Optional.of(X.length), guarded.read(x).map(b -> b.length));
+    }
+  }
+
+  @Test
+  void otherKeysUnderThePrefixAreNotSegments() throws Exception {
+    store.write(X);
+    Files.writeString(gw.root.resolve(bucket).resolve("segments/notes.txt"), "not a segment");
+    assertEquals(List.of(hex(X)), storedHex());
+  }
+}
