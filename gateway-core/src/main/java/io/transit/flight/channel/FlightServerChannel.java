@@ -24,11 +24,11 @@ import org.slf4j.LoggerFactory;
  * the channel contract (single-writer confinement, CAS-once {@code close()}).
  *
  * <p><b>Threads.</b> T_caller (the producer) calls {@link #awaitReadyOrThrow()}, {@link
- * #awaitRoomForNextBatch()} and {@link #releaseUnsent(VectorSchemaRoot)}; T_exec (this stream's {@link StreamExecutor}) runs {@link
- * #sendBatch}, {@link #completeStream()}, {@link #sendError(Throwable)}, {@link
- * #failStream(Throwable)} and the root free; T_grpc calls {@link #onChannelCancelled()} and
- * {@link #onReady()}. {@link #close()}, {@link #abort(Throwable)} and {@link
- * #addCloseListener(Runnable)} are safe from any thread. The stream root and every {@link
+ * #awaitRoomForNextBatch()} and {@link #releaseUnsent(VectorSchemaRoot)}; T_exec (this stream's
+ * {@link StreamExecutor}) runs {@link #sendBatch}, {@link #completeStream()}, {@link
+ * #sendError(Throwable)}, {@link #failStream(Throwable)} and the root free; T_grpc calls {@link
+ * #onChannelCancelled()} and {@link #onReady()}. {@link #close()}, {@link #abort(Throwable)} and
+ * {@link #addCloseListener(Runnable)} are safe from any thread. The stream root and every {@link
  * ServerStreamListener} call that acts on the call (start, putNext, completed, error) are confined
  * to T_exec; each such entry point calls {@link StreamExecutor#checkOnExecutor()}. The gate reads
  * {@code isReady()} on T_caller; the registry registers the handlers on T_grpc before any task.
