@@ -232,6 +232,7 @@ def p4(a, config: Path, log: Path, budget: int) -> dict:
         stopped = deployment.shutdown(gw)
     slow.update(stopped)
     print(f"P4: {a.readers} slow readers: allocator peak {slow.get('allocator_peak_bytes')} B, "
+          f"one stream's peak {slow.get('stream_peak_bytes')} B, "
           f"RSS peak {slow['rss_peak_bytes']} B, errors {len(slow['errors'])}", flush=True)
     out["slow"] = slow
 

@@ -20,6 +20,7 @@ sys.path.append(str(ROOT / "integration-tests" / "python"))
 from daemon import Daemon  # noqa: E402
 
 PEAK = re.compile(r"allocator_peak_bytes=(\d+)")
+STREAM_PEAK = re.compile(r"stream_peak_bytes=(\d+)")
 LEFT = re.compile(r"(\d+) bytes still allocated at shutdown")
 TABLE = "bench"
 CALLER = "bench"
@@ -78,9 +79,12 @@ def shutdown(gw: Daemon) -> dict:
     rc = gw.stop()
     text = "".join(gw.output)
     peak = PEAK.findall(text)
+    stream_peak = STREAM_PEAK.findall(text)
     left = LEFT.findall(text)
     return {"exit_status": rc,
             "allocator_peak_bytes": int(peak[-1]) if peak else None,
+            # The most one stream's allocator held (its peak), in the same accounting.
+            "stream_peak_bytes": int(stream_peak[-1]) if stream_peak else None,
             # Exit status 0 means the root allocator was empty and closed at shutdown.
             "bytes_left": int(left[-1]) if left else (0 if rc == 0 else None)}
 

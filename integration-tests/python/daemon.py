@@ -46,7 +46,7 @@ SERVING = re.compile(r"is serving (grpc(?:\+tls|\+unix)?)://(\S+)")
 # The connection help ends with the PyArrow snippet, printed after every listener's line.
 READY = "PyArrow:"
 STOPPED = re.compile(r"stopped: leaked_bytes=(\d+) leaked_streams=(\d+) drained=(\w+)"
-                     r" allocator_peak_bytes=(\d+) connections_peak=(\d+)")
+                     r" allocator_peak_bytes=(\d+) connections_peak=(\d+) stream_peak_bytes=(\d+)")
 RELOADED = "configuration reloaded"
 REFUSED = "reload refused, previous configuration stays"
 # What a variant copies of its base by default: the static deployment, not the engine.
@@ -339,7 +339,7 @@ class Daemon:
         assert m, "no shutdown accounting line:\n" + "".join(self.output[-30:])
         return {"rc": rc, "leaked_bytes": int(m.group(1)), "leaked_streams": int(m.group(2)),
                 "drained": m.group(3) == "true", "allocator_peak_bytes": int(m.group(4)),
-                "connections_peak": int(m.group(5))}
+                "connections_peak": int(m.group(5)), "stream_peak_bytes": int(m.group(6))}
 
     def assert_clean_stop(self) -> dict:
         s = self.stop_report()

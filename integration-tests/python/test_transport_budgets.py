@@ -39,7 +39,7 @@ def daemon_with(configured, tmp_path):
 
 # Budget figures are number facts (docs/diagnostic-v1.md): shortening never touches them.
 NUMBER_FACTS = {"limit", "required", "deadline_ms", "budget_ms", "stream_limit", "root_limit",
-                "segment_bytes"}
+                "segment_bytes", "segment_accounted_bytes"}
 
 
 def diag_fact(diag, name):
@@ -163,32 +163,63 @@ def test_credit_stall_cuts_a_reader_that_stops(daemon_with):
     d.assert_clean_stop()
 
 
-def test_stream_allocator_limit(daemon_with):
-    # A 16384-row batch of five columns (~650 KiB) fits once; the stream root still holds one
-    # when the next is built, which the 1 MiB stream allocator refuses.
+def accounted(n: int) -> int:
+    """What Arrow Java's allocator charges for an n-byte buffer below its 16 MiB chunk: the next
+    power of two (its default rounding policy)."""
+    return 1 << (n - 1).bit_length()
+
+
+def test_one_decoded_batch_is_resident_per_stream(daemon_with):
+    """A slow reader of the 1M-row result: the stream's allocator never held more than one
+    decoded batch (its largest segment as the allocator accounts it; Flight's copy of the batch is
+    in gRPC's buffers, not in Arrow memory), so a stream allocator of exactly that size serves it
+    whole. Before issue 15 item 3 the same stream held up to four such batches and was refused."""
     d = daemon_with({"stream_allocator_bytes": 1 << 20, "max_segment_bytes": 1 << 20,
                      "rows_per_segment": 16384})
+    ch = C.channel(d, **{"grpc.http2.bdp_probe": 0, "grpc.http2.lookahead_bytes": 16384})
+    ticket = C.flight_info(ch, d, BIG)
+    one_batch = max(accounted(p.stat().st_size) for p in d.segment_files())
+    assert one_batch == 1 << 20  # the test's premise: one batch fills the stream allocator
+    messages = 0
+    for _ in C.do_get(ch, d, ticket):  # the schema message, then one message per batch
+        messages += 1
+        if messages % 8 == 0:
+            time.sleep(0.2)  # the producer parks, holding its one batch, while gRPC is not ready
+    assert messages == 1 + -(-1_000_000 // 16384)
+    ch.close()
+    stopped = d.assert_clean_stop()
+    assert stopped["stream_peak_bytes"] == one_batch, stopped
+
+
+def test_stream_allocator_limit(daemon_with):
+    # One decoded batch is resident, and the allocator accounts it as its segment rounded up to a
+    # power of two. A 32768-row segment of five columns (~1.47 MiB) is within max_segment_bytes =
+    # stream_allocator_bytes = 1.5 MiB, but is charged 2 MiB: the stream refuses it when read.
+    limit = 3 << 19
+    d = daemon_with({"stream_allocator_bytes": limit, "max_segment_bytes": limit,
+                     "rows_per_segment": 32768})
     ch = C.channel(d)
     ticket = C.flight_info(ch, d, BIG)
     code, _, diag = C.failure(lambda: list(C.do_get(ch, d, ticket)))
-    assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "flight.allocation"
-    assert diag_fact(diag, "stream_limit") == str(1 << 20)
+    assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "flight.allocation", diag
+    assert diag_fact(diag, "stream_limit") == str(limit)
     assert diag_fact(diag, "refused_by").startswith("stream-")
+    segment = int(diag_fact(diag, "segment_bytes"))
+    assert segment <= limit < int(diag_fact(diag, "segment_accounted_bytes")) == accounted(segment)
     ch.close()
     C.healthy_query(d)
 
 
 def test_root_allocator_limit(daemon_with):
-    # A (three int64 columns, 16384-row segments) completes alone inside the 2.25 MiB root.
-    # Paused after its first message, A keeps its stream root (one ~400 KiB batch). B (five
-    # columns) then needs its segment's IPC body and converted batches at once: inside its own
-    # 2 MiB stream allocator, but not inside what the root has left. (A 1.75 MiB stream
-    # allocator refuses B itself: refused_by names the stream then.)
-    root, stream = 9 << 18, 2 << 20
+    # A (three int64 columns, 16384-row segments: 512 KiB accounted each) completes alone inside
+    # the 1.25 MiB root. Paused, A's producer parks holding its one decoded batch. B (five
+    # columns: 1 MiB accounted) then fits its own 1 MiB stream allocator, but not what the root
+    # has left.
+    root, stream = 5 << 18, 1 << 20
     d = daemon_with({"root_allocator_bytes": root, "stream_allocator_bytes": stream,
                      "max_segment_bytes": 1 << 20, "rows_per_segment": 16384})
     # A tiny receive window without BDP growth: A's sends stop in the gateway's transport (as
-    # copies) and its producer parks holding only the stream root.
+    # copies) and its producer parks with the batch it read next.
     ch_a = C.channel(d, **{"grpc.http2.bdp_probe": 0, "grpc.http2.lookahead_bytes": 16384})
     ch_b = C.channel(d)
     ticket_a = C.flight_info(ch_a, d, "SELECT id, a, c FROM primitive")
@@ -201,12 +232,14 @@ def test_root_allocator_limit(daemon_with):
     assert code == grpc.StatusCode.UNAVAILABLE and diag["code"] == "flight.allocation", diag
     assert diag_fact(diag, "refused_by") == "root", diag
     assert diag_fact(diag, "root_limit") == str(root) and diag_fact(diag, "stream_limit") == str(stream)
+    assert int(diag_fact(diag, "segment_accounted_bytes")) == stream  # B alone fits its stream
     # The refused stream freed what it held: A, resumed, completes (coverage-checked server-side).
     assert 1 + sum(1 for _ in first) > 2
     ch_a.close()
     ch_b.close()
     C.healthy_query(d)
-    assert d.assert_clean_stop()["allocator_peak_bytes"] <= root
+    stopped = d.assert_clean_stop()
+    assert stopped["allocator_peak_bytes"] <= root and stopped["stream_peak_bytes"] <= stream
 
 
 def test_metadata_stream_is_under_the_response_budget(daemon_with):

@@ -113,16 +113,20 @@ public final class FlightOutboundHandler {
   }
 
   /**
-   * T_caller: waits in the readiness gate (the one wait per batch), runs {@code beforeHandOff},
-   * then hands {@code source} to the stream's executor. Ownership of {@code source} passes to the
-   * channel on entry, on every outcome.
+   * T_caller: waits in the readiness gate (the one readiness wait per batch), runs {@code
+   * beforeHandOff}, then hands {@code source} to the stream's executor, and returns once the
+   * stream has room for the producer to build its next batch ({@link
+   * FlightServerChannel#awaitRoomForNextBatch}; with one resident batch: once this one is
+   * written and freed). Ownership of {@code source} passes to the channel on entry, on every
+   * outcome.
    *
    * <p>The check runs after the wait on purpose: a producer parked by backpressure may have been
    * parked across a revocation, so what it decides must be decided after the park.
    *
    * @param appMetadata the batch's optional {@code app_metadata}, built on T_exec; may be null
    * @throws GatewayException when the batch was not sent (cancelled, closed, credit stall,
-   *     shutting down); the producer should stop and may call {@link #sendError}
+   *     shutting down), or the stream ended while the producer waited for room after the
+   *     hand-off; the producer should stop and may call {@link #sendError}
    * @throws RuntimeException whatever {@code beforeHandOff} threw; the batch was freed
    */
   public void sendResponseBatch(
@@ -144,6 +148,9 @@ public final class FlightOutboundHandler {
       beforeHandOff.check(source);
       channel.executor().executeBatch(new BatchTask(channel, source, appMetadata));
       handedOff = true; // sendBatch owns the source now; its finally frees it
+      // Only now may the producer build the next batch: this is what bounds the batches a stream
+      // holds at once (StreamLimits.residentBatches), not just the ones queued on T_exec.
+      channel.awaitRoomForNextBatch();
     } catch (RejectedExecutionException e) {
       throw new GatewayException(
           Cause.TRANSPORT, "flight.shutting_down", "the server is shutting down", e);

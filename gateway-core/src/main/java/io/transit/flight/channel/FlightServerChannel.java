@@ -10,6 +10,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import org.apache.arrow.flight.FlightProducer.ServerStreamListener;
 import org.apache.arrow.memory.ArrowBuf;
@@ -22,12 +23,12 @@ import org.slf4j.LoggerFactory;
  * One DoGet stream: the only owner of its Arrow buffers and of the gRPC call's life, built to
  * the channel contract (single-writer confinement, CAS-once {@code close()}).
  *
- * <p><b>Threads.</b> T_caller (the producer) calls {@link #awaitReadyOrThrow()} and {@link
- * #releaseUnsent(VectorSchemaRoot)}; T_exec (this stream's {@link StreamExecutor}) runs {@link
- * #sendBatch}, {@link #completeStream()}, {@link #sendError(Throwable)}, {@link
- * #failStream(Throwable)} and the root free; T_grpc calls {@link #onChannelCancelled()} and
- * {@link #onReady()}. {@link #close()}, {@link #abort(Throwable)} and {@link
- * #addCloseListener(Runnable)} are safe from any thread. The stream root and every {@link
+ * <p><b>Threads.</b> T_caller (the producer) calls {@link #awaitReadyOrThrow()}, {@link
+ * #awaitRoomForNextBatch()} and {@link #releaseUnsent(VectorSchemaRoot)}; T_exec (this stream's
+ * {@link StreamExecutor}) runs {@link #sendBatch}, {@link #completeStream()}, {@link
+ * #sendError(Throwable)}, {@link #failStream(Throwable)} and the root free; T_grpc calls {@link
+ * #onChannelCancelled()} and {@link #onReady()}. {@link #close()}, {@link #abort(Throwable)} and
+ * {@link #addCloseListener(Runnable)} are safe from any thread. The stream root and every {@link
  * ServerStreamListener} call that acts on the call (start, putNext, completed, error) are confined
  * to T_exec; each such entry point calls {@link StreamExecutor#checkOnExecutor()}. The gate reads
  * {@code isReady()} on T_caller; the registry registers the handlers on T_grpc before any task.
@@ -35,7 +36,10 @@ import org.slf4j.LoggerFactory;
  * <p><b>Buffers.</b> A source root passed to {@code sendBatch} is owned by that call and freed in
  * its {@code finally}; a source root that never reached {@code sendBatch} is freed by {@code
  * releaseUnsent}. The stream root is created on the first batch from the source root's allocator,
- * refilled by transfer for every batch, and freed only by the task {@code close()} posts. A
+ * refilled by transfer for every batch and emptied as soon as that batch is written (writes copy,
+ * so gRPC keeps no reference into it); the root itself is freed only by the task {@code close()}
+ * posts. So the stream's allocator holds at most {@code residentBatches} decoded batches: the
+ * producer's and those waiting on T_exec, none in the root between writes. A
  * metadata buffer goes to gRPC through {@code putNext(buf)}, or is freed here if {@code putNext}
  * throws before taking it. There is no byte-serialized path, so no per-batch vector to free.
  */
@@ -48,7 +52,7 @@ public final class FlightServerChannel {
   private final BufferAllocator allocator;
   /** Turns a failure into what {@code listener.error} gets; see {@link StreamRegistry#open}. */
   private final Function<? super Throwable, ? extends RuntimeException> errorMapper;
-  private final int maxPendingBatches;
+  private final int residentBatches;
 
   private final AtomicBoolean open = new AtomicBoolean(true); // flips true→false once, by CAS
   private volatile boolean cancelled; // set once, by T_grpc
@@ -76,7 +80,7 @@ public final class FlightServerChannel {
     this.allocator = Objects.requireNonNull(allocator, "allocator");
     this.errorMapper = Objects.requireNonNull(errorMapper, "errorMapper");
     this.gate = new ReadinessGate(limits.creditStallBudget().toNanos());
-    this.maxPendingBatches = limits.maxPendingBatches();
+    this.residentBatches = limits.residentBatches();
     executor.onBatchFinished(this::wakeGate);
   }
 
@@ -134,19 +138,40 @@ public final class FlightServerChannel {
 
   /**
    * T_caller: the readiness gate. Returns when gRPC can take another message and fewer than
-   * {@code maxPendingBatches} batches wait on T_exec. Waits on the on-ready callback (and on
-   * cancel, close and batch completion), re-checking after every wake-up, so readiness flipping
-   * between checks only causes another wait. The deadline is monotonic; reaching it is a credit
-   * stall: the stream is failed with RESOURCE_EXHAUSTED and closed.
+   * {@code residentBatches} batches wait on T_exec (so the one about to be handed off fits).
+   * Waits on the on-ready callback (and on cancel, close and batch completion), re-checking after
+   * every wake-up, so readiness flipping between checks only causes another wait. The deadline
+   * is monotonic; reaching it is a credit stall: the stream is failed with RESOURCE_EXHAUSTED and
+   * closed.
    *
    * @throws GatewayException {@code flight.cancelled}, {@code flight.stream_closed}, {@code
    *     flight.interrupted} or {@code flight.credit_stall}
    */
   public void awaitReadyOrThrow() {
-    boolean ready =
-        gate.await(
-            this::failIfEnded,
-            () -> executor.pendingBatches() < maxPendingBatches && listener.isReady());
+    awaitOrStall(() -> roomForOneMore() && listener.isReady());
+  }
+
+  /**
+   * T_caller, right after a hand-off: returns once the batches waiting on T_exec leave room for
+   * the producer to build one more (fewer than {@code residentBatches} wait), so building the
+   * next batch never makes the stream hold more than {@code residentBatches}. It does not wait
+   * for gRPC's readiness: with one resident batch the next segment is read while gRPC still
+   * writes the copy of the previous one. Same wake-ups, failures and budget as {@link
+   * #awaitReadyOrThrow()} (a T_exec slower than the budget is a stall too).
+   *
+   * @throws GatewayException {@code flight.cancelled}, {@code flight.stream_closed}, {@code
+   *     flight.interrupted} or {@code flight.credit_stall}
+   */
+  public void awaitRoomForNextBatch() {
+    awaitOrStall(this::roomForOneMore);
+  }
+
+  private boolean roomForOneMore() {
+    return executor.pendingBatches() < residentBatches;
+  }
+
+  private void awaitOrStall(BooleanSupplier readiness) {
+    boolean ready = gate.await(this::failIfEnded, readiness);
     if (!ready) {
       GatewayException stall =
           new GatewayException(
@@ -207,6 +232,9 @@ public final class FlightServerChannel {
         StreamRoots.refill(source, root);
       }
       putNext(metadata);
+      // The write copied the batch into gRPC's own buffers: the root need not keep it until the
+      // next refill, and emptying it now is what keeps one batch resident instead of two.
+      root.clear();
     } finally {
       if (source != null) {
         source.close();

@@ -11,14 +11,17 @@ import java.util.Objects;
  * @param perStreamAllocatorLimit byte limit of each stream's child allocator
  * @param creditStallBudget how long a producer may wait for the client to accept data before the
  *     stream is cut off with {@code flight.credit_stall}
- * @param maxPendingBatches batches that may wait on a stream's executor; the readiness gate holds
- *     the producer beyond it, so a fast producer cannot queue unbounded memory
+ * @param residentBatches decoded batches a stream may hold at once: the one its producer builds
+ *     or holds plus those handed off and not yet written (the stream root holds none between
+ *     writes). The producer builds the next batch only once the hand-off leaves room for it, and
+ *     hands a batch off only while there is room, so a fast producer cannot queue memory and a
+ *     stream's allocator holds at most this many batches; the gateway uses 1
  */
 public record StreamLimits(
     int maxLiveStreams,
     long perStreamAllocatorLimit,
     Duration creditStallBudget,
-    int maxPendingBatches) {
+    int residentBatches) {
 
   public StreamLimits {
     if (maxLiveStreams < 1) {
@@ -33,9 +36,9 @@ public record StreamLimits(
       throw new IllegalArgumentException(
           "creditStallBudget: " + creditStallBudget + " (expected: > 0)");
     }
-    if (maxPendingBatches < 1) {
+    if (residentBatches < 1) {
       throw new IllegalArgumentException(
-          "maxPendingBatches: " + maxPendingBatches + " (expected: >= 1)");
+          "residentBatches: " + residentBatches + " (expected: >= 1)");
     }
   }
 }

@@ -43,6 +43,7 @@ public final class StreamRegistry implements AutoCloseable {
   private final AtomicLong sequence = new AtomicLong();
   private final AtomicLong released = new AtomicLong();
   private final AtomicLong leaked = new AtomicLong();
+  private final AtomicLong streamPeak = new AtomicLong(); // max over released streams; any thread
   private volatile boolean shuttingDown;
 
   /** A registry whose streams allocate under {@code rootAllocator} and run on {@code pool}. */
@@ -135,6 +136,16 @@ public final class StreamRegistry implements AutoCloseable {
     return leaked.get();
   }
 
+  /**
+   * The largest peak of any released stream's child allocator, in the allocator's accounting
+   * (Arrow rounds a request below its 16 MiB chunk up to a power of two): the most one stream
+   * ever held at once. Operators compare it with {@code stream_allocator_bytes}; tests assert the
+   * per-stream bound with it.
+   */
+  public long streamPeakBytes() {
+    return streamPeak.get();
+  }
+
   /** Permits not in use. */
   public int availablePermits() {
     return permits.availablePermits();
@@ -197,6 +208,7 @@ public final class StreamRegistry implements AutoCloseable {
         return;
       }
       try {
+        streamPeak.accumulateAndGet(child.getPeakMemoryAllocation(), Math::max);
         long outstanding = child.getAllocatedMemory();
         if (outstanding != 0) {
           leaked.incrementAndGet();

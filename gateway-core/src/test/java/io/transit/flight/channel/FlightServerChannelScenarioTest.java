@@ -25,11 +25,15 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.arrow.flight.FlightStatusCode;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.flight.grpc.StatusUtils;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -452,9 +456,11 @@ class FlightServerChannelScenarioTest {
       await(execHeld);
       stream.cancel("client gone", null);
       awaitTrue(() -> side.listener.cancels.get() == 1, "cancel delivered");
-      // The free is queued behind the busy executor; nothing was freed on T_grpc.
+      // The free is queued behind the busy executor; nothing was freed on T_grpc. The root
+      // itself holds no batch between writes (each write copies, then empties it).
       assertNotNull(side.channel.streamRoot());
-      assertTrue(fx.gatewayRoot.getAllocatedMemory() > 0);
+      assertFalse(side.channel.rootFreed().isDone());
+      assertEquals(0, side.channel.allocator().getAllocatedMemory());
       holdExec.countDown();
       FlightFixture.read(stream, -1);
       fx.awaitQuiet();
@@ -530,6 +536,52 @@ class FlightServerChannelScenarioTest {
       fx.script = side -> fx.handler.completeStream(side.channel);
       assertNull(fx.read(-1).error(), "the returned permit admits a new stream");
       fx.nextOpened();
+    }
+  }
+
+  @Test
+  void s11_slowReaderStreamHoldsOneBatchAtATime() throws Exception {
+    final int rows = 65_536;
+    final int batches = 12;
+    long oneBatch;
+    try (BufferAllocator scratch = new RootAllocator();
+        VectorSchemaRoot sample = batch(scratch, rows)) {
+      oneBatch = scratch.getAllocatedMemory(); // as the allocator accounts it
+    }
+    StreamLimits oneResident = new StreamLimits(8, 64L << 20, Duration.ofSeconds(10), 1);
+    try (FlightFixture fx = new FlightFixture(2, oneResident)) {
+      // A slow client, deterministically: gRPC is ready for one message every 20 ms (the Java
+      // client buffers too eagerly to make the real transport not ready on its own).
+      AtomicBoolean credit = new AtomicBoolean();
+      fx.configure = l -> l.ready = () -> credit.getAndSet(false);
+      fx.script = side -> {
+        Thread client = new Thread(() -> {
+          while (side.channel.isOpen()) {
+            LockSupport.parkNanos(20_000_000L);
+            credit.set(true);
+            side.listener.fireOnReady(); // as gRPC's on-ready would, on T_grpc
+          }
+        }, "t-grpc-ready");
+        client.setDaemon(true);
+        client.start();
+        fx.handler.produce(side.channel, ch -> {
+          for (int i = 0; i < batches; i++) {
+            fx.handler.sendResponseBatch(ch, batch(ch.allocator(), rows));
+          }
+        });
+      };
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertNull(result.error());
+      assertEquals((long) rows * batches, result.rows());
+      assertTrue(side.listener.notReady.get() > 0, "the producer parked holding a batch");
+      // Never a second batch beside the one being built or written, none kept in the root:
+      // exactly one batch at the peak (Flight's copy is in gRPC's buffers, not this allocator).
+      assertEquals(oneBatch, side.channel.allocator().getPeakMemoryAllocation());
+      assertEquals(oneBatch, fx.registry.streamPeakBytes());
+      assertEquals(0, fx.gatewayRoot.getAllocatedMemory());
+      assertEndedOnce(side);
     }
   }
 

@@ -34,6 +34,8 @@ final class InterceptingListener implements ServerStreamListener {
   final AtomicInteger cancels = new AtomicInteger();
   final AtomicInteger opsOffExecutor = new AtomicInteger();
   final AtomicInteger opsAfterCancel = new AtomicInteger();
+  /** Readiness checks that answered "not ready" (the gate parked, or was about to). */
+  final AtomicInteger notReady = new AtomicInteger();
   volatile Throwable lastError;
 
   InterceptingListener(ServerStreamListener delegate) {
@@ -85,7 +87,11 @@ final class InterceptingListener implements ServerStreamListener {
   @Override
   public boolean isReady() {
     BooleanSupplier override = ready;
-    return override != null ? override.getAsBoolean() : delegate.isReady();
+    boolean answer = override != null ? override.getAsBoolean() : delegate.isReady();
+    if (!answer) {
+      notReady.incrementAndGet();
+    }
+    return answer;
   }
 
   @Override

@@ -28,7 +28,9 @@ class StreamRegistryShutdownTest {
   @Test
   void shutdownDrainsQueuedSendsAndPostedRootFreeWithoutLeak() throws Exception {
     ExecutorService clients = Executors.newFixedThreadPool(2);
-    try (FlightFixture fx = new FlightFixture(1, FlightFixture.limits(Duration.ofSeconds(10)))) {
+    // Three resident batches: room for two queued behind the held worker, plus the one built.
+    StreamLimits twoQueued = new StreamLimits(8, 64L << 20, Duration.ofSeconds(10), 3);
+    try (FlightFixture fx = new FlightFixture(1, twoQueued)) {
       CountDownLatch holdExec = new CountDownLatch(1);
       CountDownLatch aQueued = new CountDownLatch(1);
       CountDownLatch bQueued = new CountDownLatch(1);

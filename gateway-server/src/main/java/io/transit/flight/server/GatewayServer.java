@@ -70,8 +70,11 @@ import org.slf4j.LoggerFactory;
 public final class GatewayServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(GatewayServer.class);
   public static final String VERSION = "0.1.0";
-  /** Batches a producer may have queued on a stream's writer before the gate parks it. */
-  private static final int MAX_PENDING_BATCHES = 2;
+  /**
+   * Decoded batches a stream may hold at once (the profile's "one bounded batch is resident"):
+   * its producer reads the next segment only once the previous batch was written and freed.
+   */
+  private static final int RESIDENT_BATCHES = 1;
 
   private final StateLock stateLock;
   private final BufferAllocator allocator;
@@ -122,7 +125,7 @@ public final class GatewayServer implements AutoCloseable {
     this.streams = new StreamRegistry(allocator,
         new StreamExecutorPool("transit-writer", limits.writerThreads()),
         new StreamLimits(limits.maxLiveStreams(), limits.streamAllocatorBytes(),
-            Duration.ofMillis(limits.creditStallMs()), MAX_PENDING_BATCHES));
+            Duration.ofMillis(limits.creditStallMs()), RESIDENT_BATCHES));
     this.producers = pool("transit-producer", limits.producerThreads());
 
     this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -348,8 +351,9 @@ public final class GatewayServer implements AutoCloseable {
     ops.close();
     // One line for operators and tests: what the budgets saw over the daemon's life.
     log.info("transit flight gateway stopped: leaked_bytes={} leaked_streams={} drained={}"
-            + " allocator_peak_bytes={} connections_peak={}",
-        leaked, streams.leakedStreams(), drained, peakBytes, connections.peak());
+            + " allocator_peak_bytes={} connections_peak={} stream_peak_bytes={}",
+        leaked, streams.leakedStreams(), drained, peakBytes, connections.peak(),
+        streams.streamPeakBytes());
   }
 
   private static void awaitQuietly(ExecutorService e) {

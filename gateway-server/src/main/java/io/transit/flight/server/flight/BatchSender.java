@@ -39,7 +39,9 @@ public final class BatchSender {
   /**
    * T_caller: hands {@code batch} (built in {@code channel.allocator()}) to the channel, which
    * owns it from entry. Checked after the gate wait, so a producer parked by backpressure across
-   * a revocation or an expiry never discloses the batch it held.
+   * a revocation or an expiry never discloses the batch it held. Returns once the stream has room
+   * for the producer's next batch (with the gateway's one resident batch: once this one is
+   * written and freed), so the producer builds the next only then.
    *
    * @throws RuntimeException the budget's or the recheck's refusal, or the channel's failure
    */

@@ -45,8 +45,10 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * digested there, and is owned by {@link #stream} until its reference is closed right after
  * conversion; the converted root shares the segment's memory (its int64 value buffers are the
  * segment's own) and keeps it alive until the channel, which owns the root from the hand-off
- * ({@link BatchSender#send}), closes it. So at most one segment's memory per stream is resident beyond what the channel
- * holds.
+ * ({@link BatchSender#send}), closes it once the batch is written. The hand-off returns only
+ * then (the gateway's streams have one resident batch), so the next segment is read after the
+ * previous batch was freed: the stream's allocator holds at most one decoded batch, the
+ * segment's bytes as the allocator accounts them (docs/limits.md).
  */
 final class ResultStreamer {
   private final Authorization authorization;
@@ -109,8 +111,9 @@ final class ResultStreamer {
         batch.close(); // not yet handed to the sender, so still the producer's to free
         throw e;
       }
-      // The batch is built while the previous one is still being written; only now does the
-      // producer park for backpressure, holding this one batch.
+      // The previous batch was written and freed before this segment was read (send returns only
+      // then), while gRPC may still be putting its copy on the wire; only now does the producer
+      // park for backpressure, holding this one batch.
       sender.send(batch);
     }
     coverage.checkComplete();
@@ -170,11 +173,18 @@ final class ResultStreamer {
     }
   }
 
+  /**
+   * Names both limits and the segment, as read and as the allocator accounts it: Arrow rounds a
+   * request below its chunk size (16 MiB) up to a power of two, so a segment within
+   * {@code max_segment_bytes} may still not fit a stream allocator of the same size.
+   */
   private GatewayException limits(GatewayException e, FlightServerChannel channel,
       long segmentBytes) {
     return e.with("stream_limit", channel.allocator().getLimit())
         .with("root_limit", rootAllocator.getLimit())
-        .with("segment_bytes", segmentBytes);
+        .with("segment_bytes", segmentBytes)
+        .with("segment_accounted_bytes",
+            channel.allocator().getRoundingPolicy().getRoundedSize(segmentBytes));
   }
 
   private static ResultManifest parse(byte[] bytes) {
