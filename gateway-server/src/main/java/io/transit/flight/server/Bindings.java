@@ -100,6 +100,7 @@ public final class Bindings {
         .withMemoryLimitBytes(e.allocatorBytes())
         .withDuck(new DuckSettings(e.memoryLimitBytes(), e.threads(), e.tempDir()))
         .withRetention(e.retention().maxAge(), e.retention().maxBytes(),
-            e.retention().interval());
+            e.retention().interval())
+        .withLease(e.lease().lease(), e.lease().scan());
   }
 }

@@ -18,6 +18,7 @@ import java.util.Objects;
  * @param faults fault-injection hook around the journal commit
  * @param duck DuckDB's own memory limit, threads and spill directory (see {@link DuckSettings})
  * @param retention retained results' maximum age and total bytes, and the sweep interval
+ * @param lease the execution lease and the takeover scan interval (see {@link LeasePolicy})
  * @param recipient the service id (unsigned) every principal proof must name as its recipient:
  *     the gateway's service id. A submit whose proof names another recipient is recorded as
  *     REJECTED {@code query.access_denied}. 0 means "not configured": the recipient is then not
@@ -36,7 +37,8 @@ public record EngineOptions(
     CommandFaults faults,
     DuckSettings duck,
     long recipient,
-    RetentionPolicy retention) {
+    RetentionPolicy retention,
+    LeasePolicy lease) {
   public EngineOptions {
     if (executionThreads < 1) {
       throw new IllegalArgumentException(
@@ -49,45 +51,46 @@ public record EngineOptions(
     Objects.requireNonNull(faults, "faults");
     Objects.requireNonNull(duck, "duck");
     Objects.requireNonNull(retention, "retention");
+    Objects.requireNonNull(lease, "lease");
   }
 
   public static EngineOptions defaults() {
     return new EngineOptions(
         2, 1, 1 << 20, 1024, 1L << 30, 65_536, Duration.ofSeconds(10), false, CommandFaults.NONE,
         DuckSettings.defaults(), 0,
-        RetentionPolicy.defaults());
+        RetentionPolicy.defaults(), LeasePolicy.defaults());
   }
 
   public EngineOptions withDeferExecution(boolean defer) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, defer, faults, duck, recipient,
-        retention);
+        retention, lease);
   }
 
   public EngineOptions withFaults(CommandFaults f) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, f, duck, recipient,
-        retention);
+        retention, lease);
   }
 
   public EngineOptions withExecutionThreads(int threads) {
     return new EngineOptions(threads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        retention);
+        retention, lease);
   }
 
   /** These options with DuckDB's memory limit, threads and spill directory set to {@code d}. */
   public EngineOptions withDuck(DuckSettings d) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, d, recipient,
-        retention);
+        retention, lease);
   }
 
   /** These options with the engine's Arrow allocator limited to {@code bytes}. */
   public EngineOptions withMemoryLimitBytes(long bytes) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         bytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        retention);
+        retention, lease);
   }
 
   /**
@@ -97,13 +100,20 @@ public record EngineOptions(
   public EngineOptions withRetention(Duration maxAge, long maxBytes, Duration interval) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        new RetentionPolicy(maxAge, maxBytes, interval));
+        new RetentionPolicy(maxAge, maxBytes, interval), lease);
   }
 
   /** These options with proofs checked against {@code serviceId} (0: not checked). */
   public EngineOptions withRecipient(long serviceId) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, serviceId,
-        retention);
+        retention, lease);
+  }
+
+  /** These options with execution leases of {@code lease}, scanned for expiry every {@code scan}. */
+  public EngineOptions withLease(Duration lease, Duration scan) {
+    return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
+        retention, new LeasePolicy(lease, scan));
   }
 }

@@ -51,8 +51,8 @@ public record GatewayConfig(
   /**
    * The embedded engine's own resources: DuckDB's memory limit, threads and spill directory, and
    * the Arrow allocator its queries write results through, and the retained results' maximum age
-   * and total bytes (with the sweep interval). Absent fields take defaults sized for
-   * the machine (docs/limits.md).
+   * and total bytes (with the sweep interval), and the execution lease with its takeover scan
+   * interval. Absent fields take defaults sized for the machine (docs/limits.md).
    */
   public record Engine(
       @JsonProperty("memory_limit_bytes") Long memoryLimitBytes,
@@ -61,7 +61,9 @@ public record GatewayConfig(
       @JsonProperty("allocator_bytes") Long allocatorBytes,
       @JsonProperty("retention_max_age_ms") Long retentionMaxAgeMs,
       @JsonProperty("retention_max_bytes") Long retentionMaxBytes,
-      @JsonProperty("retention_check_ms") Long retentionCheckMs) {}
+      @JsonProperty("retention_check_ms") Long retentionCheckMs,
+      @JsonProperty("lease_ms") Long leaseMs,
+      @JsonProperty("lease_scan_ms") Long leaseScanMs) {}
 
   /** The JVM's own sizing, applied by the launcher before the daemon starts. */
   public record Jvm(@JsonProperty("heap_bytes") Long heapBytes) {}

@@ -48,7 +48,8 @@ public record ResolvedConfig(
    * gives the JVM ({@code -Xmx}), and how long retained results are kept. All are sized at start.
    */
   public record Engine(long memoryLimitBytes, int threads, Path tempDir, long allocatorBytes,
-      long heapBytes, io.transit.flight.nativequery.embedded.RetentionPolicy retention) {}
+      long heapBytes, io.transit.flight.nativequery.embedded.RetentionPolicy retention,
+      io.transit.flight.nativequery.embedded.LeasePolicy lease) {}
 
   /** A published Table and its data files. */
   public record Publication(
