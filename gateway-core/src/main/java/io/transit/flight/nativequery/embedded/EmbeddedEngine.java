@@ -228,8 +228,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
             attempt);
         return;
       }
-      runRecorded(correlation, attempt);
-      if (options.faults().releaseAfterExecution()) {
+      boolean published = runRecorded(correlation, attempt);
+      if (published && options.faults().releaseAfterExecution()) {
         // Test-only: released before the finally below wakes waiters, so every ticket issued
         // for this result already names a retired one.
         release(correlation);
@@ -256,17 +256,18 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * outcome recorded; it runs again after a pause — execution is deterministic over immutable
    * files, so the result is the same — until the status commits or the engine closes (then it
    * resumes at the next open). Waiting callers meanwhile see it running, never a made-up status.
+   * True when this run published the terminal status (false: fenced, or nothing to run).
    */
-  private void runRecorded(long correlation, long lease) throws SQLException {
+  private boolean runRecorded(long correlation, long lease) throws SQLException {
     long pauseMillis = RERUN_FIRST_PAUSE_MS;
     for (int attempt = 1; ; attempt++) {
       try {
-        runner.run(correlation, lease);
+        QueryStatus recorded = runner.run(correlation, lease);
         if (attempt > 1) {
           log.info("query {} recorded its outcome on run {}",
               Long.toUnsignedString(correlation), attempt);
         }
-        return;
+        return recorded != null;
       } catch (SQLException e) {
         if (closing) {
           throw e;
@@ -277,7 +278,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         }
       }
       if (!holdBack(pauseMillis) || !leases.holds(correlation, lease)) {
-        return; // closing, or another replica holds it now
+        return false; // closing, or another replica holds it now
       }
       pauseMillis = Math.min(pauseMillis * 2, RERUN_MAX_PAUSE_MS);
     }

@@ -25,11 +25,13 @@
  * rows into segments with {@code ResultWriter} and {@code
  * io.transit.flight.cells.CellSegmentBuilder} and storing them in the {@code SegmentStore} (the
  * interface; {@code LocalSegmentStore}, a directory, today); {@code ResultReader} serves reads
- * under {@code RightsRegistry}'s current rights.
+ * under {@code RightsRegistry}'s current rights. {@code Leases} claims, renews and takes over the
+ * execution leases that let several engines share one journal (the attempt fences a finish).
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
  * runs each transaction whole (SQLite: on one monitor). Queries run on the engine's bounded
  * execution pool, one query per task, each with its own child allocator and DuckDB connection;
- * nothing a runner allocates outlives its task. Rights are swapped atomically as a whole.
+ * nothing a runner allocates outlives its task. Lease renewals and takeover scans run on one
+ * {@code native-lease} thread. Rights are swapped atomically as a whole.
  */
 package io.transit.flight.nativequery.embedded;

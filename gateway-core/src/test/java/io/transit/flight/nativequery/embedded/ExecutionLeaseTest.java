@@ -9,12 +9,19 @@ import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.SegmentRef;
+import io.transit.flight.crypto.Digests;
 import io.transit.flight.query.LogicalType;
 import io.transit.flight.query.QueryPlan;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
@@ -144,10 +151,20 @@ class ExecutionLeaseTest {
         SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2));
     QueryStatus published = b.awaitQuery(access(), correlation, System.nanoTime());
     assertEquals(seenByA, published);
-    // Deterministic execution: B's manifest names the segments A wrote as well (same bytes).
     ResultManifest manifest = ResultManifest.parseFrom(a.readManifest(access(), correlation));
     assertEquals(1000, manifest.getTotalRows());
     assertArrayEquals(b.readManifest(access(), correlation), manifest.toByteArray());
+    // Deterministic execution: A's fenced attempt wrote its segments before B ran, and the
+    // directory holds exactly the files B's published manifest names — the same bytes.
+    Set<String> named = new TreeSet<>();
+    for (SegmentRef ref : manifest.getSegmentsList()) {
+      named.add(Digests.hex(ref.getSha256().toByteArray()));
+    }
+    try (Stream<Path> files = Files.list(state.resolve("segments"))) {
+      assertEquals(named, files.map(f -> f.getFileName().toString())
+          .collect(Collectors.toCollection(TreeSet::new)));
+    }
+    assertTrue(!named.isEmpty());
     System.out.printf("takeover: result %d ms after acceptance (lease %d ms, scan %d ms)%n",
         toResultMillis, LEASE.toMillis(), SCAN.toMillis());
     await("A's allocator", a::allocatedBytes, 0);
