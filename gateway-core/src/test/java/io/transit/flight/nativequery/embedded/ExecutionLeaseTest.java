@@ -140,7 +140,8 @@ class ExecutionLeaseTest {
     assertEquals(List.of(a.leaseOwner(), 1L),
         SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2));
 
-    // A's own waiter sees B's result: its wait polls the journal, not only A's completions.
+    // A's own waiter sees B's result. A's monitor last fired when A's fenced run ended, before B
+    // ran: only the wait's journal poll can see B's status.
     QueryStatus seenByA = a.awaitQuery(access(), correlation, System.nanoTime() + WAIT_NANOS);
     long toResultMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - accepted);
     assertEquals(QueryStatus.State.SUCCEEDED, seenByA.getState());
