@@ -579,6 +579,12 @@ class Journal:
     def commands(self, principal: int) -> int:
         return self._rows("SELECT COUNT(*) FROM commands WHERE principal = ?", principal)[0][0]
 
+    def lease(self, correlation: int):
+        """(owner, holder, attempt, lease_until_ms) of the query's execution lease, or None."""
+        rows = self._rows("SELECT lease_owner, lease_holder, attempt, lease_until_ms FROM queries"
+                          " WHERE correlation = ?", correlation)
+        return (rows[0][0] & U64,) + tuple(rows[0][1:]) if rows else None
+
     def state_of(self, correlation: int):
         rows = self._rows("SELECT state FROM queries WHERE correlation = ?", correlation)
         return rows[0][0] if rows else None

@@ -102,6 +102,7 @@ public final class Bindings {
         .withDuck(new DuckSettings(e.memoryLimitBytes(), e.threads(), e.tempDir()))
         .withRetention(e.retention().maxAge(), e.retention().maxBytes(),
             e.retention().interval())
-        .withSegments(cfg.segments());
+        .withSegments(cfg.segments())
+        .withLease(e.lease().lease(), e.lease().scan());
   }
 }

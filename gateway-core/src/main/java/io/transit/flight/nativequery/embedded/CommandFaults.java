@@ -16,6 +16,10 @@ import io.transit.flight.proto.NativeCommand;
  * <p>{@link #releaseAfterExecution()} releases every result as soon as its query has run (before
  * waiters are woken), so a test can redeem a ticket for a retired result. Read on the execution
  * threads.
+ *
+ * <p>{@link #renewLeases()} false stops the engine renewing its execution leases, as a stalled
+ * replica would (with {@link #executionDelayMillis()}, a zombie that wakes after another replica
+ * took its queries over). Read on the engine's lease thread.
  */
 public interface CommandFaults {
   /** Where around the commit a fault may be injected. */
@@ -37,5 +41,10 @@ public interface CommandFaults {
   /** Whether each query's result is released right after it executed; false by default. */
   default boolean releaseAfterExecution() {
     return false;
+  }
+
+  /** Whether the engine renews the leases of queries it holds; true by default. */
+  default boolean renewLeases() {
+    return true;
   }
 }

@@ -22,16 +22,31 @@ import java.util.Optional;
  * the journal's transaction serializes concurrent senders.
  */
 final class CommandProcessor {
-  /** A recorded outcome and, for a newly accepted submit, the query to start. */
-  record Result(CommandOutcome outcome, long startCorrelation, boolean replayed) {}
+  /**
+   * A recorded outcome and, for a newly accepted submit, the query to start and the attempt of
+   * its lease (0: not claimed, e.g. execution deferred).
+   */
+  record Result(CommandOutcome outcome, long startCorrelation, long startAttempt,
+      boolean replayed) {}
+
+  /** Claims the execution lease of a just-accepted query inside its transaction (see Leases). */
+  interface Claimer {
+    /** Never claims: the query waits for a takeover scan. */
+    Claimer NONE = correlation -> 0;
+
+    /** The claimed attempt, 0 when not claimed. */
+    long claim(long correlation) throws SQLException;
+  }
 
   private final JournalStore journal;
   private final RightsRegistry rights;
   private final UploadValidator uploads;
   private final long firstSequence;
+  private final Claimer claimer;
 
   CommandProcessor(JournalStore journal, RightsRegistry rights, UploadValidator uploads,
-      long firstSequence) {
+      long firstSequence, Claimer claimer) {
+    this.claimer = claimer;
     this.journal = journal;
     this.rights = rights;
     this.uploads = uploads;
@@ -72,7 +87,7 @@ final class CommandProcessor {
       if (order < 0) {
         Optional<JournalStore.Recorded> rec = journal.command(principal, sequence);
         if (rec.isPresent() && Arrays.equals(rec.get().commandSha256(), digest)) {
-          return new Result(recorded(rec.get().outcome()), 0, true);
+          return new Result(recorded(rec.get().outcome()), 0, 0, true);
         }
         throw conflict(command, rec.isPresent()
             ? "different command bytes at a used native sequence"
@@ -103,7 +118,9 @@ final class CommandProcessor {
       CommandOutcome recorded = outcome.build();
       journal.recordCommand(principal, sequence, digest, recorded.toByteArray());
       journal.setNextSequence(principal, sequence + 1);
-      return new Result(recorded, start, false);
+      // The claim commits with the acceptance: leasing costs an accepted query no commit.
+      long attempt = start == 0 ? 0 : claimer.claim(start);
+      return new Result(recorded, start, attempt, false);
     });
   }
 

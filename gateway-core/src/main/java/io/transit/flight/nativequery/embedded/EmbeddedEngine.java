@@ -43,11 +43,15 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Threads: {@link #send}, the readers, {@link #awaitQuery}, {@link #release} and {@link
  * #updateRights} may be called from any thread (gRPC service threads, T_caller workers). Accepted
- * queries run on the engine's own bounded pool ({@code executionThreads}); a finished query wakes
- * every {@link #awaitQuery} waiter through {@code completions}. {@link #close()} is called once by
- * the owner after callers stop; it waits {@code shutdownWait} for running queries (unfinished ones
- * stay ACCEPTED in the journal and resume at the next open). The retention policy runs on one
- * {@code native-retention} thread ({@link Retention}), stopped first by {@link #close()}.
+ * queries run on the engine's own bounded pool ({@code executionThreads}), each under an
+ * execution lease ({@link Leases}: claimed with its acceptance, renewed and taken over on one
+ * {@code native-lease} thread); a finished query wakes every {@link #awaitQuery} waiter through
+ * {@code completions}, and waiters also poll the journal every {@value #AWAIT_POLL_MS} ms for
+ * queries another replica finished. {@link #close()} is called once by the owner after callers
+ * stop; it stops the lease thread, waits {@code shutdownWait} for running queries and gives up
+ * the leases of unfinished ones (they stay ACCEPTED in the journal and are taken over by the next
+ * scan of any engine on the same journal). The retention policy runs on one {@code
+ * native-retention} thread ({@link Retention}).
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
   private static final Logger log = LoggerFactory.getLogger(EmbeddedEngine.class);
@@ -66,6 +70,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final ExecutorService executor;
   private final Retention retention;
   private final SegmentStore segments;
+  private final Leases leases;
+  /**
+   * Longest wait of {@link #awaitQuery} between journal reads: a query finished by another
+   * replica on a shared journal wakes no local monitor.
+   */
+  static final long AWAIT_POLL_MS = 50;
   /** Pauses between runs of a query whose terminal status the journal refused. */
   private static final long RERUN_FIRST_PAUSE_MS = 200;
   private static final long RERUN_MAX_PAUSE_MS = 5_000;
@@ -88,7 +98,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.segments = segments;
     this.requester = new RequesterCheck(rights, tables);
     UploadValidator uploads = new UploadValidator(journal, rights, requester, planner, options);
-    this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence());
+    // Queued queries hold leases too: a scan claims no more than a few per execution thread.
+    this.leases = new Leases(journal, options.lease(), System::currentTimeMillis,
+        () -> options.faults().renewLeases(), 4 * options.executionThreads());
+    this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence(),
+        options.deferExecution() ? CommandProcessor.Claimer.NONE : leases::claimAccepted);
     this.reader = new ResultReader(journal, rights, segments);
     this.sessions = new DuckSessions(tables);
     this.retention = new Retention(journal, segments, options.retention(),
@@ -107,7 +121,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /**
    * Opens (or creates) the engine's state under {@code stateDir}, publishes the Tables as DuckDB
-   * views over their files (reading only footers: see {@link DuckTables}) and resumes accepted-but-unfinished queries (unless execution is deferred).
+   * views over their files (reading only footers: see {@link DuckTables}) and, unless execution
+   * is deferred, takes over accepted-but-unfinished queries whose lease lapsed (a graceful close
+   * gives its leases up; a killed process's expire after {@code engine.lease_ms}).
    *
    * @throws IllegalArgumentException when a publication does not match its declaration
    */
@@ -144,10 +160,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       EmbeddedEngine engine =
           new EmbeddedEngine(options, journal, tables, registry, segments, allocator, planner);
       if (!options.deferExecution()) {
-        JournalStore j = journal;
-        for (long correlation : j.transaction(j::unfinished)) {
-          engine.start(correlation);
-        }
+        engine.leases.start(engine::start);
       }
       engine.retention.start();
       return engine;
@@ -200,8 +213,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       log.error("command at sequence {} failed", Long.toUnsignedString(parsed.getSequence()), e);
       throw QueryCode.INTERNAL.failure("the native command could not be decided", e);
     }
-    if (result.startCorrelation() != 0 && !options.deferExecution()) {
-      start(result.startCorrelation());
+    if (result.startAttempt() != 0) {
+      start(result.startCorrelation(), result.startAttempt());
     }
     if (options.faults().fail(CommandFaults.Point.AFTER_RECORD, parsed)) {
       throw unknownOutcome(parsed, "injected after the record");
@@ -236,23 +249,31 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         .with(Fact.unsigned("namespace", c.getNamespace()));
   }
 
-  private void start(long correlation) {
+  /** Runs {@code attempt} of an accepted query: after its claim committed, on any thread. */
+  private void start(long correlation, long attempt) {
+    leases.hold(correlation, attempt);
     try {
-      executor.execute(() -> runOne(correlation));
+      executor.execute(() -> runOne(correlation, attempt));
     } catch (RejectedExecutionException e) {
-      // Closing: the query stays ACCEPTED in the journal and resumes at the next open.
+      // Closing: the query stays ACCEPTED; close gives its lease up for the next scan.
       log.info("query {} left for the next open", Long.toUnsignedString(correlation));
     }
   }
 
-  private void runOne(long correlation) {
+  private void runOne(long correlation, long attempt) {
     try {
       if (!holdBack(options.faults().executionDelayMillis())) {
-        // Closing during an injected delay: the query stays ACCEPTED and resumes at the next open.
+        // Closing during an injected delay: the query stays ACCEPTED, its lease given up at close.
         return;
       }
-      runRecorded(correlation);
-      if (options.faults().releaseAfterExecution()) {
+      if (!leases.holds(correlation, attempt)) {
+        // A renewal was refused while it queued or stalled: another replica runs it now.
+        log.info("query {} attempt {}: fenced before it ran", Long.toUnsignedString(correlation),
+            attempt);
+        return;
+      }
+      boolean published = runRecorded(correlation, attempt);
+      if (published && options.faults().releaseAfterExecution()) {
         // Test-only: released before the finally below wakes waiters, so every ticket issued
         // for this result already names a retired one.
         release(correlation);
@@ -262,6 +283,10 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         log.error("query {} could not record its outcome", Long.toUnsignedString(correlation), e);
       }
     } finally {
+      if (!closing) {
+        // While closing the lease stays held, so close gives it up (the next scan runs it).
+        leases.drop(correlation, attempt);
+      }
       synchronized (completions) {
         completed++;
         completions.notifyAll();
@@ -275,17 +300,18 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * outcome recorded; it runs again after a pause — execution is deterministic over immutable
    * files, so the result is the same — until the status commits or the engine closes (then it
    * resumes at the next open). Waiting callers meanwhile see it running, never a made-up status.
+   * True when this run published the terminal status (false: fenced, or nothing to run).
    */
-  private void runRecorded(long correlation) throws SQLException {
+  private boolean runRecorded(long correlation, long lease) throws SQLException {
     long pauseMillis = RERUN_FIRST_PAUSE_MS;
     for (int attempt = 1; ; attempt++) {
       try {
-        runner.run(correlation);
+        QueryStatus recorded = runner.run(correlation, lease);
         if (attempt > 1) {
-          log.info("query {} recorded its outcome on attempt {}",
+          log.info("query {} recorded its outcome on run {}",
               Long.toUnsignedString(correlation), attempt);
         }
-        return;
+        return recorded != null;
       } catch (SQLException e) {
         if (closing) {
           throw e;
@@ -295,8 +321,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
               + " journal takes it", Long.toUnsignedString(correlation), e.getMessage());
         }
       }
-      if (!holdBack(pauseMillis)) {
-        return;
+      if (!holdBack(pauseMillis) || !leases.holds(correlation, lease)) {
+        return false; // closing, or another replica holds it now
       }
       pauseMillis = Math.min(pauseMillis * 2, RERUN_MAX_PAUSE_MS);
     }
@@ -358,7 +384,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       }
       synchronized (completions) {
         if (completed == seen) {
-          TimeUnit.NANOSECONDS.timedWait(completions, remaining);
+          TimeUnit.NANOSECONDS.timedWait(completions,
+              Math.min(remaining, TimeUnit.MILLISECONDS.toNanos(AWAIT_POLL_MS)));
         }
       }
     }
@@ -404,6 +431,21 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     journal.observeCommits(observer);
   }
 
+  /** Results dropped unpublished because another replica fenced their attempt, since open. */
+  public long fencedResults() {
+    return runner.fencedResults();
+  }
+
+  /** Bytes the engine's execution allocator holds now (tests: 0 once no query runs). */
+  long allocatedBytes() {
+    return allocator.getAllocatedMemory();
+  }
+
+  /** This open's lease owner id in the journal (random per open; logged at open). */
+  long leaseOwner() {
+    return leases.owner();
+  }
+
   /** Runs one retention sweep now, on the calling thread (tests; the timer runs the same). */
   Retention.Swept sweepRetention() throws SQLException, IOException {
     return retention.sweep();
@@ -412,6 +454,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   @Override
   public void close() {
     closing = true;
+    leases.stop();
     retention.close();
     executor.shutdown();
     try {
@@ -423,6 +466,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       executor.shutdownNow();
       Thread.currentThread().interrupt();
     }
+    leases.giveUp();
     sessions.close();
     try {
       tables.close();

@@ -18,6 +18,7 @@ import java.util.Objects;
  * @param faults fault-injection hook around the journal commit
  * @param duck DuckDB's own memory limit, threads and spill directory (see {@link DuckSettings})
  * @param retention retained results' maximum age and total bytes, and the sweep interval
+ * @param lease the execution lease and the takeover scan interval (see {@link LeasePolicy})
  * @param recipient the service id (unsigned) every principal proof must name as its recipient:
  *     the gateway's service id. A submit whose proof names another recipient is recorded as
  *     REJECTED {@code query.access_denied}. 0 means "not configured": the recipient is then not
@@ -39,7 +40,8 @@ public record EngineOptions(
     DuckSettings duck,
     long recipient,
     RetentionPolicy retention,
-    SegmentSettings segments) {
+    SegmentSettings segments,
+    LeasePolicy lease) {
   public EngineOptions {
     if (executionThreads < 1) {
       throw new IllegalArgumentException(
@@ -53,45 +55,46 @@ public record EngineOptions(
     Objects.requireNonNull(duck, "duck");
     Objects.requireNonNull(retention, "retention");
     Objects.requireNonNull(segments, "segments");
+    Objects.requireNonNull(lease, "lease");
   }
 
   public static EngineOptions defaults() {
     return new EngineOptions(
         2, 1, 1 << 20, 1024, 1L << 30, 65_536, Duration.ofSeconds(10), false, CommandFaults.NONE,
         DuckSettings.defaults(), 0,
-        RetentionPolicy.defaults(), SegmentSettings.local());
+        RetentionPolicy.defaults(), SegmentSettings.local(), LeasePolicy.defaults());
   }
 
   public EngineOptions withDeferExecution(boolean defer) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, defer, faults, duck, recipient,
-        retention, segments);
+        retention, segments, lease);
   }
 
   public EngineOptions withFaults(CommandFaults f) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, f, duck, recipient,
-        retention, segments);
+        retention, segments, lease);
   }
 
   public EngineOptions withExecutionThreads(int threads) {
     return new EngineOptions(threads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        retention, segments);
+        retention, segments, lease);
   }
 
   /** These options with DuckDB's memory limit, threads and spill directory set to {@code d}. */
   public EngineOptions withDuck(DuckSettings d) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, d, recipient,
-        retention, segments);
+        retention, segments, lease);
   }
 
   /** These options with the engine's Arrow allocator limited to {@code bytes}. */
   public EngineOptions withMemoryLimitBytes(long bytes) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         bytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        retention, segments);
+        retention, segments, lease);
   }
 
   /**
@@ -101,20 +104,27 @@ public record EngineOptions(
   public EngineOptions withRetention(Duration maxAge, long maxBytes, Duration interval) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        new RetentionPolicy(maxAge, maxBytes, interval), segments);
+        new RetentionPolicy(maxAge, maxBytes, interval), segments, lease);
   }
 
   /** These options with proofs checked against {@code serviceId} (0: not checked). */
   public EngineOptions withRecipient(long serviceId) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, serviceId,
-        retention, segments);
+        retention, segments, lease);
   }
 
   /** These options with retained segments kept as {@code s} says. */
   public EngineOptions withSegments(SegmentSettings s) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        retention, s);
+        retention, s, lease);
+  }
+
+  /** These options with execution leases of {@code lease}, scanned for expiry every {@code scan}. */
+  public EngineOptions withLease(Duration lease, Duration scan) {
+    return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
+        memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
+        retention, segments, new LeasePolicy(lease, scan));
   }
 }

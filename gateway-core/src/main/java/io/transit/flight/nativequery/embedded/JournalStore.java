@@ -123,10 +123,38 @@ public interface JournalStore extends AutoCloseable {
 
   /**
    * Stores a terminal status (and, when it succeeded, the manifest) of a running query, with the
-   * bytes its segments list and the wall-clock time it finished (the retention policy's inputs).
+   * bytes its segments list and the wall-clock time it finished (the retention policy's inputs),
+   * only if the query is still ACCEPTED under {@code attempt}: the fencing token of the lease
+   * its runner claimed. False, and nothing written, when a later claim or a terminal status came
+   * first — the caller then drops its result unpublished.
    */
-  void finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis)
-      throws SQLException;
+  boolean finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis,
+      long attempt) throws SQLException;
+
+  // Execution leases (docs/native-engine.md "Execution leases"). Times are wall-clock millis of
+  // the calling replica; each method is one conditional UPDATE or SELECT of the queries row.
+
+  /**
+   * Claims the execution lease of an ACCEPTED query for {@code owner} until {@code untilMillis}
+   * and returns the new attempt (the previous one plus one), or empty when the query is terminal,
+   * unknown, or held by another owner whose lease has not expired at {@code nowMillis}. {@code
+   * holder} names the owner for operators (host and process id).
+   */
+  java.util.OptionalLong claim(long correlation, long owner, String holder, long nowMillis,
+      long untilMillis) throws SQLException;
+
+  /**
+   * Extends the lease of {@code owner}'s {@code attempt} to {@code untilMillis} (0 gives it up:
+   * any replica may claim it at once); false when that attempt no longer holds the query (fenced
+   * by a later claim, or the query is terminal).
+   */
+  boolean renew(long correlation, long owner, long attempt, long untilMillis) throws SQLException;
+
+  /**
+   * Correlations of ACCEPTED queries whose lease expired at {@code nowMillis} or that were never
+   * claimed, oldest first, at most {@code limit}.
+   */
+  List<Long> expiredLeases(long nowMillis, int limit) throws SQLException;
 
   /** An unreleased succeeded result as the retention policy sees it. */
   record Retained(long correlation, long finishedMillis, long resultBytes) {}
@@ -144,9 +172,6 @@ public interface JournalStore extends AutoCloseable {
   boolean release(long correlation) throws SQLException;
 
   Optional<SavedQuery> query(long correlation) throws SQLException;
-
-  /** Correlations of accepted queries without a terminal status, oldest first. */
-  List<Long> unfinished() throws SQLException;
 
   @Override
   void close() throws SQLException;

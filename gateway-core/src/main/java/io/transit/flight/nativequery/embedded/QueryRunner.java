@@ -38,7 +38,10 @@ import org.slf4j.LoggerFactory;
  * Executes one accepted query to its terminal status: rebuilds the plan from the journaled bundle,
  * runs the translated SQL on DuckDB, writes the retained segments and commits the manifest (or the
  * failure) to the journal. Segments are durable before the manifest that names them commits, so a
- * crash in between leaves the query ACCEPTED and it simply runs again.
+ * crash in between leaves the query ACCEPTED and it simply runs again. The terminal status is
+ * fenced by the run's lease attempt: if another replica claimed the query meanwhile, nothing is
+ * published and the result is dropped (its segments are the same bytes the current attempt
+ * writes, or unnamed files the retention sweep removes).
  *
  * <p>{@link #run} is called on an engine execution thread, one query per call; the runner itself
  * is shared and keeps no per-query state (each run borrows a DuckDB session from the shared pool
@@ -63,6 +66,9 @@ final class QueryRunner {
   private final BooleanSupplier stopping;
   private final Lock writing;
   private final long duckMemoryLimit;
+  /** Results dropped because their attempt was fenced; any execution thread adds. */
+  private final java.util.concurrent.atomic.AtomicLong fenced =
+      new java.util.concurrent.atomic.AtomicLong();
 
   QueryRunner(JournalStore journal, DuckTables tables, DuckSessions sessions,
       SegmentStore segments, BufferAllocator allocator, Planner planner, int batchRows,
@@ -79,8 +85,11 @@ final class QueryRunner {
     this.batchRows = batchRows;
   }
 
-  /** Runs the query and records its terminal status; returns it (null if it was not pending). */
-  QueryStatus run(long correlation) throws SQLException {
+  /**
+   * Runs the query under lease {@code attempt} and records its terminal status; returns it (null
+   * if it was not pending, or if the attempt was fenced and the result dropped).
+   */
+  QueryStatus run(long correlation, long attempt) throws SQLException {
     // One read transaction for the saved query and its bundle (nothing is written here).
     Pending pending = journal.transaction(() -> {
       JournalStore.SavedQuery q = journal.query(correlation)
@@ -98,13 +107,13 @@ final class QueryRunner {
     // Held until the manifest commits: the retention sweep removes no file this run wrote.
     writing.lock();
     try {
-      return runLocked(correlation, saved, accepted, bundleBytes);
+      return runLocked(correlation, attempt, saved, accepted, bundleBytes);
     } finally {
       writing.unlock();
     }
   }
 
-  private QueryStatus runLocked(long correlation, JournalStore.SavedQuery saved,
+  private QueryStatus runLocked(long correlation, long attempt, JournalStore.SavedQuery saved,
       QueryStatus accepted, byte[] bundleBytes) throws SQLException {
     QueryStatus.Builder done = accepted.toBuilder();
     byte[] manifestBytes = null;
@@ -130,7 +139,7 @@ final class QueryRunner {
     } catch (SQLException | IOException | RuntimeException e) {
       if (outOfMemory(e) && !stopping.getAsBoolean()) {
         failed(done, outOfMemory());
-        return finish(done.build(), null, 0);
+        return finish(done.build(), null, 0, attempt);
       }
       if (stopping.getAsBoolean()) {
         // The engine is closing under this query: leave it ACCEPTED so it resumes at next open.
@@ -138,21 +147,26 @@ final class QueryRunner {
       }
       if (e instanceof SegmentStore.Unavailable u) {
         failed(done, storeUnavailable(u));
-        return finish(done.build(), null, 0);
+        return finish(done.build(), null, 0, attempt);
       }
       log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
       failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
     }
-    return finish(done.build(), manifestBytes, resultBytes);
+    return finish(done.build(), manifestBytes, resultBytes, attempt);
   }
 
-  private QueryStatus finish(QueryStatus status, byte[] manifest, long resultBytes)
+  private QueryStatus finish(QueryStatus status, byte[] manifest, long resultBytes, long attempt)
       throws SQLException {
     long now = System.currentTimeMillis();
-    journal.transaction(() -> {
-      journal.finish(status, manifest, resultBytes, now);
+    boolean published = journal.transaction(
+        () -> journal.finish(status, manifest, resultBytes, now, attempt));
+    if (!published) {
+      fenced.incrementAndGet();
+      log.warn("query {} attempt {}: fenced (another replica claimed or finished it), its {}"
+              + " result is not published", Long.toUnsignedString(status.getCorrelation()),
+          attempt, status.getState());
       return null;
-    });
+    }
     return status;
   }
 
@@ -163,6 +177,11 @@ final class QueryRunner {
   static GatewayException storeUnavailable(SegmentStore.Unavailable e) {
     return QueryCode.SEGMENT_STORE_UNAVAILABLE.failure(
         "the retained segments could not be stored (" + e.reason + ")");
+  }
+
+  /** Results dropped unpublished because their attempt was fenced, since open. */
+  long fencedResults() {
+    return fenced.get();
   }
 
   /** The segments' file system is full: the statement fails, nothing retained is touched. */

@@ -49,11 +49,24 @@ final class SqliteJournal implements JournalStore {
         + " limit_amount BIGINT NOT NULL, required_amount BIGINT NOT NULL,"
         + " failed_column VARCHAR(256) NOT NULL, released INTEGER NOT NULL, manifest BLOB)",
   };
-  // Added by the retention policy; a journal written before it gains them at open.
+  // Added by the retention policy and the execution leases; a journal written before them gains
+  // them at open. An ACCEPTED row without a lease (lease_until_ms 0) is claimable at once.
   private static final String[][] ADDED_COLUMNS = {
     {"finished_ms", "ALTER TABLE queries ADD COLUMN finished_ms BIGINT NOT NULL DEFAULT 0"},
     {"result_bytes", "ALTER TABLE queries ADD COLUMN result_bytes BIGINT NOT NULL DEFAULT 0"},
+    {"lease_owner", "ALTER TABLE queries ADD COLUMN lease_owner BIGINT NOT NULL DEFAULT 0"},
+    {"lease_holder",
+        "ALTER TABLE queries ADD COLUMN lease_holder VARCHAR(256) NOT NULL DEFAULT ''"},
+    {"lease_until_ms", "ALTER TABLE queries ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0"},
+    {"attempt", "ALTER TABLE queries ADD COLUMN attempt BIGINT NOT NULL DEFAULT 0"},
   };
+  // The takeover scan reads ACCEPTED rows by lease expiry; without it each scan reads every row.
+  private static final String LEASE_INDEX =
+      "CREATE INDEX IF NOT EXISTS queries_lease ON queries (state, lease_until_ms)";
+  /** SQLite's primary result code for a snapshot or lock held by another connection. */
+  private static final int SQLITE_BUSY = 5;
+  /** Runs of one transaction that another connection's commits may cut short (see transaction). */
+  private static final int BUSY_RUNS = 16;
 
   /** SQLite's primary result code for a full file system. */
   private static final int SQLITE_FULL = 13;
@@ -115,22 +128,47 @@ final class SqliteJournal implements JournalStore {
         have.add(r.getString("name"));
       }
     }
-    boolean added = false;
     for (String[] c : ADDED_COLUMNS) {
       if (!have.contains(c[0])) {
         s.execute(c[1]);
-        added = true;
       }
     }
-    if (added) {
+    if (!have.contains("finished_ms")) {
       s.execute("UPDATE queries SET finished_ms = " + System.currentTimeMillis()
           + " WHERE state <> 'ACCEPTED'");
     }
+    s.execute(LEASE_INDEX);
   }
 
-  /** Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. */
+  /**
+   * Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. Several
+   * connections may share the file (engines acting as replicas): a transaction whose snapshot
+   * another connection's commit made stale fails SQLITE_BUSY before it wrote anything, and runs
+   * again on a fresh snapshot, at most {@value #BUSY_RUNS} times (lock waits are busy_timeout's).
+   */
   @Override
   public synchronized <T> T transaction(Work<T> work) throws SQLException {
+    for (int run = 1; ; run++) {
+      try {
+        return once(work);
+      } catch (SQLException e) {
+        if (run == BUSY_RUNS || broken || !busy(e)) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  private static boolean busy(SQLException failure) {
+    for (Throwable t = failure; t != null; t = t.getCause()) {
+      if (t instanceof SQLException e && (e.getErrorCode() & 0xff) == SQLITE_BUSY) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private <T> T once(Work<T> work) throws SQLException {
     if (broken) {
       reconnect();
     }
@@ -301,17 +339,62 @@ final class SqliteJournal implements JournalStore {
         correlation, principal, namespace, bundleSha256, QueryStatus.State.ACCEPTED.name());
   }
 
-  /** Stores a terminal status (and, when it succeeded, the manifest) of a running query. */
+  /** Stores a terminal status (and, when it succeeded, the manifest), fenced by the attempt. */
   @Override
-  public void finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis)
-      throws SQLException {
-    update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?, manifest_sha256 = ?,"
-            + " total_rows = ?, limit_amount = ?, required_amount = ?, failed_column = ?,"
-            + " manifest = ?, result_bytes = ?, finished_ms = ? WHERE correlation = ? AND state = ?",
+  public boolean finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis,
+      long attempt) throws SQLException {
+    return update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?,"
+            + " manifest_sha256 = ?, total_rows = ?, limit_amount = ?, required_amount = ?,"
+            + " failed_column = ?, manifest = ?, result_bytes = ?, finished_ms = ?"
+            + " WHERE correlation = ? AND state = ? AND attempt = ?",
         s.getState().name(), s.getCode(), s.getStage(), s.getMessage(),
         manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
         s.getLimit(), s.getRequired(), s.getColumn(), manifest, resultBytes, finishedMillis,
-        s.getCorrelation(), QueryStatus.State.ACCEPTED.name());
+        s.getCorrelation(), QueryStatus.State.ACCEPTED.name(), attempt) == 1;
+  }
+
+  @Override
+  public java.util.OptionalLong claim(long correlation, long owner, String holder,
+      long nowMillis, long untilMillis) throws SQLException {
+    // The row's own attempt is the fencing token: the UPDATE takes the row's write lock, so of two
+    // concurrent claims the second sees the first's expiry and changes nothing.
+    if (update("UPDATE queries SET lease_owner = ?, lease_holder = ?, lease_until_ms = ?,"
+            + " attempt = attempt + 1 WHERE correlation = ? AND state = ?"
+            + " AND (lease_until_ms <= ? OR lease_owner = ?)",
+        owner, holder, untilMillis, correlation, QueryStatus.State.ACCEPTED.name(), nowMillis,
+        owner) == 0) {
+      return java.util.OptionalLong.empty();
+    }
+    PreparedStatement p = prepared("SELECT attempt FROM queries WHERE correlation = ?");
+    p.setLong(1, correlation);
+    try (ResultSet r = p.executeQuery()) {
+      r.next();
+      return java.util.OptionalLong.of(r.getLong(1));
+    }
+  }
+
+  @Override
+  public boolean renew(long correlation, long owner, long attempt, long untilMillis)
+      throws SQLException {
+    return update("UPDATE queries SET lease_until_ms = ? WHERE correlation = ? AND state = ?"
+            + " AND attempt = ? AND lease_owner = ?",
+        untilMillis, correlation, QueryStatus.State.ACCEPTED.name(), attempt, owner) == 1;
+  }
+
+  @Override
+  public List<Long> expiredLeases(long nowMillis, int limit) throws SQLException {
+    List<Long> out = new ArrayList<>();
+    PreparedStatement p = prepared("SELECT correlation FROM queries WHERE state = ?"
+        + " AND lease_until_ms <= ? ORDER BY correlation LIMIT ?");
+    p.setString(1, QueryStatus.State.ACCEPTED.name());
+    p.setLong(2, nowMillis);
+    p.setInt(3, limit);
+    try (ResultSet r = p.executeQuery()) {
+      while (r.next()) {
+        out.add(r.getLong(1));
+      }
+    }
+    return out;
   }
 
   @Override
@@ -378,21 +461,6 @@ final class SqliteJournal implements JournalStore {
       return Optional.of(new SavedQuery(s.build(), r.getBytes(3), r.getInt(13) != 0,
           r.getBytes(14)));
     }
-  }
-
-  /** Correlations of accepted queries without a terminal status, oldest first. */
-  @Override
-  public List<Long> unfinished() throws SQLException {
-    List<Long> out = new ArrayList<>();
-    PreparedStatement p = prepared(
-        "SELECT correlation FROM queries WHERE state = ? ORDER BY correlation");
-    p.setString(1, QueryStatus.State.ACCEPTED.name());
-    try (ResultSet r = p.executeQuery()) {
-      while (r.next()) {
-        out.add(r.getLong(1));
-      }
-    }
-    return out;
   }
 
   private int update(String sql, Object... args) throws SQLException {

@@ -30,11 +30,14 @@
  * ResultReader} serves reads under {@code RightsRegistry}'s current rights; {@code
  * RequesterCheck} is the source/requester check a submit makes, which {@code
  * EmbeddedEngine.checkAccess} also answers before the gateway discloses anything.
+ * {@code Leases} claims, renews and takes over the execution leases that let several engines
+ * share one journal (the attempt fences a finish).
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
  * runs each transaction whole (SQLite: on one monitor; PostgreSQL: on a pooled connection of its
  * own, one principal's admissions serialized on its row lock). Queries run on the engine's bounded
  * execution pool, one query per task, each with its own child allocator and DuckDB connection;
- * nothing a runner allocates outlives its task. Rights are swapped atomically as a whole.
+ * nothing a runner allocates outlives its task. Lease renewals and takeover scans run on one
+ * {@code native-lease} thread. Rights are swapped atomically as a whole.
  */
 package io.transit.flight.nativequery.embedded;

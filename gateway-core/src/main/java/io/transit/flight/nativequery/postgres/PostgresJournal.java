@@ -343,15 +343,63 @@ public final class PostgresJournal implements JournalStore {
   }
 
   @Override
-  public void finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis)
-      throws SQLException {
-    update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?, manifest_sha256 = ?,"
-            + " total_rows = ?, limit_amount = ?, required_amount = ?, failed_column = ?,"
-            + " manifest = ?, result_bytes = ?, finished_ms = ? WHERE correlation = ? AND state = ?",
+  public boolean finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis,
+      long attempt) throws SQLException {
+    return update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?,"
+            + " manifest_sha256 = ?, total_rows = ?, limit_amount = ?, required_amount = ?,"
+            + " failed_column = ?, manifest = ?, result_bytes = ?, finished_ms = ?"
+            + " WHERE correlation = ? AND state = ? AND attempt = ?",
         s.getState().name(), text(s.getCode()), text(s.getStage()), text(s.getMessage()),
         manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
         s.getLimit(), s.getRequired(), text(s.getColumn()), manifest, resultBytes,
-        finishedMillis, s.getCorrelation(), QueryStatus.State.ACCEPTED.name());
+        finishedMillis, s.getCorrelation(), QueryStatus.State.ACCEPTED.name(), attempt) == 1;
+  }
+
+  /** One statement: the conditional claim and the new attempt come back together. */
+  @Override
+  public java.util.OptionalLong claim(long correlation, long owner, String holder, long nowMillis,
+      long untilMillis) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(
+        "UPDATE queries SET lease_owner = ?, lease_holder = ?, lease_until_ms = ?,"
+            + " attempt = attempt + 1 WHERE correlation = ? AND state = ?"
+            + " AND (lease_until_ms <= ? OR lease_owner = ?) RETURNING attempt")) {
+      p.setLong(1, owner);
+      p.setString(2, text(holder));
+      p.setLong(3, untilMillis);
+      p.setLong(4, correlation);
+      p.setString(5, QueryStatus.State.ACCEPTED.name());
+      p.setLong(6, nowMillis);
+      p.setLong(7, owner);
+      try (ResultSet r = p.executeQuery()) {
+        return r.next() ? java.util.OptionalLong.of(r.getLong(1)) : java.util.OptionalLong.empty();
+      }
+    }
+  }
+
+  @Override
+  public boolean renew(long correlation, long owner, long attempt, long untilMillis)
+      throws SQLException {
+    return update("UPDATE queries SET lease_until_ms = ? WHERE correlation = ? AND state = ?"
+            + " AND attempt = ? AND lease_owner = ?",
+        untilMillis, correlation, QueryStatus.State.ACCEPTED.name(), attempt, owner) == 1;
+  }
+
+  @Override
+  public List<Long> expiredLeases(long nowMillis, int limit) throws SQLException {
+    List<Long> out = new ArrayList<>();
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT correlation FROM queries WHERE state = ? AND lease_until_ms <= ?"
+            + " ORDER BY correlation LIMIT ?")) {
+      p.setString(1, QueryStatus.State.ACCEPTED.name());
+      p.setLong(2, nowMillis);
+      p.setInt(3, limit);
+      try (ResultSet r = p.executeQuery()) {
+        while (r.next()) {
+          out.add(r.getLong(1));
+        }
+      }
+    }
+    return out;
   }
 
   /** PostgreSQL text cannot hold NUL; a status must still be recorded, so NUL becomes U+FFFD. */
@@ -426,21 +474,6 @@ public final class PostgresJournal implements JournalStore {
             r.getBytes(14)));
       }
     }
-  }
-
-  @Override
-  public List<Long> unfinished() throws SQLException {
-    List<Long> out = new ArrayList<>();
-    try (PreparedStatement p = connection().prepareStatement(
-        "SELECT correlation FROM queries WHERE state = ? ORDER BY correlation")) {
-      p.setString(1, QueryStatus.State.ACCEPTED.name());
-      try (ResultSet r = p.executeQuery()) {
-        while (r.next()) {
-          out.add(r.getLong(1));
-        }
-      }
-    }
-    return out;
   }
 
   /** This transaction's session value of a server setting (the tests check the guarantees). */

@@ -158,7 +158,7 @@ public abstract class JournalStoreContract {
       assertTrue(Long.compareUnsigned(correlations.get(i - 1), correlations.get(i)) < 0,
           "correlations increase: " + correlations);
     }
-    assertEquals(correlations, journal.transaction(journal::unfinished));
+    assertEquals(correlations, journal.transaction(() -> journal.expiredLeases(Long.MAX_VALUE, 100)));
 
     long ok = correlations.get(0);
     long failed = correlations.get(1);
@@ -171,15 +171,13 @@ public abstract class JournalStoreContract {
         .setStage("execution").setMessage("over the row budget").setLimit(10).setRequired(11)
         .setColumn("big").build();
     journal.transaction(() -> {
-      journal.finish(succeeded, manifest, 4096, 1_000);
-      journal.finish(failure, null, 0, 2_000);
+      assertTrue(journal.finish(succeeded, manifest, 4096, 1_000, 0));
+      assertTrue(journal.finish(failure, null, 0, 2_000, 0));
       return null;
     });
     // A terminal status is final: a second finish of the same query changes nothing.
-    journal.transaction(() -> {
-      journal.finish(failure.toBuilder().setCorrelation(ok).build(), null, 0, 3_000);
-      return null;
-    });
+    assertFalse(journal.transaction(() ->
+        journal.finish(failure.toBuilder().setCorrelation(ok).build(), null, 0, 3_000, 0)));
 
     JournalStore.SavedQuery s = journal.transaction(() -> journal.query(ok)).orElseThrow();
     assertEquals(QueryStatus.State.SUCCEEDED, s.status().getState());
@@ -196,7 +194,7 @@ public abstract class JournalStoreContract {
     assertNull(f.manifest());
     assertTrue(journal.transaction(() -> journal.query(0x7777L)).isEmpty());
 
-    assertEquals(correlations.subList(2, 5), journal.transaction(journal::unfinished));
+    assertEquals(correlations.subList(2, 5), journal.transaction(() -> journal.expiredLeases(Long.MAX_VALUE, 100)));
     List<JournalStore.Retained> retained = journal.transaction(journal::retained);
     assertEquals(List.of(new JournalStore.Retained(ok, 1_000, 4096)), retained);
     List<byte[]> live = journal.transaction(journal::liveManifests);
@@ -220,7 +218,7 @@ public abstract class JournalStoreContract {
         journal.insertAccepted(n, 1, at, bytes("b"));
         journal.finish(QueryStatus.newBuilder().setCorrelation(n)
             .setState(QueryStatus.State.SUCCEEDED)
-            .setManifestSha256(ByteString.copyFrom(new byte[32])).build(), bytes("m"), at, at);
+            .setManifestSha256(ByteString.copyFrom(new byte[32])).build(), bytes("m"), at, at, 0);
         return n;
       });
       cs.add(c);
@@ -266,10 +264,44 @@ public abstract class JournalStoreContract {
     assertArrayEquals(bytes("outcome"),
         journal.transaction(() -> journal.command(11, 1)).orElseThrow().outcome());
     assertArrayEquals(bytes("abc"), journal.transaction(() -> journal.assembled(11, 5)));
-    assertEquals(List.of(c), journal.transaction(journal::unfinished));
+    assertEquals(List.of(c), journal.transaction(() -> journal.expiredLeases(Long.MAX_VALUE, 100)));
     long next = journal.transaction(journal::allocateCorrelation);
     assertTrue(Long.compareUnsigned(c, next) < 0, "no correlation is handed out twice");
     Set<Long> seen = new HashSet<>(List.of(c, next));
     assertEquals(2, seen.size());
+  }
+
+  @Test
+  void leasesExcludeOtherOwnersUntilExpiryAndAnOlderAttemptCannotFinish() throws Exception {
+    long q = journal.transaction(() -> {
+      long n = journal.allocateCorrelation();
+      journal.insertAccepted(n, 21, 1, bytes("b"));
+      return n;
+    });
+    // Never claimed: expired for every scan.
+    assertEquals(List.of(q), journal.transaction(() -> journal.expiredLeases(0, 10)));
+    assertEquals(1L, journal.transaction(() -> journal.claim(q, 100, "a/1", 1_000, 11_000))
+        .orElseThrow());
+    assertTrue(journal.transaction(() -> journal.expiredLeases(10_999, 10)).isEmpty());
+    // Another owner before expiry: refused; the holder itself may claim again.
+    assertTrue(journal.transaction(() -> journal.claim(q, 200, "b/2", 5_000, 15_000)).isEmpty());
+    assertTrue(journal.transaction(() -> journal.renew(q, 100, 1, 20_000)));
+    assertTrue(journal.transaction(() -> journal.claim(q, 200, "b/2", 19_999, 30_000)).isEmpty());
+    // Past expiry another owner takes it over: attempt 2 fences attempt 1.
+    assertEquals(List.of(q), journal.transaction(() -> journal.expiredLeases(20_000, 10)));
+    assertEquals(2L, journal.transaction(() -> journal.claim(q, 200, "b/2", 20_000, 30_000))
+        .orElseThrow());
+    assertFalse(journal.transaction(() -> journal.renew(q, 100, 1, 40_000)));
+    QueryStatus done = QueryStatus.newBuilder().setCorrelation(q)
+        .setState(QueryStatus.State.SUCCEEDED)
+        .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
+    assertFalse(journal.transaction(() -> journal.finish(done, bytes("m1"), 1, 21_000, 1)));
+    assertTrue(journal.transaction(() -> journal.finish(done, bytes("m2"), 1, 22_000, 2)));
+    assertArrayEquals(bytes("m2"), journal.transaction(() -> journal.query(q)).orElseThrow()
+        .manifest());
+    // Terminal: no claim, no renewal, not expired.
+    assertTrue(journal.transaction(() -> journal.claim(q, 300, "c/3", 99_000, 99_999)).isEmpty());
+    assertFalse(journal.transaction(() -> journal.renew(q, 200, 2, 99_999)));
+    assertTrue(journal.transaction(() -> journal.expiredLeases(Long.MAX_VALUE, 10)).isEmpty());
   }
 }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import io.transit.flight.nativequery.embedded.DuckSettings;
+import io.transit.flight.nativequery.embedded.LeasePolicy;
 import io.transit.flight.nativequery.embedded.RetentionPolicy;
 import io.transit.flight.nativequery.embedded.SegmentSettings;
 import io.transit.flight.proto.ColumnDeclaration;
@@ -123,7 +124,7 @@ public final class ConfigLoader {
   /** Engine and JVM sizing with the machine-sized defaults of {@link DuckSettings}. */
   private static ResolvedConfig.Engine engine(GatewayConfig.Engine e, GatewayConfig.Jvm jvm,
       Path stateDir) throws ConfigException {
-    GatewayConfig.Engine raw = e != null ? e : new GatewayConfig.Engine(null, null, null, null, null, null, null);
+    GatewayConfig.Engine raw = e != null ? e : new GatewayConfig.Engine(null, null, null, null, null, null, null, null, null);
     long memory = raw.memoryLimitBytes() != null ? raw.memoryLimitBytes()
         : DuckSettings.defaultMemoryLimitBytes();
     check(memory >= DuckSettings.MIN_MEMORY_LIMIT_BYTES, "engine.memory_limit_bytes", memory,
@@ -145,8 +146,19 @@ public final class ConfigLoader {
         : d.interval().toMillis();
     check(every >= 100 && every <= age, "engine.retention_check_ms", every,
         "100..retention_max_age_ms");
+    LeasePolicy l = LeasePolicy.defaults();
+    long lease = raw.leaseMs() != null ? raw.leaseMs() : l.lease().toMillis();
+    check(lease >= LeasePolicy.MIN_LEASE.toMillis() && lease <= MAX_LEASE_MS, "engine.lease_ms",
+        lease, LeasePolicy.MIN_LEASE.toMillis() + ".." + MAX_LEASE_MS);
+    // Absent, the scan follows the lease: half of it, so a takeover needs at most 1.5 leases.
+    long scan = raw.leaseScanMs() != null ? raw.leaseScanMs()
+        : raw.leaseMs() != null ? Math.max(LeasePolicy.MIN_SCAN.toMillis(), lease / 2)
+        : l.scan().toMillis();
+    check(scan >= LeasePolicy.MIN_SCAN.toMillis() && scan <= lease, "engine.lease_scan_ms", scan,
+        LeasePolicy.MIN_SCAN.toMillis() + "..lease_ms");
     return new ResolvedConfig.Engine(memory, threads, temp, allocator, heap, new RetentionPolicy(
-        java.time.Duration.ofMillis(age), bytes, java.time.Duration.ofMillis(every)));
+        java.time.Duration.ofMillis(age), bytes, java.time.Duration.ofMillis(every)),
+        new LeasePolicy(java.time.Duration.ofMillis(lease), java.time.Duration.ofMillis(scan)));
   }
 
   /**
@@ -509,6 +521,8 @@ public final class ConfigLoader {
 
   /** The JVM heap when {@code jvm.heap_bytes} is absent (docs/limits.md). */
   public static final long DEFAULT_HEAP_BYTES = 1L << 30;
+  /** Longest execution lease: a dead replica's queries wait this long for a takeover. */
+  static final long MAX_LEASE_MS = 600_000;
 
   private static void check(boolean ok, String field, Object value, String expected)
       throws ConfigException {

@@ -53,8 +53,8 @@ public record GatewayConfig(
   /**
    * The embedded engine's own resources: DuckDB's memory limit, threads and spill directory, and
    * the Arrow allocator its queries write results through, and the retained results' maximum age
-   * and total bytes (with the sweep interval). Absent fields take defaults sized for
-   * the machine (docs/limits.md).
+   * and total bytes (with the sweep interval), and the execution lease with its takeover scan
+   * interval. Absent fields take defaults sized for the machine (docs/limits.md).
    */
   public record Engine(
       @JsonProperty("memory_limit_bytes") Long memoryLimitBytes,
@@ -63,7 +63,9 @@ public record GatewayConfig(
       @JsonProperty("allocator_bytes") Long allocatorBytes,
       @JsonProperty("retention_max_age_ms") Long retentionMaxAgeMs,
       @JsonProperty("retention_max_bytes") Long retentionMaxBytes,
-      @JsonProperty("retention_check_ms") Long retentionCheckMs) {}
+      @JsonProperty("retention_check_ms") Long retentionCheckMs,
+      @JsonProperty("lease_ms") Long leaseMs,
+      @JsonProperty("lease_scan_ms") Long leaseScanMs) {}
 
   /**
    * Where the engine's journal lives: {@code sqlite} (the default: a file in the state directory)

@@ -52,7 +52,8 @@ public record ResolvedConfig(
    * gives the JVM ({@code -Xmx}), and how long retained results are kept. All are sized at start.
    */
   public record Engine(long memoryLimitBytes, int threads, Path tempDir, long allocatorBytes,
-      long heapBytes, io.transit.flight.nativequery.embedded.RetentionPolicy retention) {}
+      long heapBytes, io.transit.flight.nativequery.embedded.RetentionPolicy retention,
+      io.transit.flight.nativequery.embedded.LeasePolicy lease) {}
 
   /**
    * The engine's journal: {@code postgres} is null for the embedded SQLite journal (the default),

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.nativequery.embedded.DuckSettings;
+import io.transit.flight.nativequery.embedded.LeasePolicy;
 import io.transit.flight.nativequery.embedded.RetentionPolicy;
 import io.transit.flight.nativequery.embedded.SegmentSettings;
 import java.net.URI;
@@ -60,7 +61,8 @@ class ConfigLoaderTest {
     assertTrue(c.callers().get(0).hasRole());
     assertEquals(new ResolvedConfig.Engine(2L << 30, 4,
         c.stateDir().resolve("engine/duckdb-tmp"), 1L << 30, 1L << 30,
-        new RetentionPolicy(Duration.ofDays(7), 10L << 30, Duration.ofSeconds(10))), c.engine());
+        new RetentionPolicy(Duration.ofDays(7), 10L << 30, Duration.ofSeconds(10)),
+        LeasePolicy.defaults()), c.engine());
   }
 
   @Test
@@ -75,11 +77,22 @@ class ConfigLoaderTest {
     String engine = VALID.formatted(caller("a", 10)).replace("\"state_dir\"",
         "\"engine\": {\"memory_limit_bytes\": 67108864, \"threads\": 1, \"temp_dir\": \"/tmp/x\","
             + " \"allocator_bytes\": 33554432, \"retention_max_age_ms\": 60000,"
-            + " \"retention_max_bytes\": 1048576, \"retention_check_ms\": 500},"
+            + " \"retention_max_bytes\": 1048576, \"retention_check_ms\": 500,"
+            + " \"lease_ms\": 4000, \"lease_scan_ms\": 700},"
             + " \"jvm\": {\"heap_bytes\": 268435456}, \"state_dir\"");
     assertEquals(new ResolvedConfig.Engine(64L << 20, 1, Path.of("/tmp/x"), 32L << 20,
         256L << 20, new RetentionPolicy(Duration.ofMinutes(1), 1L << 20,
-            Duration.ofMillis(500))), load(engine).engine());
+            Duration.ofMillis(500)), new LeasePolicy(Duration.ofSeconds(4), Duration.ofMillis(700))),
+        load(engine).engine());
+    // Without a scan interval the scan follows the lease (half of it).
+    assertEquals(new LeasePolicy(Duration.ofSeconds(4), Duration.ofSeconds(2)),
+        load(engine.replace(", \"lease_scan_ms\": 700", "")).engine().lease());
+    assertEquals(LeasePolicy.defaults(), load(VALID.formatted(caller("a", 10))).engine().lease());
+    assertMessage("engine.lease_ms", engine.replace("\"lease_ms\": 4000", "\"lease_ms\": 999"));
+    assertMessage("engine.lease_ms",
+        engine.replace("\"lease_ms\": 4000", "\"lease_ms\": 600001"));
+    assertMessage("engine.lease_scan_ms", engine.replace("700", "99"));
+    assertMessage("engine.lease_scan_ms", engine.replace("700", "4001"));
     assertEquals(RetentionPolicy.defaults(),
         load(VALID.formatted(caller("a", 10))).engine().retention());
     assertMessage("engine.retention_max_age_ms", engine.replace("60000", "10"));

@@ -1,0 +1,277 @@
+package io.transit.flight.nativequery.embedded;
+
+import java.net.InetAddress;
+import java.security.SecureRandom;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * This engine's execution leases (docs/native-engine.md "Execution leases"): it claims each query
+ * it accepts, renews the leases of the queries it holds every {@link LeasePolicy#renewal()}, and
+ * every {@link LeasePolicy#scan()} claims queries whose lease expired (another replica died or
+ * stalls, or this engine restarted) and hands them to the engine to run. The journal's attempt
+ * number is the fencing token: only the current attempt can finish a query.
+ *
+ * <p>Threads: {@link #claimAccepted} runs on a sending thread inside its journal transaction;
+ * {@link #hold}, {@link #holds} and {@link #drop} on sending threads, the engine's execution
+ * threads and the lease thread; renewals and scans run on the single {@code native-lease} thread
+ * ({@link #start}); {@link #stop} and {@link #giveUp} are called once by the engine's close.
+ */
+final class Leases {
+  private static final Logger log = LoggerFactory.getLogger(Leases.class);
+
+  /** Receives a query this engine claimed in a scan; called on the lease thread. */
+  interface Starter {
+    void start(long correlation, long attempt);
+  }
+
+  private final JournalStore journal;
+  private final LeasePolicy policy;
+  private final LongSupplier clock;
+  private final BooleanSupplier renewing;
+  /** Most queries held (queued or running) before a scan claims no more. */
+  private final int capacity;
+  /** This open's identity in the journal: random, so a restarted process is another owner. */
+  private final long owner;
+  /** Host and process id, for operators reading the journal. */
+  private final String holder;
+  // Any thread: correlation → the attempt this engine holds, from claim until its run ends.
+  private final Map<Long, Long> held = new ConcurrentHashMap<>();
+  // Written by scans (open's thread, then the lease thread): the last scan stopped at its limit,
+  // so a freed slot scans again.
+  private volatile boolean backlog;
+  // @GuardedBy("this"): set by start, shut down by stop.
+  private ScheduledExecutorService timer;
+  // @GuardedBy("this"): set once by start.
+  private Starter starter;
+
+  Leases(JournalStore journal, LeasePolicy policy, LongSupplier clock, BooleanSupplier renewing,
+      int capacity) {
+    this.journal = journal;
+    this.policy = policy;
+    this.clock = clock;
+    this.renewing = renewing;
+    this.capacity = capacity;
+    long id = 0;
+    SecureRandom random = new SecureRandom();
+    while (id == 0) { // 0 is "never claimed" in the journal
+      id = random.nextLong();
+    }
+    this.owner = id;
+    this.holder = hostName() + "/" + ProcessHandle.current().pid();
+  }
+
+  private static String hostName() {
+    try {
+      return InetAddress.getLocalHost().getHostName();
+    } catch (java.io.IOException e) {
+      return "unknown-host";
+    }
+  }
+
+  long owner() {
+    return owner;
+  }
+
+  String holder() {
+    return holder;
+  }
+
+  /**
+   * Claims a query this engine has just accepted, inside the accepting transaction (so the claim
+   * costs no commit of its own); returns the attempt, 0 when it could not be claimed (a scan will).
+   */
+  long claimAccepted(long correlation) throws SQLException {
+    long now = clock.getAsLong();
+    OptionalLong attempt =
+        journal.claim(correlation, owner, holder, now, now + policy.lease().toMillis());
+    return attempt.orElse(0);
+  }
+
+  /** Notes that this engine runs {@code attempt} of the query (after the claim committed). */
+  void hold(long correlation, long attempt) {
+    held.put(correlation, attempt);
+  }
+
+  /** True while this engine still believes it holds {@code attempt} (no renewal was refused). */
+  boolean holds(long correlation, long attempt) {
+    Long a = held.get(correlation);
+    return a != null && a == attempt;
+  }
+
+  /** The run of {@code attempt} ended; a scan held back by its limit may claim more now. */
+  void drop(long correlation, long attempt) {
+    held.remove(correlation, attempt);
+    if (backlog) {
+      schedule(0);
+    }
+  }
+
+  /**
+   * Takes over expired leases once on the calling thread (the engine's open, so unfinished queries
+   * of an earlier open whose lease lapsed start at once), then renews and scans on the lease
+   * thread.
+   */
+  void start(Starter starter) throws SQLException {
+    synchronized (this) {
+      this.starter = starter;
+    }
+    scan();
+    synchronized (this) {
+      timer = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "native-lease");
+        t.setDaemon(true);
+        return t;
+      });
+      long renewEvery = policy.renewal().toMillis();
+      timer.scheduleWithFixedDelay(this::renewQuietly, renewEvery, renewEvery,
+          TimeUnit.MILLISECONDS);
+      long scanEvery = policy.scan().toMillis();
+      timer.scheduleWithFixedDelay(this::scanQuietly, scanEvery, scanEvery,
+          TimeUnit.MILLISECONDS);
+    }
+    log.info("execution leases: owner {} ({}), lease {} ms, renewed every {} ms, takeover scan"
+            + " every {} ms", Long.toHexString(owner), holder, policy.lease().toMillis(),
+        policy.renewal().toMillis(), policy.scan().toMillis());
+  }
+
+  private synchronized void schedule(long delayMillis) {
+    if (timer == null) {
+      return;
+    }
+    try {
+      timer.schedule(this::scanQuietly, delayMillis, TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException e) {
+      // Stopped: nothing more is claimed.
+    }
+  }
+
+  private void renewQuietly() {
+    try {
+      renew();
+    } catch (SQLException | RuntimeException e) {
+      // The lease lapses only after two more failed renewals; if it does, the finish is fenced.
+      log.warn("renewing execution leases failed: {}", e.toString());
+    }
+  }
+
+  private void scanQuietly() {
+    try {
+      scan();
+    } catch (SQLException | RuntimeException e) {
+      log.warn("execution lease scan failed: {}", e.toString());
+    }
+  }
+
+  /** Extends every held lease in one transaction; a refused one is fenced and no longer held. */
+  void renew() throws SQLException {
+    if (held.isEmpty() || !renewing.getAsBoolean()) {
+      return;
+    }
+    List<Map.Entry<Long, Long>> mine = List.copyOf(held.entrySet());
+    long until = clock.getAsLong() + policy.lease().toMillis();
+    List<Map.Entry<Long, Long>> lost = journal.transaction(() -> {
+      List<Map.Entry<Long, Long>> refused = new ArrayList<>();
+      for (Map.Entry<Long, Long> e : mine) {
+        if (!journal.renew(e.getKey(), owner, e.getValue(), until)) {
+          refused.add(e);
+        }
+      }
+      return refused;
+    });
+    for (Map.Entry<Long, Long> e : lost) {
+      // Finished meanwhile (its run drops it anyway) or claimed by another replica: fenced.
+      if (held.remove(e.getKey(), e.getValue())) {
+        log.info("query {} attempt {}: the lease is no longer held (finished, or claimed by"
+            + " another replica)",
+            Long.toUnsignedString(e.getKey()), e.getValue());
+      }
+    }
+  }
+
+  /** Claims expired leases up to the free capacity and starts them. */
+  void scan() throws SQLException {
+    Starter s;
+    synchronized (this) {
+      s = starter;
+    }
+    int room = capacity - held.size();
+    if (room <= 0) {
+      backlog = true;
+      return;
+    }
+    long now = clock.getAsLong();
+    long until = now + policy.lease().toMillis();
+    List<long[]> claimed = journal.transaction(() -> {
+      List<long[]> out = new ArrayList<>();
+      for (long correlation : journal.expiredLeases(now, room)) {
+        if (held.containsKey(correlation)) {
+          continue; // running here: a renewal failed, but this engine still runs it
+        }
+        OptionalLong attempt = journal.claim(correlation, owner, holder, now, until);
+        if (attempt.isPresent()) {
+          out.add(new long[] {correlation, attempt.getAsLong()});
+        }
+      }
+      return out;
+    });
+    backlog = claimed.size() >= room;
+    for (long[] c : claimed) {
+      log.info("query {}: took over its expired lease as attempt {}",
+          Long.toUnsignedString(c[0]), c[1]);
+      s.start(c[0], c[1]);
+    }
+  }
+
+  /** Stops renewals and scans; called first by the engine's close. */
+  void stop() {
+    ScheduledExecutorService t;
+    synchronized (this) {
+      t = timer;
+      timer = null;
+    }
+    if (t != null) {
+      t.shutdownNow();
+      try {
+        t.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * Gives up the leases of queries still held at close (expiry 0), so another replica, or this
+   * state's next open, takes them over at once instead of after the lease.
+   */
+  void giveUp() {
+    if (held.isEmpty()) {
+      return;
+    }
+    List<Map.Entry<Long, Long>> mine = List.copyOf(held.entrySet());
+    try {
+      journal.transaction(() -> {
+        for (Map.Entry<Long, Long> e : mine) {
+          journal.renew(e.getKey(), owner, e.getValue(), 0);
+        }
+        return null;
+      });
+      held.clear();
+    } catch (SQLException | RuntimeException e) {
+      log.warn("giving up execution leases at close failed (they expire instead): {}",
+          e.toString());
+    }
+  }
+}

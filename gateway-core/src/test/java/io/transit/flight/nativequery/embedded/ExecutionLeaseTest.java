@@ -1,0 +1,220 @@
+package io.transit.flight.nativequery.embedded;
+
+import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.nativequery.Publication;
+import io.transit.flight.proto.NativeCommand;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.SegmentRef;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.query.LogicalType;
+import io.transit.flight.query.QueryPlan;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Two engines opened on one journal file and one segment directory act as two replicas
+ * (docs/native-engine.md "Execution leases"): a stalled replica's query is taken over once its
+ * lease expires and its late result is fenced, never published; a replica that keeps renewing
+ * keeps its query; a closing replica gives its leases up.
+ */
+class ExecutionLeaseTest {
+  @TempDir static Path data;
+  @TempDir Path state;
+  private static List<Publication> demo;
+  private final List<EmbeddedEngine> engines = new ArrayList<>();
+
+  private static final String SQL = "project";
+  private static final TablePlanner PLANNER = new TablePlanner().put(SQL, new QueryPlan(
+      List.of(column("id", LogicalType.INT64, false), column("a", LogicalType.INT64, false)),
+      null, 1000L, false));
+  private static final Duration LEASE = Duration.ofSeconds(1);
+  private static final Duration SCAN = Duration.ofMillis(200);
+  private static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+  @BeforeAll
+  static void demo() throws Exception {
+    demo = DemoData.generate(data);
+  }
+
+  @AfterEach
+  void close() {
+    for (EmbeddedEngine e : engines) {
+      e.close();
+    }
+  }
+
+  /** Test faults: hold each query back {@code delayMillis}; renew leases or not (a stall). */
+  private static CommandFaults stall(long delayMillis, boolean renew) {
+    return stallUntil(() -> true, delayMillis, renew);
+  }
+
+  /**
+   * Test faults: each query's execution thread first waits (bounded) until {@code until} holds,
+   * then {@code delayMillis}; leases are renewed or not (a stalled replica renews nothing).
+   */
+  private static CommandFaults stallUntil(BooleanSupplier until, long delayMillis, boolean renew) {
+    return new CommandFaults() {
+      @Override
+      public boolean fail(Point point, NativeCommand command) {
+        return false;
+      }
+
+      @Override
+      public long executionDelayMillis() {
+        long end = System.nanoTime() + WAIT_NANOS;
+        while (!until.getAsBoolean() && System.nanoTime() - end < 0) {
+          try {
+            Thread.sleep(20);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 0;
+          }
+        }
+        return delayMillis;
+      }
+
+      @Override
+      public boolean renewLeases() {
+        return renew;
+      }
+    };
+  }
+
+  private EmbeddedEngine open(CommandFaults faults, Duration lease, Duration scan)
+      throws Exception {
+    EngineOptions options = EngineOptions.defaults()
+        .withFaults(faults)
+        .withLease(lease, scan)
+        // No sweep while the test runs: each engine's sweep guards only its own writers.
+        .withRetention(Duration.ofDays(1), 1L << 40, Duration.ofHours(1));
+    EmbeddedEngine e = EmbeddedEngine.open(state, options, demo, List.of(fullRights()), PLANNER);
+    engines.add(e);
+    return e;
+  }
+
+  private long submit(EmbeddedEngine e) {
+    return admit(e, e.nextSequence(PRINCIPAL),
+        bundle(demo.get(0).declaration(), SQL, roomyBudgets()));
+  }
+
+  private static void await(String what, LongSupplier value, long expected) throws Exception {
+    long end = System.nanoTime() + WAIT_NANOS;
+    while (value.getAsLong() != expected) {
+      assertTrue(System.nanoTime() - end < 0, what + ": still " + value.getAsLong());
+      Thread.sleep(20);
+    }
+  }
+
+  @Test
+  void aStalledReplicaIsTakenOverAndItsLateResultIsFenced() throws Exception {
+    AtomicReference<EmbeddedEngine> replicaA = new AtomicReference<>();
+    // A accepts and claims, then stalls without renewing until B has claimed the query; it then
+    // runs attempt 1 to its end while B holds attempt 2.
+    EmbeddedEngine a = open(stallUntil(() -> attemptIs(2), 0, false), LEASE, SCAN);
+    replicaA.set(a);
+    // B runs attempt 2 only after A's late finish was refused, so that finish meets the fence.
+    EmbeddedEngine b = open(stallUntil(() -> replicaA.get().fencedResults() == 1, 0, true),
+        LEASE, SCAN);
+    long correlation = submit(a);
+    long accepted = System.nanoTime();
+    assertEquals(List.of(a.leaseOwner(), 1L),
+        SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2));
+
+    // A's own waiter sees B's result. A's monitor last fired when A's fenced run ended, before B
+    // ran: only the wait's journal poll can see B's status.
+    QueryStatus seenByA = a.awaitQuery(access(), correlation, System.nanoTime() + WAIT_NANOS);
+    long toResultMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - accepted);
+    assertEquals(QueryStatus.State.SUCCEEDED, seenByA.getState());
+    assertEquals(1000, seenByA.getTotalRows());
+    assertEquals(1, a.fencedResults(), "A's finish with attempt 1 was refused");
+    assertEquals(0, b.fencedResults());
+    assertEquals(List.of(b.leaseOwner(), 2L),
+        SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2));
+    QueryStatus published = b.awaitQuery(access(), correlation, System.nanoTime());
+    assertEquals(seenByA, published);
+    ResultManifest manifest = ResultManifest.parseFrom(a.readManifest(access(), correlation));
+    assertEquals(1000, manifest.getTotalRows());
+    assertArrayEquals(b.readManifest(access(), correlation), manifest.toByteArray());
+    // Deterministic execution: A's fenced attempt wrote its segments before B ran, and the
+    // directory holds exactly the files B's published manifest names — the same bytes.
+    Set<String> named = new TreeSet<>();
+    for (SegmentRef ref : manifest.getSegmentsList()) {
+      named.add(Digests.hex(ref.getSha256().toByteArray()));
+    }
+    try (Stream<Path> files = Files.list(state.resolve("segments"))) {
+      assertEquals(named, files.map(f -> f.getFileName().toString())
+          .collect(Collectors.toCollection(TreeSet::new)));
+    }
+    assertTrue(!named.isEmpty());
+    System.out.printf("takeover: result %d ms after acceptance (lease %d ms, scan %d ms)%n",
+        toResultMillis, LEASE.toMillis(), SCAN.toMillis());
+    await("A's allocator", a::allocatedBytes, 0);
+    await("B's allocator", b::allocatedBytes, 0);
+  }
+
+  /** True once the only query's lease row shows {@code attempt} (read as an operator would). */
+  private boolean attemptIs(long attempt) {
+    try {
+      return SqliteJournalLeaseTest.lease(journalFile(), 1).get(1) == attempt;
+    } catch (Exception | AssertionError e) {
+      return false;
+    }
+  }
+
+  @Test
+  void renewalsKeepALongQueryFromBeingTakenOver() throws Exception {
+    // 2.5 leases of execution; B scans ten times a lease and never finds it expired.
+    Duration lease = Duration.ofSeconds(2);
+    EmbeddedEngine a = open(stall(5_000, true), lease, SCAN);
+    EmbeddedEngine b = open(CommandFaults.NONE, lease, SCAN);
+    long correlation = submit(a);
+    QueryStatus done = b.awaitQuery(access(), correlation, System.nanoTime() + WAIT_NANOS);
+    assertEquals(QueryStatus.State.SUCCEEDED, done.getState());
+    assertEquals(List.of(a.leaseOwner(), 1L),
+        SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2));
+    assertEquals(0, a.fencedResults());
+    assertEquals(0, b.fencedResults());
+    await("A's allocator", a::allocatedBytes, 0);
+    await("B's allocator", b::allocatedBytes, 0);
+  }
+
+  @Test
+  void aClosingReplicaGivesItsLeasesUpAndAnotherRunsThemAtOnce() throws Exception {
+    // A's query would wait a minute; A closes first, giving the lease up.
+    EmbeddedEngine a = open(stall(60_000, true), Duration.ofMinutes(5), Duration.ofMinutes(1));
+    long correlation = submit(a);
+    a.close();
+    engines.remove(a);
+    // A five-minute lease: only the given-up lease lets B's open take the query over now.
+    EmbeddedEngine b = open(CommandFaults.NONE, Duration.ofMinutes(5), Duration.ofMinutes(1));
+    QueryStatus done = b.awaitQuery(access(), correlation, System.nanoTime() + WAIT_NANOS);
+    assertEquals(QueryStatus.State.SUCCEEDED, done.getState());
+    assertEquals(List.of(b.leaseOwner(), 2L),
+        SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2));
+    await("B's allocator", b::allocatedBytes, 0);
+  }
+
+  private Path journalFile() {
+    return state.resolve("journal.sqlite");
+  }
+}
