@@ -37,6 +37,12 @@ public interface NativeQueryClient extends AutoCloseable {
    */
   Planner planner();
 
+  /**
+   * Which engine build this client reaches: with a statement's declaration fingerprint, the
+   * frozen basis diagnostics name for its rejections and failures.
+   */
+  EngineIdentity engineIdentity();
+
   /** The next sequence the principal's journal expects. */
   long nextSequence(long principal);
 

@@ -327,6 +327,15 @@ final class InMemoryNativeClient implements NativeQueryClient {
     }
   }
 
+  /** This test engine's identity (its basis in diagnostics). */
+  static final io.transit.flight.nativequery.EngineIdentity IDENTITY =
+      new io.transit.flight.nativequery.EngineIdentity("transit-in-memory", "test");
+
+  @Override
+  public io.transit.flight.nativequery.EngineIdentity engineIdentity() {
+    return IDENTITY;
+  }
+
   /** Admission never plans: it sends bytes. Statements compile as the compiler says. */
   @Override
   public Planner planner() {

@@ -52,6 +52,8 @@ final class SqliteJournal implements JournalStore {
   private static final String[][] ADDED_COLUMNS = {
     {"finished_ms", "ALTER TABLE queries ADD COLUMN finished_ms BIGINT NOT NULL DEFAULT 0"},
     {"result_bytes", "ALTER TABLE queries ADD COLUMN result_bytes BIGINT NOT NULL DEFAULT 0"},
+    // The exceeded bound of a budget failure, for its diagnostic (issue 15 item 6).
+    {"failed_bound", "ALTER TABLE queries ADD COLUMN failed_bound VARCHAR(64) NOT NULL DEFAULT ''"},
   };
 
   private final Connection connection;
@@ -252,10 +254,12 @@ final class SqliteJournal implements JournalStore {
       throws SQLException {
     update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?, manifest_sha256 = ?,"
             + " total_rows = ?, limit_amount = ?, required_amount = ?, failed_column = ?,"
-            + " manifest = ?, result_bytes = ?, finished_ms = ? WHERE correlation = ? AND state = ?",
+            + " failed_bound = ?, manifest = ?, result_bytes = ?, finished_ms = ?"
+            + " WHERE correlation = ? AND state = ?",
         s.getState().name(), s.getCode(), s.getStage(), s.getMessage(),
         manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
-        s.getLimit(), s.getRequired(), s.getColumn(), manifest, resultBytes, finishedMillis,
+        s.getLimit(), s.getRequired(), s.getColumn(), s.getBound(), manifest, resultBytes,
+        finishedMillis,
         s.getCorrelation(), QueryStatus.State.ACCEPTED.name());
   }
 
@@ -297,8 +301,8 @@ final class SqliteJournal implements JournalStore {
   public Optional<SavedQuery> query(long correlation) throws SQLException {
     PreparedStatement p = prepared(
         "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
-            + " total_rows, limit_amount, required_amount, failed_column, released, manifest"
-            + " FROM queries WHERE correlation = ?");
+            + " total_rows, limit_amount, required_amount, failed_column, released, manifest,"
+            + " failed_bound FROM queries WHERE correlation = ?");
     p.setLong(1, correlation);
     try (ResultSet r = p.executeQuery()) {
       if (!r.next()) {
@@ -315,7 +319,8 @@ final class SqliteJournal implements JournalStore {
           .setTotalRows(r.getLong(9))
           .setLimit(r.getLong(10))
           .setRequired(r.getLong(11))
-          .setColumn(r.getString(12));
+          .setColumn(r.getString(12))
+          .setBound(r.getString(15));
       byte[] manifestSha = r.getBytes(8);
       if (manifestSha != null) {
         s.setManifestSha256(com.google.protobuf.ByteString.copyFrom(manifestSha));
