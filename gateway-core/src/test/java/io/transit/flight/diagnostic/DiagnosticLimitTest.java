@@ -54,7 +54,7 @@ class DiagnosticLimitTest {
   @Test
   void everyNumberFactSurvivesAtTheLimit() throws Exception {
     int n = mostNumbers();
-    assertTrue(n >= 20, "the bound holds " + n + " long-named u64 facts");
+    assertTrue(n >= 20 && n <= 25, "the bound holds " + n + " long-named u64 facts");
     Diagnostic d = flood(n);
     byte[] bytes = d.toJson();
     // At the limit: one number fact more would not fit even without any text.
@@ -82,6 +82,24 @@ class DiagnosticLimitTest {
     assertEquals("18446744073709551615", root.get("budgets").get(0).get("required").asText());
     assertEquals(Action.values().length, root.get("actions").size());
     DiagnosticPropertyTest.verify(d, bytes);
+  }
+
+  @Test
+  void theLargestEnvelopeWithoutFactsTakesUnderHalfTheBound() {
+    String token = "e".repeat(64);
+    List<Budget> budgets = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      budgets.add(new Budget("b" + "x".repeat(63), -1L, -1L));
+    }
+    // A message of control characters: each is 6 bytes of JSON escape after the 32-byte cut.
+    Diagnostic widest = new Diagnostic("q" + ".z".repeat(31) + "z", Cause.INVALID_CALLER_FIELD,
+        "\u0001".repeat(5000), Outcome.NOT_ADMITTED, Stage.AUTHENTICATION, MAX_IDENTITY,
+        List.of(Fact.text("t", "x".repeat(9000))), List.of(Action.values()), true,
+        new Witness(Witness.Source.NATIVE_REJECTION, Stage.AUTHENTICATION, "q" + ".z".repeat(31) + "z",
+            -1L, -1L, "f".repeat(64)),
+        new Basis("f".repeat(64), token, token), budgets);
+    int bytes = DiagnosticEncoder.exactBytes(widest);
+    assertTrue(bytes < Diagnostic.MAX_BYTES / 2, "exact envelope without facts: " + bytes);
   }
 
   @Test
