@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.cells.CellSegmentBuilder;
 import com.google.protobuf.ByteString;
+import io.transit.flight.diagnostic.Budget;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
@@ -109,7 +110,8 @@ final class ResultWriter implements AutoCloseable {
     return QueryCode.BUDGET_EXHAUSTED.failure(message)
         .with("bound", bound)
         .with(Fact.unsigned("limit", limit))
-        .with(Fact.unsigned("required", required));
+        .with(Fact.unsigned("required", required))
+        .withBudget(new Budget(bound, limit, required));
   }
 
   @Override
