@@ -289,7 +289,10 @@ final class InMemoryNativeClient implements NativeQueryClient {
       status.setState(QueryStatus.State.FAILED)
           .setCode(QueryCode.BUDGET_EXHAUSTED.code())
           .setStage("execution")
-          .setMessage("result rows exceed max_result_rows");
+          .setMessage("result rows exceed max_result_rows")
+          .setBound("max_result_rows")
+          .setLimit(q.bundle.getBudgets().getMaxResultRows())
+          .setRequired(rows);
     } else {
       PrincipalProof proof = q.bundle.getProof();
       byte[] manifest =
