@@ -66,6 +66,26 @@ def test_every_shortening_form_was_validated(samples):
     assert any(l.get("path_truncated") for l in locations)
     assert any(l.get("path_unavailable") for l in locations)
     assert any(s["identity"].get("namespace") == "18446744073709551615" for s in samples)
+    # Text cut where it was made: flagged, without the encoder's marker.
+    assert any(f.get("truncated") and not f["value"].endswith("...[truncated]") for f in facts)
+    # Step 3 keeps every number fact: a document with omitted facts still has numbers.
+    assert any(s.get("facts_omitted") and sum(f["kind"] == "number" for f in s["facts"]) >= 20
+               for s in samples)
+
+
+def test_shared_contract_terms_were_validated(samples):
+    """Witness, basis and budgets (docs/diagnostic-v1.md, "Shared-contract terms") appear in the
+    encoder's output with every source, and never next to an access-class cause."""
+    sources = {s["witness"]["source"] for s in samples if "witness" in s}
+    assert sources == enum("properties", "witness", "properties", "source")
+    assert any("basis" in s for s in samples) and any("budgets" in s for s in samples)
+    assert any(s.get("facts_omitted") and "witness" in s and "basis" in s and "budgets" in s
+               for s in samples), "the terms survive the last shortening step"
+    mapped = [s for s in samples if s["code"].startswith("sample.") and s["message"] == "used 100%"]
+    assert len(mapped) == len(enum("properties", "cause")) - 1  # UNAUTHENTICATED: fixed envelope
+    for s in mapped:
+        access = s["cause"] in ("UNAUTHENTICATED", "ACCESS_DENIED", "TICKET_SCOPE")
+        assert all((term in s) != access for term in ("witness", "basis", "budgets")), s
 
 
 def test_schema_rejects_what_the_format_forbids(samples):
@@ -90,6 +110,13 @@ def test_schema_rejects_what_the_format_forbids(samples):
         mutated(lambda d: d["facts"][number_at].update(location={"path": "x", "path_unavailable": True})),
         mutated(lambda d: d["actions"].extend([d["actions"][0]] if d["actions"] else ["x"])),
         mutated(lambda d: d.update(extra=1)),
+        mutated(lambda d: d.update(witness={"source": "gateway"})),
+        mutated(lambda d: d.update(witness={"source": "native_rejection", "native_sequence": 5})),
+        mutated(lambda d: d.update(basis={"declaration_sha256": "ab" * 32, "engine": "e"})),
+        mutated(lambda d: d.update(basis={"declaration_sha256": "AB" * 32, "engine": "e",
+                                          "engine_version": "1"})),
+        mutated(lambda d: d.update(budgets=[{"name": "nesting", "limit": 32}])),
+        mutated(lambda d: d.update(budgets=[])),
     ]
     for doc in bad:
         with pytest.raises(jsonschema.ValidationError):

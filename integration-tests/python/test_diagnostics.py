@@ -266,6 +266,7 @@ def assert_minimal_unauthenticated(d):
     assert (d["code"], d["cause"], d["status"]) == ("auth.unauthenticated", "UNAUTHENTICATED",
                                                     "UNAUTHENTICATED"), d
     assert not d.get("identity") and not d.get("facts") and "stage" not in d, d
+    assert not any(term in d for term in ("witness", "basis", "budgets")), d
 
 
 def test_unauthenticated_carries_the_minimal_envelope_and_discloses_nothing(env, primitive):
@@ -316,6 +317,7 @@ def test_bad_and_foreign_tickets_disclose_no_query(env, primitive, mixed):
     for s in env.observe(lambda: Request("mixed", ticket=good)):
         assert_failure(s, "PERMISSION_DENIED", "ticket.scope")
         assert s.diagnostic["identity"] == {} and s.diagnostic["facts"] == []
+        assert not any(term in s.diagnostic for term in ("witness", "basis", "budgets"))
         assert "primitive" not in s.message
 
 
@@ -352,6 +354,12 @@ def test_budget_exhausted_carries_exact_limit_and_required(tight):
         assert_failure(s, "RESOURCE_EXHAUSTED", "query.budget_exhausted", "execution", "failed")
         assert s.diagnostic["identity"]["namespace"] == str(s.request.sequence)
         assert (number(s.diagnostic, "limit"), number(s.diagnostic, "required")) == ("3", "10")
+        # The same figures as the exact budget the failure is about, next to the journal's record.
+        assert s.diagnostic["budgets"] == [{"name": "max_result_rows", "limit": "3", "required": "10"}]
+        assert s.diagnostic["witness"] == {
+            "source": "native_failure", "stage": "execution", "code": "query.budget_exhausted",
+            "correlation": s.diagnostic["identity"]["correlation"]}
+        assert s.diagnostic["basis"]["engine"] == "transit-embedded"
 
 
 def test_cell_state_failure_in_the_middle_of_a_stream(tight):

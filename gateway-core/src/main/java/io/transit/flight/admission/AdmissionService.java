@@ -2,10 +2,13 @@ package io.transit.flight.admission;
 
 import static io.transit.flight.admission.Unsigned.u64;
 
+import io.transit.flight.diagnostic.Basis;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Identity;
 import io.transit.flight.diagnostic.Stage;
+import io.transit.flight.diagnostic.Witness;
+import io.transit.flight.nativequery.EngineIdentity;
 import io.transit.flight.nativequery.QueryFailures;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.NativeQueryClient;
@@ -74,16 +77,20 @@ public final class AdmissionService {
       CommandChain chain =
           CommandChain.derive(
               bundle.bytes(), caller.principal(), caller.key(), request.firstSequence(), partBytes);
-      long correlation = sendChain(chain, request.deadlineNanos());
+      // What the engine checks the submit against: the bundle's declaration, this engine build.
+      EngineIdentity engine = client.engineIdentity();
+      Basis basis = Basis.of(bundle.message().getDeclarationSha256().toByteArray(), engine.name(),
+          engine.version());
+      long correlation = sendChain(chain, request.deadlineNanos(), basis);
       ReadAccess access =
           new ReadAccess(
               caller.principal(), caller.hasRole(), caller.role(), request.table().getSource());
-      return awaitResult(chain, access, correlation, request.deadlineNanos());
+      return awaitResult(chain, access, correlation, request.deadlineNanos(), basis);
     }
   }
 
   /** Sends every command in order; returns the correlation the submit's outcome names. */
-  private long sendChain(CommandChain chain, long deadlineNanos) {
+  private long sendChain(CommandChain chain, long deadlineNanos, Basis basis) {
     List<SignedCommand> commands = chain.commands();
     CommandOutcome outcome = null;
     for (int i = 0; i < commands.size(); i++) {
@@ -105,12 +112,13 @@ public final class AdmissionService {
         // The client broke without a recorded outcome: the command may or may not be recorded.
         throw unknownOutcome(chain, sequence, e);
       }
-      checkOutcome(outcome, chain, sequence);
+      checkOutcome(outcome, chain, sequence, basis);
     }
     return outcome.getCorrelation();
   }
 
-  private void checkOutcome(CommandOutcome outcome, CommandChain chain, long sequence) {
+  private void checkOutcome(
+      CommandOutcome outcome, CommandChain chain, long sequence, Basis basis) {
     if (outcome == null
         || outcome.getPrincipal() != chain.principal()
         || outcome.getSequence() != sequence) {
@@ -124,9 +132,14 @@ public final class AdmissionService {
         QueryCode code = QueryCode.fromCode(outcome.getCode());
         String message =
             outcome.getMessage().isEmpty() ? "the native command was rejected" : outcome.getMessage();
+        // The journal's record is the original witness: its code string as stored, even one
+        // this gateway does not know (presented as query.internal), and the command's digest.
         throw code.failure(message)
             .at(Stage.ADMISSION)
-            .withIdentity(commandIdentity(chain, sequence));
+            .withIdentity(commandIdentity(chain, sequence))
+            .withWitness(Witness.nativeRejection(outcome.getCode(), sequence,
+                outcome.getCommandSha256().toByteArray()))
+            .withBasis(basis);
       }
       default ->
           throw QueryCode.EVIDENCE.failure("the native outcome has no kind")
@@ -161,7 +174,7 @@ public final class AdmissionService {
   }
 
   private Admitted awaitResult(
-      CommandChain chain, ReadAccess access, long correlation, long deadlineNanos) {
+      CommandChain chain, ReadAccess access, long correlation, long deadlineNanos, Basis basis) {
     QueryStatus status;
     try {
       status = client.awaitQuery(access, correlation, deadlineNanos);
@@ -202,7 +215,7 @@ public final class AdmissionService {
             status.getTotalRows());
       }
       case FAILED -> {
-        throw withQuery(QueryFailures.toException(status), chain, correlation);
+        throw withQuery(QueryFailures.toException(status), chain, correlation).withBasis(basis);
       }
       case ACCEPTED ->
           throw withQuery(

@@ -248,9 +248,9 @@ public final class CellAdapter {
     CellState s = CellState.forNumber(state);
     if (s == CellState.CELL_MISSING || s == CellState.CELL_CONFLICTED
         || s == CellState.CELL_MISTYPED) {
-      return QueryCode.CELL_STATE.failure(SafeText.message("cell in column "
-              + SafeText.ident(column) + " row " + row + " is " + s.name()))
-          .with("column", SafeText.fragment(column))
+      return SafeText.failure(QueryCode.CELL_STATE, "cell in column "
+              + SafeText.ident(column) + " row " + row + " is " + s.name())
+          .with(SafeText.fact("column", column))
           .with("row", row)
           .with("state", s.name())
           .at(Stage.OUTPUT);
@@ -258,15 +258,15 @@ public final class CellAdapter {
     String what = s == CellState.CELL_NULL ? "null cell in non-nullable column "
         : "unknown cell state " + state + " in column ";
     return evidence(what + SafeText.ident(column))
-        .with("column", SafeText.fragment(column))
+        .with(SafeText.fact("column", column))
         .with("row", row);
   }
 
   private static GatewayException outOfRange(String column, long bits) {
     String value = Long.toUnsignedString(bits);
-    return QueryCode.INTEGER_OUT_OF_RANGE.failure(SafeText.message("value " + value
-            + " in column " + SafeText.ident(column) + " exceeds int64 maximum"))
-        .with("column", SafeText.fragment(column))
+    return SafeText.failure(QueryCode.INTEGER_OUT_OF_RANGE, "value " + value
+            + " in column " + SafeText.ident(column) + " exceeds int64 maximum")
+        .with(SafeText.fact("column", column))
         .with(Fact.unsigned("value", bits))
         .with("range", "[0, " + Long.MAX_VALUE + "]")
         .at(Stage.OUTPUT);
@@ -328,10 +328,10 @@ public final class CellAdapter {
   }
 
   private static GatewayException evidence(String message) {
-    return QueryCode.EVIDENCE.failure(SafeText.message(message));
+    return SafeText.failure(QueryCode.EVIDENCE, message);
   }
 
   private static GatewayException evidence(String message, Throwable underlying) {
-    return QueryCode.EVIDENCE.failure(SafeText.message(message), underlying);
+    return SafeText.failure(QueryCode.EVIDENCE, message, underlying);
   }
 }

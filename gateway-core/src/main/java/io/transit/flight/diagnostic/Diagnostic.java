@@ -12,7 +12,15 @@ import java.util.regex.Pattern;
  * status. {@link #toJson()} gives at most {@link #MAX_BYTES} bytes of UTF-8 JSON, shortening
  * text explicitly when the full form is larger ({@link DiagnosticEncoder}).
  *
+ * <p>The shared-contract terms ({@code docs/diagnostic-v1.md}): {@code witness} (the original
+ * runtime witness), {@code basis} (the frozen basis) and {@code budgets} (the exact budgets the
+ * failure is about) are optional and, like identity, exact: shortening never touches them.
+ *
  * <p>Immutable; any thread.
+ *
+ * @param messageCut whether {@code message} was already cut where it was made (it holds caller
+ *     text cut by the compiler, or was itself bounded), so the envelope flags it even when the
+ *     encoder shortens nothing
  */
 public record Diagnostic(
     String code,
@@ -22,7 +30,11 @@ public record Diagnostic(
     Stage stage,
     Identity identity,
     List<Fact> facts,
-    List<Action> actions) {
+    List<Action> actions,
+    boolean messageCut,
+    Witness witness,
+    Basis basis,
+    List<Budget> budgets) {
   /** The {@code contract} value of every v1 diagnostic. */
   public static final String CONTRACT = "transit.diagnostic.v1";
 
@@ -45,8 +57,16 @@ public record Diagnostic(
     message = Utf8Text.wellFormed(message == null ? "" : message);
     identity = identity == null ? Identity.NONE : identity;
     facts = List.copyOf(facts);
+    budgets = budgets == null ? List.of() : List.copyOf(budgets);
     // Duplicates say nothing more and would let a list grow without bound.
     actions = List.copyOf(new LinkedHashSet<>(actions));
+  }
+
+  /** A diagnostic without the shared-contract terms, its message whole. */
+  public Diagnostic(String code, Cause cause, String message, Outcome outcome, Stage stage,
+      Identity identity, List<Fact> facts, List<Action> actions) {
+    this(code, cause, message, outcome, stage, identity, facts, actions, false, null, null,
+        List.of());
   }
 
   /** The diagnostic of {@code e}: its code, cause, message, facts and detail. */
@@ -57,12 +77,16 @@ public record Diagnostic(
     }
     return new Diagnostic(
         e.code(), e.kind(), e.getMessage(), e.outcome(), e.stage(), e.identity(), facts,
-        e.actions());
+        e.actions(), e.messageCut(), e.witness(), e.basis(), e.budgets());
   }
 
-  /** The same diagnostic without query identity or facts (for access-class failures). */
+  /**
+   * The same diagnostic without query identity, facts, witness, basis or budgets (for
+   * access-class failures: current authorization precedes any disclosure about a query).
+   */
   public Diagnostic withoutDisclosure() {
-    return new Diagnostic(code, cause, message, outcome, stage, Identity.NONE, List.of(), actions);
+    return new Diagnostic(code, cause, message, outcome, stage, Identity.NONE, List.of(), actions,
+        messageCut, null, null, List.of());
   }
 
   /** The gRPC status name written as {@code status}. */

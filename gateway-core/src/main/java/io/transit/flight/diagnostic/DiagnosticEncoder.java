@@ -17,19 +17,25 @@ import java.io.UncheckedIOException;
  *       largest that fits, at least {@link #MIN_TEXT_CAP}) and marked truncated;
  *   <li>text/path fact values and location paths made unavailable, the message cut to the
  *       largest cap that fits (at least {@link #MIN_MESSAGE_CAP});
- *   <li>as 3 with the message at {@link #MIN_MESSAGE_CAP}, keeping the longest prefix of facts
- *       that fits and counting the rest in {@code facts_omitted}.
+ *   <li>as 3 with the message at {@link #MIN_MESSAGE_CAP}, keeping every number and digest fact
+ *       and the longest prefix of the text/path facts that fits; the text/path facts left out are
+ *       counted in {@code facts_omitted}.
  * </ol>
  *
- * Code, status, cause, outcome, stage, identity, numbers, digests, location coordinates and
- * actions are never altered. Each step is monotone in its cap, so a binary search finds the
- * largest cap that fits. Stateless; any thread.
+ * Code, status, cause, outcome, stage, identity, witness, basis, budgets, number and digest facts,
+ * location coordinates of kept facts and actions are never altered or dropped. A diagnostic
+ * whose exact part alone (step 4 with no text/path fact) exceeds the bound is refused with
+ * {@code IllegalArgumentException}: no gateway failure carries that many exact facts, so it is a
+ * defect of the code that built it, and {@link ErrorMapper} then sends the status without the
+ * trailer. Each step is monotone in its cap, so a binary search finds the largest cap that fits.
+ * Text cut before encoding ({@link Fact#cut()}, {@link Diagnostic#messageCut()}) is flagged
+ * like text the encoder cuts. Stateless; any thread.
  */
 final class DiagnosticEncoder {
   /** Smallest common cap step 2 uses before giving up on keeping text. */
   static final int MIN_TEXT_CAP = 48;
 
-  /** Smallest message cap; the envelope without facts always fits with it. */
+  /** Smallest message cap, used at step 4. */
   static final int MIN_MESSAGE_CAP = 32;
 
   /** Smallest bound accepted: the largest envelope without facts is well below it. */
@@ -38,8 +44,11 @@ final class DiagnosticEncoder {
   private static final JsonFactory JSON = new JsonFactory();
   private static final int UNLIMITED = Integer.MAX_VALUE;
 
-  /** How much of a diagnostic to write. */
-  private record Plan(int messageCap, int textCap, boolean textUnavailable, int keptFacts) {}
+  /**
+   * How much of a diagnostic to write: caps for the message and text, whether text is
+   * unavailable, and how many text/path facts (in order) are kept; exact facts are always kept.
+   */
+  private record Plan(int messageCap, int textCap, boolean textUnavailable, int keptTextFacts) {}
 
   private DiagnosticEncoder() {}
 
@@ -47,7 +56,7 @@ final class DiagnosticEncoder {
     if (maxBytes < MIN_BOUND) {
       throw new IllegalArgumentException("maxBytes: " + maxBytes + " (expected: >= " + MIN_BOUND + ")");
     }
-    int n = d.facts().size();
+    int n = textFacts(d);
     byte[] full = write(d, new Plan(UNLIMITED, UNLIMITED, false, n));
     if (full.length <= maxBytes) {
       return full;
@@ -66,10 +75,27 @@ final class DiagnosticEncoder {
     }
     int kept = largestFitting(0, n, k -> write(d, new Plan(MIN_MESSAGE_CAP, 0, true, k)), maxBytes);
     if (kept < 0) {
-      // Unreachable with validated codes and enum-bounded fields; a defect if it happens.
-      throw new IllegalStateException("diagnostic envelope exceeds " + maxBytes + " bytes");
+      throw new IllegalArgumentException("diagnostic " + d.code() + ": its exact part alone takes "
+          + exactBytes(d) + " bytes (expected: at most " + maxBytes + ")");
     }
     return write(d, new Plan(MIN_MESSAGE_CAP, 0, true, kept));
+  }
+
+  /**
+   * Bytes of the smallest form shortening can reach: the message at {@link #MIN_MESSAGE_CAP},
+   * no text/path fact, every exact part. At most {@link Diagnostic#MAX_BYTES} for any diagnostic
+   * that can be sent.
+   */
+  static int exactBytes(Diagnostic d) {
+    return write(d, new Plan(MIN_MESSAGE_CAP, 0, true, 0)).length;
+  }
+
+  private static int textFacts(Diagnostic d) {
+    int n = 0;
+    for (Fact f : d.facts()) {
+      n += f.kind().shortenable() ? 1 : 0;
+    }
+    return n;
   }
 
   private interface Writer {
@@ -125,7 +151,7 @@ final class DiagnosticEncoder {
       g.writeStringField("cause", d.cause().name());
       String message = cut(d.message(), plan.messageCap);
       g.writeStringField("message", message == null ? d.message() : message);
-      if (message != null) {
+      if (message != null || d.messageCut()) {
         g.writeBooleanField("message_truncated", true);
         truncated = true;
       }
@@ -134,12 +160,20 @@ final class DiagnosticEncoder {
         g.writeStringField("stage", d.stage().wireName());
       }
       writeIdentity(g, d.identity());
+      writeWitness(g, d.witness());
+      writeBasis(g, d.basis());
+      writeBudgets(g, d.budgets());
       g.writeArrayFieldStart("facts");
-      for (int i = 0; i < plan.keptFacts; i++) {
-        truncated |= writeFact(g, d.facts().get(i), plan);
+      int textSeen = 0;
+      int omitted = 0;
+      for (Fact f : d.facts()) {
+        if (f.kind().shortenable() && textSeen++ >= plan.keptTextFacts) {
+          omitted++;
+          continue;
+        }
+        truncated |= writeFact(g, f, plan);
       }
       g.writeEndArray();
-      int omitted = d.facts().size() - plan.keptFacts;
       if (omitted > 0) {
         g.writeNumberField("facts_omitted", omitted);
         truncated = true;
@@ -155,6 +189,53 @@ final class DiagnosticEncoder {
       throw new UncheckedIOException(e);
     }
     return out.toByteArray();
+  }
+
+  private static void writeWitness(JsonGenerator g, Witness w) throws IOException {
+    if (w == null) {
+      return;
+    }
+    g.writeObjectFieldStart("witness");
+    g.writeStringField("source", w.source().wireName());
+    if (w.stage() != null) {
+      g.writeStringField("stage", w.stage().wireName());
+    }
+    if (w.code() != null) {
+      g.writeStringField("code", w.code());
+    }
+    writeUnsigned(g, "native_sequence", w.nativeSequence());
+    writeUnsigned(g, "correlation", w.correlation());
+    if (w.commandSha256() != null) {
+      g.writeStringField("command_sha256", w.commandSha256());
+    }
+    g.writeEndObject();
+  }
+
+  private static void writeBasis(JsonGenerator g, Basis b) throws IOException {
+    if (b == null) {
+      return;
+    }
+    g.writeObjectFieldStart("basis");
+    g.writeStringField("declaration_sha256", b.declarationSha256());
+    g.writeStringField("engine", b.engine());
+    g.writeStringField("engine_version", b.engineVersion());
+    g.writeEndObject();
+  }
+
+  private static void writeBudgets(JsonGenerator g, java.util.List<Budget> budgets)
+      throws IOException {
+    if (budgets.isEmpty()) {
+      return;
+    }
+    g.writeArrayFieldStart("budgets");
+    for (Budget b : budgets) {
+      g.writeStartObject();
+      g.writeStringField("name", b.name());
+      writeUnsigned(g, "limit", b.limit());
+      writeUnsigned(g, "required", b.required());
+      g.writeEndObject();
+    }
+    g.writeEndArray();
   }
 
   private static void writeIdentity(JsonGenerator g, Identity id) throws IOException {
@@ -186,7 +267,7 @@ final class DiagnosticEncoder {
     } else {
       String cutValue = cut(f.value(), plan.textCap);
       g.writeStringField("value", cutValue == null ? f.value() : cutValue);
-      if (cutValue != null) {
+      if (cutValue != null || f.cut()) {
         g.writeBooleanField("truncated", true);
         truncated = true;
       }

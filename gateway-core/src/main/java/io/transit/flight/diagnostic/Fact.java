@@ -8,8 +8,12 @@ import java.util.regex.Pattern;
  * One named fact of a Diagnostic v1. The value is always held as text: numbers as exact
  * decimal strings (unsigned 64-bit values above int64 maximum stay exact), digests as
  * lowercase hex. Numbers and digests are never shortened; text and path values may be.
+ *
+ * @param cut whether the value was already cut where it was made (e.g. the compiler bounds caller
+ *     identifiers and literals), so the envelope flags it {@code "truncated":true} even when the
+ *     encoder shortens nothing; only text and path values can be cut
  */
-public record Fact(String name, Kind kind, String value, Location location) {
+public record Fact(String name, Kind kind, String value, Location location, boolean cut) {
   /** Longest fact name; names are identifiers chosen by code, not caller input. */
   public static final int MAX_NAME_BYTES = 64;
 
@@ -55,7 +59,14 @@ public record Fact(String name, Kind kind, String value, Location location) {
     }
     if (kind.shortenable()) {
       value = Utf8Text.wellFormed(value);
+    } else if (cut) {
+      throw new IllegalArgumentException("fact " + name + ": numbers and digests are never cut");
     }
+  }
+
+  /** A fact whose value is whole as given. */
+  public Fact(String name, Kind kind, String value, Location location) {
+    this(name, kind, value, location, false);
   }
 
   public static Fact unsigned(String name, long bits) {
@@ -84,7 +95,12 @@ public record Fact(String name, Kind kind, String value, Location location) {
 
   /** The same fact pointing at {@code where}. */
   public Fact at(Location where) {
-    return new Fact(name, kind, value, where);
+    return new Fact(name, kind, value, where, cut);
+  }
+
+  /** A text fact whose value is a cut prefix of the original ({@code "truncated":true}). */
+  public static Fact cutText(String name, String value) {
+    return new Fact(name, Kind.TEXT, value, null, true);
   }
 
   /**
@@ -95,7 +111,7 @@ public record Fact(String name, Kind kind, String value, Location location) {
    */
   public static Fact of(String name, Object value) {
     if (value instanceof Fact f) {
-      return new Fact(name, f.kind, f.value, f.location);
+      return new Fact(name, f.kind, f.value, f.location, f.cut);
     }
     if (value instanceof Long || value instanceof Integer || value instanceof Short
         || value instanceof Byte) {

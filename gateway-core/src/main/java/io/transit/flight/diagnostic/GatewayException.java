@@ -25,9 +25,49 @@ public final class GatewayException extends RuntimeException {
   private final QueryCode queryCode;
   private final transient Detail detail;
 
-  /** The optional parts of the diagnostic envelope; null fields mean "use the default". */
-  private record Detail(Stage stage, Outcome outcome, Identity identity, List<Action> actions) {
-    static final Detail EMPTY = new Detail(null, null, Identity.NONE, null);
+  /**
+   * The optional parts of the diagnostic envelope; null fields mean "use the default" (none for
+   * witness and basis). {@code messageCut}: the message holds text cut where it was made.
+   */
+  private record Detail(Stage stage, Outcome outcome, Identity identity, List<Action> actions,
+      boolean messageCut, Witness witness, Basis basis, List<Budget> budgets) {
+    static final Detail EMPTY =
+        new Detail(null, null, Identity.NONE, null, false, null, null, List.of());
+
+    Detail stage(Stage s) {
+      return new Detail(s, outcome, identity, actions, messageCut, witness, basis, budgets);
+    }
+
+    Detail outcome(Outcome o) {
+      return new Detail(stage, o, identity, actions, messageCut, witness, basis, budgets);
+    }
+
+    Detail identity(Identity i) {
+      return new Detail(stage, outcome, i, actions, messageCut, witness, basis, budgets);
+    }
+
+    Detail actions(List<Action> a) {
+      return new Detail(stage, outcome, identity, a, messageCut, witness, basis, budgets);
+    }
+
+    Detail messageCut(boolean cut) {
+      return new Detail(stage, outcome, identity, actions, cut, witness, basis, budgets);
+    }
+
+    Detail witness(Witness w) {
+      return new Detail(stage, outcome, identity, actions, messageCut, w, basis, budgets);
+    }
+
+    Detail basis(Basis b) {
+      return new Detail(stage, outcome, identity, actions, messageCut, witness, b, budgets);
+    }
+
+    Detail budget(Budget b) {
+      List<Budget> more = new java.util.ArrayList<>(budgets);
+      more.add(b);
+      return new Detail(stage, outcome, identity, actions, messageCut, witness, basis,
+          List.copyOf(more));
+    }
   }
 
   public GatewayException(Cause cause, String code, String message) {
@@ -79,7 +119,10 @@ public final class GatewayException extends RuntimeException {
     return with(fact.name(), fact);
   }
 
-  /** Returns a copy with another safe message (facts, stage, outcome and identity kept). */
+  /**
+   * Returns a copy with another safe message (facts, stage, outcome, identity and the rest kept;
+   * a message built from a cut one stays flagged cut).
+   */
   public GatewayException withMessage(String message) {
     GatewayException copy =
         new GatewayException(cause, code, queryCode, message, getCause(), facts, detail);
@@ -89,22 +132,51 @@ public final class GatewayException extends RuntimeException {
 
   /** Returns a copy naming the stage of the call that failed. */
   public GatewayException at(Stage stage) {
-    return copy(new Detail(stage, detail.outcome, detail.identity, detail.actions));
+    return copy(detail.stage(stage));
   }
 
   /** Returns a copy with an outcome other than the cause's default. */
   public GatewayException withOutcome(Outcome outcome) {
-    return copy(new Detail(detail.stage, outcome, detail.identity, detail.actions));
+    return copy(detail.outcome(outcome));
   }
 
   /** Returns a copy carrying the query identity (left out for access-class causes). */
   public GatewayException withIdentity(Identity identity) {
-    return copy(new Detail(detail.stage, detail.outcome, identity, detail.actions));
+    return copy(detail.identity(identity));
   }
 
   /** Returns a copy recommending {@code actions} instead of the cause's defaults. */
   public GatewayException withActions(Action... actions) {
-    return copy(new Detail(detail.stage, detail.outcome, detail.identity, List.of(actions)));
+    return copy(detail.actions(List.of(actions)));
+  }
+
+  /**
+   * Returns a copy whose message is flagged as holding cut text ({@code message_truncated}): the
+   * thrower bounded it, or caller text inside it, before the encoder saw it.
+   */
+  public GatewayException withMessageCut() {
+    return copy(detail.messageCut(true));
+  }
+
+  /**
+   * Returns a copy carrying the original runtime witness; a witness already present is kept, so
+   * a later presentation never overrides the original (left out for access-class causes).
+   */
+  public GatewayException withWitness(Witness witness) {
+    return detail.witness != null ? this : copy(detail.witness(witness));
+  }
+
+  /**
+   * Returns a copy carrying the frozen basis; a basis already present is kept (left out for
+   * access-class causes).
+   */
+  public GatewayException withBasis(Basis basis) {
+    return detail.basis != null ? this : copy(detail.basis(basis));
+  }
+
+  /** Returns a copy carrying one more exact budget (left out for access-class causes). */
+  public GatewayException withBudget(Budget budget) {
+    return copy(detail.budget(budget));
   }
 
   public Cause kind() {
@@ -142,6 +214,26 @@ public final class GatewayException extends RuntimeException {
 
   public List<Action> actions() {
     return detail == null || detail.actions == null ? Recovery.actions(cause) : detail.actions;
+  }
+
+  /** Whether the message holds text cut before it reached the encoder. */
+  public boolean messageCut() {
+    return detail != null && detail.messageCut;
+  }
+
+  /** The original runtime witness, or null. */
+  public Witness witness() {
+    return detail == null ? null : detail.witness;
+  }
+
+  /** The frozen basis, or null. */
+  public Basis basis() {
+    return detail == null ? null : detail.basis;
+  }
+
+  /** The exact budgets the failure is about, in the order added. */
+  public List<Budget> budgets() {
+    return detail == null ? List.of() : detail.budgets;
   }
 
   public static GatewayException of(Cause cause, String code, String message) {

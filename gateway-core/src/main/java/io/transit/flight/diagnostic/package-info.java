@@ -12,6 +12,9 @@
  *       FlightRuntimeException}, with the {@code transit-diagnostic-bin} trailer.
  *   <li>{@link io.transit.flight.diagnostic.Diagnostic} — Diagnostic v1 and its bounded JSON
  *       ({@code docs/diagnostic-v1.md}).
+ *   <li>{@link io.transit.flight.diagnostic.Witness}, {@link io.transit.flight.diagnostic.Basis},
+ *       {@link io.transit.flight.diagnostic.Budget} — the shared-contract terms (original runtime
+ *       witness, frozen basis, exact budgets) a failure may carry besides its identity.
  *   <li>{@link io.transit.flight.diagnostic.GrpcMessage} — printable-ASCII, 128-byte messages.
  *   <li>{@link io.transit.flight.diagnostic.Recovery} — default actions and outcome per cause
  *       ({@code docs/status.md}).

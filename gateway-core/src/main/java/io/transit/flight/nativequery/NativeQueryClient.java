@@ -50,6 +50,12 @@ public interface NativeQueryClient extends AutoCloseable {
    */
   void checkAccess(ReadAccess access, TableDeclaration table, AccessUse use);
 
+  /**
+   * Which engine build this client reaches: with a statement's declaration fingerprint, the
+   * frozen basis diagnostics name for its rejections and failures.
+   */
+  EngineIdentity engineIdentity();
+
   /** The next sequence the principal's journal expects. */
   long nextSequence(long principal);
 

@@ -293,7 +293,7 @@ final class FilterCompiler {
       throw SafeText.unsupported(
               "unsupported: " + op + " on column " + SafeText.ident(c.name()) + " of type "
                   + c.type())
-          .with("column", SafeText.fragment(c.name()))
+          .with(SafeText.fact("column", c.name()))
           .with("type", c.type().name());
     }
   }

@@ -113,10 +113,10 @@ final class Literals {
             "query.type_mismatch",
             "type mismatch: column " + SafeText.ident(column.name()) + " is " + type
                 + ", literal " + SafeText.fragment(p.written) + " is " + p.kind.label)
-        .with("column", SafeText.fragment(column.name()))
+        .with(SafeText.fact("column", column.name()))
         .with("expected", type.name())
         .with("supplied", p.kind.label)
-        .with("literal", SafeText.fragment(p.written));
+        .with(SafeText.fact("literal", p.written));
   }
 
   /**
@@ -226,8 +226,8 @@ final class Literals {
             "query.invalid_literal",
             "literal " + SafeText.fragment(p.written) + " for column "
                 + SafeText.ident(column.name()) + " " + why)
-        .with("column", SafeText.fragment(column.name()))
+        .with(SafeText.fact("column", column.name()))
         .with("expected", column.type().name())
-        .with("literal", SafeText.fragment(p.written));
+        .with(SafeText.fact("literal", p.written));
   }
 }

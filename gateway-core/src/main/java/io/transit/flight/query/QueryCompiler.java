@@ -285,7 +285,7 @@ public final class QueryCompiler {
       throw SafeText.unsupported(
               "unsupported: column " + SafeText.ident(c.name()) + " of type " + c.type()
                   + " cannot be returned as int64")
-          .with("column", SafeText.fragment(c.name()))
+          .with(SafeText.fact("column", c.name()))
           .with("type", c.type().name());
     }
     return new Output(alias != null ? alias : c.name(), c.nullable(), OutputKind.COLUMN, c.name(),
@@ -324,7 +324,7 @@ public final class QueryCompiler {
     if (!c.type().summable()) {
       throw SafeText.unsupported(
               "unsupported: SUM of column " + SafeText.ident(c.name()) + " of type " + c.type())
-          .with("column", SafeText.fragment(c.name()))
+          .with(SafeText.fact("column", c.name()))
           .with("type", c.type().name());
     }
     return new Output(outputName, true, OutputKind.SUM, c.name(), c.type());
@@ -344,7 +344,7 @@ public final class QueryCompiler {
     }
     if (n.signum() < 0 || n.bitLength() > 63) {
       throw SafeText.invalid("query.invalid_literal", "LIMIT must be between 0 and 2^63-1")
-          .with("literal", SafeText.fragment(n.toString()));
+          .with(SafeText.fact("literal", n.toString()));
     }
     return n.longValue();
   }

@@ -1,5 +1,6 @@
 package io.transit.flight.query;
 
+import io.transit.flight.diagnostic.Budget;
 import io.transit.flight.diagnostic.GatewayException;
 
 /**
@@ -157,6 +158,7 @@ final class SqlGuard {
 
   private static GatewayException tooComplex(String bound, int limit, int required) {
     return SafeText.invalid(CODE, "statement exceeds the " + bound + " bound of " + limit)
-        .with("bound", bound).with("limit", limit).with("required", required);
+        .with("bound", bound).with("limit", limit).with("required", required)
+        .withBudget(new Budget(bound, limit, (long) required));
   }
 }

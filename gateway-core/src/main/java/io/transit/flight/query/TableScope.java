@@ -75,10 +75,9 @@ final class TableScope {
       try {
         type = LogicalType.valueOf(c.getLogicalType());
       } catch (IllegalArgumentException e) {
-        throw QueryCode.INTERNAL.failure(
-                SafeText.message("declared column has unknown logical type "
-                    + SafeText.fragment(c.getLogicalType())))
-            .with("column", SafeText.fragment(c.getName()));
+        throw SafeText.failure(QueryCode.INTERNAL, "declared column has unknown logical type "
+                    + SafeText.fragment(c.getLogicalType()))
+            .with(SafeText.fact("column", c.getName()));
       }
       columns.add(new DeclaredColumn(c.getName(), type, c.getNullable()));
     }
@@ -144,13 +143,13 @@ final class TableScope {
     }
     if (found == null) {
       throw SafeText.invalid("query.unknown_column", "unknown column " + SafeText.ident(id.text()))
-          .with("column", SafeText.fragment(id.text()));
+          .with(SafeText.fact("column", id.text()));
     }
     if (matches > 1 && !found.name().equals(id.text())) {
       throw SafeText.invalid(
               "query.ambiguous_column",
               "column " + SafeText.ident(id.text()) + " matches several columns; quote it")
-          .with("column", SafeText.fragment(id.text()));
+          .with(SafeText.fact("column", id.text()));
     }
     return found;
   }
@@ -201,6 +200,6 @@ final class TableScope {
   private static GatewayException unknownTable(String written) {
     String name = written == null ? "" : Ident.parse(written).text();
     return SafeText.invalid("query.unknown_table", "unknown table " + SafeText.ident(name))
-        .with("table", SafeText.fragment(name));
+        .with(SafeText.fact("table", name));
   }
 }

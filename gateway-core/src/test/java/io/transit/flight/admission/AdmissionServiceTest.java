@@ -5,7 +5,12 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import io.grpc.Status;
 import io.transit.flight.crypto.Digests;
+import io.transit.flight.crypto.DeclarationFingerprint;
+import io.transit.flight.diagnostic.Basis;
+import io.transit.flight.diagnostic.Budget;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Stage;
+import io.transit.flight.diagnostic.Witness;
 import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.proto.Budgets;
 import io.transit.flight.proto.NativeCommand;
@@ -107,6 +112,14 @@ class AdmissionServiceTest {
     assertEquals("admission", rejected.stage().wireName());
     assertEquals(Long.valueOf(1), rejected.identity().namespace());
     assertEquals(Long.valueOf(submit), rejected.identity().nativeSequence());
+    // The journal's record is the witness; the bundle's declaration and the engine the basis.
+    Witness witness = rejected.witness();
+    assertEquals(Witness.Source.NATIVE_REJECTION, witness.source());
+    assertEquals("query.access_denied", witness.code());
+    assertEquals(Long.valueOf(submit), witness.nativeSequence());
+    assertTrue(witness.commandSha256().matches("[0-9a-f]{64}"), witness.commandSha256());
+    assertEquals(Basis.of(DeclarationFingerprint.of(table()), "transit-in-memory", "test"),
+        rejected.basis());
 
     AdmissionSubject rotated = new AdmissionSubject(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
     fails(Status.Code.ABORTED, () -> service.admit(request(rotated, 1, SQL, budgets(), inTenSeconds())));
@@ -208,6 +221,12 @@ class AdmissionServiceTest {
     assertEquals(Long.valueOf(1), e.identity().namespace());
     assertNotNull(e.identity().correlation());
     assertEquals("result rows exceed max_result_rows", e.getMessage());
+    assertEquals(new Witness(Witness.Source.NATIVE_FAILURE, Stage.EXECUTION,
+        "query.budget_exhausted", null, e.identity().correlation(), null), e.witness());
+    assertEquals(Basis.of(DeclarationFingerprint.of(table()), "transit-in-memory", "test"),
+        e.basis());
+    long rows = table().getColumnsCount();
+    assertEquals(List.of(new Budget("max_result_rows", 1, rows)), e.budgets());
   }
 
   @Test

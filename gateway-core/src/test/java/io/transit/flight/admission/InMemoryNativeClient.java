@@ -291,7 +291,10 @@ final class InMemoryNativeClient implements NativeQueryClient {
       status.setState(QueryStatus.State.FAILED)
           .setCode(QueryCode.BUDGET_EXHAUSTED.code())
           .setStage("execution")
-          .setMessage("result rows exceed max_result_rows");
+          .setMessage("result rows exceed max_result_rows")
+          .setBound("max_result_rows")
+          .setLimit(q.bundle.getBudgets().getMaxResultRows())
+          .setRequired(rows);
     } else {
       PrincipalProof proof = q.bundle.getProof();
       byte[] manifest =
@@ -327,6 +330,15 @@ final class InMemoryNativeClient implements NativeQueryClient {
         || access.source() != q.bundle.getTable().getSource()) {
       throw QueryCode.ACCESS_DENIED.failure("no read access to this query");
     }
+  }
+
+  /** This test engine's identity (its basis in diagnostics). */
+  static final io.transit.flight.nativequery.EngineIdentity IDENTITY =
+      new io.transit.flight.nativequery.EngineIdentity("transit-in-memory", "test");
+
+  @Override
+  public io.transit.flight.nativequery.EngineIdentity engineIdentity() {
+    return IDENTITY;
   }
 
   /** Admission never plans: it sends bytes. Statements compile as the compiler says. */

@@ -123,7 +123,7 @@ class CellAdapterTest {
     GatewayException e = failure(bytes, schema("n", false), Cause.INTEGER_OUT_OF_RANGE,
         "flight.integer_out_of_range");
     assertEquals(Status.Code.UNIMPLEMENTED, e.kind().code());
-    assertEquals(Map.of("column", "n", "value", Fact.unsigned("value", Long.MIN_VALUE),
+    assertEquals(Map.of("column", Fact.text("column", "n"), "value", Fact.unsigned("value", Long.MIN_VALUE),
         "range", "[0, 9223372036854775807]"), e.facts());
     assertEquals(io.transit.flight.diagnostic.Stage.OUTPUT, e.stage());
     byte[] max = segment(List.of("n"), new long[][] {{-1}}, new byte[][] {{U}});
@@ -141,7 +141,7 @@ class CellAdapterTest {
           OutputColumn.newBuilder().setName("a").build(), OutputColumn.newBuilder().setName("b").setNullable(true).build()));
       GatewayException e = failure(bytes, out, Cause.CELL_STATE, "query.cell_state");
       assertEquals(Status.Code.FAILED_PRECONDITION, e.kind().code());
-      assertEquals(Map.of("column", "b", "row", 101L, "state", s.name()), e.facts());
+      assertEquals(Map.of("column", Fact.text("column", "b"), "row", 101L, "state", s.name()), e.facts());
       assertEquals(io.transit.flight.diagnostic.Stage.OUTPUT, e.stage());
     }
   }

@@ -90,26 +90,37 @@ class DiagnosticPropertyTest {
     root.get("actions").forEach(a -> actions.add(a.asText()));
     assertEquals(d.actions().stream().map(Action::wireName).toList(), actions);
 
+    assertShared(d, root);
     boolean anyShortened = assertShortened(d.message(), root.get("message").asText(),
-        root.path("message_truncated").asBoolean(false));
+        root.path("message_truncated").asBoolean(false), d.messageCut());
+    boolean encoderShortened = root.get("message").asText().endsWith(MARKER)
+        && !d.message().endsWith(MARKER);
     boolean anyUnavailable = false;
     JsonNode facts = root.get("facts");
     int omitted = root.path("facts_omitted").asInt(0);
     assertEquals(d.facts().size(), facts.size() + omitted);
     anyShortened |= omitted > 0;
-    for (int i = 0; i < facts.size(); i++) {
-      Fact f = d.facts().get(i);
-      JsonNode n = facts.get(i);
+    int textFacts = (int) d.facts().stream().filter(f -> f.kind().shortenable()).count();
+    int textSeen = 0;
+    int j = 0;
+    for (Fact f : d.facts()) {
+      if (f.kind().shortenable() && textSeen++ >= textFacts - omitted) {
+        continue; // left out: only text/path facts, and only the last ones
+      }
+      JsonNode n = facts.get(j++);
       assertEquals(f.name(), n.get("name").asText());
       assertEquals(f.kind().wireName(), n.get("kind").asText());
       if (!f.kind().shortenable()) {
         assertEquals(f.value(), n.get("value").asText(), "numbers and digests stay exact");
+        assertFalse(n.has("truncated") || n.has("unavailable"));
       } else if (n.path("unavailable").asBoolean(false)) {
         assertFalse(n.has("value"));
         anyUnavailable = true;
       } else {
-        anyShortened |= assertShortened(f.value(), n.get("value").asText(),
-            n.path("truncated").asBoolean(false));
+        boolean marked = n.path("truncated").asBoolean(false);
+        anyShortened |= assertShortened(f.value(), n.get("value").asText(), marked, f.cut());
+        encoderShortened |= marked && n.get("value").asText().endsWith(MARKER)
+            && !f.value().endsWith(MARKER);
       }
       Location l = f.location();
       JsonNode ln = n.get("location");
@@ -125,25 +136,75 @@ class DiagnosticPropertyTest {
           assertFalse(ln.has("path"));
           anyUnavailable = true;
         } else {
-          anyShortened |= assertShortened(l.path(), ln.get("path").asText(),
-              ln.path("path_truncated").asBoolean(false));
+          boolean cut = assertShortened(l.path(), ln.get("path").asText(),
+              ln.path("path_truncated").asBoolean(false), false);
+          anyShortened |= cut;
+          encoderShortened |= cut;
         }
       }
     }
+    assertEquals(facts.size(), j);
     boolean flagged = root.get("truncated").asBoolean();
     assertEquals(anyShortened || anyUnavailable, flagged, "top-level truncated flag");
-    if (flagged) {
-      // Shortening happens only when the full form really is over the bound.
+    if (encoderShortened || anyUnavailable || omitted > 0) {
+      // The encoder shortens only when the full form really is over the bound.
       assertTrue(DiagnosticEncoder.encode(d, Integer.MAX_VALUE).length > Diagnostic.MAX_BYTES);
     }
     return new Check(flagged, anyUnavailable, omitted > 0);
   }
 
-  /** Checks a possibly shortened string; returns whether it was shortened. */
-  private static boolean assertShortened(String original, String written, boolean marked) {
+  /** Witness, basis and budgets: written exactly as given, or absent when not given. */
+  private static void assertShared(Diagnostic d, JsonNode root) {
+    Witness w = d.witness();
+    JsonNode wn = root.get("witness");
+    assertEquals(w == null, wn == null);
+    if (w != null) {
+      assertEquals(w.source().wireName(), wn.get("source").asText());
+      assertEquals(w.stage() == null ? null : w.stage().wireName(), text(wn.get("stage")));
+      assertEquals(w.code(), text(wn.get("code")));
+      assertUnsigned(w.nativeSequence(), wn.get("native_sequence"));
+      assertUnsigned(w.correlation(), wn.get("correlation"));
+      assertEquals(w.commandSha256(), text(wn.get("command_sha256")));
+    }
+    Basis b = d.basis();
+    JsonNode bn = root.get("basis");
+    assertEquals(b == null, bn == null);
+    if (b != null) {
+      assertEquals(b.declarationSha256(), bn.get("declaration_sha256").asText());
+      assertEquals(b.engine(), bn.get("engine").asText());
+      assertEquals(b.engineVersion(), bn.get("engine_version").asText());
+    }
+    JsonNode budgets = root.get("budgets");
+    assertEquals(d.budgets().isEmpty(), budgets == null);
+    for (int i = 0; i < d.budgets().size(); i++) {
+      Budget expected = d.budgets().get(i);
+      JsonNode n = budgets.get(i);
+      assertEquals(expected.name(), n.get("name").asText());
+      assertUnsigned(expected.limit(), n.get("limit"));
+      assertUnsigned(expected.required(), n.get("required"));
+    }
+    if (budgets != null) {
+      assertEquals(d.budgets().size(), budgets.size());
+    }
+  }
+
+  private static String text(JsonNode n) {
+    return n == null ? null : n.asText();
+  }
+
+  /**
+   * Checks a possibly shortened string; returns whether it is flagged. Text cut before encoding
+   * ({@code sourceCut}) is flagged even when the encoder wrote it whole.
+   */
+  private static boolean assertShortened(
+      String original, String written, boolean marked, boolean sourceCut) {
+    assertTrue(marked || !sourceCut, "text cut at its source is flagged");
     if (!marked) {
       assertEquals(original, written);
       return false;
+    }
+    if (sourceCut && written.equals(original)) {
+      return true;
     }
     assertTrue(written.endsWith(MARKER), "shortened text ends with the marker");
     String kept = written.substring(0, written.length() - MARKER.length());

@@ -39,17 +39,21 @@ final class DiagnosticSamples {
     String message = text(r, full ? budget / 2 : bigText ? r.nextInt(budget / 2 + 1) : r.nextInt(200));
     int factCount = full ? 40 : switch (r.nextInt(6)) {
       case 0 -> 0;
-      case 1 -> 300 + r.nextInt(2000); // pathological: many numeric facts
+      case 1 -> 300 + r.nextInt(2000); // many facts: numbers up to what the bound holds, then text
       default -> r.nextInt(40);
     };
     boolean numericFlood = factCount >= 300;
+    // A flood's exact facts stop where the exact part would no longer fit; the rest is text.
+    boolean exactFull = false;
     int valueShare = Math.max(1, budget / 120);
     int pathShare = Math.max(1, budget / 240);
     List<Fact> facts = new ArrayList<>();
     for (int i = 0; i < factCount; i++) {
       String name = "f" + i + (r.nextBoolean() ? "" : ".x_" + r.nextInt(1000));
-      int kind = numericFlood ? r.nextInt(2) : full ? 3 + r.nextInt(3) : r.nextInt(6);
-      int valueBytes = full ? valueShare : bigText ? r.nextInt(valueShare) : r.nextInt(60);
+      int kind = numericFlood ? (exactFull ? 3 + r.nextInt(3) : r.nextInt(2))
+          : full ? 3 + r.nextInt(3) : r.nextInt(6);
+      int valueBytes = numericFlood ? r.nextInt(Math.max(1, budget / (2 * factCount)))
+          : full ? valueShare : bigText ? r.nextInt(valueShare) : r.nextInt(60);
       Fact f = switch (kind) {
         case 0 -> Fact.unsigned(name, r.nextLong());
         case 1 -> Fact.signed(name, r.nextLong());
@@ -69,6 +73,11 @@ final class DiagnosticSamples {
             r.nextBoolean() ? null : r.nextInt(100)));
       }
       facts.add(f);
+      if (numericFlood && !exactFull && !f.kind().shortenable()
+          && DiagnosticEncoder.exactBytes(new Diagnostic("a.b", Cause.INTERNAL, "", Outcome.UNKNOWN,
+              null, Identity.NONE, facts, List.of())) > Diagnostic.MAX_BYTES - 1500) {
+        exactFull = true; // leave room for the largest envelope, witness, basis and budgets
+      }
     }
     Cause cause = Cause.values()[r.nextInt(Cause.values().length)];
     Identity identity = new Identity(
@@ -80,8 +89,35 @@ final class DiagnosticSamples {
     }
     Stage stage = r.nextBoolean() ? null : Stage.values()[r.nextInt(Stage.values().length)];
     Outcome outcome = Outcome.values()[r.nextInt(Outcome.values().length)];
+    boolean shared = r.nextBoolean();
     return new Diagnostic(CODES[index % CODES.length], cause, message, outcome, stage, identity,
-        facts, actions);
+        facts, actions, r.nextInt(4) == 0, shared ? witness(r) : null, shared ? basis(r) : null,
+        shared ? budgets(r) : List.of());
+  }
+
+  /** A witness of a random source with every optional part present or not. */
+  static Witness witness(Random r) {
+    Witness.Source source = Witness.Source.values()[r.nextInt(Witness.Source.values().length)];
+    byte[] sha = new byte[32];
+    r.nextBytes(sha);
+    return new Witness(source, r.nextBoolean() ? null : Stage.values()[r.nextInt(8)],
+        r.nextBoolean() ? null : CODES[r.nextInt(CODES.length)],
+        r.nextBoolean() ? r.nextLong() : null, r.nextBoolean() ? -1L : null,
+        r.nextBoolean() ? null : java.util.HexFormat.of().formatHex(sha));
+  }
+
+  static Basis basis(Random r) {
+    byte[] sha = new byte[32];
+    r.nextBytes(sha);
+    return Basis.of(sha, "transit-embedded", r.nextBoolean() ? "0.1.0-SNAPSHOT" : "unpackaged");
+  }
+
+  static List<Budget> budgets(Random r) {
+    List<Budget> out = new ArrayList<>();
+    for (int i = r.nextInt(4); i > 0; i--) {
+      out.add(new Budget("max_result_bytes", r.nextLong(), r.nextBoolean() ? -1L : null));
+    }
+    return out;
   }
 
   /**
@@ -122,7 +158,8 @@ final class DiagnosticSamples {
 
   /**
    * For every cause: the envelope alone, every field and fact kind at its widest, and the same
-   * grown until shortening steps 1, 2 and 3 apply.
+   * grown until shortening steps 1, 2 and 3 apply (step 3 with as many number facts as the
+   * bound holds, exactly at the limit).
    */
   static List<Diagnostic> perCause() {
     List<Diagnostic> out = new ArrayList<>();
@@ -154,12 +191,28 @@ final class DiagnosticSamples {
       }
       out.add(new Diagnostic(code, c, big, Outcome.FAILED, Stage.OUTPUT, max, step2,
           Recovery.actions(c)));
-      List<Fact> step3 = new ArrayList<>(every);
+      // Step 3: text facts between and after as many u64 facts as the bound holds; every
+      // number stays, text facts go from the end.
+      List<Fact> step4 = new ArrayList<>(every);
       for (int i = 0; i < 400; i++) {
-        step3.add(Fact.unsigned("n" + i, -1L - i));
+        step4.add(Fact.text("t" + i, "z".repeat(60)).at(new Location("q", i, i, i, i)));
       }
-      out.add(new Diagnostic(code, c, big, Outcome.INCOMPLETE, Stage.RETRIEVAL, max, step3,
-          Recovery.actions(c)));
+      Witness witness = new Witness(Witness.Source.NATIVE_REJECTION, Stage.ADMISSION,
+          "query.source_unavailable", -1L, null, "ab".repeat(32));
+      Basis basis = Basis.of(new byte[32], "transit-embedded", "0.1.0-SNAPSHOT");
+      List<Budget> budgets = List.of(new Budget("max_result_bytes", -1L, -2L));
+      for (int i = 0; ; i++) {
+        List<Fact> more = new ArrayList<>(step4);
+        more.add(3 + i % 7, Fact.unsigned("n" + i, -1L - i));
+        Diagnostic next = new Diagnostic(code, c, big, Outcome.INCOMPLETE, Stage.RETRIEVAL, max,
+            more, List.of(Action.values()), true, witness, basis, budgets);
+        if (DiagnosticEncoder.exactBytes(next) > Diagnostic.MAX_BYTES) {
+          break;
+        }
+        step4 = more;
+      }
+      out.add(new Diagnostic(code, c, big, Outcome.INCOMPLETE, Stage.RETRIEVAL, max, step4,
+          List.of(Action.values()), true, witness, basis, budgets));
     }
     return out;
   }
@@ -171,7 +224,12 @@ final class DiagnosticSamples {
     for (Cause c : Cause.values()) {
       GatewayException e = GatewayException.of(c, "sample." + c.name().toLowerCase(), "used 100%")
           .with(Fact.unsigned("limit", -1L)).with("column", "b\u00e9")
-          .withIdentity(new Identity(7L, 9L, 7L, 10L)).at(Stage.ADMISSION);
+          .with(Fact.cutText("literal", "'abc..."))
+          .withIdentity(new Identity(7L, 9L, 7L, 10L)).at(Stage.ADMISSION)
+          .withMessageCut()
+          .withWitness(Witness.nativeFailure("query.budget_exhausted", "execution", 9L))
+          .withBasis(Basis.of(new byte[32], "transit-embedded", "0.1.0"))
+          .withBudget(new Budget("max_result_rows", 10L, 11L));
       byte[] bytes = mapper.diagnosticBytes(e);
       if (bytes != null) {
         out.add(bytes);

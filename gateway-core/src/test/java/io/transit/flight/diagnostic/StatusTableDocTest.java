@@ -83,9 +83,13 @@ class StatusTableDocTest {
         texts(schema.get("$defs").get("fact").get("properties").get("kind").get("enum")));
     // Every top-level field the encoder can write is declared (additionalProperties is false).
     assertEquals(new TreeSet<>(List.of("contract", "code", "status", "cause", "message",
-            "message_truncated", "outcome", "stage", "identity", "facts", "facts_omitted",
-            "actions", "truncated")),
+            "message_truncated", "outcome", "stage", "identity", "witness", "basis", "budgets",
+            "facts", "facts_omitted", "actions", "truncated")),
         new TreeSet<>(texts(p.fieldNames())));
+    assertEquals(Arrays.stream(Witness.Source.values()).map(Witness.Source::wireName).toList(),
+        texts(p.get("witness").get("properties").get("source").get("enum")));
+    assertEquals(Arrays.stream(Stage.values()).map(Stage::wireName).toList(),
+        texts(p.get("witness").get("properties").get("stage").get("enum")));
   }
 
   private static List<String> names(Enum<?>[] values) {

@@ -4,9 +4,11 @@ import static io.transit.flight.query.QueryCompilerTest.MIXED;
 import static io.transit.flight.query.QueryCompilerTest.fails;
 import static io.transit.flight.query.QueryCompilerTest.unsupported;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.query.QueryPlan.And;
 import io.transit.flight.query.QueryPlan.Between;
@@ -89,11 +91,16 @@ class FilterCompilerTest {
   void typeMismatchLiteralContextIsEscapedAndBounded() {
     GatewayException e = fails("SELECT id FROM stops WHERE id = '" + "z".repeat(100) + "\u0007'", MIXED,
         Cause.INVALID_REQUEST, "query.type_mismatch");
-    String literal = (String) e.facts().get("literal");
-    assertTrue(literal.length() <= 32 && literal.endsWith("..."), literal);
+    Fact literal = (Fact) e.facts().get("literal");
+    assertTrue(literal.value().length() <= 32 && literal.value().endsWith("..."), literal.value());
+    // The cut is explicit: the fact is flagged, and so is the message that quotes it.
+    assertTrue(literal.cut() && e.messageCut(), literal + " " + e.getMessage());
+    assertTrue(literal.value().chars().allMatch(c -> c >= 0x20 && c < 0x7f), literal.value());
+    assertTrue(e.getMessage().chars().allMatch(c -> c >= 0x20 && c < 0x7f), e.getMessage());
     GatewayException f = fails("SELECT id FROM stops WHERE id = 'a\tb'", MIXED,
         Cause.INVALID_REQUEST, "query.type_mismatch");
-    assertEquals("'a\\x09b'", f.facts().get("literal"));
+    assertEquals(Fact.text("literal", "'a\\x09b'"), f.facts().get("literal"));
+    assertFalse(f.messageCut(), "nothing was cut");
   }
 
   @Test

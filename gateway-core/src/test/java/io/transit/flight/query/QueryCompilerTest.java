@@ -137,7 +137,7 @@ public class QueryCompilerTest {
   @Test
   void projectingNonInt64ColumnNamesColumnAndType() {
     GatewayException e = unsupported("SELECT name FROM stops", MIXED);
-    assertEquals("name", e.facts().get("column"));
+    assertEquals(io.transit.flight.diagnostic.Fact.text("column", "name"), e.facts().get("column"));
     assertEquals("UTF8", e.facts().get("type"));
     assertTrue(e.getMessage().contains("\"name\"") && e.getMessage().contains("UTF8"));
     unsupported("SELECT open FROM stops", MIXED);

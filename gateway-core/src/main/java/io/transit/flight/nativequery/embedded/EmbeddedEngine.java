@@ -8,6 +8,7 @@ import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeQueryAdmin;
+import io.transit.flight.nativequery.EngineIdentity;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.Planner;
 import io.transit.flight.nativequery.PrincipalRights;
@@ -54,6 +55,10 @@ import org.slf4j.LoggerFactory;
  * native-retention} thread ({@link Retention}).
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
+  /** This engine's identity: its name and the gateway-core build it runs as. */
+  public static final EngineIdentity IDENTITY = EngineIdentity.ofBuild(
+      "transit-embedded", EmbeddedEngine.class, "io.transit.flight", "gateway-core");
+
   private static final Logger log = LoggerFactory.getLogger(EmbeddedEngine.class);
 
   private final EngineOptions options;
@@ -341,6 +346,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       }
     }
     return !closing;
+  }
+
+  @Override
+  public EngineIdentity engineIdentity() {
+    return IDENTITY;
   }
 
   /** The planner the engine was opened with; the daemon opens it with a {@link PlanCache}. */

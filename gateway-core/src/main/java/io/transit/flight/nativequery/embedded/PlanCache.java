@@ -1,5 +1,10 @@
 package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.crypto.DeclarationFingerprint;
+import io.transit.flight.diagnostic.Basis;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Witness;
+import io.transit.flight.nativequery.EngineIdentity;
 import io.transit.flight.nativequery.Planner;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.CompileWatch;
@@ -25,6 +30,12 @@ import java.util.Objects;
  * cached SQL, evicting the least recently used; a statement longer than an eighth of the character
  * budget is compiled but never cached, so one huge statement cannot flush the cache.
  *
+ * <p>The compiler's own refusals leave here with the compiler as their original witness and the
+ * statement's frozen basis (the declaration's fingerprint and this engine's identity), so they
+ * reach the caller however the gateway presents them; a refusal the {@link CompileWatch} gave
+ * (the call's timeout, deadline or cancellation) is the gate's, not the compiler's, and passes
+ * unchanged.
+ *
  * <p>Thread-safe: lookups and insertions take this object's monitor briefly; compilation runs
  * outside it, so two threads missing on the same key may both compile (equal results).
  */
@@ -35,6 +46,7 @@ public final class PlanCache implements Planner {
 
   private record Key(String sql, TableDeclaration table) {}
 
+  private final EngineIdentity engine;
   private final int maxEntries;
   private final long maxSqlChars;
   private final int maxEntryChars;
@@ -44,6 +56,12 @@ public final class PlanCache implements Planner {
   private long sqlChars;
 
   public PlanCache(int maxEntries, int maxSqlChars) {
+    this(maxEntries, maxSqlChars, EmbeddedEngine.IDENTITY);
+  }
+
+  /** As above, compiling as {@code engine} (named in the basis of refusals). */
+  public PlanCache(int maxEntries, int maxSqlChars, EngineIdentity engine) {
+    this.engine = Objects.requireNonNull(engine, "engine");
     if (maxEntries < 1 || maxSqlChars < 8) {
       throw new IllegalArgumentException("maxEntries " + maxEntries + ", maxSqlChars "
           + maxSqlChars + " (expected: >= 1 and >= 8)");
@@ -76,11 +94,28 @@ public final class PlanCache implements Planner {
         return hit;
       }
     }
-    QueryPlan plan = QueryCompiler.compile(sql, table, watch);
+    QueryPlan plan;
+    try {
+      plan = QueryCompiler.compile(sql, table, watch);
+    } catch (GatewayException e) {
+      throw e == watch.failure() ? e : witnessed(e, table);
+    }
     if (sql.length() <= maxEntryChars) {
       insert(key, plan);
     }
     return plan;
+  }
+
+  /** The compiler's refusal with its witness and the statement's frozen basis. */
+  private GatewayException witnessed(GatewayException e, TableDeclaration table) {
+    GatewayException out = e.withWitness(Witness.compiler(e.code()));
+    byte[] fingerprint;
+    try {
+      fingerprint = DeclarationFingerprint.of(table);
+    } catch (IllegalArgumentException unknownFields) {
+      return out; // a declaration no replica can rebuild has no basis to name
+    }
+    return out.withBasis(Basis.of(fingerprint, engine.name(), engine.version()));
   }
 
   /** Whether {@code sql} over {@code table} is cached: compiling it costs no parse. */

@@ -187,6 +187,7 @@ final class QueryRunner {
   /** The segments' file system is full: the statement fails, nothing retained is touched. */
   static GatewayException diskFull(SegmentStore.DiskFull e) {
     return QueryCode.DISK_FULL.failure("the retained results' file system is full")
+        .with("bound", "usable_disk_bytes")
         .with(Fact.unsigned("limit", e.usable))
         .with(Fact.unsigned("required", e.needed));
   }
@@ -207,6 +208,7 @@ final class QueryRunner {
 
   private GatewayException outOfMemory() {
     return QueryCode.BUDGET_EXHAUSTED.failure("the query needs more than the engine's memory limit")
+        .with("bound", "memory_limit_bytes")
         .with(Fact.unsigned("limit", duckMemoryLimit));
   }
 
@@ -217,7 +219,8 @@ final class QueryRunner {
         .setMessage(e.getMessage() == null ? "" : e.getMessage())
         .setLimit(unsignedFact(e, "limit"))
         .setRequired(unsignedFact(e, "required"))
-        .setColumn(factText(e, "column"));
+        .setColumn(factText(e, "column"))
+        .setBound(factText(e, "bound"));
   }
 
   private static long unsignedFact(GatewayException e, String key) {
@@ -297,7 +300,7 @@ final class QueryRunner {
       return; // LIMIT 0 over an aggregate
     }
     if (Long.compareUnsigned(1, maxRows) > 0) {
-      throw ResultWriter.exhausted("the result exceeds max_result_rows", maxRows, 1);
+      throw ResultWriter.exhausted("the result exceeds max_result_rows", "max_result_rows", maxRows, 1);
     }
     CellSegmentBuilder segment = writer.segment(1);
     segment.reserve(1);
@@ -356,7 +359,8 @@ final class QueryRunner {
       throw new SQLException("Arrow export failed", e);
     }
     if (over) {
-      throw ResultWriter.exhausted("the result exceeds max_result_rows", maxRows, seen);
+      throw ResultWriter.exhausted(
+          "the result exceeds max_result_rows", "max_result_rows", maxRows, seen);
     }
   }
 }

@@ -102,7 +102,8 @@ final class ResultReader {
     }
     SegmentRef ref = m.getSegments(index);
     if (Long.compareUnsigned(ref.getBytes(), maxBytes) > 0) {
-      throw ResultWriter.exhausted("the segment exceeds the read bound", maxBytes, ref.getBytes());
+      throw ResultWriter.exhausted(
+          "the segment exceeds the read bound", "segment_read_bytes", maxBytes, ref.getBytes());
     }
     return ref;
   }

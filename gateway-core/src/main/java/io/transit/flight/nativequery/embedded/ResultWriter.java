@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.cells.CellSegmentBuilder;
 import com.google.protobuf.ByteString;
+import io.transit.flight.diagnostic.Budget;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
@@ -88,13 +89,13 @@ final class ResultWriter implements AutoCloseable {
       current = null;
     }
     if (Long.compareUnsigned(bytes.length, budgets.getMaxSegmentBytes()) > 0) {
-      throw exhausted("a result segment exceeds max_segment_bytes",
+      throw exhausted("a result segment exceeds max_segment_bytes", "max_segment_bytes",
           budgets.getMaxSegmentBytes(), bytes.length);
     }
     totalBytes += bytes.length;
     if (Long.compareUnsigned(totalBytes, budgets.getMaxResultBytes()) > 0) {
-      throw exhausted("the result exceeds max_result_bytes", budgets.getMaxResultBytes(),
-          totalBytes);
+      throw exhausted("the result exceeds max_result_bytes", "max_result_bytes",
+          budgets.getMaxResultBytes(), totalBytes);
     }
     byte[] sha = store.write(bytes);
     segments.add(SegmentRef.newBuilder()
@@ -104,10 +105,13 @@ final class ResultWriter implements AutoCloseable {
         .build());
   }
 
-  static GatewayException exhausted(String message, long limit, long required) {
+  /** A measured budget failure: the exceeded {@code bound}, its limit and what was required. */
+  static GatewayException exhausted(String message, String bound, long limit, long required) {
     return QueryCode.BUDGET_EXHAUSTED.failure(message)
+        .with("bound", bound)
         .with(Fact.unsigned("limit", limit))
-        .with(Fact.unsigned("required", required));
+        .with(Fact.unsigned("required", required))
+        .withBudget(new Budget(bound, limit, required));
   }
 
   @Override

@@ -59,6 +59,8 @@ final class SqliteJournal implements JournalStore {
         "ALTER TABLE queries ADD COLUMN lease_holder VARCHAR(256) NOT NULL DEFAULT ''"},
     {"lease_until_ms", "ALTER TABLE queries ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0"},
     {"attempt", "ALTER TABLE queries ADD COLUMN attempt BIGINT NOT NULL DEFAULT 0"},
+    // The exceeded bound of a budget failure, for its diagnostic (issue 15 item 6).
+    {"failed_bound", "ALTER TABLE queries ADD COLUMN failed_bound VARCHAR(64) NOT NULL DEFAULT ''"},
   };
   // The takeover scan reads ACCEPTED rows by lease expiry; without it each scan reads every row.
   private static final String LEASE_INDEX =
@@ -345,11 +347,13 @@ final class SqliteJournal implements JournalStore {
       long attempt) throws SQLException {
     return update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?,"
             + " manifest_sha256 = ?, total_rows = ?, limit_amount = ?, required_amount = ?,"
-            + " failed_column = ?, manifest = ?, result_bytes = ?, finished_ms = ?"
+            + " failed_column = ?, failed_bound = ?, manifest = ?, result_bytes = ?,"
+            + " finished_ms = ?"
             + " WHERE correlation = ? AND state = ? AND attempt = ?",
         s.getState().name(), s.getCode(), s.getStage(), s.getMessage(),
         manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
-        s.getLimit(), s.getRequired(), s.getColumn(), manifest, resultBytes, finishedMillis,
+        s.getLimit(), s.getRequired(), s.getColumn(), s.getBound(), manifest, resultBytes,
+        finishedMillis,
         s.getCorrelation(), QueryStatus.State.ACCEPTED.name(), attempt) == 1;
   }
 
@@ -435,8 +439,8 @@ final class SqliteJournal implements JournalStore {
   public Optional<SavedQuery> query(long correlation) throws SQLException {
     PreparedStatement p = prepared(
         "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
-            + " total_rows, limit_amount, required_amount, failed_column, released, manifest"
-            + " FROM queries WHERE correlation = ?");
+            + " total_rows, limit_amount, required_amount, failed_column, released, manifest,"
+            + " failed_bound FROM queries WHERE correlation = ?");
     p.setLong(1, correlation);
     try (ResultSet r = p.executeQuery()) {
       if (!r.next()) {
@@ -453,7 +457,8 @@ final class SqliteJournal implements JournalStore {
           .setTotalRows(r.getLong(9))
           .setLimit(r.getLong(10))
           .setRequired(r.getLong(11))
-          .setColumn(r.getString(12));
+          .setColumn(r.getString(12))
+          .setBound(r.getString(15));
       byte[] manifestSha = r.getBytes(8);
       if (manifestSha != null) {
         s.setManifestSha256(com.google.protobuf.ByteString.copyFrom(manifestSha));

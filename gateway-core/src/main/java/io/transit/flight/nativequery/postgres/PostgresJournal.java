@@ -347,11 +347,12 @@ public final class PostgresJournal implements JournalStore {
       long attempt) throws SQLException {
     return update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?,"
             + " manifest_sha256 = ?, total_rows = ?, limit_amount = ?, required_amount = ?,"
-            + " failed_column = ?, manifest = ?, result_bytes = ?, finished_ms = ?"
-            + " WHERE correlation = ? AND state = ? AND attempt = ?",
+            + " failed_column = ?, failed_bound = ?, manifest = ?, result_bytes = ?,"
+            + " finished_ms = ? WHERE correlation = ? AND state = ? AND attempt = ?",
         s.getState().name(), text(s.getCode()), text(s.getStage()), text(s.getMessage()),
         manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
-        s.getLimit(), s.getRequired(), text(s.getColumn()), manifest, resultBytes,
+        s.getLimit(), s.getRequired(), text(s.getColumn()), text(s.getBound()), manifest,
+        resultBytes,
         finishedMillis, s.getCorrelation(), QueryStatus.State.ACCEPTED.name(), attempt) == 1;
   }
 
@@ -447,8 +448,8 @@ public final class PostgresJournal implements JournalStore {
   public Optional<SavedQuery> query(long correlation) throws SQLException {
     try (PreparedStatement p = connection().prepareStatement(
         "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
-            + " total_rows, limit_amount, required_amount, failed_column, released, manifest"
-            + " FROM queries WHERE correlation = ?")) {
+            + " total_rows, limit_amount, required_amount, failed_column, released, manifest,"
+            + " failed_bound FROM queries WHERE correlation = ?")) {
       p.setLong(1, correlation);
       try (ResultSet r = p.executeQuery()) {
         if (!r.next()) {
@@ -465,7 +466,8 @@ public final class PostgresJournal implements JournalStore {
             .setTotalRows(r.getLong(9))
             .setLimit(r.getLong(10))
             .setRequired(r.getLong(11))
-            .setColumn(r.getString(12));
+            .setColumn(r.getString(12))
+            .setBound(r.getString(15));
         byte[] manifestSha = r.getBytes(8);
         if (manifestSha != null) {
           s.setManifestSha256(com.google.protobuf.ByteString.copyFrom(manifestSha));

@@ -7,7 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.transit.flight.crypto.DeclarationFingerprint;
+import io.transit.flight.diagnostic.Basis;
+import io.transit.flight.diagnostic.Budget;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Witness;
+import io.transit.flight.nativequery.EngineIdentity;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.CompileWatch;
 import io.transit.flight.query.QueryCompiler;
@@ -98,6 +103,29 @@ class PlanCacheTest {
       assertEquals(direct.getMessage(), e.getMessage());
     }
     assertEquals(0, cache.size());
+  }
+
+  @Test
+  void aRefusalNamesTheCompilerAsWitnessAndItsFrozenBasis() {
+    EngineIdentity engine = new EngineIdentity("transit-embedded", "9.9.9");
+    PlanCache cache = new PlanCache(8, 1 << 16, engine);
+    GatewayException e = assertThrows(GatewayException.class,
+        () -> cache.plan("SELECT nope FROM Trips", TABLE));
+    assertEquals(Witness.compiler("query.unknown_column"), e.witness());
+    assertEquals(Basis.of(DeclarationFingerprint.of(TABLE), "transit-embedded", "9.9.9"),
+        e.basis());
+    // A compiler bound names its exact budget.
+    GatewayException deep = assertThrows(GatewayException.class, () -> cache.plan(
+        "SELECT Fare FROM Trips WHERE " + "(".repeat(40) + "id = 1" + ")".repeat(40), TABLE));
+    assertEquals(List.of(new Budget("nesting", 32, 40L)), deep.budgets());
+    assertEquals("query.too_complex", deep.witness().code());
+    // The watch's own failure (timeout, deadline, cancellation) is the gate's: passed unchanged.
+    CompileWatch watch = new CompileWatch();
+    GatewayException gate = GatewayException.of(
+        io.transit.flight.diagnostic.Cause.DEADLINE, "flight.deadline", "deadline");
+    watch.abandon(gate);
+    assertSame(gate, assertThrows(GatewayException.class,
+        () -> cache.plan("SELECT Fare FROM Trips WHERE id = 7", TABLE, watch)));
   }
 
   @Test

@@ -3,6 +3,7 @@ package io.transit.flight.server.sql;
 import io.grpc.Context;
 import io.transit.flight.admission.AdmissionLimiter;
 import io.transit.flight.diagnostic.Action;
+import io.transit.flight.diagnostic.Budget;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Outcome;
@@ -85,6 +86,7 @@ final class CompileGate {
     return GatewayException.of(Cause.BUDGET_EXHAUSTED, "query.compile_timeout",
             "the statement did not compile within its time budget")
         .with("budget_ms", timeoutMs)
+        .withBudget(new Budget("compile_timeout_ms", timeoutMs, null))
         .withOutcome(Outcome.NOT_ADMITTED)
         .withActions(Action.CHANGE_REQUEST);
   }
@@ -108,6 +110,8 @@ final class CompileGate {
             "too many statements compiling for this " + bound + "; retry later")
         .with("bound", bound)
         .with("limit", limit)
-        .with("required", ((Number) limit).longValue() + 1);
+        .with("required", ((Number) limit).longValue() + 1)
+        .withBudget(new Budget("compile_per_" + bound, ((Number) limit).longValue(),
+            ((Number) limit).longValue() + 1));
   }
 }

@@ -235,6 +235,11 @@ class ResultStreamerTest {
     }
 
     @Override
+    public io.transit.flight.nativequery.EngineIdentity engineIdentity() {
+      return engine.engineIdentity();
+    }
+
+    @Override
     public Planner planner() {
       return engine.planner();
     }
