@@ -2,6 +2,7 @@ package io.transit.flight.admission;
 
 import static io.transit.flight.admission.Unsigned.u64;
 
+import io.transit.flight.crypto.SignaturePool;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Identity;
@@ -29,7 +30,9 @@ import java.util.function.LongSupplier;
  * sequence and SQL.
  *
  * <p>Thread-safe and stateless apart from the shared {@link AdmissionLimiter}; {@link #admit} runs
- * on (and blocks) the calling RPC thread.
+ * on (and blocks) the calling RPC thread. The chain's command signatures are computed on that
+ * thread together with the injected {@link SignaturePool}'s helpers (the owner's pool, closed by
+ * the owner); the commands are still sent one at a time, in order, from the calling thread.
  */
 public final class AdmissionService {
 
@@ -37,9 +40,16 @@ public final class AdmissionService {
   private final AdmissionLimiter limiter;
   private final int partBytes;
   private final LongSupplier nanoClock;
+  private final SignaturePool signers;
 
   public AdmissionService(NativeQueryClient client, AdmissionLimiter limiter, AdmissionConfig config) {
-    this(client, limiter, config, System::nanoTime);
+    this(client, limiter, config, SignaturePool.inline(), System::nanoTime);
+  }
+
+  /** As above, signing each chain's commands concurrently on {@code signers}. */
+  public AdmissionService(NativeQueryClient client, AdmissionLimiter limiter,
+      AdmissionConfig config, SignaturePool signers) {
+    this(client, limiter, config, signers, System::nanoTime);
   }
 
   /** As above with a substitute for {@link System#nanoTime()} (tests step time per command). */
@@ -48,6 +58,16 @@ public final class AdmissionService {
       AdmissionLimiter limiter,
       AdmissionConfig config,
       LongSupplier nanoClock) {
+    this(client, limiter, config, SignaturePool.inline(), nanoClock);
+  }
+
+  private AdmissionService(
+      NativeQueryClient client,
+      AdmissionLimiter limiter,
+      AdmissionConfig config,
+      SignaturePool signers,
+      LongSupplier nanoClock) {
+    this.signers = Objects.requireNonNull(signers, "signers");
     this.client = Objects.requireNonNull(client, "client");
     this.limiter = Objects.requireNonNull(limiter, "limiter");
     this.partBytes = config.partBytes();
@@ -73,7 +93,8 @@ public final class AdmissionService {
           CanonicalBundle.build(caller, request.table(), request.budgets(), request.sql());
       CommandChain chain =
           CommandChain.derive(
-              bundle.bytes(), caller.principal(), caller.key(), request.firstSequence(), partBytes);
+              bundle.bytes(), caller.principal(), caller.key(), request.firstSequence(), partBytes,
+              signers);
       long correlation = sendChain(chain, request.deadlineNanos());
       ReadAccess access =
           new ReadAccess(

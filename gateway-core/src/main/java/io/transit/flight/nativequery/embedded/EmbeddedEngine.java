@@ -1,5 +1,6 @@
 package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.crypto.SignaturePool;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
@@ -43,7 +44,9 @@ import org.slf4j.LoggerFactory;
  * every {@link #awaitQuery} waiter through {@code completions}. {@link #close()} is called once by
  * the owner after callers stop; it waits {@code shutdownWait} for running queries (unfinished ones
  * stay ACCEPTED in the journal and resume at the next open). The retention policy runs on one
- * {@code native-retention} thread ({@link Retention}), stopped first by {@link #close()}.
+ * {@code native-retention} thread ({@link Retention}), stopped first by {@link #close()}. A seal
+ * starts its bundle's proof verification on the engine's {@code signature-N} helpers ({@link
+ * ProofVerdicts}); the submit's sending thread takes the verdict.
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
   private static final Logger log = LoggerFactory.getLogger(EmbeddedEngine.class);
@@ -60,6 +63,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final Planner planner;
   private final ExecutorService executor;
   private final Retention retention;
+  private final SignaturePool verifiers;
   private final Object completions = new Object();
   // @GuardedBy("completions"): bumped after every terminal status commit.
   private long completed;
@@ -73,7 +77,10 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.rights = rights;
     this.allocator = allocator;
     this.planner = planner;
-    UploadValidator uploads = new UploadValidator(journal, rights, tables, planner, options);
+    // Proof verifications start at the seal on a helper (ProofVerdicts); the engine owns the pool.
+    this.verifiers = SignaturePool.forProcessors();
+    UploadValidator uploads = new UploadValidator(journal, rights, tables, planner, options,
+        new ProofVerdicts(verifiers));
     this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence());
     this.reader = new ResultReader(journal, rights, segments);
     this.sessions = new DuckSessions(tables);
@@ -315,6 +322,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       executor.shutdownNow();
       Thread.currentThread().interrupt();
     }
+    verifiers.close(); // callers have stopped: no seal prefetches any more
     sessions.close();
     try {
       tables.close();
