@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/bench end to end at toy scale: the harness builds what it needs, makes its own venv,
 # generates a Table, runs the daemon, the PyArrow peer, the DuckDB Flight SQL peer, DuckDB and
-# MandatedWork, and writes the table, the floors and four plots. Checks that every figure and file is there and that P4 left
-# 0 bytes — never how fast anything was (speed is judged from full runs, docs/performance.md).
+# MandatedWork, and writes the table, the floors and four plots. Checks that every figure and
+# file is there and that P4 left 0 bytes — never how fast anything was (speed is judged from full
+# runs, docs/performance.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 work=$(mktemp -d)
