@@ -25,11 +25,14 @@
  * rows into segments with {@code ResultWriter} and {@code
  * io.transit.flight.cells.CellSegmentBuilder} and storing them in the {@code SegmentStore} (the
  * interface; {@code LocalSegmentStore}, a directory, today); {@code ResultReader} serves reads
- * under {@code RightsRegistry}'s current rights.
+ * under {@code RightsRegistry}'s current rights; {@code ProofVerdicts} starts a sealed bundle's
+ * proof verification ahead of its submit.
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
  * runs each transaction whole (SQLite: on one monitor). Queries run on the engine's bounded
  * execution pool, one query per task, each with its own child allocator and DuckDB connection;
- * nothing a runner allocates outlives its task. Rights are swapped atomically as a whole.
+ * nothing a runner allocates outlives its task. Rights are swapped atomically as a whole. Proof
+ * verdicts are computed on the engine's {@code signature-N} helpers and taken by the submit's
+ * sending thread.
  */
 package io.transit.flight.nativequery.embedded;
