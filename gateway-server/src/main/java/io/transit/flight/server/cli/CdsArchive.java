@@ -27,7 +27,7 @@ import java.util.Optional;
  * first daemon to claim it ({@code .claim}, created atomically) runs with {@code
  * -XX:ArchiveClassesAtExit} and the JVM writes the archive when that daemon exits; concurrent
  * starts meanwhile run without one. A claim older than {@link #STALE_CLAIM} without an archive
- * (a daemon killed before it could exit) is taken over. {@code -Xshare:auto} (the default) makes
+ * (a daemon killed before it could exit) is taken over. Claiming removes other builds' archives. {@code -Xshare:auto} (the default) makes
  * the JVM ignore an archive it cannot map, so a damaged file costs only the speed-up.
  *
  * <p>Runs in the launcher's short JVM ({@link JvmOptions}), on its main thread.
@@ -52,11 +52,28 @@ final class CdsArchive {
       }
       Path claim = dir.resolve(archive.getFileName() + ".claim");
       if (claimed(claim, now)) {
+        prune(dir, archive, claim);
         return Optional.of("-XX:ArchiveClassesAtExit=" + archive + " " + QUIET);
       }
       return Optional.empty();
     } catch (IOException | RuntimeException e) {
       return Optional.empty(); // no archive: the daemon starts as it always did
+    }
+  }
+
+  /**
+   * Removes the archives (and claims) of other builds: each rebuild names a new one, and ~40 MB
+   * apiece would pile up. A daemon still mapping a removed file keeps its mapping.
+   */
+  private static void prune(Path dir, Path keep, Path keepClaim) {
+    try (var files = Files.newDirectoryStream(dir, "transit-*.jsa*")) {
+      for (Path f : files) {
+        if (!f.equals(keep) && !f.equals(keepClaim)) {
+          Files.deleteIfExists(f);
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // Only disk space is at stake: the next claim tries again.
     }
   }
 

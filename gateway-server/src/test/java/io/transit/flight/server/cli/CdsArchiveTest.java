@@ -58,6 +58,20 @@ class CdsArchiveTest {
   }
 
   @Test
+  void claimingRemovesOtherBuildsArchives() throws Exception {
+    Path cds = Files.createDirectories(dir.resolve("cds"));
+    Path old = Files.write(cds.resolve("transit-0000000000000000.jsa"), new byte[] {1});
+    Path oldClaim = Files.createFile(cds.resolve("transit-0000000000000000.jsa.claim"));
+    Path unrelated = Files.writeString(cds.resolve("notes.txt"), "kept");
+    String cp = Files.writeString(dir.resolve("a.jar"), "classes").toString();
+    assertTrue(CdsArchive.options(cds, cp, "17", Instant.now()).orElseThrow()
+        .startsWith("-XX:ArchiveClassesAtExit="));
+    assertFalse(Files.exists(old));
+    assertFalse(Files.exists(oldClaim));
+    assertTrue(Files.exists(unrelated));
+  }
+
+  @Test
   void anUnwritableDirectoryMeansNoArchive() throws Exception {
     Path file = Files.writeString(dir.resolve("not-a-dir"), "x");
     assertTrue(CdsArchive.options(file.resolve("cds"), "a.jar", "17", Instant.now()).isEmpty());
