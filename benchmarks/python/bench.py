@@ -79,16 +79,17 @@ def load() -> str:
 
 
 class Peer:
-    """The PyArrow Flight server process."""
+    """A peer server process: the canned PyArrow server (peer_server.py) by default, or the
+    DuckDB Flight SQL peer (duckdb_peer.py)."""
 
-    def __init__(self, parquet: Path):
+    def __init__(self, parquet: Path, script: str = "peer_server.py", *extra: str):
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("peer_server.py")), "--parquet",
-             str(parquet)], stdout=subprocess.PIPE, text=True)
+            [sys.executable, str(Path(__file__).with_name(script)), "--parquet",
+             str(parquet), *extra], stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("serving "):
             self.stop()
-            raise RuntimeError("peer server did not start")
+            raise RuntimeError(f"{script} did not start")
         self.uri = f"grpc://127.0.0.1:{int(line.split()[1])}"
 
     def stop(self):
@@ -140,9 +141,11 @@ def mandated_work(a, state: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, out: Path, parquet: Path) -> dict:
+def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
+             parquet: Path) -> dict:
     client = measure.GatewayClient(gw.uri, gw.token(deployment.CALLER))
     pclient = measure.PeerClient(peer.uri)
+    sclient = measure.SqlPeerClient(sql_peer.uri)
     t0 = time.perf_counter()
     info = client.info(measure.BULK_SQL)
     statement_s = time.perf_counter() - t0
@@ -196,19 +199,29 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, out: Path, parquet: Path) -> 
         pclient.reader(pclient.ticket(pclient.info(b"count"))).read_all()
 
     p2_peer = measure.closed_loop(canned, a.statements, a.warmup)
+
+    def sql_statement():
+        got = sclient.query(count_sql)
+        if got.num_rows != 1 or got.column(0)[0].as_py() != a.rows:
+            raise AssertionError(f"the SQL peer counts {got.to_pylist()}, expected {a.rows}")
+
+    # A fair SQL peer: the same statement, the same client calls, DuckDB doing the SQL.
+    p2_sql = measure.closed_loop(sql_statement, a.statements, a.warmup)
     # The gateway's own cheapest round trip: the same two RPCs, authentication and a signed,
     # verified ticket, but no admission (the P2 floor in report.floors builds on it).
     p2_rt = gateway_loop(table_types)
     print(f"P2: gateway p50 {p2_gw['p50_ms']:.2f} ms p99 {p2_gw['p99_ms']:.2f} ms; "
           f"peer p50 {p2_peer['p50_ms']:.2f} ms p99 {p2_peer['p99_ms']:.2f} ms; gateway "
-          f"GetTableTypes round trip p50 {p2_rt['p50_ms']:.2f} ms", flush=True)
+          f"GetTableTypes round trip p50 {p2_rt['p50_ms']:.2f} ms; DuckDB Flight SQL peer p50 "
+          f"{p2_sql['p50_ms']:.2f} ms p99 {p2_sql['p99_ms']:.2f} ms", flush=True)
 
-    p3 = measure.compute(client, parquet, P3_QUERIES, a.runs)
+    p3 = measure.compute(client, parquet, P3_QUERIES, a.runs, sclient)
     for name, q in p3.items():
-        print(f"P3 {name}: gateway {q['gateway_ms']:.1f} ms, duckdb {q['duckdb_ms']:.1f} ms",
-              flush=True)
+        print(f"P3 {name}: gateway {q['gateway_ms']:.1f} ms, duckdb {q['duckdb_ms']:.1f} ms, "
+              f"DuckDB Flight SQL peer {q['sql_peer_ms']:.1f} ms", flush=True)
     return {"p1": {"gateway": p1_gw, "peer": p1_peer, "gateway_statement_s": statement_s},
-            "p2": {"gateway": p2_gw, "peer": p2_peer, "gateway_metadata_round_trip": p2_rt},
+            "p2": {"gateway": p2_gw, "peer": p2_peer, "gateway_metadata_round_trip": p2_rt,
+                   "sql_peer": p2_sql},
             "p3": p3}
 
 
@@ -280,10 +293,14 @@ def main() -> int:
                  if a.cpu_profile else "")
     gw = deployment.gateway(config, log, java_opts)
     peer = Peer(parquet)
+    sql_peer = None
     try:
-        results.update(p1_p2_p3(a, gw, peer, out, parquet))
+        sql_peer = Peer(parquet, "duckdb_peer.py", "--table", deployment.TABLE)
+        results.update(p1_p2_p3(a, gw, peer, sql_peer, out, parquet))
     finally:
         peer.stop()
+        if sql_peer is not None:
+            sql_peer.stop()
         shutdown = deployment.shutdown(gw)
     results["p1"]["gateway_shutdown"] = shutdown
     results["p4"] = p4(a, config, log, budget)

@@ -85,6 +85,28 @@ class PeerClient:
         return self.client.do_get(ticket, self.opts)
 
 
+class SqlPeerClient:
+    """The same Flight SQL statement calls against the DuckDB peer (duckdb_peer.py): the SQL goes
+    in a CommandStatementQuery, as to the gateway, but without credentials or sequences."""
+
+    def __init__(self, uri: str, timeout: float = 600):
+        self.client = fl.FlightClient(uri)
+        self.opts = fl.FlightCallOptions(timeout=timeout)
+
+    def info(self, sql: str):
+        return self.client.get_flight_info(
+            fl.FlightDescriptor.for_command(flightsql.statement_query(sql)), self.opts)
+
+    def ticket(self, info):
+        return info.endpoints[0].ticket
+
+    def reader(self, ticket):
+        return self.client.do_get(ticket, self.opts)
+
+    def query(self, sql: str):
+        return self.reader(self.ticket(self.info(sql))).read_all()
+
+
 def drain(reader) -> tuple:
     """Reads a stream to its end; returns (rows, batches, sum of column a)."""
     rows = batches = 0
@@ -144,15 +166,17 @@ def settle(one_statement, compiles, block: int = 200, quiet: int = 20, limit: in
             "compiles_per_block": trail, "settled": calm >= 2}
 
 
-def compute(gateway: GatewayClient, parquet: Path, queries: dict, runs: int) -> dict:
+def compute(gateway: GatewayClient, parquet: Path, queries: dict, runs: int,
+            sql_peer: SqlPeerClient = None) -> dict:
     """Each query end to end through the gateway vs DuckDB in-process scanning the same Parquet
-    file in place, as the gateway's engine does (a view, not a copy into memory)."""
+    file in place, as the gateway's engine does (a view, not a copy into memory), and, when
+    given, end to end through the DuckDB Flight SQL peer (the same client calls)."""
     con = duckdb.connect()
     con.execute(f"CREATE VIEW {TABLE} AS SELECT * FROM read_parquet('{parquet}')")
     out = {}
     for name, sql in queries.items():
         expected = con.execute(sql).fetchall()
-        gw, dk = [], []
+        gw, dk, sp = [], [], []
         for _ in range(runs):
             t0 = time.perf_counter()
             got = gateway.query(sql)
@@ -160,10 +184,18 @@ def compute(gateway: GatewayClient, parquet: Path, queries: dict, runs: int) -> 
             t0 = time.perf_counter()
             con.execute(sql).fetchall()
             dk.append(time.perf_counter() - t0)
+            if sql_peer is not None:
+                t0 = time.perf_counter()
+                peer_got = sql_peer.query(sql)
+                sp.append(time.perf_counter() - t0)
+                if [tuple(r.values()) for r in peer_got.to_pylist()] != expected:
+                    raise AssertionError(f"{name}: SQL peer {peer_got.to_pylist()} != {expected}")
         if [tuple(r.values()) for r in got.to_pylist()] != expected:
             raise AssertionError(f"{name}: gateway {got.to_pylist()} != duckdb {expected}")
         out[name] = {"sql": sql, "gateway_ms": statistics.median(gw) * 1e3,
                      "duckdb_ms": statistics.median(dk) * 1e3, "result": expected[0][0]}
+        if sp:
+            out[name]["sql_peer_ms"] = statistics.median(sp) * 1e3
     con.close()
     return out
 

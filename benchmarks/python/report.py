@@ -35,10 +35,22 @@ def table(r: dict) -> str:
         ("P2 statement p99 ms", f"{pg['p99_ms']:.2f}", f"{pc['p99_ms']:.2f}",
          _ratio(pg["p99_ms"], pc["p99_ms"]), "≤ 5×", _verdict(pg["p99_ms"] <= 5 * pc["p99_ms"])),
     ]
+    ps = p2.get("sql_peer")
+    if ps:
+        rows += [
+            ("P2 statement p50 ms vs DuckDB Flight SQL peer", f"{pg['p50_ms']:.2f}",
+             f"{ps['p50_ms']:.2f}", _ratio(pg["p50_ms"], ps["p50_ms"]), "", ""),
+            ("P2 statement p99 ms vs DuckDB Flight SQL peer", f"{pg['p99_ms']:.2f}",
+             f"{ps['p99_ms']:.2f}", _ratio(pg["p99_ms"], ps["p99_ms"]), "", ""),
+        ]
     for name, q in p3.items():
         rows.append((f"P3 {name} ms (median)", f"{q['gateway_ms']:.1f}", f"{q['duckdb_ms']:.1f}",
                      _ratio(q["gateway_ms"], q["duckdb_ms"]), "≤ 1.5×",
                      _verdict(q["gateway_ms"] <= 1.5 * q["duckdb_ms"])))
+        if "sql_peer_ms" in q:
+            rows.append((f"P3 {name} ms vs DuckDB Flight SQL peer", f"{q['gateway_ms']:.1f}",
+                         f"{q['sql_peer_ms']:.1f}", _ratio(q["gateway_ms"], q["sql_peer_ms"]),
+                         "", ""))
     budget = p4["root_allocator_bytes"]
     slow, cancel = p4["slow"], p4["cancel"]
     peak = slow["allocator_peak_bytes"]
@@ -69,7 +81,9 @@ def table(r: dict) -> str:
         "",
         f"Peers: P1/P2 a PyArrow {m['pyarrow']} (Arrow C++) Flight server serving the same "
         f"data from memory; P3 DuckDB {m['duckdb']} in-process scanning the same Parquet file in "
-        f"place (a view, as the gateway's engine does).",
+        f"place (a view, as the gateway's engine does). Rows marked \"vs DuckDB Flight SQL "
+        f"peer\": a PyArrow Flight SQL server running each statement's SQL in DuckDB over the "
+        f"same file (benchmarks/python/duckdb_peer.py), through the same client calls.",
         f"Rows: {m['rows']:,} × 4 int64 (P1 payload {m['rows'] * 32 / 1e9:.2f} GB); "
         f"P1 runs: {m['runs']} (after {m.get('warmup_reads', 1)} untimed reads of each server); "
         f"P2 statements: {m['statements']} (after {m.get('warmup', 0)} untimed"
@@ -185,7 +199,10 @@ def plots(r: dict, out: Path) -> list:
     files.append(_save(fig, out / "p1_bulk.png"))
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for label, key, color in (("gateway", "gateway", "#3b6ea8"), ("pyarrow canned", "peer", "#999999")):
+    for label, key, color in (("gateway", "gateway", "#3b6ea8"), ("pyarrow canned", "peer", "#999999"),
+                              ("DuckDB Flight SQL peer", "sql_peer", "#c0504d")):
+        if key not in r["p2"]:
+            continue
         lat = sorted(r["p2"][key]["latencies_ms"])
         ax.plot(lat, [(i + 1) / len(lat) for i in range(len(lat))], label=label, color=color)
     ax.set_xscale("log")
@@ -198,10 +215,12 @@ def plots(r: dict, out: Path) -> list:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     queries = list(r["p3"])
     xs = range(len(queries))
-    ax.bar([x - 0.2 for x in xs], [r["p3"][q]["gateway_ms"] for q in queries], 0.4,
+    ax.bar([x - 0.27 for x in xs], [r["p3"][q]["gateway_ms"] for q in queries], 0.27,
            label="gateway (end to end)", color="#3b6ea8")
-    ax.bar([x + 0.2 for x in xs], [r["p3"][q]["duckdb_ms"] for q in queries], 0.4,
+    ax.bar(list(xs), [r["p3"][q]["duckdb_ms"] for q in queries], 0.27,
            label="DuckDB in-process", color="#999999")
+    ax.bar([x + 0.27 for x in xs], [r["p3"][q].get("sql_peer_ms", 0) for q in queries], 0.27,
+           label="DuckDB Flight SQL peer", color="#c0504d")
     ax.set_xticks(list(xs), queries)
     ax.set_ylabel("ms (median)")
     ax.set_title("P3 filtered aggregates")

@@ -44,4 +44,18 @@ def test_archive_runs_the_demo_without_a_jdk(tmp_path):
             "SELECT COUNT(*) FROM primitive WHERE a > 1")
         assert table.num_rows == 1 and table.column(0).to_pylist()[0] > 0
     finally:
+        assert d.stop(timeout=120) == 0  # the first exit also writes the CDS archive
+
+    # The first daemon's exit wrote the class-data-sharing archive into the installation; the
+    # next start maps it (the runtime image carries the base archive it needs) and still serves.
+    [jsa] = list((top / "cds").glob("transit-*.jsa"))
+    assert jsa.stat().st_size > 1_000_000
+    d = Daemon(state, command=[str(top / "bin" / "transit-flight"), "demo", "--state-dir",
+                               str(state), "--port", "0"], env=env).start()
+    try:
+        table, _ = Caller(d, "primitive").query("SELECT COUNT(*) FROM primitive")
+        assert table.column(0).to_pylist()[0] > 0
+        with open(f"/proc/{d.proc.pid}/maps") as maps:
+            assert str(jsa) in maps.read(), "the archive is mapped"
+    finally:
         assert d.stop() == 0

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/bench end to end at toy scale: the harness builds what it needs, makes its own venv,
-# generates a Table, runs the daemon, the PyArrow peer, DuckDB and MandatedWork, and writes the
-# table, the floors and four plots. Checks that every figure and file is there and that P4 left
-# 0 bytes — never how fast anything was (speed is judged from full runs, docs/performance.md).
+# generates a Table, runs the daemon, the PyArrow peer, the DuckDB Flight SQL peer, DuckDB and
+# MandatedWork, and writes the table, the floors and four plots. Checks that every figure and
+# file is there and that P4 left 0 bytes — never how fast anything was (speed is judged from full
+# runs, docs/performance.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 work=$(mktemp -d)
@@ -20,7 +21,9 @@ assert {"p1", "p2", "p3", "p4", "mandated", "iperf3"} <= r.keys(), r.keys()
 assert r["p1"]["gateway"]["gb_per_s"] > 0 and r["p1"]["peer"]["gb_per_s"] > 0
 assert len(r["p2"]["gateway"]["latencies_ms"]) == 20 and r["p2"]["gateway"]["settle"] is None
 assert r["p2"]["gateway_metadata_round_trip"]["p50_ms"] > 0
+assert len(r["p2"]["sql_peer"]["latencies_ms"]) == 20 and r["p2"]["sql_peer"]["p50_ms"] > 0
 assert set(r["p3"]) == {"filtered SUM", "filtered COUNT"}
+assert all(q["sql_peer_ms"] > 0 for q in r["p3"].values()), r["p3"]
 cancel = r["p4"]["cancel"]
 assert cancel["bytes_left"] == 0 and cancel["exit_status"] == 0, cancel
 assert r["p4"]["slow"]["errors"] == [], r["p4"]["slow"]["errors"]
@@ -31,7 +34,9 @@ assert r["mandated"]["per_statement"] == {"commands": 4, "durable_commits": 5, "
 md = (out / "results.md").read_text()
 for row in ("| P1 bulk DoGet GB/s", "| P2 statement p50 ms", "| P3 filtered SUM", "| P4 bytes left",
             "| P4 one stream's allocator peak", "| Daemon start-up to serving", "| Daemon RSS at start",
-            "| floor, same run", "| P1 cap: SHA-256", "| P2 floor p50"):
+            "| floor, same run", "| P1 cap: SHA-256", "| P2 floor p50",
+            "| P2 statement p50 ms vs DuckDB Flight SQL peer",
+            "| P3 filtered SUM ms vs DuckDB Flight SQL peer"):
     assert row in md, row
 for png in ("p1_bulk", "p2_latency", "p3_compute", "p4_memory"):
     assert (out / f"{png}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png

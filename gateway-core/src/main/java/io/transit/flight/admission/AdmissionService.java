@@ -3,6 +3,7 @@ package io.transit.flight.admission;
 import static io.transit.flight.admission.Unsigned.u64;
 
 import io.transit.flight.diagnostic.Basis;
+import io.transit.flight.crypto.SignaturePool;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Identity;
@@ -32,7 +33,9 @@ import java.util.function.LongSupplier;
  * sequence and SQL.
  *
  * <p>Thread-safe and stateless apart from the shared {@link AdmissionLimiter}; {@link #admit} runs
- * on (and blocks) the calling RPC thread.
+ * on (and blocks) the calling RPC thread. The chain's command signatures are computed on that
+ * thread together with the injected {@link SignaturePool}'s helpers (the owner's pool, closed by
+ * the owner); the commands are still sent one at a time, in order, from the calling thread.
  */
 public final class AdmissionService {
 
@@ -40,9 +43,16 @@ public final class AdmissionService {
   private final AdmissionLimiter limiter;
   private final int partBytes;
   private final LongSupplier nanoClock;
+  private final SignaturePool signers;
 
   public AdmissionService(NativeQueryClient client, AdmissionLimiter limiter, AdmissionConfig config) {
-    this(client, limiter, config, System::nanoTime);
+    this(client, limiter, config, SignaturePool.inline(), System::nanoTime);
+  }
+
+  /** As above, signing each chain's commands concurrently on {@code signers}. */
+  public AdmissionService(NativeQueryClient client, AdmissionLimiter limiter,
+      AdmissionConfig config, SignaturePool signers) {
+    this(client, limiter, config, signers, System::nanoTime);
   }
 
   /** As above with a substitute for {@link System#nanoTime()} (tests step time per command). */
@@ -51,6 +61,16 @@ public final class AdmissionService {
       AdmissionLimiter limiter,
       AdmissionConfig config,
       LongSupplier nanoClock) {
+    this(client, limiter, config, SignaturePool.inline(), nanoClock);
+  }
+
+  private AdmissionService(
+      NativeQueryClient client,
+      AdmissionLimiter limiter,
+      AdmissionConfig config,
+      SignaturePool signers,
+      LongSupplier nanoClock) {
+    this.signers = Objects.requireNonNull(signers, "signers");
     this.client = Objects.requireNonNull(client, "client");
     this.limiter = Objects.requireNonNull(limiter, "limiter");
     this.partBytes = config.partBytes();
@@ -76,7 +96,8 @@ public final class AdmissionService {
           CanonicalBundle.build(caller, request.table(), request.budgets(), request.sql());
       CommandChain chain =
           CommandChain.derive(
-              bundle.bytes(), caller.principal(), caller.key(), request.firstSequence(), partBytes);
+              bundle.bytes(), caller.principal(), caller.key(), request.firstSequence(), partBytes,
+              signers);
       // What the engine checks the submit against: the bundle's declaration, this engine build.
       EngineIdentity engine = client.engineIdentity();
       Basis basis = Basis.of(bundle.message().getDeclarationSha256().toByteArray(), engine.name(),

@@ -3,6 +3,7 @@ package io.transit.flight.admission;
 import com.google.protobuf.ByteString;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.crypto.SignaturePool;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.nativequery.NativeSignatures;
@@ -54,10 +55,21 @@ public final class CommandChain {
     this.bundleSha256 = bundleSha256;
   }
 
-  /** Derives the chain for {@code bundleBytes} (copied into parts, not retained). */
+  /** Derives the chain for {@code bundleBytes} (copied into parts, not retained), signing inline. */
   public static CommandChain derive(
       byte[] bundleBytes, long principal, Ed25519.KeyPair key, long firstSequence, int partBytes) {
+    return derive(bundleBytes, principal, key, firstSequence, partBytes, SignaturePool.inline());
+  }
+
+  /**
+   * As above, with the commands' signatures computed concurrently on {@code signers} (they are
+   * independent: each covers its own command bytes). The bytes are the same as a sequential
+   * derivation's; signing is deterministic.
+   */
+  public static CommandChain derive(byte[] bundleBytes, long principal, Ed25519.KeyPair key,
+      long firstSequence, int partBytes, SignaturePool signers) {
     Objects.requireNonNull(bundleBytes, "bundleBytes");
+    Objects.requireNonNull(signers, "signers");
     Objects.requireNonNull(key, "key");
     if (partBytes < 1 || partBytes > MAX_PART_BYTES) {
       throw new IllegalArgumentException(
@@ -79,29 +91,30 @@ public final class CommandChain {
     }
     byte[] digest = Digests.sha256(bundleBytes);
     ByteString digestBytes = ByteString.copyFrom(digest);
-    List<SignedCommand> out = new ArrayList<>((int) count);
+    List<NativeCommand> unsigned = new ArrayList<>((int) count);
     long seq = firstSequence;
-    out.add(NativeSignatures.signCommand(base(principal, seq++, firstSequence)
+    unsigned.add(base(principal, seq++, firstSequence)
         .setBegin(BeginUpload.newBuilder()
             .setBundleBytes(bundleBytes.length)
             .setPartCount(parts)
             .setBundleSha256(digestBytes))
-        .build(), key));
+        .build());
     for (int i = 0; i < parts; i++) {
       int from = i * partBytes;
       int to = Math.min(bundleBytes.length, from + partBytes);
-      out.add(NativeSignatures.signCommand(base(principal, seq++, firstSequence)
+      unsigned.add(base(principal, seq++, firstSequence)
           .setPart(UploadPart.newBuilder()
               .setIndex(i)
               .setData(ByteString.copyFrom(bundleBytes, from, to - from)))
-          .build(), key));
+          .build());
     }
-    out.add(NativeSignatures.signCommand(base(principal, seq++, firstSequence)
+    unsigned.add(base(principal, seq++, firstSequence)
         .setSeal(SealUpload.newBuilder().setBundleSha256(digestBytes))
-        .build(), key));
-    out.add(NativeSignatures.signCommand(base(principal, seq, firstSequence)
+        .build());
+    unsigned.add(base(principal, seq, firstSequence)
         .setSubmit(SubmitQuery.newBuilder().setBundleSha256(digestBytes))
-        .build(), key));
+        .build());
+    List<SignedCommand> out = signers.map(unsigned, c -> NativeSignatures.signCommand(c, key));
     return new CommandChain(principal, firstSequence, out, digest);
   }
 

@@ -6,13 +6,17 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.channels.Channels;
+import org.apache.arrow.flatbuf.MessageHeader;
+import org.apache.arrow.flatbuf.RecordBatch;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.ipc.ReadChannel;
 import org.apache.arrow.vector.ipc.WriteChannel;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
 
@@ -51,6 +55,29 @@ public final class IpcBytes {
         throw e;
       }
       return out;
+    } catch (IOException e) {
+      throw new GatewayException(Cause.EVIDENCE, "catalog.evidence", "metadata result is unreadable", e);
+    }
+  }
+
+  /**
+   * The row count of the single batch of {@code bytes}, read from the batch's message header
+   * alone: no vector is allocated and no body is copied (GetFlightInfo only reports the count).
+   */
+  public static long rowCount(byte[] bytes) {
+    try (ReadChannel in = new ReadChannel(Channels.newChannel(new ByteArrayInputStream(bytes)))) {
+      MessageMetadataResult schema = MessageSerializer.readMessage(in);
+      if (schema == null || schema.getMessage().headerType() != MessageHeader.Schema) {
+        throw GatewayException.of(Cause.EVIDENCE, "catalog.evidence", "metadata result has no schema");
+      }
+      MessageMetadataResult batch = MessageSerializer.readMessage(in);
+      if (batch == null
+          || batch.getMessage().headerType() != MessageHeader.RecordBatch) {
+        throw GatewayException.of(Cause.EVIDENCE, "catalog.evidence", "metadata result has no batch");
+      }
+      RecordBatch header = (RecordBatch)
+          batch.getMessage().header(new RecordBatch());
+      return header.length();
     } catch (IOException e) {
       throw new GatewayException(Cause.EVIDENCE, "catalog.evidence", "metadata result is unreadable", e);
     }

@@ -1,6 +1,5 @@
 package io.transit.flight.crypto;
 
-import java.math.BigInteger;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -19,7 +18,13 @@ import net.i2p.crypto.eddsa.spec.EdDSAPublicKeySpec;
  * signature whose S has L added (CVE-2020-36843), so {@link #verify} rejects S ≥ L before
  * asking it. Signatures are deterministic: the same seed and message give the same bytes.
  *
- * <p>Thread-safe: every call builds its own engine; keys are immutable.
+ * <p>Thread-safe. Keys are immutable and expanded once: a {@link KeyPair} holds the seed's
+ * SHA-512 expansion and the public point A, a {@link PublicKey} the decoded point −A with its
+ * double-scalar table, so no sign or verify repeats that work. Each calling thread reuses its own
+ * {@link EdDSAEngine} and SHA-512 digest ({@link #ENGINES}); an engine is confined to its thread
+ * and left reset after every call (one-shot mode resets it on every exit). The per-operation
+ * garbage that remains (≈ 0.3 MB) is the library's field arithmetic, which allocates a new
+ * element per operation.
  */
 public final class Ed25519 {
   public static final int SEED_BYTES = 32;
@@ -29,9 +34,24 @@ public final class Ed25519 {
   private static final EdDSAParameterSpec SPEC =
       EdDSANamedCurveTable.getByName(EdDSANamedCurveTable.ED_25519);
 
-  /** The group order L = 2^252 + 27742317777372353535851937790883648493. */
-  private static final BigInteger L =
-      BigInteger.TWO.pow(252).add(new BigInteger("27742317777372353535851937790883648493"));
+  /**
+   * The group order L = 2^252 + 27742317777372353535851937790883648493, little endian (the byte
+   * order of S in a signature), so that S is compared without a BigInteger per verification.
+   */
+  private static final byte[] L_LE = {
+    (byte) 0xed, (byte) 0xd3, (byte) 0xf5, (byte) 0x5c, (byte) 0x1a, (byte) 0x63, (byte) 0x12,
+    (byte) 0x58, (byte) 0xd6, (byte) 0x9c, (byte) 0xf7, (byte) 0xa2, (byte) 0xde, (byte) 0xf9,
+    (byte) 0xde, (byte) 0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0x10
+  };
+
+  /**
+   * One engine per thread: an {@link EdDSAEngine} is stateful between init and sign/verify, so it
+   * is never shared; reusing it saves the provider look-up of SHA-512 and two objects per call.
+   * The gateway's callers are pooled threads (gRPC service executor, T_caller workers, the
+   * engine's senders), so the number of engines stays bounded by those pools.
+   */
+  private static final ThreadLocal<EdDSAEngine> ENGINES =
+      ThreadLocal.withInitial(() -> new EdDSAEngine(sha512()));
 
   private Ed25519() {}
 
@@ -61,7 +81,7 @@ public final class Ed25519 {
     /** Signs {@code message}; 64 bytes, deterministic. */
     public byte[] sign(byte[] message) {
       try {
-        EdDSAEngine engine = new EdDSAEngine(sha512());
+        EdDSAEngine engine = ENGINES.get();
         engine.initSign(privateKey);
         return engine.signOneShot(message);
       } catch (GeneralSecurityException e) {
@@ -101,7 +121,7 @@ public final class Ed25519 {
         return false;
       }
       try {
-        EdDSAEngine engine = new EdDSAEngine(sha512());
+        EdDSAEngine engine = ENGINES.get();
         engine.initVerify(key);
         return engine.verifyOneShot(message, signature);
       } catch (GeneralSecurityException | RuntimeException e) {
@@ -132,11 +152,15 @@ public final class Ed25519 {
 
   /** S is the little-endian integer in bytes 32..63 of the signature; canonical iff S &lt; L. */
   static boolean canonicalS(byte[] signature) {
-    byte[] be = new byte[SEED_BYTES];
-    for (int i = 0; i < SEED_BYTES; i++) {
-      be[i] = signature[SIGNATURE_BYTES - 1 - i];
+    // Compare from the most significant byte down; the first difference decides.
+    for (int i = SEED_BYTES - 1; i >= 0; i--) {
+      int s = signature[SEED_BYTES + i] & 0xff;
+      int l = L_LE[i] & 0xff;
+      if (s != l) {
+        return s < l;
+      }
     }
-    return new BigInteger(1, be).compareTo(L) < 0;
+    return false; // S == L
   }
 
   private static MessageDigest sha512() {

@@ -99,4 +99,17 @@ class CommandChainTest {
     assertThrows(IllegalArgumentException.class,
         () -> CommandChain.derive(BUNDLE, PRINCIPAL, key(), 1, CommandChain.MAX_PART_BYTES + 1));
   }
+
+  @Test
+  void concurrentSigningGivesTheSequentialChainByteForByte() {
+    try (io.transit.flight.crypto.SignaturePool signers =
+        io.transit.flight.crypto.SignaturePool.withHelpers(3)) {
+      for (int partBytes : new int[] {7, 50, CommandChain.DEFAULT_PART_BYTES}) {
+        CommandChain sequential = CommandChain.derive(BUNDLE, PRINCIPAL, key(), 77, partBytes);
+        CommandChain concurrent =
+            CommandChain.derive(BUNDLE, PRINCIPAL, key(), 77, partBytes, signers);
+        assertEquals(sequential, concurrent, "part bytes " + partBytes);
+      }
+    }
+  }
 }

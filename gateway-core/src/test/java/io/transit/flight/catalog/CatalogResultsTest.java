@@ -160,6 +160,27 @@ class CatalogResultsTest {
     assertTrue(e.getMessage().contains("500"));
   }
 
+  /** GetFlightInfo's count from the batch header equals the decoded result's, for every shape. */
+  @Test
+  void theHeaderRowCountIsTheDecodedRowCount() {
+    List<Any> commands = List.of(
+        Any.pack(CommandGetCatalogs.getDefaultInstance()),
+        Any.pack(CommandGetTableTypes.getDefaultInstance()),
+        Any.pack(CommandGetTables.newBuilder().setIncludeSchema(true).build()),
+        Any.pack(CommandGetTables.newBuilder().setTableNameFilterPattern("nomatch").build()),
+        Any.pack(CommandGetSqlInfo.newBuilder().addInfo(0).addInfo(8).build()),
+        Any.pack(CommandGetSqlInfo.getDefaultInstance()));
+    for (Any c : commands) {
+      byte[] bytes = catalog.encode(c, PRIMITIVE, allocator);
+      try (VectorSchemaRoot r = IpcBytes.read(bytes, allocator)) {
+        assertEquals(r.getRowCount(), IpcBytes.rowCount(bytes), c.getTypeUrl());
+      }
+    }
+    GatewayException e = assertThrows(GatewayException.class,
+        () -> IpcBytes.rowCount(new byte[] {1, 2, 3}));
+    assertEquals(Cause.EVIDENCE, e.kind());
+  }
+
   @Test
   void likePatterns() {
     assertTrue(CatalogResults.likeMatches(true, "p%", "primitive"));

@@ -11,6 +11,7 @@ import io.transit.flight.channel.StreamExecutorPool;
 import io.transit.flight.channel.StreamLimits;
 import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.crypto.SignaturePool;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.nativequery.NativeQueryAdmin;
 import io.transit.flight.nativequery.NativeQueryClient;
@@ -86,6 +87,7 @@ public final class GatewayServer implements AutoCloseable {
   private final ExecutorService serviceExecutor;
   private final ExecutorService flightExecutor;
   private final ScheduledExecutorService timer;
+  private final SignaturePool signers;
   private final Bindings bindings;
   private final ConnectionBudget connections;
   private final Listeners server;
@@ -120,8 +122,11 @@ public final class GatewayServer implements AutoCloseable {
         TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), clock);
     AdmissionConfig admissionConfig = new AdmissionConfig(limits.admissionPerGateway(),
         limits.admissionPerCaller(), limits.uploadPartBytes());
+    // A statement's command signatures are independent: its service thread and these helpers
+    // sign them together (the helpers never block, so one pool serves every admission).
+    this.signers = SignaturePool.forProcessors();
     AdmissionService admission = new AdmissionService(engine,
-        AdmissionLimiter.of(admissionConfig), admissionConfig);
+        AdmissionLimiter.of(admissionConfig), admissionConfig, signers);
     this.streams = new StreamRegistry(allocator,
         new StreamExecutorPool("transit-writer", limits.writerThreads()),
         new StreamLimits(limits.maxLiveStreams(), limits.streamAllocatorBytes(),
@@ -327,6 +332,7 @@ public final class GatewayServer implements AutoCloseable {
     flightExecutor.shutdown();
     awaitQuietly(serviceExecutor);
     awaitQuietly(flightExecutor);
+    signers.close(); // no admission runs any more
     engine.close();
     try {
       stateLock.close();

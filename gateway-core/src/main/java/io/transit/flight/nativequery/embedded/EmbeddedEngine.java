@@ -1,6 +1,7 @@
 package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.diagnostic.Action;
+import io.transit.flight.crypto.SignaturePool;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
@@ -53,6 +54,8 @@ import org.slf4j.LoggerFactory;
  * the leases of unfinished ones (they stay ACCEPTED in the journal and are taken over by the next
  * scan of any engine on the same journal). The retention policy runs on one {@code
  * native-retention} thread ({@link Retention}).
+ * A seal starts its bundle's proof verification on the engine's {@code signature-N} helpers
+ * ({@link ProofVerdicts}); the submit's sending thread takes the verdict.
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
   /** This engine's identity: its name and the gateway-core build it runs as. */
@@ -87,6 +90,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   /** SQLite's default page size: the least a refused journal write needed. */
   private static final long JOURNAL_PAGE_BYTES = 4096;
 
+  private final SignaturePool verifiers;
   private final Object completions = new Object();
   // @GuardedBy("completions"): bumped after every terminal status commit.
   private long completed;
@@ -102,7 +106,10 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.planner = planner;
     this.segments = segments;
     this.requester = new RequesterCheck(rights, tables);
-    UploadValidator uploads = new UploadValidator(journal, rights, requester, planner, options);
+    // Proof verifications start at the seal on a helper (ProofVerdicts); the engine owns the pool.
+    this.verifiers = SignaturePool.forProcessors();
+    UploadValidator uploads = new UploadValidator(journal, rights, requester, planner, options,
+        new ProofVerdicts(verifiers));
     // Queued queries hold leases too: a scan claims no more than a few per execution thread.
     this.leases = new Leases(journal, options.lease(), System::currentTimeMillis,
         () -> options.faults().renewLeases(), 4 * options.executionThreads());
@@ -477,6 +484,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       Thread.currentThread().interrupt();
     }
     leases.giveUp();
+    verifiers.close(); // callers have stopped: no seal prefetches any more
     sessions.close();
     try {
       tables.close();

@@ -6,7 +6,6 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.AccessUse;
-import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.nativequery.Planner;
 import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.proto.Budgets;
@@ -54,9 +53,11 @@ final class UploadValidator {
   private final RequesterCheck requester;
   private final Planner planner;
   private final EngineOptions options;
+  private final ProofVerdicts proofs;
 
   UploadValidator(JournalStore journal, RightsRegistry rights, RequesterCheck requester,
-      Planner planner, EngineOptions options) {
+      Planner planner, EngineOptions options, ProofVerdicts proofs) {
+    this.proofs = proofs;
     this.journal = journal;
     this.rights = rights;
     this.requester = requester;
@@ -143,12 +144,31 @@ final class UploadValidator {
           + u.declaredBytes() + ")");
     }
     byte[] declared = c.getSeal().getBundleSha256().toByteArray();
-    byte[] actual = Digests.sha256(journal.assembled(c.getPrincipal(), c.getNamespace()));
+    byte[] assembled = journal.assembled(c.getPrincipal(), c.getNamespace());
+    byte[] actual = Digests.sha256(assembled);
     if (!Arrays.equals(declared, u.bundleSha256()) || !Arrays.equals(actual, u.bundleSha256())) {
       throw new Rejection(QueryCode.INVALID_COMMAND,
           "the sealed digest does not match the begun digest and the assembled parts");
     }
+    prefetchProof(c.getPrincipal(), assembled);
     journal.setUploadState(c.getPrincipal(), c.getNamespace(), JournalStore.UploadState.SEALED);
+  }
+
+  /**
+   * The submit will check this bundle's proof: start that verification now, on a helper, so it
+   * overlaps the seal's commit and the submit's round trip. Only a head start — the submit's
+   * check decides, with the key current then; a bundle that does not parse is the submit's
+   * rejection to record, not the seal's.
+   */
+  private void prefetchProof(long principal, byte[] assembled) {
+    try {
+      RequestBundle bundle = RequestBundle.parseFrom(assembled);
+      if (bundle.hasProof() && bundle.getProof().getPrincipal() == principal) {
+        proofs.prefetch(bundle.getProof(), rights.require(principal).key());
+      }
+    } catch (InvalidProtocolBufferException | GatewayException e) {
+      // Nothing to start: the submit verifies (and rejects) as it would without a head start.
+    }
   }
 
   private long submit(NativeCommand c) throws SQLException {
@@ -187,7 +207,7 @@ final class UploadValidator {
     if (proof.getPrincipal() != principal
         || !Arrays.equals(proof.getQuerySha256().toByteArray(), sqlSha)
         || proof.getCredentialEpoch() != r.credentialEpoch()
-        || !NativeSignatures.verifyProof(proof, r.key())) {
+        || !proofs.verify(proof, r.key())) {
       throw new Rejection(QueryCode.ACCESS_DENIED,
           "the principal proof does not match the principal, query bytes, credential epoch or key");
     }

@@ -32,12 +32,14 @@
  * EmbeddedEngine.checkAccess} also answers before the gateway discloses anything.
  * {@code Leases} claims, renews and takes over the execution leases that let several engines
  * share one journal (the attempt fences a finish).
+ * {@code ProofVerdicts} starts a sealed bundle's proof verification ahead of its submit.
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
  * runs each transaction whole (SQLite: on one monitor; PostgreSQL: on a pooled connection of its
  * own, one principal's admissions serialized on its row lock). Queries run on the engine's bounded
  * execution pool, one query per task, each with its own child allocator and DuckDB connection;
  * nothing a runner allocates outlives its task. Lease renewals and takeover scans run on one
- * {@code native-lease} thread. Rights are swapped atomically as a whole.
+ * {@code native-lease} thread. Rights are swapped atomically as a whole. Proof verdicts are
+ * computed on the engine's {@code signature-N} helpers and taken by the submit's sending thread.
  */
 package io.transit.flight.nativequery.embedded;

@@ -4,6 +4,7 @@ import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ConfigLoader;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 
 /**
  * Prints the JVM options the daemon's configuration asks for ({@code -Xmx} from
@@ -12,6 +13,11 @@ import java.nio.file.Path;
  * finds the file the same way: {@code --config FILE} (or {@code --config=FILE}), or the demo's {@code gateway.json} in its
  * state directory. Prints the default heap when there is no file yet (a demo's first run) or the
  * file does not load — the daemon then reports why itself.
+ *
+ * <p>When the launcher names a directory for it ({@code -Dtransit.cds.dir=DIR}) and the command
+ * starts a daemon ({@code run}, {@code demo}), also the class-data-sharing options of {@link
+ * CdsArchive}: map the archive, or dump it when this daemon exits. {@code TRANSIT_CDS=off} in
+ * the environment leaves them out.
  *
  * <p>Runs in its own short-lived JVM on the launcher's thread; touches no state.
  */
@@ -33,7 +39,16 @@ public final class JvmOptions {
         heap = ConfigLoader.DEFAULT_HEAP_BYTES;
       }
     }
-    System.out.println("-Xmx" + heap);
+    StringBuilder out = new StringBuilder("-Xmx").append(heap);
+    String cdsDir = System.getProperty("transit.cds.dir");
+    boolean daemon = args.length > 0 && (args[0].equals("run") || args[0].equals("demo"));
+    if (cdsDir != null && !cdsDir.isEmpty() && daemon
+        && !"off".equals(System.getenv("TRANSIT_CDS"))) {
+      CdsArchive.options(Path.of(cdsDir), System.getProperty("java.class.path"),
+              System.getProperty("java.vm.version"), Instant.now())
+          .ifPresent(o -> out.append(' ').append(o));
+    }
+    System.out.println(out);
   }
 
   /** {@code NAME VALUE} or {@code NAME=VALUE}, as the daemon's command line accepts both. */

@@ -1,7 +1,8 @@
 /**
  * The daemon's command line ({@link io.transit.flight.server.cli.Main}, picocli): run, demo,
  * check-config, init; exit codes in docs/operations.md. SIGTERM drains, SIGHUP reloads.
- * {@link io.transit.flight.server.cli.JvmOptions} runs first, in its own JVM, for the launcher.
+ * {@link io.transit.flight.server.cli.JvmOptions} runs first, in its own JVM, for the launcher:
+ * the heap and, through {@code CdsArchive}, the class-data-sharing archive to map or dump.
  *
  * <p>Threads: commands run on the main thread, which starts the daemon; {@code Signals}
  * handlers run on the JVM's signal dispatch thread (SIGHUP reloads there, reloads never overlap;
