@@ -81,7 +81,10 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         System::currentTimeMillis, java.time.Duration.ofSeconds(2));
     this.runner = new QueryRunner(journal, tables, sessions, segments, allocator, planner,
         options.exportBatchRows(), () -> closing, retention.writing(),
-        options.duck().memoryLimitBytes());
+        options.duck().memoryLimitBytes(), () -> {
+          long hold = options.faults().finishDelayMillis();
+          return hold == 0 || holdBack(hold);
+        });
     AtomicInteger n = new AtomicInteger();
     this.executor = new ThreadPoolExecutor(options.executionThreads(),
         options.executionThreads(), 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
@@ -228,7 +231,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   public long nextSequence(long principal) {
     rights.require(principal);
     try {
-      return journal.transaction(() -> journal.nextSequence(principal, options.firstSequence()));
+      long next = journal.transaction(
+          () -> journal.nextSequence(principal, options.firstSequence()));
+      // It may come from deferred records (a chain cut short); it leaves the engine only durable.
+      journal.flush();
+      return next;
     } catch (SQLException e) {
       throw new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
           "the native journal cannot be read", e);
@@ -294,6 +301,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    */
   public void observeJournalCommits(java.util.function.LongConsumer observer) {
     journal.observeCommits(observer);
+  }
+
+  /** The engine's journal (tests count its durable commits). */
+  JournalStore journal() {
+    return journal;
   }
 
   /** Runs one retention sweep now, on the calling thread (tests; the timer runs the same). */

@@ -37,8 +37,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Executes one accepted query to its terminal status: rebuilds the plan from the journaled bundle,
  * runs the translated SQL on DuckDB, writes the retained segments and commits the manifest (or the
- * failure) to the journal. Segments are durable before the manifest that names them commits, so a
- * crash in between leaves the query ACCEPTED and it simply runs again.
+ * failure) to the journal. A small result's segments ({@link ResultWriter#INLINE_RESULT_BYTES})
+ * commit inside the same durable transaction as the manifest and the terminal status; a larger
+ * result's segment files are durable before the manifest naming them commits. Either way a crash
+ * before that one commit leaves the query ACCEPTED and it simply runs again.
  *
  * <p>{@link #run} is called on an engine execution thread, one query per call; the runner itself
  * is shared and keeps no per-query state (each run borrows a DuckDB session from the shared pool
@@ -53,6 +55,9 @@ final class QueryRunner {
   /** An accepted query read for execution: its saved row and its assembled bundle bytes. */
   private record Pending(JournalStore.SavedQuery saved, byte[] bundle) {}
 
+  /** An executed query's manifest and, for a small result, its segments to store inline. */
+  private record Executed(ResultManifest manifest, List<byte[]> inline) {}
+
   private final JournalStore journal;
   private final DuckSessions sessions;
   private final DuckTables tables;
@@ -63,10 +68,16 @@ final class QueryRunner {
   private final BooleanSupplier stopping;
   private final Lock writing;
   private final long duckMemoryLimit;
+  private final BooleanSupplier beforeFinish;
 
+  /**
+   * {@code beforeFinish} runs after execution, right before the terminal commit (the test-only
+   * finish delay); false means the engine is closing and the query is left ACCEPTED.
+   */
   QueryRunner(JournalStore journal, DuckTables tables, DuckSessions sessions,
       SegmentStore segments, BufferAllocator allocator, Planner planner, int batchRows,
-      BooleanSupplier stopping, Lock writing, long duckMemoryLimit) {
+      BooleanSupplier stopping, Lock writing, long duckMemoryLimit, BooleanSupplier beforeFinish) {
+    this.beforeFinish = beforeFinish;
     this.stopping = stopping;
     this.writing = writing;
     this.duckMemoryLimit = duckMemoryLimit;
@@ -109,9 +120,12 @@ final class QueryRunner {
     QueryStatus.Builder done = accepted.toBuilder();
     byte[] manifestBytes = null;
     long resultBytes = 0;
+    List<byte[]> inline = List.of();
     try {
       RequestBundle bundle = RequestBundle.parseFrom(bundleBytes);
-      ResultManifest manifest = execute(correlation, accepted, bundle, saved.bundleSha256());
+      Executed executed = execute(correlation, accepted, bundle, saved.bundleSha256());
+      ResultManifest manifest = executed.manifest();
+      inline = executed.inline();
       manifestBytes = DeterministicProto.bytes(manifest);
       for (SegmentRef ref : manifest.getSegmentsList()) {
         resultBytes += ref.getBytes();
@@ -130,7 +144,7 @@ final class QueryRunner {
     } catch (SQLException | IOException | RuntimeException e) {
       if (outOfMemory(e) && !stopping.getAsBoolean()) {
         failed(done, outOfMemory());
-        return finish(done.build(), null, 0);
+        return finish(done.build(), null, 0, List.of());
       }
       if (stopping.getAsBoolean()) {
         // The engine is closing under this query: leave it ACCEPTED so it resumes at next open.
@@ -139,13 +153,20 @@ final class QueryRunner {
       log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
       failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
     }
-    return finish(done.build(), manifestBytes, resultBytes);
+    return finish(done.build(), manifestBytes, resultBytes, inline);
   }
 
-  private QueryStatus finish(QueryStatus status, byte[] manifest, long resultBytes)
-      throws SQLException {
+  /** The query's one durable commit: inline segments, manifest and terminal status together. */
+  private QueryStatus finish(QueryStatus status, byte[] manifest, long resultBytes,
+      List<byte[]> inline) throws SQLException {
+    if (!beforeFinish.getAsBoolean()) {
+      throw new IllegalStateException("engine closing before the terminal commit");
+    }
     long now = System.currentTimeMillis();
     journal.transaction(() -> {
+      for (int i = 0; i < inline.size(); i++) {
+        journal.storeInline(status.getCorrelation(), i, inline.get(i));
+      }
       journal.finish(status, manifest, resultBytes, now);
       return null;
     });
@@ -199,7 +220,7 @@ final class QueryRunner {
     return v == null ? "" : v instanceof Fact f ? f.value() : v.toString();
   }
 
-  private ResultManifest execute(long correlation, QueryStatus q, RequestBundle bundle,
+  private Executed execute(long correlation, QueryStatus q, RequestBundle bundle,
       byte[] bundleSha256) throws SQLException, IOException {
     String sql = bundle.getSql().toString(StandardCharsets.UTF_8);
     QueryPlan plan = planner.plan(sql, bundle.getTable());
@@ -212,6 +233,7 @@ final class QueryRunner {
     // and again after it (a file replaced mid-scan must not become a retained result).
     tables.checkUnchanged(objectId);
     List<SegmentRef> refs;
+    List<byte[]> inline;
     long totalRows;
     DuckSessions.Session session = sessions.borrow();
     boolean clean = false;
@@ -231,6 +253,7 @@ final class QueryRunner {
       clean = true;
       tables.checkUnchanged(objectId);
       refs = writer.finish();
+      inline = writer.inline();
       totalRows = writer.totalRows();
     } finally {
       if (clean) {
@@ -256,7 +279,7 @@ final class QueryRunner {
     for (QueryPlan.Output o : plan.outputs()) {
       m.addColumns(OutputColumn.newBuilder().setName(o.name()).setNullable(o.nullable()));
     }
-    return m.build();
+    return new Executed(m.build(), inline);
   }
 
   private static void aggregateRow(QueryPlan plan, ResultSet rs, ResultWriter writer,

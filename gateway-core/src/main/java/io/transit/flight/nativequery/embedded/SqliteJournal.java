@@ -17,12 +17,17 @@ import java.util.Optional;
 import java.util.Properties;
 
 /**
- * Today's {@link JournalStore}: SQLite in WAL mode with {@code synchronous=FULL}, so every
- * committed transaction survives kill -9 and power loss; the SQL itself is portable (PostgreSQL
- * is the planned shared journal).
+ * Today's {@link JournalStore}: SQLite in WAL mode. A durable transaction commits with {@code
+ * synchronous=FULL} (the WAL is fsynced: it survives kill -9 and power loss); a deferred one with
+ * {@code synchronous=NORMAL} (written to the WAL, no fsync: it survives kill -9, and a power loss
+ * keeps a prefix of the WAL, because SQLite recovers frames only up to the first whose cumulative
+ * checksum fails). The next fsync covers every frame before it. The SQL itself is portable
+ * (PostgreSQL is the planned shared journal).
  *
- * <p>One JDBC connection, guarded by this object's monitor: {@link #transaction} holds it for the
- * whole unit of work, so callers on any thread (senders, query runners, readers) see each other's
+ * <p>One JDBC connection in auto-commit mode, guarded by this object's monitor: {@link
+ * #transaction} sets the commit's safety level (SQLite refuses to change it inside a transaction),
+ * then runs {@code BEGIN}, the work and {@code COMMIT} under the monitor for the whole unit of
+ * work, so callers on any thread (senders, query runners, readers) see each other's
  * transactions whole. The row-level methods must only be called inside {@link #transaction}; they
  * reuse one cached prepared statement per SQL text (closing each result set resets it).
  * Unsigned 64-bit ids are stored as their signed bit patterns.
@@ -41,6 +46,11 @@ final class SqliteJournal implements JournalStore {
         + " namespace BIGINT NOT NULL, part_index INTEGER NOT NULL, data BLOB NOT NULL,"
         + " PRIMARY KEY (principal, namespace, part_index))",
     "CREATE TABLE IF NOT EXISTS counters (name VARCHAR(32) PRIMARY KEY, value BIGINT NOT NULL)",
+    // Small results' segments (ResultWriter.INLINE_RESULT_BYTES): written with the manifest in
+    // one commit, deleted by the release. A journal from before them gains the table at open.
+    "CREATE TABLE IF NOT EXISTS inline_segments (correlation BIGINT NOT NULL,"
+        + " segment_index INTEGER NOT NULL, data BLOB NOT NULL,"
+        + " PRIMARY KEY (correlation, segment_index))",
     "CREATE TABLE IF NOT EXISTS queries (correlation BIGINT PRIMARY KEY,"
         + " principal BIGINT NOT NULL, namespace BIGINT NOT NULL, bundle_sha256 BLOB NOT NULL,"
         + " state VARCHAR(16) NOT NULL, code VARCHAR(64) NOT NULL, stage VARCHAR(32) NOT NULL,"
@@ -55,14 +65,23 @@ final class SqliteJournal implements JournalStore {
   };
 
   private final Connection connection;
+  /** The driver's handle: its change counter tells which commits wrote. */
+  private final org.sqlite.core.DB database;
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
   private volatile java.util.function.LongConsumer commitObserver = nanos -> {};
   // @GuardedBy("this"): one prepared statement per distinct SQL text of this class (a fixed,
   // small set), kept for the connection's life: preparing costs more than running most of them.
   private final Map<String, PreparedStatement> statements = new HashMap<>();
+  // @GuardedBy("this"): whether the connection's synchronous setting is FULL (set at open).
+  private boolean synchronousFull = true;
+  // @GuardedBy("this"): a deferred commit that wrote is not yet followed by a durable one that did.
+  private boolean deferredPending;
+  // @GuardedBy("this"): durable commits that wrote, i.e. WAL fsyncs (tests count them).
+  private long durableCommits;
 
-  private SqliteJournal(Connection connection) {
+  private SqliteJournal(Connection connection) throws SQLException {
     this.connection = connection;
+    this.database = connection.unwrap(org.sqlite.SQLiteConnection.class).getDatabase();
   }
 
   static SqliteJournal open(Path file) throws SQLException {
@@ -78,13 +97,11 @@ final class SqliteJournal implements JournalStore {
         s.execute(ddl);
       }
       addMissingColumns(s);
+      return new SqliteJournal(c);
     } catch (SQLException e) {
       c.close();
       throw e;
     }
-    c.setAutoCommit(false);
-    c.commit();
-    return new SqliteJournal(c);
   }
 
   /**
@@ -113,20 +130,67 @@ final class SqliteJournal implements JournalStore {
 
   /** Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. */
   @Override
-  public synchronized <T> T transaction(Work<T> work) throws SQLException {
+  public synchronized <T> T transaction(Durability durability, Work<T> work)
+      throws SQLException {
+    boolean durable = durability == Durability.DURABLE;
+    if (durable != synchronousFull) {
+      prepared(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL").execute();
+      synchronousFull = durable;
+    }
+    long changesBefore = database.total_changes();
+    prepared("BEGIN").execute();
     boolean committed = false;
     try {
       T result = work.run();
       long started = System.nanoTime();
-      connection.commit();
+      prepared("COMMIT").execute();
       commitObserver.accept(System.nanoTime() - started);
       committed = true;
+      // Only a commit that changed rows writes WAL frames, and only written frames are fsynced.
+      if (database.total_changes() != changesBefore) {
+        if (durable) {
+          durableCommits++;
+          deferredPending = false;
+        } else {
+          deferredPending = true;
+        }
+      }
       return result;
     } finally {
       if (!committed) {
-        connection.rollback();
+        rollback();
       }
     }
+  }
+
+  /** Rolls back what is open; a failed COMMIT may already have ended the transaction. */
+  private void rollback() throws SQLException {
+    try {
+      prepared("ROLLBACK").execute();
+    } catch (SQLException e) {
+      if (e.getMessage() == null || !e.getMessage().contains("no transaction is active")) {
+        throw e;
+      }
+    }
+  }
+
+  @Override
+  public synchronized void flush() throws SQLException {
+    if (!deferredPending) {
+      return;
+    }
+    // An fsync needs a written frame: a commit that changed nothing writes none.
+    transaction(Durability.DURABLE, () -> {
+      if (update("UPDATE counters SET value = value + 1 WHERE name = 'flushes'") == 0) {
+        update("INSERT INTO counters (name, value) VALUES ('flushes', 1)");
+      }
+      return null;
+    });
+  }
+
+  /** Durable commits that wrote so far, i.e. WAL fsyncs (tests: commits per statement). */
+  synchronized long durableCommits() {
+    return durableCommits;
   }
 
   @Override
@@ -287,10 +351,28 @@ final class SqliteJournal implements JournalStore {
     return out;
   }
 
-  /** Marks a result released; true when it existed. */
+  /** Marks a result released and deletes its inline segments; true when it existed. */
   @Override
   public boolean release(long correlation) throws SQLException {
+    update("DELETE FROM inline_segments WHERE correlation = ?", correlation);
     return update("UPDATE queries SET released = 1 WHERE correlation = ?", correlation) == 1;
+  }
+
+  @Override
+  public void storeInline(long correlation, int index, byte[] data) throws SQLException {
+    update("INSERT INTO inline_segments (correlation, segment_index, data) VALUES (?, ?, ?)",
+        correlation, index, data);
+  }
+
+  @Override
+  public Optional<byte[]> inlineSegment(long correlation, int index) throws SQLException {
+    PreparedStatement p = prepared(
+        "SELECT data FROM inline_segments WHERE correlation = ? AND segment_index = ?");
+    p.setLong(1, correlation);
+    p.setInt(2, index);
+    try (ResultSet r = p.executeQuery()) {
+      return r.next() ? Optional.of(r.getBytes(1)) : Optional.empty();
+    }
   }
 
   @Override
