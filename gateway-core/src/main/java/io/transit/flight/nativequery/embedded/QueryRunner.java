@@ -68,15 +68,17 @@ final class QueryRunner {
   private final BooleanSupplier stopping;
   private final Lock writing;
   private final long duckMemoryLimit;
-  private final BooleanSupplier beforeFinish;
+  private final java.util.function.LongPredicate beforeFinish;
 
   /**
-   * {@code beforeFinish} runs after execution, right before the terminal commit (the test-only
-   * finish delay); false means the engine is closing and the query is left ACCEPTED.
+   * {@code beforeFinish} is told the correlation after execution, right before the terminal
+   * commit (the test-only finish delay); false means the engine is closing and the query is left
+   * ACCEPTED.
    */
   QueryRunner(JournalStore journal, DuckTables tables, DuckSessions sessions,
       SegmentStore segments, BufferAllocator allocator, Planner planner, int batchRows,
-      BooleanSupplier stopping, Lock writing, long duckMemoryLimit, BooleanSupplier beforeFinish) {
+      BooleanSupplier stopping, Lock writing, long duckMemoryLimit,
+      java.util.function.LongPredicate beforeFinish) {
     this.beforeFinish = beforeFinish;
     this.stopping = stopping;
     this.writing = writing;
@@ -159,7 +161,7 @@ final class QueryRunner {
   /** The query's one durable commit: inline segments, manifest and terminal status together. */
   private QueryStatus finish(QueryStatus status, byte[] manifest, long resultBytes,
       List<byte[]> inline) throws SQLException {
-    if (!beforeFinish.getAsBoolean()) {
+    if (!beforeFinish.test(status.getCorrelation())) {
       throw new IllegalStateException("engine closing before the terminal commit");
     }
     long now = System.currentTimeMillis();
