@@ -127,7 +127,6 @@ final class QueryRunner {
       RequestBundle bundle = RequestBundle.parseFrom(bundleBytes);
       Executed executed = execute(correlation, accepted, bundle, saved.bundleSha256());
       ResultManifest manifest = executed.manifest();
-      inline = executed.inline();
       manifestBytes = DeterministicProto.bytes(manifest);
       for (SegmentRef ref : manifest.getSegmentsList()) {
         resultBytes += ref.getBytes();
@@ -135,6 +134,7 @@ final class QueryRunner {
       done.setState(QueryStatus.State.SUCCEEDED)
           .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
           .setTotalRows(manifest.getTotalRows());
+      inline = executed.inline(); // only a succeeded result keeps segments
     } catch (GatewayException e) {
       failed(done, e);
     } catch (InvalidProtocolBufferException e) {

@@ -23,12 +23,14 @@
  * views over their files (checked by {@code FileSchemaCheck}, CSV/Arrow through {@code
  * ParquetCopies}, guarded by each file's {@code FileIdentity} before and after every scan), cutting
  * rows into segments with {@code ResultWriter} and {@code
- * io.transit.flight.cells.CellSegmentBuilder} and storing them in the {@code SegmentStore} (the
- * interface; {@code LocalSegmentStore}, a directory, today); {@code ResultReader} serves reads
- * under {@code RightsRegistry}'s current rights.
+ * io.transit.flight.cells.CellSegmentBuilder} and storing a small result in the journal with its
+ * manifest (one durable commit) or a larger one in the {@code SegmentStore} (the interface; {@code
+ * LocalSegmentStore}, a directory, today); {@code ResultReader} serves reads under {@code
+ * RightsRegistry}'s current rights.
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
- * runs each transaction whole (SQLite: on one monitor). Queries run on the engine's bounded
+ * runs each transaction whole (SQLite: on one monitor), durable or deferred (docs/admission.md
+ * §10). Queries run on the engine's bounded
  * execution pool, one query per task, each with its own child allocator and DuckDB connection;
  * nothing a runner allocates outlives its task. Rights are swapped atomically as a whole.
  */
