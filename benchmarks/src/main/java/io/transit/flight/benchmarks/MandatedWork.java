@@ -188,11 +188,12 @@ public final class MandatedWork {
             Fixtures.bundle(table, "SELECT COUNT(*) FROM " + DemoData.PRIMITIVE),
             Fixtures.PRINCIPAL, Fixtures.KEY, 1, CommandChain.DEFAULT_PART_BYTES)
         .commands().size();
-    // Each command is recorded durably before the next is sent, and the query's terminal status
-    // is recorded before GetFlightInfo answers; admission signs every command and the bundle's
-    // proof, the engine verifies both, and GetFlightInfo signs the ticket DoGet verifies.
+    // Two durable commits (docs/admission.md §10): the submit's, which makes the chain's deferred
+    // begin/part/seal records durable with it, and the terminal one, which carries a small
+    // result's segment with its manifest and status. Admission signs every command and the
+    // bundle's proof, the engine verifies both, and GetFlightInfo signs the ticket DoGet verifies.
     json.append("\"per_statement\":{\"commands\":").append(commands)
-        .append(",\"durable_commits\":").append(commands + 1)
+        .append(",\"durable_commits\":").append(2)
         .append(",\"signs\":").append(commands + 2)
         .append(",\"verifies\":").append(commands + 2).append("},");
   }

@@ -13,6 +13,10 @@ import io.transit.flight.proto.NativeCommand;
  * can act (deadlines, disconnects, kill -9) while a query is accepted but unfinished. It is read
  * on the engine's execution threads.
  *
+ * <p>{@link #finishDelayMillis()} holds every query after it executed, right before its one
+ * terminal commit (a small result's segments, the manifest and the status together), so a kill -9
+ * can land between execution and that commit. Read on the execution threads.
+ *
  * <p>{@link #releaseAfterExecution()} releases every result as soon as its query has run (before
  * waiters are woken), so a test can redeem a ticket for a retired result. Read on the execution
  * threads.
@@ -35,6 +39,14 @@ public interface CommandFaults {
 
   /** How long each accepted query waits before it executes; 0 (the default) runs it at once. */
   default long executionDelayMillis() {
+    return 0;
+  }
+
+  /**
+   * How long each query waits after executing, before its terminal commit; 0 (the default) commits
+   * at once.
+   */
+  default long finishDelayMillis() {
     return 0;
   }
 

@@ -20,6 +20,13 @@ import java.util.Optional;
  * recorded for a failure there), then, in one journal transaction, replay, conflict, gap, or the
  * upload state machine and its recorded ACCEPTED / REJECTED outcome. Called on the sending thread;
  * the journal's transaction serializes concurrent senders.
+ *
+ * <p>Durability (docs/admission.md §10): begin, part and seal commit {@link
+ * JournalStore.Durability#DEFERRED deferred} — an ACCEPTED outcome of theirs only leads the gateway
+ * to send the chain's next command, and the submit's durable commit makes them durable with it. An
+ * answer that ends the chain leaves only durable: the submit commits durably (its outcome names the
+ * correlation), and a REJECTED outcome, a conflict or a gap flushes the journal before it is
+ * returned, since each may have been decided on deferred records.
  */
 final class CommandProcessor {
   /**
@@ -81,47 +88,63 @@ final class CommandProcessor {
     byte[] digest = Digests.sha256(signed.getCommand().toByteArray());
     long principal = command.getPrincipal();
     long sequence = command.getSequence();
-    return journal.transaction(() -> {
-      long next = journal.nextSequence(principal, firstSequence);
-      int order = Long.compareUnsigned(sequence, next);
-      if (order < 0) {
-        Optional<JournalStore.Recorded> rec = journal.command(principal, sequence);
-        if (rec.isPresent() && Arrays.equals(rec.get().commandSha256(), digest)) {
-          return new Result(recorded(rec.get().outcome()), 0, 0, true);
-        }
-        throw conflict(command, rec.isPresent()
-            ? "different command bytes at a used native sequence"
-            : "the sequence is below the principal's first native sequence");
+    JournalStore.Durability durability = command.getBodyCase() == NativeCommand.BodyCase.SUBMIT
+        ? JournalStore.Durability.DURABLE : JournalStore.Durability.DEFERRED;
+    Result result;
+    try {
+      result = journal.transaction(durability, () -> apply(command, digest, principal, sequence));
+    } catch (GatewayException e) {
+      journal.flush();
+      throw e;
+    }
+    if (result.outcome().getKind() != CommandOutcome.Kind.ACCEPTED) {
+      journal.flush();
+    }
+    return result;
+  }
+
+  /** The decision inside the command's transaction. */
+  private Result apply(NativeCommand command, byte[] digest, long principal, long sequence)
+      throws SQLException {
+    long next = journal.nextSequence(principal, firstSequence);
+    int order = Long.compareUnsigned(sequence, next);
+    if (order < 0) {
+      Optional<JournalStore.Recorded> rec = journal.command(principal, sequence);
+      if (rec.isPresent() && Arrays.equals(rec.get().commandSha256(), digest)) {
+        return new Result(recorded(rec.get().outcome()), 0, 0, true);
       }
-      if (order > 0) {
-        throw QueryCode.SEQUENCE_GAP.failure(
-                "sequence " + Long.toUnsignedString(sequence) + " is ahead; expected "
-                    + Long.toUnsignedString(next))
-            .with(Fact.unsigned("sequence", sequence))
-            .with(Fact.unsigned("expected_sequence", next));
-      }
-      if (sequence == -1L) {
-        // 2^64-1 is the last sequence: accepting it would leave no next sequence to expect.
-        throw QueryCode.INVALID_COMMAND.failure("the native sequence space is exhausted");
-      }
-      CommandOutcome.Builder outcome = CommandOutcome.newBuilder()
-          .setPrincipal(principal)
-          .setSequence(sequence)
-          .setCommandSha256(ByteString.copyFrom(digest));
-      long start = 0;
-      try {
-        start = uploads.apply(command);
-        outcome.setKind(CommandOutcome.Kind.ACCEPTED).setCorrelation(start);
-      } catch (UploadValidator.Rejection r) {
-        outcome.setKind(CommandOutcome.Kind.REJECTED).setCode(r.code()).setMessage(r.getMessage());
-      }
-      CommandOutcome recorded = outcome.build();
-      journal.recordCommand(principal, sequence, digest, recorded.toByteArray());
-      journal.setNextSequence(principal, sequence + 1);
-      // The claim commits with the acceptance: leasing costs an accepted query no commit.
-      long attempt = start == 0 ? 0 : claimer.claim(start);
-      return new Result(recorded, start, attempt, false);
-    });
+      throw conflict(command, rec.isPresent()
+          ? "different command bytes at a used native sequence"
+          : "the sequence is below the principal's first native sequence");
+    }
+    if (order > 0) {
+      throw QueryCode.SEQUENCE_GAP.failure(
+              "sequence " + Long.toUnsignedString(sequence) + " is ahead; expected "
+                  + Long.toUnsignedString(next))
+          .with(Fact.unsigned("sequence", sequence))
+          .with(Fact.unsigned("expected_sequence", next));
+    }
+    if (sequence == -1L) {
+      // 2^64-1 is the last sequence: accepting it would leave no next sequence to expect.
+      throw QueryCode.INVALID_COMMAND.failure("the native sequence space is exhausted");
+    }
+    CommandOutcome.Builder outcome = CommandOutcome.newBuilder()
+        .setPrincipal(principal)
+        .setSequence(sequence)
+        .setCommandSha256(ByteString.copyFrom(digest));
+    long start = 0;
+    try {
+      start = uploads.apply(command);
+      outcome.setKind(CommandOutcome.Kind.ACCEPTED).setCorrelation(start);
+    } catch (UploadValidator.Rejection r) {
+      outcome.setKind(CommandOutcome.Kind.REJECTED).setCode(r.code()).setMessage(r.getMessage());
+    }
+    CommandOutcome recorded = outcome.build();
+    journal.recordCommand(principal, sequence, digest, recorded.toByteArray());
+    journal.setNextSequence(principal, sequence + 1);
+    // The claim commits with the acceptance: leasing costs an accepted query no commit.
+    long attempt = start == 0 ? 0 : claimer.claim(start);
+    return new Result(recorded, start, attempt, false);
   }
 
   private static CommandOutcome recorded(byte[] bytes) throws SQLException {

@@ -12,15 +12,18 @@ import java.util.Optional;
  * io.transit.flight.nativequery.postgres.PostgresJournal} is the shared journal of a replicated
  * deployment (several gateways, one database).
  *
- * <p>Contract for every implementation: {@link #transaction} runs its work as one atomic,
- * durable unit that callers on any thread (senders, query runners, readers) see whole; the
- * row-level methods are called only inside {@link #transaction}, on the thread that runs it,
- * and a transaction never opens another. Admission for one principal is serialized: {@link
- * #nextSequence} inside a transaction holds the principal off every other transaction (of this
- * store or of another store on the same journal) until it ends. Unsigned 64-bit ids travel as
- * their signed bit patterns. The throws clause names {@link SQLException} because every
- * implementation is a SQL database; {@link NotCommitted} marks the failures known to have left
- * nothing behind.
+ * <p>Contract for every implementation: {@link #transaction} runs its work as one atomic unit
+ * that callers on any thread (senders, query runners, readers) see whole, durable when it returns
+ * unless it was run {@link Durability#DEFERRED}; the row-level methods are called only inside a
+ * transaction, on the thread that runs it, and a transaction never opens another. Commits reach
+ * the disk in commit order: a durable commit that wrote, or {@link #flush}, makes every earlier
+ * commit durable too, so what a power loss leaves is a prefix of the commits that ends at or
+ * after the last durable one (docs/admission.md §10 builds exactly-once on this). Admission for
+ * one principal is serialized: {@link #nextSequence} inside a transaction holds the principal off
+ * every other transaction (of this store or of another store on the same journal) until it ends.
+ * Unsigned 64-bit ids travel as their signed bit patterns. The throws clause names {@link
+ * SQLException} because every implementation is a SQL database; {@link NotCommitted} marks the
+ * failures known to have left nothing behind.
  */
 public interface JournalStore extends AutoCloseable {
   /**
@@ -63,12 +66,36 @@ public interface JournalStore extends AutoCloseable {
   /** A saved query: its status and, once it succeeded, the canonical manifest bytes. */
   record SavedQuery(QueryStatus status, byte[] bundleSha256, boolean released, byte[] manifest) {}
 
+  /** When a transaction's commit is durable. */
+  enum Durability {
+    /** On the disk when the commit returns: survives kill -9 and power loss. */
+    DURABLE,
+    /**
+     * Visible to every caller and surviving the process's death (kill -9) when the commit returns,
+     * but lost with the machine (power loss, OS crash) until a later durable commit or {@link
+     * #flush}. SQLite: {@code synchronous=NORMAL} for this commit; PostgreSQL: {@code SET LOCAL
+     * synchronous_commit = off}.
+     */
+    DEFERRED
+  }
+
+  /** Runs {@code work} as one durable transaction: committed whole, or rolled back and rethrown. */
+  default <T> T transaction(Work<T> work) throws SQLException {
+    return transaction(Durability.DURABLE, work);
+  }
+
   /**
-   * Runs {@code work} as one transaction: committed whole, or rolled back and rethrown. The work
-   * must have no effect outside the journal: an implementation may run it once more after a
-   * failure that left nothing committed (a shared journal's lost connection).
+   * Runs {@code work} as one transaction committed with {@code durability}, or rolled back and
+   * rethrown. The work must have no effect outside the journal: an implementation may run it once
+   * more after a failure that left nothing committed (a shared journal's lost connection).
    */
-  <T> T transaction(Work<T> work) throws SQLException;
+  <T> T transaction(Durability durability, Work<T> work) throws SQLException;
+
+  /**
+   * Makes every commit so far durable, deferred ones included (one durable commit of its own when
+   * a deferred commit may be pending). Called outside a transaction.
+   */
+  void flush() throws SQLException;
 
   /**
    * Tells {@code observer} each commit's duration in nanoseconds (operations metrics), on the
@@ -156,6 +183,16 @@ public interface JournalStore extends AutoCloseable {
    */
   List<Long> expiredLeases(long nowMillis, int limit) throws SQLException;
 
+  /**
+   * Stores segment {@code index} of a small result in the journal instead of the segment store;
+   * called in the transaction of its query's {@link #finish}, so the bytes commit with the
+   * manifest naming them or not at all.
+   */
+  void storeInline(long correlation, int index, byte[] data) throws SQLException;
+
+  /** Segment {@code index} of the result when it is stored in the journal, else empty. */
+  Optional<byte[]> inlineSegment(long correlation, int index) throws SQLException;
+
   /** An unreleased succeeded result as the retention policy sees it. */
   record Retained(long correlation, long finishedMillis, long resultBytes) {}
 
@@ -168,7 +205,7 @@ public interface JournalStore extends AutoCloseable {
    */
   List<byte[]> liveManifests() throws SQLException;
 
-  /** Marks a result released; true when it existed. */
+  /** Marks a result released and deletes its inline segments; true when it existed. */
   boolean release(long correlation) throws SQLException;
 
   Optional<SavedQuery> query(long correlation) throws SQLException;

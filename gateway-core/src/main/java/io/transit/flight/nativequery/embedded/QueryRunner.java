@@ -37,10 +37,12 @@ import org.slf4j.LoggerFactory;
 /**
  * Executes one accepted query to its terminal status: rebuilds the plan from the journaled bundle,
  * runs the translated SQL on DuckDB, writes the retained segments and commits the manifest (or the
- * failure) to the journal. Segments are durable before the manifest that names them commits, so a
- * crash in between leaves the query ACCEPTED and it simply runs again. The terminal status is
- * fenced by the run's lease attempt: if another replica claimed the query meanwhile, nothing is
- * published and the result is dropped (its segments are the same bytes the current attempt
+ * failure) to the journal. A small result's segments ({@link ResultWriter#INLINE_RESULT_BYTES})
+ * commit inside the same durable transaction as the manifest and the terminal status; a larger
+ * result's segment files are durable before the manifest naming them commits. Either way a crash
+ * before that one commit leaves the query ACCEPTED and it simply runs again. The terminal status
+ * is fenced by the run's lease attempt: if another replica claimed the query meanwhile, nothing
+ * is published and the result is dropped (its segments are the same bytes the current attempt
  * writes, or unnamed files the retention sweep removes).
  *
  * <p>{@link #run} is called on an engine execution thread, one query per call; the runner itself
@@ -56,6 +58,9 @@ final class QueryRunner {
   /** An accepted query read for execution: its saved row and its assembled bundle bytes. */
   private record Pending(JournalStore.SavedQuery saved, byte[] bundle) {}
 
+  /** An executed query's manifest and, for a small result, its segments to store inline. */
+  private record Executed(ResultManifest manifest, List<byte[]> inline) {}
+
   private final JournalStore journal;
   private final DuckSessions sessions;
   private final DuckTables tables;
@@ -69,10 +74,18 @@ final class QueryRunner {
   /** Results dropped because their attempt was fenced; any execution thread adds. */
   private final java.util.concurrent.atomic.AtomicLong fenced =
       new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.function.LongPredicate beforeFinish;
 
+  /**
+   * {@code beforeFinish} is told the correlation after execution, right before the terminal
+   * commit (the test-only finish delay); false means the engine is closing and the query is left
+   * ACCEPTED.
+   */
   QueryRunner(JournalStore journal, DuckTables tables, DuckSessions sessions,
       SegmentStore segments, BufferAllocator allocator, Planner planner, int batchRows,
-      BooleanSupplier stopping, Lock writing, long duckMemoryLimit) {
+      BooleanSupplier stopping, Lock writing, long duckMemoryLimit,
+      java.util.function.LongPredicate beforeFinish) {
+    this.beforeFinish = beforeFinish;
     this.stopping = stopping;
     this.writing = writing;
     this.duckMemoryLimit = duckMemoryLimit;
@@ -118,9 +131,11 @@ final class QueryRunner {
     QueryStatus.Builder done = accepted.toBuilder();
     byte[] manifestBytes = null;
     long resultBytes = 0;
+    List<byte[]> inline = List.of();
     try {
       RequestBundle bundle = RequestBundle.parseFrom(bundleBytes);
-      ResultManifest manifest = execute(correlation, accepted, bundle, saved.bundleSha256());
+      Executed executed = execute(correlation, accepted, bundle, saved.bundleSha256());
+      ResultManifest manifest = executed.manifest();
       manifestBytes = DeterministicProto.bytes(manifest);
       for (SegmentRef ref : manifest.getSegmentsList()) {
         resultBytes += ref.getBytes();
@@ -128,6 +143,7 @@ final class QueryRunner {
       done.setState(QueryStatus.State.SUCCEEDED)
           .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
           .setTotalRows(manifest.getTotalRows());
+      inline = executed.inline(); // only a succeeded result keeps segments
     } catch (GatewayException e) {
       failed(done, e);
     } catch (InvalidProtocolBufferException e) {
@@ -139,7 +155,7 @@ final class QueryRunner {
     } catch (SQLException | IOException | RuntimeException e) {
       if (outOfMemory(e) && !stopping.getAsBoolean()) {
         failed(done, outOfMemory());
-        return finish(done.build(), null, 0, attempt);
+        return finish(done.build(), null, 0, List.of(), attempt);
       }
       if (stopping.getAsBoolean()) {
         // The engine is closing under this query: leave it ACCEPTED so it resumes at next open.
@@ -147,19 +163,34 @@ final class QueryRunner {
       }
       if (e instanceof SegmentStore.Unavailable u) {
         failed(done, storeUnavailable(u));
-        return finish(done.build(), null, 0, attempt);
+        return finish(done.build(), null, 0, List.of(), attempt);
       }
       log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
       failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
     }
-    return finish(done.build(), manifestBytes, resultBytes, attempt);
+    return finish(done.build(), manifestBytes, resultBytes, inline, attempt);
   }
 
-  private QueryStatus finish(QueryStatus status, byte[] manifest, long resultBytes, long attempt)
-      throws SQLException {
+  /**
+   * The query's one durable commit: inline segments, manifest and terminal status together, fenced
+   * by {@code attempt} (a fenced run writes nothing: the inline rows are written only when the
+   * status is).
+   */
+  private QueryStatus finish(QueryStatus status, byte[] manifest, long resultBytes,
+      List<byte[]> inline, long attempt) throws SQLException {
+    if (!beforeFinish.test(status.getCorrelation())) {
+      throw new IllegalStateException("engine closing before the terminal commit");
+    }
     long now = System.currentTimeMillis();
-    boolean published = journal.transaction(
-        () -> journal.finish(status, manifest, resultBytes, now, attempt));
+    boolean published = journal.transaction(() -> {
+      if (!journal.finish(status, manifest, resultBytes, now, attempt)) {
+        return false;
+      }
+      for (int i = 0; i < inline.size(); i++) {
+        journal.storeInline(status.getCorrelation(), i, inline.get(i));
+      }
+      return true;
+    });
     if (!published) {
       fenced.incrementAndGet();
       log.warn("query {} attempt {}: fenced (another replica claimed or finished it), its {}"
@@ -234,7 +265,7 @@ final class QueryRunner {
     return v == null ? "" : v instanceof Fact f ? f.value() : v.toString();
   }
 
-  private ResultManifest execute(long correlation, QueryStatus q, RequestBundle bundle,
+  private Executed execute(long correlation, QueryStatus q, RequestBundle bundle,
       byte[] bundleSha256) throws SQLException, IOException {
     String sql = bundle.getSql().toString(StandardCharsets.UTF_8);
     QueryPlan plan = planner.plan(sql, bundle.getTable());
@@ -247,6 +278,7 @@ final class QueryRunner {
     // and again after it (a file replaced mid-scan must not become a retained result).
     tables.checkUnchanged(objectId);
     List<SegmentRef> refs;
+    List<byte[]> inline;
     long totalRows;
     DuckSessions.Session session = sessions.borrow();
     boolean clean = false;
@@ -266,6 +298,7 @@ final class QueryRunner {
       clean = true;
       tables.checkUnchanged(objectId);
       refs = writer.finish();
+      inline = writer.inline();
       totalRows = writer.totalRows();
     } finally {
       if (clean) {
@@ -291,7 +324,7 @@ final class QueryRunner {
     for (QueryPlan.Output o : plan.outputs()) {
       m.addColumns(OutputColumn.newBuilder().setName(o.name()).setNullable(o.nullable()));
     }
-    return m.build();
+    return new Executed(m.build(), inline);
   }
 
   private static void aggregateRow(QueryPlan plan, ResultSet rs, ResultWriter writer,

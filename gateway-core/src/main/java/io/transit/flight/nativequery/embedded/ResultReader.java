@@ -25,9 +25,18 @@ import org.apache.arrow.memory.BufferAllocator;
  * rights on every call: the inspect right for statuses and manifests, the entry-read right on the
  * result's source for segments (independently of inspect). A released result fails closed with
  * RETIRED; a missing or altered stored file is EVIDENCE, never an empty result; a store that does
- * not answer is UNAVAILABLE {@code query.segment_store_unavailable}. Any thread.
+ * not answer is UNAVAILABLE {@code query.segment_store_unavailable}. A small result's segments
+ * come from the journal ({@link JournalStore#inlineSegment}), read in the same transaction as the
+ * query row, else from the segment store; the caller digests either against the manifest before
+ * conversion. Any thread.
  */
 final class ResultReader {
+  /** A query row and, when it holds one, the inline segment asked for: one journal snapshot. */
+  private record Found(JournalStore.SavedQuery saved, Optional<byte[]> inline) {}
+
+  /** A segment that passed every check: its reference and its inline bytes, if inline. */
+  private record Readable(SegmentRef ref, Optional<byte[]> inline) {}
+
   private final JournalStore journal;
   private final RightsRegistry rights;
   private final SegmentStore segments;
@@ -50,10 +59,13 @@ final class ResultReader {
   }
 
   byte[] segment(ReadAccess access, long correlation, int index, long maxBytes) {
-    SegmentRef ref = readableSegment(access, correlation, index, maxBytes);
-    Optional<byte[]> bytes;
+    Readable readable = readableSegment(access, correlation, index, maxBytes);
+    SegmentRef ref = readable.ref();
+    Optional<byte[]> bytes = readable.inline();
     try {
-      bytes = segments.read(ref.getSha256().toByteArray());
+      if (bytes.isEmpty()) {
+        bytes = segments.read(ref.getSha256().toByteArray());
+      }
     } catch (SegmentStore.Unavailable e) {
       throw unavailable(e, index);
     } catch (IOException e) {
@@ -71,7 +83,18 @@ final class ResultReader {
   /** {@link #segment(ReadAccess, long, int, long)} read straight into a buffer the caller owns. */
   ArrowBuf segment(
       ReadAccess access, long correlation, int index, long maxBytes, BufferAllocator allocator) {
-    SegmentRef ref = readableSegment(access, correlation, index, maxBytes);
+    Readable readable = readableSegment(access, correlation, index, maxBytes);
+    SegmentRef ref = readable.ref();
+    if (readable.inline().isPresent()) {
+      byte[] bytes = readable.inline().get();
+      if (bytes.length != ref.getBytes()) {
+        throw wrongSize(index);
+      }
+      ArrowBuf buf = allocator.buffer(bytes.length);
+      buf.setBytes(0, bytes);
+      buf.writerIndex(bytes.length);
+      return buf;
+    }
     try {
       return segments.read(ref.getSha256().toByteArray(), ref.getBytes(), allocator)
           .orElseThrow(() -> missing(access, correlation, index));
@@ -85,10 +108,11 @@ final class ResultReader {
   }
 
   /** The checks of every bounded read: current rights, ownership, retention, index, size bound. */
-  private SegmentRef readableSegment(
+  private Readable readableSegment(
       ReadAccess access, long correlation, int index, long maxBytes) {
     PrincipalRights r = rights.require(access.principal());
-    JournalStore.SavedQuery q = owned(access, correlation);
+    Found found = owned(access, correlation, index);
+    JournalStore.SavedQuery q = found.saved();
     ResultManifest m = retained(q);
     checkIdentity(access, m);
     if (!r.mayRead(m.getSource())) {
@@ -105,7 +129,7 @@ final class ResultReader {
       throw ResultWriter.exhausted(
           "the segment exceeds the read bound", "segment_read_bytes", maxBytes, ref.getBytes());
     }
-    return ref;
+    return new Readable(ref, found.inline());
   }
 
   /**
@@ -148,9 +172,21 @@ final class ResultReader {
   }
 
   private JournalStore.SavedQuery owned(ReadAccess access, long correlation) {
+    return owned(access, correlation, -1).saved();
+  }
+
+  /** The query row and, for {@code index >= 0}, its inline segment there, in one transaction. */
+  private Found owned(ReadAccess access, long correlation, int index) {
     Optional<JournalStore.SavedQuery> q;
+    Optional<byte[]> inline;
     try {
-      q = journal.transaction(() -> journal.query(correlation));
+      Found read = journal.transaction(() -> {
+        Optional<JournalStore.SavedQuery> saved = journal.query(correlation);
+        return new Found(saved.orElse(null), saved.isPresent() && index >= 0
+            ? journal.inlineSegment(correlation, index) : Optional.empty());
+      });
+      q = Optional.ofNullable(read.saved());
+      inline = read.inline();
     } catch (SQLException e) {
       throw new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
           "the native journal cannot be read", e);
@@ -159,7 +195,7 @@ final class ResultReader {
     if (q.isEmpty() || q.get().status().getPrincipal() != access.principal()) {
       throw QueryCode.UNKNOWN_RESULT.failure("no such query for this principal");
     }
-    return q.get();
+    return new Found(q.get(), inline);
   }
 
   private static ResultManifest retained(JournalStore.SavedQuery q) {

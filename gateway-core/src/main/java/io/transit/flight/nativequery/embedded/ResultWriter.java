@@ -3,6 +3,7 @@ package io.transit.flight.nativequery.embedded;
 import io.transit.flight.cells.CellSegmentBuilder;
 import com.google.protobuf.ByteString;
 import io.transit.flight.diagnostic.Budget;
+import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
@@ -16,20 +17,44 @@ import org.apache.arrow.memory.BufferAllocator;
 /**
  * Cuts a query's cell rows into segments of the bundle's {@code rows_per_segment}, encodes and
  * stores each, and enforces the segment- and result-byte budgets as each segment is measured.
- * Confined to one query runner thread; owns the open {@link CellSegmentBuilder} and frees it on
- * {@link #close()}.
+ *
+ * <p>A result of at most {@link #INLINE_RESULT_BYTES} encoded bytes in all is kept in memory and
+ * handed back by {@link #inline()} for the journal to store with the manifest in one commit (no
+ * segment file, no file or directory fsync); the first segment that takes the result past it
+ * sends the held segments and every later one to the {@link SegmentStore}. A result is therefore
+ * either wholly inline or wholly in the store.
+ *
+ * <p>Confined to one query runner thread; owns the open {@link CellSegmentBuilder} (freed on
+ * {@link #close()}) and the held segments' heap bytes.
  */
 final class ResultWriter implements AutoCloseable {
+  /**
+   * The largest result, in encoded segment bytes, stored in the journal rather than in segment
+   * files: 64 KiB keeps every one-row aggregate and small projection inline while a journal row
+   * stays small next to SQLite's page cache.
+   */
+  static final long INLINE_RESULT_BYTES = 64 * 1024;
+
   private final BufferAllocator allocator;
   private final SegmentStore store;
   private final List<String> names;
   private final Budgets budgets;
   private final List<SegmentRef> segments = new ArrayList<>();
+  private final long inlineLimit;
+  // The encoded segments held for the journal, in order; null once the result went to the store.
+  private List<byte[]> held = new ArrayList<>();
   private CellSegmentBuilder current;
   private long totalBytes;
   private long totalRows;
 
   ResultWriter(BufferAllocator allocator, SegmentStore store, List<String> names, Budgets b) {
+    this(allocator, store, names, b, INLINE_RESULT_BYTES);
+  }
+
+  /** As above with another inline limit (0: every segment goes to the store). */
+  ResultWriter(BufferAllocator allocator, SegmentStore store, List<String> names, Budgets b,
+      long inlineLimit) {
+    this.inlineLimit = inlineLimit;
     this.allocator = allocator;
     this.store = store;
     this.names = List.copyOf(names);
@@ -64,15 +89,23 @@ final class ResultWriter implements AutoCloseable {
     }
   }
 
-  /** Stores the last partial segment; an empty result has no segments at all. */
+  /**
+   * Stores the last partial segment; an empty result has no segments at all. Segments that went
+   * to the store are durable when this returns; held ones are in {@link #inline()}.
+   */
   List<SegmentRef> finish() throws IOException {
     if (current != null && current.rows() > 0) {
       flush();
     }
-    if (!segments.isEmpty()) {
+    if (held == null) {
       store.sync();
     }
     return List.copyOf(segments);
+  }
+
+  /** The result's segments when it stays inline (index order), else empty; after finish. */
+  List<byte[]> inline() {
+    return held == null ? List.of() : List.copyOf(held);
   }
 
   long totalRows() {
@@ -97,7 +130,19 @@ final class ResultWriter implements AutoCloseable {
       throw exhausted("the result exceeds max_result_bytes", "max_result_bytes",
           budgets.getMaxResultBytes(), totalBytes);
     }
-    byte[] sha = store.write(bytes);
+    byte[] sha;
+    if (held != null && totalBytes <= inlineLimit) {
+      sha = Digests.sha256(bytes);
+      held.add(bytes);
+    } else {
+      if (held != null) {
+        for (byte[] earlier : held) {
+          store.write(earlier);
+        }
+        held = null;
+      }
+      sha = store.write(bytes);
+    }
     segments.add(SegmentRef.newBuilder()
         .setRows(rows)
         .setBytes(bytes.length)

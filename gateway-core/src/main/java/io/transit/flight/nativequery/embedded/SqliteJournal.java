@@ -17,14 +17,19 @@ import java.util.Optional;
 import java.util.Properties;
 
 /**
- * The embedded {@link JournalStore} (the default): SQLite in WAL mode with {@code synchronous=FULL}, so every
- * committed transaction survives kill -9 and power loss; the SQL itself is portable ({@code
- * nativequery.postgres.PostgresJournal}, the shared journal, keeps the same tables).
+ * The embedded {@link JournalStore} (the default): SQLite in WAL mode. A durable transaction
+ * commits with {@code synchronous=FULL} (the WAL is fsynced: it survives kill -9 and power loss);
+ * a deferred one with {@code synchronous=NORMAL} (written to the WAL, no fsync: it survives kill
+ * -9, and a power loss keeps a prefix of the WAL, because SQLite recovers frames only up to the
+ * first whose cumulative checksum fails). The next fsync covers every frame before it. The SQL
+ * itself is portable ({@code nativequery.postgres.PostgresJournal}, the shared journal, keeps the
+ * same tables).
  *
- * <p>One JDBC connection at a time (replaced only after a failure SQLite rolled back itself,
- * see {@link #transaction}), guarded by this object's monitor: {@link #transaction} holds it for the
- * whole unit of work, so callers on any thread (senders, query runners, readers) see each other's
- * transactions whole. The row-level methods must only be called inside {@link #transaction}; they
+ * <p>One JDBC connection in auto-commit mode, guarded by this object's monitor: {@link
+ * #transaction} sets the commit's safety level (SQLite refuses to change it inside a transaction),
+ * then runs {@code BEGIN}, the work and {@code COMMIT} under the monitor for the whole unit of
+ * work, so callers on any thread (senders, query runners, readers) see each other's
+transactions whole. The row-level methods must only be called inside {@link #transaction}; they
  * reuse one cached prepared statement per SQL text (closing each result set resets it).
  * Unsigned 64-bit ids are stored as their signed bit patterns.
  */
@@ -42,6 +47,11 @@ final class SqliteJournal implements JournalStore {
         + " namespace BIGINT NOT NULL, part_index INTEGER NOT NULL, data BLOB NOT NULL,"
         + " PRIMARY KEY (principal, namespace, part_index))",
     "CREATE TABLE IF NOT EXISTS counters (name VARCHAR(32) PRIMARY KEY, value BIGINT NOT NULL)",
+    // Small results' segments (ResultWriter.INLINE_RESULT_BYTES): written with the manifest in
+    // one commit, deleted by the release. A journal from before them gains the table at open.
+    "CREATE TABLE IF NOT EXISTS inline_segments (correlation BIGINT NOT NULL,"
+        + " segment_index INTEGER NOT NULL, data BLOB NOT NULL,"
+        + " PRIMARY KEY (correlation, segment_index))",
     "CREATE TABLE IF NOT EXISTS queries (correlation BIGINT PRIMARY KEY,"
         + " principal BIGINT NOT NULL, namespace BIGINT NOT NULL, bundle_sha256 BLOB NOT NULL,"
         + " state VARCHAR(16) NOT NULL, code VARCHAR(64) NOT NULL, stage VARCHAR(32) NOT NULL,"
@@ -74,28 +84,39 @@ final class SqliteJournal implements JournalStore {
   private static final int SQLITE_FULL = 13;
 
   private final Path file;
-  // @GuardedBy("this"): replaced only by reconnect() after a transaction the driver could not
-  // roll back (see transaction()).
-  private Connection connection;
-  // @GuardedBy("this"): the connection's state is unknown; the next transaction reconnects first.
-  private boolean broken;
+  private final Connection connection;
+  /** The driver's handle: its change counter tells which commits wrote. */
+  private final org.sqlite.core.DB database;
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
   private volatile java.util.function.LongConsumer commitObserver = nanos -> {};
   // @GuardedBy("this"): one prepared statement per distinct SQL text of this class (a fixed,
   // small set), kept for the connection's life: preparing costs more than running most of them.
   private final Map<String, PreparedStatement> statements = new HashMap<>();
+  // @GuardedBy("this"): whether the connection's synchronous setting is FULL (set at open).
+  private boolean synchronousFull = true;
+  // @GuardedBy("this"): a deferred commit that wrote is not yet followed by a durable one that did.
+  private boolean deferredPending;
+  // @GuardedBy("this"): durable commits that wrote, i.e. WAL fsyncs (tests count them).
+  private long durableCommits;
 
-  private SqliteJournal(Connection connection, Path file) {
+  private SqliteJournal(Connection connection, Path file) throws SQLException {
     this.connection = connection;
     this.file = file;
+    this.database = connection.unwrap(org.sqlite.SQLiteConnection.class).getDatabase();
   }
 
   static SqliteJournal open(Path file) throws SQLException {
-    return new SqliteJournal(connect(file, true), file);
+    Connection c = connect(file);
+    try {
+      return new SqliteJournal(c, file);
+    } catch (SQLException e) {
+      c.close();
+      throw e;
+    }
   }
 
-  /** Opens the connection with the journal's settings; {@code create} also creates the schema. */
-  private static Connection connect(Path file, boolean create) throws SQLException {
+  /** Opens the connection (auto-commit: transactions are explicit) and creates the schema. */
+  private static Connection connect(Path file) throws SQLException {
     Properties props = new Properties();
     // Nothing here reads generated keys; left on, every INSERT runs a last_insert_rowid() query.
     props.setProperty("jdbc.get_generated_keys", "false");
@@ -104,14 +125,10 @@ final class SqliteJournal implements JournalStore {
       s.execute("PRAGMA journal_mode=WAL");
       s.execute("PRAGMA synchronous=FULL");
       s.execute("PRAGMA busy_timeout=10000");
-      if (create) {
-        for (String ddl : SCHEMA) {
-          s.execute(ddl);
-        }
-        addMissingColumns(s);
+      for (String ddl : SCHEMA) {
+        s.execute(ddl);
       }
-      c.setAutoCommit(false);
-      c.commit();
+      addMissingColumns(s);
     } catch (SQLException e) {
       c.close();
       throw e;
@@ -149,12 +166,13 @@ final class SqliteJournal implements JournalStore {
    * again on a fresh snapshot, at most {@value #BUSY_RUNS} times (lock waits are busy_timeout's).
    */
   @Override
-  public synchronized <T> T transaction(Work<T> work) throws SQLException {
+  public synchronized <T> T transaction(Durability durability, Work<T> work)
+      throws SQLException {
     for (int run = 1; ; run++) {
       try {
-        return once(work);
+        return once(durability, work);
       } catch (SQLException e) {
-        if (run == BUSY_RUNS || broken || !busy(e)) {
+        if (run == BUSY_RUNS || !busy(e)) {
           throw e;
         }
       }
@@ -170,45 +188,60 @@ final class SqliteJournal implements JournalStore {
     return false;
   }
 
-  private <T> T once(Work<T> work) throws SQLException {
-    if (broken) {
-      reconnect();
+  private <T> T once(Durability durability, Work<T> work) throws SQLException {
+    boolean durable = durability == Durability.DURABLE;
+    if (durable != synchronousFull) {
+      prepared(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL").execute();
+      synchronousFull = durable;
     }
+    long changesBefore = database.total_changes();
+    prepared("BEGIN").execute();
     try {
       T result = work.run();
       long started = System.nanoTime();
-      connection.commit();
+      prepared("COMMIT").execute();
       commitObserver.accept(System.nanoTime() - started);
+      // Only a commit that changed rows writes WAL frames, and only written frames are fsynced.
+      if (database.total_changes() != changesBefore) {
+        if (durable) {
+          durableCommits++;
+          deferredPending = false;
+        } else {
+          deferredPending = true;
+        }
+      }
       return result;
     } catch (SQLException | RuntimeException | Error e) {
       try {
-        connection.rollback();
+        prepared("ROLLBACK").execute();
       } catch (SQLException rollback) {
-        // SQLite has already rolled back after some failures (SQLITE_FULL: "no transaction is
-        // active"); the first failure is the one that says what happened. The driver skipped
-        // the BEGIN it issues after each commit or rollback, so the connection now runs each
-        // statement in autocommit while claiming otherwise: it must not be used again.
+        // SQLite has already rolled back after some failures (SQLITE_FULL, a failed COMMIT: "no
+        // transaction is active"); the first failure is the one that says what happened. In
+        // auto-commit mode the connection is then simply outside a transaction, ready for the
+        // next BEGIN.
         e.addSuppressed(rollback);
-        broken = true;
       }
       throw e;
     }
   }
 
-  /**
-   * Replaces a connection left in an unknown state by a fresh one on the same file. SQLite's
-   * recovery makes the committed state whole; a failed attempt (the file system may still be
-   * full) leaves the journal broken, and the next transaction tries again.
-   */
-  private void reconnect() throws SQLException {
-    closeStatements();
-    try {
-      connection.close();
-    } catch (SQLException ignored) {
-      // The old connection's state is what is being discarded.
+  @Override
+  public synchronized void flush() throws SQLException {
+    if (!deferredPending) {
+      return;
     }
-    connection = connect(file, false);
-    broken = false;
+    // An fsync needs a written frame: a commit that changed nothing writes none.
+    transaction(Durability.DURABLE, () -> {
+      if (update("UPDATE counters SET value = value + 1 WHERE name = 'flushes'") == 0) {
+        update("INSERT INTO counters (name, value) VALUES ('flushes', 1)");
+      }
+      return null;
+    });
+  }
+
+  /** Durable commits that wrote so far, i.e. WAL fsyncs (tests: commits per statement). */
+  synchronized long durableCommits() {
+    return durableCommits;
   }
 
   private SQLException closeStatements() {
@@ -429,10 +462,28 @@ final class SqliteJournal implements JournalStore {
     return out;
   }
 
-  /** Marks a result released; true when it existed. */
+  /** Marks a result released and deletes its inline segments; true when it existed. */
   @Override
   public boolean release(long correlation) throws SQLException {
+    update("DELETE FROM inline_segments WHERE correlation = ?", correlation);
     return update("UPDATE queries SET released = 1 WHERE correlation = ?", correlation) == 1;
+  }
+
+  @Override
+  public void storeInline(long correlation, int index, byte[] data) throws SQLException {
+    update("INSERT INTO inline_segments (correlation, segment_index, data) VALUES (?, ?, ?)",
+        correlation, index, data);
+  }
+
+  @Override
+  public Optional<byte[]> inlineSegment(long correlation, int index) throws SQLException {
+    PreparedStatement p = prepared(
+        "SELECT data FROM inline_segments WHERE correlation = ? AND segment_index = ?");
+    p.setLong(1, correlation);
+    p.setInt(2, index);
+    try (ResultSet r = p.executeQuery()) {
+      return r.next() ? Optional.of(r.getBytes(1)) : Optional.empty();
+    }
   }
 
   @Override

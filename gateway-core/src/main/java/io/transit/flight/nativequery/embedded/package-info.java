@@ -24,19 +24,20 @@
  * views over their files (checked by {@code FileSchemaCheck}, CSV/Arrow through {@code
  * ParquetCopies}, guarded by each file's {@code FileIdentity} before and after every scan), cutting
  * rows into segments with {@code ResultWriter} and {@code
- * io.transit.flight.cells.CellSegmentBuilder} and storing them in the {@code SegmentStore} (the
- * interface; {@code LocalSegmentStore}, a directory, by default, or {@code S3SegmentStore}, an
- * S3-API bucket, chosen by {@link io.transit.flight.nativequery.embedded.SegmentSettings}); {@code
- * ResultReader} serves reads under {@code RightsRegistry}'s current rights; {@code
- * RequesterCheck} is the source/requester check a submit makes, which {@code
- * EmbeddedEngine.checkAccess} also answers before the gateway discloses anything.
- * {@code Leases} claims, renews and takes over the execution leases that let several engines
- * share one journal (the attempt fences a finish).
+ * io.transit.flight.cells.CellSegmentBuilder} and storing a small result in the journal with its
+ * manifest (one durable commit) or a larger one in the {@code SegmentStore} (the interface; {@code
+ * LocalSegmentStore}, a directory, by default, or {@code S3SegmentStore}, an S3-API bucket, chosen
+ * by {@link io.transit.flight.nativequery.embedded.SegmentSettings}); {@code ResultReader} serves
+ * reads under {@code RightsRegistry}'s current rights; {@code RequesterCheck} is the
+ * source/requester check a submit makes, which {@code EmbeddedEngine.checkAccess} also answers
+ * before the gateway discloses anything. {@code Leases} claims, renews and takes over the
+ * execution leases that let several engines share one journal (the attempt fences a finish).
  * {@code ProofVerdicts} starts a sealed bundle's proof verification ahead of its submit.
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
  * runs each transaction whole (SQLite: on one monitor; PostgreSQL: on a pooled connection of its
- * own, one principal's admissions serialized on its row lock). Queries run on the engine's bounded
+ * own, one principal's admissions serialized on its row lock), durable or deferred
+ * (docs/admission.md §10). Queries run on the engine's bounded
  * execution pool, one query per task, each with its own child allocator and DuckDB connection;
  * nothing a runner allocates outlives its task. Lease renewals and takeover scans run on one
  * {@code native-lease} thread. Rights are swapped atomically as a whole. Proof verdicts are

@@ -55,6 +55,12 @@ public final class PostgresJournal implements JournalStore {
   /** SQLSTATE of PostgreSQL's "could not extend file": its storage is full. */
   private static final String DISK_FULL = "53100";
 
+  /**
+   * A deferred commit of this journal may not be flushed yet. Any thread sets and clears it; a
+   * race only costs one unneeded flush (cleared before the flush, set again when it fails).
+   */
+  private volatile boolean deferredPending;
+
   /** Where the migrations live on the class path. */
   static final String MIGRATIONS = "classpath:io/transit/flight/nativequery/postgres/migration";
 
@@ -129,12 +135,12 @@ public final class PostgresJournal implements JournalStore {
    * first attempt committed, and the work has no effect outside the journal.
    */
   @Override
-  public <T> T transaction(Work<T> work) throws SQLException {
+  public <T> T transaction(Durability durability, Work<T> work) throws SQLException {
     if (current.get() != null) {
       throw new IllegalStateException("a journal transaction is already open on this thread");
     }
     try {
-      return attempt(work);
+      return attempt(durability, work);
     } catch (NotCommitted e) {
       // Only a connection that broke in use is worth another try; when none could be had
       // within the timeout, a second wait would only double the caller's.
@@ -143,11 +149,11 @@ public final class PostgresJournal implements JournalStore {
       }
       // The other pooled connections most likely died with this one.
       pool.getHikariPoolMXBean().softEvictConnections();
-      return attempt(work);
+      return attempt(durability, work);
     }
   }
 
-  private <T> T attempt(Work<T> work) throws SQLException {
+  private <T> T attempt(Durability durability, Work<T> work) throws SQLException {
     Connection c;
     try {
       c = pool.getConnection();
@@ -158,6 +164,13 @@ public final class PostgresJournal implements JournalStore {
     try {
       T result;
       try {
+        if (durability == Durability.DEFERRED) {
+          // This transaction's commit returns before its WAL is flushed; the next durable
+          // commit (of any session: the server flushes its WAL in order) or flush() covers it.
+          try (java.sql.Statement st = c.createStatement()) {
+            st.execute("SET LOCAL synchronous_commit = off");
+          }
+        }
         result = work.run();
       } catch (NotCommitted e) {
         rollback(c);
@@ -172,6 +185,9 @@ public final class PostgresJournal implements JournalStore {
       long started = System.nanoTime();
       c.commit();
       commitObserver.accept(System.nanoTime() - started);
+      if (durability == Durability.DEFERRED) {
+        deferredPending = true;
+      }
       return result;
     } finally {
       current.remove();
@@ -441,7 +457,45 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public boolean release(long correlation) throws SQLException {
+    update("DELETE FROM inline_segments WHERE correlation = ?", correlation);
     return update("UPDATE queries SET released = true WHERE correlation = ?", correlation) == 1;
+  }
+
+  @Override
+  public void storeInline(long correlation, int index, byte[] data) throws SQLException {
+    update("INSERT INTO inline_segments (correlation, segment_index, data) VALUES (?, ?, ?)",
+        correlation, index, data);
+  }
+
+  @Override
+  public Optional<byte[]> inlineSegment(long correlation, int index) throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT data FROM inline_segments WHERE correlation = ? AND segment_index = ?")) {
+      p.setLong(1, correlation);
+      p.setInt(2, index);
+      try (ResultSet r = p.executeQuery()) {
+        return r.next() ? Optional.of(r.getBytes(1)) : Optional.empty();
+      }
+    }
+  }
+
+  /**
+   * A durable commit that writes a row, when a deferred commit of this journal may not be flushed
+   * yet: the server flushes its WAL in order, so this covers every earlier commit.
+   */
+  @Override
+  public void flush() throws SQLException {
+    if (!deferredPending) {
+      return;
+    }
+    deferredPending = false;
+    try {
+      transaction(Durability.DURABLE,
+          () -> update("UPDATE flushes SET count = count + 1 WHERE id = 1"));
+    } catch (SQLException | RuntimeException e) {
+      deferredPending = true;
+      throw e;
+    }
   }
 
   @Override

@@ -42,11 +42,17 @@ class RetentionTest {
   private static List<Publication> demo;
   private EmbeddedEngine engine;
 
+  // SMALL and LARGE are past ResultWriter.INLINE_RESULT_BYTES: their segments are files.
   private static final String SMALL = "small";
   private static final String LARGE = "large";
+  private static final String INLINE = "inline";
+  private static final long SMALL_ROWS = 12_000;
   private static final TablePlanner PLANNER = new TablePlanner()
       .put(SMALL, new QueryPlan(List.of(column("id", LogicalType.INT64, false)),
-          new QueryPlan.Comparison("id", Op.LT, new Literal(LogicalType.INT64, 3000L)), null,
+          new QueryPlan.Comparison("id", Op.LT, new Literal(LogicalType.INT64, SMALL_ROWS)), null,
+          false))
+      .put(INLINE, new QueryPlan(List.of(column("id", LogicalType.INT64, false)),
+          new QueryPlan.Comparison("id", Op.LT, new Literal(LogicalType.INT64, 100L)), null,
           false))
       .put(LARGE, new QueryPlan(List.of(column("id", LogicalType.INT64, false),
           column("a", LogicalType.INT64, false)),
@@ -163,7 +169,45 @@ class RetentionTest {
     assertRetired(s);
     // The engine goes on serving: a new statement succeeds and reads back.
     QueryStatus next = run(SMALL);
-    assertEquals(3000, next.getTotalRows());
+    assertEquals(SMALL_ROWS, next.getTotalRows());
+  }
+
+  @Test
+  void anInlineResultCountsTowardTheByteBoundAndItsReleaseDeletesItsBytes() throws Exception {
+    open(EngineOptions.defaults());
+    Set<String> filesBefore = files();
+    QueryStatus a = run(INLINE);
+    QueryStatus b = run(INLINE);
+    ResultManifest mb = manifest(b);
+    assertTrue(bytes(mb) > 0 && bytes(mb) <= ResultWriter.INLINE_RESULT_BYTES);
+    assertEquals(filesBefore, files(), "an inline result writes no segment file");
+    assertEquals(1, inlineRows(a.getCorrelation()));
+    byte[] before = engine.readSegment(access(), b.getCorrelation(), 0, 1L << 30);
+    // Room for one of the two: the oldest (a) is released and its journal bytes go with it.
+    open(EngineOptions.defaults()
+        .withRetention(Duration.ofDays(1), bytes(mb), Duration.ofHours(1)));
+    assertEquals(new Retention.Swept(1, 0), engine.sweepRetention());
+    assertRetired(a);
+    assertEquals(0, inlineRows(a.getCorrelation()));
+    assertEquals(1, inlineRows(b.getCorrelation()));
+    assertArrayEquals(before, engine.readSegment(access(), b.getCorrelation(), 0, 1L << 30));
+    assertTrue(engine.release(b.getCorrelation()));
+    assertEquals(0, inlineRows(b.getCorrelation()));
+    assertRetired(b);
+  }
+
+  /** Rows of the journal's inline table for one result, read through a second connection. */
+  private long inlineRows(long correlation) throws Exception {
+    try (Connection c = DriverManager.getConnection(
+            "jdbc:sqlite:" + state.resolve("journal.sqlite").toAbsolutePath());
+        java.sql.PreparedStatement p = c.prepareStatement(
+            "SELECT COUNT(*) FROM inline_segments WHERE correlation = ?")) {
+      p.setLong(1, correlation);
+      try (java.sql.ResultSet r = p.executeQuery()) {
+        r.next();
+        return r.getLong(1);
+      }
+    }
   }
 
   @Test

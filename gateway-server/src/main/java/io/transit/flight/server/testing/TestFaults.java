@@ -27,6 +27,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   before-record:KIND:WHEN   fail the matching command before its journal record
  *   after-record:KIND:WHEN    fail the matching command after its record committed
  *   execution-delay-ms:N      every accepted query waits N ms (1..600000) before executing
+ *   finish-delay-ms:N         every query waits N ms (1..600000) after executing, before its
+ *                             terminal commit
  *   release-after-execution   every result is released as soon as its query has executed
  *   clock:negative            the gateway's clock reads -1 ms (an invalid observation: CLOCK)
  *   clock:defect              the gateway's clock throws IllegalStateException (a defect: INTERNAL)
@@ -54,16 +56,18 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
   private final String spec;
   private final List<Rule> rules;
   private final long delayMillis;
+  private final long finishDelayMillis;
   private final boolean release;
   /** "negative", "defect" or null (the system clock). */
   private final String clockFault;
   private final boolean unpublished;
 
-  private TestFaults(String spec, List<Rule> rules, long delayMillis, boolean release,
-      String clockFault, boolean unpublished) {
+  private TestFaults(String spec, List<Rule> rules, long delayMillis, long finishDelayMillis,
+      boolean release, String clockFault, boolean unpublished) {
     this.spec = spec;
     this.rules = List.copyOf(rules);
     this.delayMillis = delayMillis;
+    this.finishDelayMillis = finishDelayMillis;
     this.release = release;
     this.clockFault = clockFault;
     this.unpublished = unpublished;
@@ -78,13 +82,16 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
     }
     List<Rule> rules = new ArrayList<>();
     long delay = 0;
+    long finishDelay = 0;
     boolean release = false;
     String clock = null;
     boolean unpublished = false;
     for (String item : spec.split(",", -1)) {
       String[] f = item.split(":", -1);
       if (f.length == 2 && f[0].equals("execution-delay-ms")) {
-        delay = delayOf(f[1]);
+        delay = delayOf(f[0], f[1]);
+      } else if (f.length == 2 && f[0].equals("finish-delay-ms")) {
+        finishDelay = delayOf(f[0], f[1]);
       } else if (f.length == 1 && f[0].equals("release-after-execution")) {
         release = true;
       } else if (f.length == 2 && f[0].equals("clock")
@@ -99,7 +106,8 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
         throw refused("'" + item + "' is not a fault");
       }
     }
-    return Optional.of(new TestFaults(spec, rules, delay, release, clock, unpublished));
+    return Optional.of(
+        new TestFaults(spec, rules, delay, finishDelay, release, clock, unpublished));
   }
 
   private static NativeCommand.BodyCase kindOf(String s) throws ConfigException {
@@ -120,7 +128,7 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
     };
   }
 
-  private static long delayOf(String s) throws ConfigException {
+  private static long delayOf(String item, String s) throws ConfigException {
     try {
       long ms = Long.parseLong(s);
       if (ms >= 1 && ms <= MAX_DELAY_MS) {
@@ -129,7 +137,7 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
     } catch (NumberFormatException e) {
       // Falls through to the refusal below.
     }
-    throw refused("execution-delay-ms must be 1.." + MAX_DELAY_MS);
+    throw refused(item + " must be 1.." + MAX_DELAY_MS);
   }
 
   private static ConfigException refused(String why) {
@@ -149,6 +157,11 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
   @Override
   public long executionDelayMillis() {
     return delayMillis;
+  }
+
+  @Override
+  public long finishDelayMillis() {
+    return finishDelayMillis;
   }
 
   @Override

@@ -46,6 +46,10 @@ class TestFaultsTest {
     assertTrue(f.fail(Point.BEFORE_RECORD, SUBMIT));
     assertFalse(f.fail(Point.AFTER_RECORD, SUBMIT));
     assertEquals(2500, f.executionDelayMillis());
+    assertEquals(0, f.finishDelayMillis());
+    TestFaults both = parse("execution-delay-ms:300,finish-delay-ms:700");
+    assertEquals(300, both.executionDelayMillis());
+    assertEquals(700, both.finishDelayMillis());
   }
 
   @Test
@@ -69,6 +73,7 @@ class TestFaultsTest {
     for (String bad : new String[] {"after-record:submit", "after-record:submit:twice",
         "during-record:part:once", "after-record:Submit:once", "execution-delay-ms:0",
         "execution-delay-ms:600001", "execution-delay-ms:x", "after-record:submit:once,",
+        "finish-delay-ms:0", "finish-delay-ms:600001", "finish-delay-ms", "finish-delay-ms:1:2",
         "release-after-execution:once", "clock", "clock:slow", "clock:negative:once",
         "engine-publications:some",
         " after-record:submit:once"}) {

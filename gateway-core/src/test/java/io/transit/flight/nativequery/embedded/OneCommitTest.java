@@ -1,0 +1,260 @@
+package io.transit.flight.nativequery.embedded;
+
+import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.Publication;
+import io.transit.flight.proto.CommandOutcome;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.RequestBundle;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.SegmentRef;
+import io.transit.flight.proto.SignedCommand;
+import io.transit.flight.query.LogicalType;
+import io.transit.flight.query.QueryPlan;
+import io.transit.flight.query.QueryPlan.Output;
+import io.transit.flight.query.QueryPlan.OutputKind;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The commit structure of one statement (docs/admission.md §10): the chain's begin, parts and
+ * seal commit deferred, the submit durably, and a small result's segments with its manifest and
+ * terminal status in one durable commit; what a power loss leaves (a prefix of the journal ending
+ * at the last durable commit) resolves on retry to one query per namespace.
+ */
+class OneCommitTest {
+  @TempDir static Path data;
+  @TempDir Path state;
+  @TempDir Path lost;
+  private static List<Publication> demo;
+  private EmbeddedEngine engine;
+
+  private static final String COUNT = "count";
+  private static final String OTHER = "other count";
+  private static final TablePlanner PLANNER = new TablePlanner()
+      .put(COUNT, new QueryPlan(List.of(
+          new Output("n", false, OutputKind.COUNT_STAR, null, null),
+          new Output("s", true, OutputKind.SUM, "a", LogicalType.INT64)), null, null, true))
+      .put(OTHER, new QueryPlan(List.of(
+          new Output("n", false, OutputKind.COUNT_STAR, null, null)), null, null, true));
+
+  @BeforeAll
+  static void demo() throws Exception {
+    demo = DemoData.generate(data);
+  }
+
+  @AfterEach
+  void close() {
+    if (engine != null) {
+      engine.close();
+    }
+  }
+
+  private void open(Path dir) throws Exception {
+    if (engine != null) {
+      engine.close();
+    }
+    engine = EmbeddedEngine.open(dir, EngineOptions.defaults(), demo, List.of(fullRights()),
+        PLANNER);
+  }
+
+  private long durableCommits() {
+    return ((SqliteJournal) engine.journal()).durableCommits();
+  }
+
+  private RequestBundle bundle(String sql) {
+    return EngineTestSupport.bundle(demo.get(0).declaration(), sql, roomyBudgets());
+  }
+
+  private QueryStatus await(long correlation) throws InterruptedException {
+    return engine.awaitQuery(access(), correlation,
+        System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
+  }
+
+  private static long segmentFiles(Path dir) throws IOException {
+    try (Stream<Path> f = Files.list(dir.resolve("segments"))) {
+      return f.count();
+    }
+  }
+
+  @Test
+  void aSmallStatementIsTwoDurableCommitsAndReadsBackFromTheJournal() throws Exception {
+    open(state);
+    long first = engine.nextSequence(PRINCIPAL);
+    long before = durableCommits();
+    long correlation = admit(engine, first, bundle(COUNT));
+    QueryStatus done = await(correlation);
+    assertEquals(QueryStatus.State.SUCCEEDED, done.getState(), done.getMessage());
+    assertEquals(before + 2, durableCommits(),
+        "the submit, then one terminal commit with the result in it");
+    assertEquals(0, segmentFiles(state), "a one-row result writes no segment file");
+
+    byte[] manifestBytes = engine.readManifest(access(), correlation);
+    assertArrayEquals(done.getManifestSha256().toByteArray(), Digests.sha256(manifestBytes));
+    ResultManifest m = ResultManifest.parseFrom(manifestBytes);
+    assertEquals(1, m.getSegmentsCount());
+    SegmentRef ref = m.getSegments(0);
+    byte[] heap = engine.readSegment(access(), correlation, 0, 1L << 20);
+    assertArrayEquals(ref.getSha256().toByteArray(), Digests.sha256(heap));
+    List<List<Cell>> rows = decode(heap, List.of("n", "s"));
+    assertEquals(List.of(new Cell(io.transit.flight.proto.CellState.CELL_UINT64_VALUE,
+        DemoData.PRIMITIVE_ROWS)), rows.get(0).subList(0, 1));
+    try (BufferAllocator reader = new RootAllocator(1 << 20)) {
+      try (ArrowBuf buf = engine.readSegment(access(), correlation, 0, 1L << 20, reader)) {
+        assertEquals(heap.length, buf.writerIndex());
+        assertArrayEquals(ref.getSha256().toByteArray(), Digests.sha256(buf, buf.writerIndex()));
+      }
+      GatewayException bound = assertThrows(GatewayException.class,
+          () -> engine.readSegment(access(), correlation, 0, ref.getBytes() - 1, reader).close());
+      assertEquals(Cause.BUDGET_EXHAUSTED, bound.kind());
+      assertEquals(0, reader.getAllocatedMemory());
+    }
+    // A second statement finds the journal durable already: again exactly two durable commits.
+    long next = engine.nextSequence(PRINCIPAL);
+    long second = durableCommits();
+    assertEquals(QueryStatus.State.SUCCEEDED,
+        await(admit(engine, next, bundle(OTHER))).getState());
+    assertEquals(second + 2, durableCommits());
+  }
+
+  @Test
+  void aRejectionIsDurableBeforeItIsAnswered() throws Exception {
+    open(state);
+    long first = engine.nextSequence(PRINCIPAL);
+    List<SignedCommand> chain = chain(first, bundle(COUNT), 200);
+    assertEquals(CommandOutcome.Kind.ACCEPTED, engine.send(chain.get(0)).getKind());
+    long before = durableCommits();
+    // A part out of order: REJECTED, flushed (with the deferred begin under it) before the answer.
+    SignedCommand wrongPart = sign(command(first + 1, first).setPart(
+        io.transit.flight.proto.UploadPart.newBuilder().setIndex(5)
+            .setData(com.google.protobuf.ByteString.copyFromUtf8("x"))));
+    CommandOutcome rejected = engine.send(wrongPart);
+    assertEquals(CommandOutcome.Kind.REJECTED, rejected.getKind());
+    assertEquals(before + 1, durableCommits());
+    // Its replay needs nothing more: the journal is durable.
+    assertEquals(rejected, engine.send(wrongPart));
+    assertEquals(before + 1, durableCommits());
+  }
+
+  /**
+   * A power loss after the seal's deferred commit: the journal keeps the prefix ending at the
+   * last durable commit (simulated by cutting the write-ahead log there, which is what SQLite's
+   * recovery reads back when the unsynced tail never reached the disk). The earlier statement
+   * and its inline result are intact, the interrupted one is gone, and its retry with the same
+   * commands runs it once; what a kill -9 leaves (the whole log) replays instead.
+   */
+  @Test
+  void aPowerLossKeepsTheDurablePrefixAndTheRetryRunsTheStatementOnce() throws Exception {
+    open(state);
+    long first = engine.nextSequence(PRINCIPAL);
+    long done = admit(engine, first, bundle(COUNT));
+    assertEquals(QueryStatus.State.SUCCEEDED, await(done).getState());
+    byte[] manifest = engine.readManifest(access(), done);
+    byte[] segment = engine.readSegment(access(), done, 0, 1L << 20);
+    Path wal = state.resolve("journal.sqlite-wal");
+    long durableEnd = Files.size(wal);
+
+    long second = engine.nextSequence(PRINCIPAL);
+    List<SignedCommand> chain = chain(second, bundle(OTHER), 200);
+    long commits = durableCommits();
+    for (SignedCommand c : chain.subList(0, chain.size() - 1)) {
+      assertEquals(CommandOutcome.Kind.ACCEPTED, engine.send(c).getKind());
+    }
+    assertEquals(commits, durableCommits(), "begin, parts and seal wrote no durable commit");
+    assertTrue(Files.size(wal) > durableEnd, "their records are in the log, past its synced end");
+    Path killed = Files.createDirectories(lost.resolve("killed"));
+    Path powerLoss = Files.createDirectories(lost.resolve("power-loss"));
+    copyJournal(state, killed, Files.size(wal));
+    copyJournal(state, powerLoss, durableEnd);
+    engine.close();
+    engine = null;
+
+    open(powerLoss);
+    assertEquals(second, engine.nextSequence(PRINCIPAL), "the unsynced chain records are gone");
+    assertArrayEquals(manifest, engine.readManifest(access(), done));
+    assertArrayEquals(segment, engine.readSegment(access(), done, 0, 1L << 20));
+    long retried = 0;
+    for (SignedCommand c : chain) {
+      CommandOutcome o = engine.send(c);
+      assertEquals(CommandOutcome.Kind.ACCEPTED, o.getKind(), o.getMessage());
+      retried = o.getCorrelation();
+    }
+    assertEquals(QueryStatus.State.SUCCEEDED, await(retried).getState());
+    assertEquals(1, queriesAt(powerLoss, second), "one query for the namespace");
+
+    open(killed);
+    assertEquals(second + chain.size() - 1, engine.nextSequence(PRINCIPAL));
+    long resumed = 0;
+    for (SignedCommand c : chain) {
+      resumed = engine.send(c).getCorrelation();
+    }
+    assertEquals(QueryStatus.State.SUCCEEDED, await(resumed).getState());
+    assertEquals(1, queriesAt(killed, second));
+  }
+
+  @Test
+  void aJournalFromBeforeInlineResultsGainsTheirTableAtOpen() throws Exception {
+    Path file = state.resolve("old.sqlite");
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file);
+        Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE principals (principal BIGINT PRIMARY KEY,"
+          + " next_sequence BIGINT NOT NULL)");
+      s.execute("INSERT INTO principals VALUES (7, 42)");
+    }
+    try (SqliteJournal j = SqliteJournal.open(file)) {
+      assertEquals(42L, j.transaction(() -> j.nextSequence(7, 1)));
+      j.transaction(() -> {
+        j.storeInline(9, 0, new byte[] {1, 2, 3});
+        return null;
+      });
+      assertArrayEquals(new byte[] {1, 2, 3},
+          j.transaction(() -> j.inlineSegment(9, 0)).orElseThrow());
+      assertTrue(j.transaction(() -> j.inlineSegment(9, 1)).isEmpty());
+    }
+  }
+
+  /** The database file and the first {@code walBytes} of its log: no index file, as after a crash. */
+  private static void copyJournal(Path from, Path to, long walBytes) throws IOException {
+    Files.copy(from.resolve("journal.sqlite"), to.resolve("journal.sqlite"));
+    try (InputStream in = Files.newInputStream(from.resolve("journal.sqlite-wal"));
+        OutputStream out = Files.newOutputStream(to.resolve("journal.sqlite-wal"))) {
+      out.write(in.readNBytes((int) walBytes));
+    }
+  }
+
+  private static long queriesAt(Path dir, long namespace) throws Exception {
+    try (Connection c = DriverManager.getConnection(
+            "jdbc:sqlite:" + dir.resolve("journal.sqlite").toAbsolutePath());
+        java.sql.PreparedStatement p =
+            c.prepareStatement("SELECT COUNT(*) FROM queries WHERE namespace = ?")) {
+      p.setLong(1, namespace);
+      try (java.sql.ResultSet r = p.executeQuery()) {
+        r.next();
+        return r.getLong(1);
+      }
+    }
+  }
+}
