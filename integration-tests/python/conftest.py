@@ -1,6 +1,8 @@
 """Fixtures shared by the end-to-end tests; tests import helpers from daemon, calls and h2raw,
 never from this module."""
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -8,7 +10,7 @@ import pytest
 from calls import Caller
 import sys
 
-from daemon import Daemon, Postgres
+from daemon import Cluster, Daemon, Postgres
 
 
 @pytest.fixture(scope="session")
@@ -61,3 +63,27 @@ def postgres():
     pg = Postgres()
     yield pg
     pg.close()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A 3-replica local cluster (scripts/cluster up: PostgreSQL, versitygw, three gateways, the
+    nginx edge) for one test module; it fails, naming the setup script, when a part is missing.
+    Stopped by scripts/cluster down, which must leave nothing running; each replica it stops
+    must report zero leaked bytes and streams."""
+    # Not under pytest's 0700 temp root: as root, PostgreSQL runs as transit-pg, which must
+    # traverse to the cluster's postgres/ directory.
+    c = Cluster(Path(tempfile.mkdtemp(prefix="transit-cluster-")), replicas=3)
+    try:
+        c.up()
+        yield c
+        c.down()
+        assert not any(r.alive() for r in c.replicas), "a replica outlived scripts/cluster down"
+        assert not c.edge.alive(), "the edge outlived scripts/cluster down"
+        # Every replica that ended by SIGTERM drained and freed every byte.
+        reports = c.stop_reports()
+        stopped = {name: r for name, r in reports.items() if r is not None}
+        assert stopped and all(r == (0, 0, True) for r in stopped.values()), reports
+    finally:
+        c.down()  # idempotent: after a failure, whatever is still recorded
+        shutil.rmtree(c.state_dir, ignore_errors=True)

@@ -625,3 +625,132 @@ class PostgresJournal(Journal):
         for line in r.stdout.splitlines():
             rows.append(tuple(int(v) if v.lstrip("-").isdigit() else v for v in line.split("\t")))
         return rows
+
+
+class ClusterEndpoint:
+    """One way into a ``Cluster``: its edge or one replica. It offers what the call helpers
+    (calls.py, clients.py) ask of a daemon: ``uri``, ``target``, ``token``, ``auth`` and
+    ``state_dir`` (the one deployment's directory: its gateway.json and demo data)."""
+
+    def __init__(self, name: str, uri: str, deployment: Path, pid: int = None,
+                 state_dir: Path = None):
+        self.name = name
+        self.uri = uri
+        self.target = uri.split("://", 1)[1]
+        self.port = int(self.target.rsplit(":", 1)[1])
+        self.pid = pid
+        self.replica_dir = state_dir
+        self.state_dir = deployment
+
+    def token(self, caller: str) -> str:
+        return (self.state_dir / "credentials" / f"{caller}.token").read_text().strip()
+
+    def auth(self, caller: str = "primitive"):
+        return [("authorization", f"Bearer {self.token(caller)}")]
+
+    def alive(self) -> bool:
+        """Runs (a killed replica stays a zombie until its parent, init, reaps it)."""
+        return not _zombie(self.pid)
+
+    def __repr__(self):
+        return f"<{self.name} {self.uri}>"
+
+
+class Cluster:
+    """A local replicated deployment made and ended by ``scripts/cluster up/down`` over
+    ``state_dir`` (docs/deployment.md, "Local cluster"): PostgreSQL, versitygw, N replicas and
+    the nginx edge, described by ``state_dir``/cluster.json. ``edge`` and ``replicas`` are
+    ``ClusterEndpoint``s; ``restart_replica`` runs one replica again as a harness ``Daemon`` (with
+    test faults), which the test then stops or kills itself.
+
+    Not thread-safe: one test thread drives it.
+    """
+
+    def __init__(self, state_dir: Path, replicas: int = 3, faults: str = None):
+        self.state_dir = Path(state_dir)
+        self.count = replicas
+        self.faults = faults
+        self.info = None
+
+    def _script(self, *args, timeout: float = 300.0) -> subprocess.CompletedProcess:
+        env = _env()
+        env.pop("TRANSIT_TEST_FAULTS", None)
+        if self.faults:
+            env["TRANSIT_TEST_FAULTS"] = self.faults
+        return subprocess.run([str(ROOT / "scripts" / "cluster"), *args, "--state-dir",
+                               str(self.state_dir)], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+
+    def up(self) -> "Cluster":
+        started = time.perf_counter()
+        r = self._script("up", "--replicas", str(self.count))
+        assert r.returncode == 0, f"scripts/cluster up failed:\n{r.stderr[-3000:]}"
+        self.up_s = time.perf_counter() - started
+        self.info = json.loads((self.state_dir / "cluster.json").read_text())
+        return self
+
+    def down(self) -> str:
+        r = self._script("down", timeout=180)
+        assert r.returncode == 0, f"scripts/cluster down failed:\n{r.stderr[-3000:]}"
+        return r.stderr
+
+    def status(self) -> str:
+        return self._script("status", timeout=30).stdout
+
+    def stop_reports(self) -> dict:
+        """{replica name: (leaked_bytes, leaked_streams, drained)} from each replica's log, for
+        the replicas that ended by SIGTERM (a killed one writes no report: None)."""
+        out = {}
+        for r in self.replicas:
+            log = (r.replica_dir / "gateway.log").read_text()
+            m = STOPPED.search(log)
+            out[r.name] = (int(m.group(1)), int(m.group(2)), m.group(3) == "true") if m else None
+        return out
+
+    @property
+    def deployment(self) -> Path:
+        return self.state_dir / "deployment"
+
+    @property
+    def edge(self) -> ClusterEndpoint:
+        e = self.info["edge"]
+        return ClusterEndpoint("edge", e["uri"], self.deployment, e["pid"])
+
+    @property
+    def replicas(self) -> list:
+        return [ClusterEndpoint(r["name"], r["uri"], self.deployment, r["pid"],
+                                Path(r["state_dir"]))
+                for r in self.info["replicas"]]
+
+    def principal(self, caller: str) -> int:
+        cfg = json.loads((self.deployment / "gateway.json").read_text())
+        return next(c["principal"] for c in cfg["callers"] if c["name"] == caller)
+
+    def journal(self) -> "PostgresJournal":
+        """The shared journal, read through psql with the cluster's password file."""
+        replica = json.loads((self.replicas[0].replica_dir / "gateway.json").read_text())
+        section = dict(replica["journal"], password_file=self.info["postgres"]["password_file"])
+        return PostgresJournal(section)
+
+    def kill9(self, replica: ClusterEndpoint, timeout: float = 30.0) -> None:
+        """SIGKILL to a replica ``up`` started (not a child of this process: polled to its end)."""
+        os.kill(replica.pid, signal.SIGKILL)
+        wait_until(lambda: not replica.alive(), timeout, f"{replica.name} to die")
+
+    def stop_replica(self, replica: ClusterEndpoint, timeout: float = 60.0) -> None:
+        """SIGTERM (a graceful stop gives the replica's leases up), polled to its end."""
+        os.kill(replica.pid, signal.SIGTERM)
+        wait_until(lambda: not replica.alive(), timeout, f"{replica.name} to stop")
+
+    def restart_replica(self, replica: ClusterEndpoint, faults: str = None) -> Daemon:
+        """Runs the (stopped) replica again over its own state directory and port, as a harness
+        Daemon with ``faults``; the caller stops or kills it."""
+        return Daemon(replica.replica_dir, configured=True, faults=faults).start()
+
+
+def _zombie(pid: int) -> bool:
+    """True when ``pid`` is gone or a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

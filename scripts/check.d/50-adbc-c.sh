@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The ADBC C consumer: compiles integration-tests/c with gcc against the adbc.h of the pinned
 # adbc-driver-manager package, then runs the C column of the client matrix and the consumer's own
-# checks against the real daemon (pytest drives the consumer process line by line).
+# checks against the real daemon, and the C column again through the edge of a local cluster
+# (test_cluster.py; pytest drives the consumer process line by line).
 #   TRANSIT_VENV   the venv with the pinned packages (scripts/test exports it)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -12,4 +13,5 @@ TRANSIT_ADBC_C=$("$root/integration-tests/c/build.sh")
 TRANSIT_ADBC_DRIVER=$("$root/integration-tests/c/build.sh" --driver)
 export TRANSIT_ADBC_C TRANSIT_ADBC_DRIVER
 cd "$root/integration-tests/python"
-"$venv/bin/python" -m pytest -q -p no:cacheprovider -k adbc_c test_client_matrix.py test_c_consumer.py
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -k adbc_c test_client_matrix.py test_c_consumer.py \
+  test_cluster.py
