@@ -119,8 +119,8 @@ def test_a_saved_query_failure_carries_its_record_and_basis(gateway, ch):
 
 @pytest.fixture(scope="module")
 def unpublished(gateway):
-    """The engine serves no publication (every submit is rejected query.source_unavailable), and
-    cells has lost its read right (its submit is rejected query.access_denied)."""
+    """The engine serves no publication, and cells has lost its read right: both are refused by
+    the checks that precede disclosure, before any native command."""
     d = Daemon.variant(gateway, faults="engine-publications:none")
     d.edit_caller("cells", read=False)
     d.start()
@@ -128,34 +128,33 @@ def unpublished(gateway):
     d.close()
 
 
-def test_a_native_rejection_carries_its_record_and_basis(gateway, ch, unpublished):
+def test_an_unpublished_table_is_refused_before_any_native_command(gateway, ch, unpublished):
+    # Authorization precedes disclosure (docs/security.md): the engine's source/requester check
+    # runs before anything is compiled or sent, so the Table's absence is a refusal with no native
+    # record behind it — no native sequence, no witness of a rejection that never happened. (A
+    # recorded native rejection's witness and basis: AdmissionServiceTest, where the engine's
+    # check passes and its submit is refused.)
     d, uch = unpublished, C.channel(unpublished)
+    before = d.journal().commands(d.principal("primitive"))
     try:
         seq = C.next_sequence(uch, d)
         status, _, diag = fails(C.sql_info, uch, d, "primitive", "SELECT SUM(a) FROM primitive", seq)
     finally:
         uch.close()
-    assert (status, diag["code"], diag["stage"]) == ("FAILED_PRECONDITION",
-                                                     "query.source_unavailable", "admission"), diag
-    submit = diag["identity"]["native_sequence"]
-    assert int(submit) > seq, "the submit, after begin, parts and seal"
-    witness = dict(diag["witness"])
-    assert re.fullmatch(r"[0-9a-f]{64}", witness.pop("command_sha256")), diag
-    assert witness == {"source": "native_rejection", "stage": "admission",
-                       "code": "query.source_unavailable", "native_sequence": submit}, diag
-    # The declaration the submit was checked against: the variant copies the session gateway's
-    # configuration, so its tickets for the same Table carry the same fingerprint.
-    assert_basis(diag, declaration_of(ch, gateway, "primitive", "SELECT id FROM primitive WHERE id < 2"))
+    assert (status, diag["code"]) == ("FAILED_PRECONDITION", "query.source_unavailable"), diag
+    assert diag["outcome"] == "not_admitted", diag
+    assert "native_sequence" not in diag.get("identity", {}), diag
+    assert diag.get("witness", {}).get("source") != "native_rejection", diag
+    assert d.journal().commands(d.principal("primitive")) == before
 
 
 def test_access_errors_carry_no_witness_basis_or_budgets(gateway, ch, unpublished):
-    # PERMISSION_DENIED from the engine's own recorded rejection: it had a witness and a basis,
-    # and current authorization removes them before disclosure.
+    # PERMISSION_DENIED from current authorization, before anything is compiled or sent.
     uch = C.channel(unpublished)
     try:
         seq = C.next_sequence(uch, unpublished, "cells")
         status, _, d = fails(C.sql_info, uch, unpublished, "cells", "SELECT COUNT(*) FROM cells", seq)
-        assert (status, d["code"]) == ("PERMISSION_DENIED", "query.access_denied"), d
+        assert (status, d["code"]) == ("PERMISSION_DENIED", "access.read_revoked"), d
         assert_no_terms(d)
     finally:
         uch.close()

@@ -140,13 +140,16 @@ def engine_on_tmpfs(configured, tmp_path):
 def fill(directory):
     """Writes a filler file until the file system refuses; returns its path."""
     filler = directory / "filler"
-    with open(filler, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    # Unbuffered: a partial write returns short, the next one fails ENOSPC, and closing has
+    # nothing left to flush.
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 65536)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
     return filler
 
 

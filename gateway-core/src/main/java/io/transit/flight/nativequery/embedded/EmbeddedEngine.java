@@ -378,10 +378,16 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   /** The submit's own source/requester checks, made now; see {@link RequesterCheck}. */
   @Override
   public void checkAccess(ReadAccess access, TableDeclaration table, AccessUse use) {
-    if (access.source() != table.getSource()) {
-      throw RightsRegistry.denied("the read access names another source than the table's");
+    try {
+      if (access.source() != table.getSource()) {
+        throw RightsRegistry.denied("the read access names another source than the table's");
+      }
+      requester.check(access.principal(), table, use);
+    } catch (GatewayException e) {
+      // Nothing is recorded and no native command was sent for this call, whatever the cause's
+      // usual outcome.
+      throw e.withOutcome(Outcome.NOT_ADMITTED);
     }
-    requester.check(access.principal(), table, use);
   }
 
   @Override
