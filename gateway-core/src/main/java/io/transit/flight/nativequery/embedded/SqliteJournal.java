@@ -84,9 +84,14 @@ final class SqliteJournal implements JournalStore {
   private static final int SQLITE_FULL = 13;
 
   private final Path file;
-  private final Connection connection;
-  /** The driver's handle: its change counter tells which commits wrote. */
-  private final org.sqlite.core.DB database;
+  // @GuardedBy("this"): replaced only by reconnect(), after a rollback that failed.
+  private Connection connection;
+  /** The driver's handle: its change counter tells which commits wrote. @GuardedBy("this") */
+  private org.sqlite.core.DB database;
+  // @GuardedBy("this"): a rollback failed, so the connection's state is unknown (a statement of
+  // the failed work may still be in progress, holding the transaction open); the next
+  // transaction starts on a fresh connection.
+  private boolean broken;
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
   private volatile java.util.function.LongConsumer commitObserver = nanos -> {};
   // @GuardedBy("this"): one prepared statement per distinct SQL text of this class (a fixed,
@@ -189,6 +194,9 @@ final class SqliteJournal implements JournalStore {
   }
 
   private <T> T once(Durability durability, Work<T> work) throws SQLException {
+    if (broken) {
+      reconnect();
+    }
     boolean durable = durability == Durability.DURABLE;
     if (durable != synchronousFull) {
       prepared(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL").execute();
@@ -212,14 +220,22 @@ final class SqliteJournal implements JournalStore {
       }
       return result;
     } catch (SQLException | RuntimeException | Error e) {
-      try {
-        prepared("ROLLBACK").execute();
+      // A statement that failed in SQLite (SQLITE_FULL in a COMMIT, say) may be left finalized by
+      // the driver ("statement is not executing" on its next use): the cache is dropped, and the
+      // rollback runs on a statement of its own.
+      closeStatements();
+      try (Statement rollbackStatement = connection.createStatement()) {
+        rollbackStatement.execute("ROLLBACK");
       } catch (SQLException rollback) {
-        // SQLite has already rolled back after some failures (SQLITE_FULL, a failed COMMIT: "no
-        // transaction is active"); the first failure is the one that says what happened. In
-        // auto-commit mode the connection is then simply outside a transaction, ready for the
-        // next BEGIN.
+        // "No transaction is active": SQLite already rolled back itself (SQLITE_FULL, a failed
+        // COMMIT); the connection is simply outside a transaction. Anything else ("statements in
+        // progress") leaves the transaction's state unknown: reconnect before the next one. The
+        // first failure is the one that says what happened.
         e.addSuppressed(rollback);
+        if (rollback.getMessage() == null
+            || !rollback.getMessage().contains("no transaction is active")) {
+          broken = true;
+        }
       }
       throw e;
     }
@@ -242,6 +258,25 @@ final class SqliteJournal implements JournalStore {
   /** Durable commits that wrote so far, i.e. WAL fsyncs (tests: commits per statement). */
   synchronized long durableCommits() {
     return durableCommits;
+  }
+
+  /**
+   * Replaces a connection left in an unknown state by a fresh one on the same file: closing it
+   * ends whatever it still held, and SQLite's recovery keeps exactly what committed. A failed
+   * attempt (the file system may still be full) leaves the journal broken; the next transaction
+   * tries again.
+   */
+  private void reconnect() throws SQLException {
+    closeStatements();
+    try {
+      connection.close();
+    } catch (SQLException ignored) {
+      // The old connection's state is what is being discarded.
+    }
+    connection = connect(file);
+    database = connection.unwrap(org.sqlite.SQLiteConnection.class).getDatabase();
+    synchronousFull = true;
+    broken = false;
   }
 
   private SQLException closeStatements() {
