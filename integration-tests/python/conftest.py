@@ -71,9 +71,22 @@ def cluster():
     nginx edge) for one test module; it fails, naming the setup script, when a part is missing.
     Stopped by scripts/cluster down, which must leave nothing running; each replica it stops
     must report zero leaked bytes and streams."""
+    yield from _cluster()
+
+
+@pytest.fixture(scope="module")
+def chaos_cluster():
+    """The same cluster with every query held briefly before and after execution (chaos.HOLD),
+    so that a replica stopped (SIGSTOP) past its lease is often caught holding a run that is
+    then fenced."""
+    from chaos import HOLD
+    yield from _cluster(faults=HOLD)
+
+
+def _cluster(faults: str = None):
     # Not under pytest's 0700 temp root: as root, PostgreSQL runs as transit-pg, which must
     # traverse to the cluster's postgres/ directory.
-    c = Cluster(Path(tempfile.mkdtemp(prefix="transit-cluster-")), replicas=3)
+    c = Cluster(Path(tempfile.mkdtemp(prefix="transit-cluster-")), replicas=3, faults=faults)
     try:
         c.up()
         yield c
