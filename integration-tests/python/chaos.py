@@ -14,7 +14,7 @@ and the same SQL, through the edge, on UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED
 wrong answer or a budget run out is a failure. Its answer is checked against DuckDB run over the
 publication's own Parquet files.
 
-Used by test_cluster_chaos.py (short) and scripts/stress-cluster (``python chaos.py``).
+Used by scripts/stress-cluster (``python chaos.py``).
 """
 import argparse
 import json

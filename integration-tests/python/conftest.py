@@ -74,15 +74,6 @@ def cluster():
     yield from _cluster()
 
 
-@pytest.fixture(scope="module")
-def chaos_cluster():
-    """The same cluster with every query held briefly before and after execution (chaos.HOLD),
-    so that a replica stopped (SIGSTOP) past its lease is often caught holding a run that is
-    then fenced."""
-    from chaos import HOLD
-    yield from _cluster(faults=HOLD)
-
-
 def _cluster(faults: str = None):
     # Not under pytest's 0700 temp root: as root, PostgreSQL runs as transit-pg, which must
     # traverse to the cluster's postgres/ directory.
