@@ -271,7 +271,11 @@ final class S3SegmentStore implements SegmentStore {
   public boolean remove(byte[] sha256) throws IOException {
     String key = key(sha256);
     // DeleteObject answers the same for an absent key, so ask first: the sweep counts removals.
-    if (call(() -> head(key)).isEmpty()) {
+    // Ask for its age again too: another replica that found this object old re-PUT it for a
+    // manifest it is about to commit (write's refresh) after this sweep listed it. Only the
+    // HEAD-to-DELETE round trip remains open to that race (docs/deployment.md).
+    Optional<HeadObjectResponse> head = call(() -> head(key));
+    if (head.isEmpty() || tooYoungToRemove(head.get().lastModified())) {
       return false;
     }
     call(() -> client.deleteObject(b -> b.bucket(bucket).key(key)));
@@ -285,6 +289,10 @@ final class S3SegmentStore implements SegmentStore {
 
   String key(byte[] sha256) {
     return prefix + Digests.hex(sha256);
+  }
+
+  private boolean tooYoungToRemove(Instant lastModified) {
+    return lastModified == null || lastModified.isAfter(Instant.now().minus(sweepMinAge));
   }
 
   /** An object written more than half the sweep's minimum age ago is written again. */

@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -152,6 +153,27 @@ class S3SegmentStoreTest extends SegmentStoreContract {
       assertEquals(List.of(), guarded.stored(), "another replica may be about to name it");
       assertEquals(List.of(hex(X)), storedHex(), "a store without the guard sees it");
       assertEquals(Optional.of(X.length), guarded.read(x).map(b -> b.length));
+    }
+  }
+
+  @Test
+  void anObjectRewrittenAfterTheSweepListedItIsNotRemoved() throws Exception {
+    SegmentSettings.ObjectStore s = gw.settings(bucket, PREFIX);
+    Duration minAge = Duration.ofSeconds(1);
+    try (S3SegmentStore sweeper = S3SegmentStore.open(new SegmentSettings.ObjectStore(
+            s.endpoint(), s.region(), s.bucket(), s.prefix(), s.accessKeyId(),
+            s.secretAccessKey(), s.connectTimeout(), s.requestTimeout(), 2, minAge));
+        S3SegmentStore replica = S3SegmentStore.open(new SegmentSettings.ObjectStore(
+            s.endpoint(), s.region(), s.bucket(), s.prefix(), s.accessKeyId(),
+            s.secretAccessKey(), s.connectTimeout(), s.requestTimeout(), 2, minAge))) {
+      byte[] x = replica.write(X);
+      Thread.sleep(minAge.toMillis() * 2 + 200); // object times have whole-second resolution
+      assertEquals(List.of(hex(X)), sweeper.stored().stream().map(Digests::hex).toList());
+      // Another replica finds the old object for a manifest it is about to commit: it writes it
+      // again, after the sweep listed it and before the sweep removes it.
+      replica.write(X);
+      assertFalse(sweeper.remove(x), "a refreshed object is young again");
+      assertEquals(Optional.of(X.length), replica.read(x).map(b -> b.length));
     }
   }
 
