@@ -188,6 +188,30 @@ def test_diagnostics_arrive_as_typed_exceptions(gateway):
             conn.execute("SELECT COUNT(*) FROM primitive")
 
 
+def test_shared_contract_terms_arrive_typed(gateway):
+    with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+        with pytest.raises(tf.InvalidArgumentError) as raised:
+            conn.execute("SELECT id FROM primitive WHERE " + "(" * 40 + "id = 1" + ")" * 40)
+        e = raised.value
+        assert e.code == "query.too_complex" and e.outcome == "not_admitted"
+        assert e.budgets == (tf.Budget("nesting", 32, 40),)
+        assert e.witness == tf.Witness("compiler", "compilation", "query.too_complex")
+        assert e.basis.engine == "transit-embedded" and len(e.basis.declaration_sha256) == 64
+        assert e.diagnostic.raw["budgets"][0]["limit"] == "32", "the wire form stays exact text"
+    with tf.connect(gateway.uri, token_file=token_file(gateway, "cells")) as conn:
+        with pytest.raises(tf.OutOfRangeError) as raised:
+            conn.execute("SELECT SUM(huge) FROM cells")
+        e = raised.value
+        correlation = e.diagnostic.identity["correlation"]
+        assert e.witness == tf.Witness("native_failure", "execution", "query.arithmetic_overflow",
+                                       correlation=correlation)
+        assert e.budgets == () and e.basis.engine == "transit-embedded"
+    with tf.connect(gateway.uri, token="tfg_not-a-credential") as conn:
+        with pytest.raises(tf.UnauthenticatedError) as raised:
+            conn.execute("SELECT SUM(huge) FROM cells")
+        assert (raised.value.witness, raised.value.basis, raised.value.budgets) == (None, None, ())
+
+
 def test_another_writer_taking_the_sequence_moves_the_statement_along(gateway, primitive):
     with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
         conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 3")

@@ -3,14 +3,14 @@ gateway's request sequences, safe retries and Diagnostic v1 errors handled for t
 
 from .connection import (BINARY, DATETIME, NUMBER, ROWID, STRING, Connection, Cursor, RetryPolicy,
                          connect)
-from .errors import (AbortedError, AlreadyExistsError, CancelledError, DataError, DatabaseError,
-                     DataLossError, DeadlineExceededError, Diagnostic, Error, Fact,
+from .errors import (AbortedError, AlreadyExistsError, Basis, Budget, CancelledError, DataError,
+                     DatabaseError, DataLossError, DeadlineExceededError, Diagnostic, Error, Fact,
                      FailedPreconditionError, IntegrityError, InterfaceError, InternalError,
                      InternalServerError, InvalidArgumentError, NotFoundError, NotSupportedError,
                      OperationalError, OutcomeUnknownError, OutOfRangeError,
                      PermissionDeniedError, ProgrammingError, ResourceExhaustedError,
                      UnauthenticatedError, UnavailableError, UnimplementedError, UnknownError,
-                     Warning)
+                     Warning, Witness)
 
 __version__ = "0.1.0"
 

@@ -24,6 +24,39 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class Witness:
+    """What the component that first refused the statement recorded (``source``: compiler,
+    native_rejection or native_failure); fields it did not record are None."""
+    source: str
+    stage: Optional[str] = None
+    code: Optional[str] = None
+    native_sequence: Optional[int] = None
+    correlation: Optional[int] = None
+    command_sha256: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What the statement was compiled against: the Table declaration fingerprint (hex, as FTK1
+    tickets carry it) and the engine build."""
+    declaration_sha256: Optional[str]
+    engine: Optional[str]
+    engine_version: Optional[str]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A bound the failure is about: its exact limit and, when measured, what was required."""
+    name: str
+    limit: int
+    required: Optional[int] = None
+
+
+def _int(v):
+    return None if v is None else int(v)
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     """A parsed ``transit.diagnostic.v1`` trailer."""
 
@@ -38,6 +71,10 @@ class Diagnostic:
     actions: tuple
     truncated: bool
     raw: dict = field(repr=False, compare=False)
+    # The shared-contract terms (docs/diagnostic-v1.md): None / () when the trailer has none.
+    witness: Optional[Witness] = None
+    basis: Optional[Basis] = None
+    budgets: tuple = ()
 
     @classmethod
     def parse(cls, data) -> Optional["Diagnostic"]:
@@ -54,9 +91,17 @@ class Diagnostic:
                            int(f["value"]) if f["kind"] == "number" and "value" in f else f.get("value"),
                            f.get("location")) for f in d.get("facts", []))
         identity = {k: int(v) for k, v in d.get("identity", {}).items()}
+        w, b = d.get("witness"), d.get("basis")
+        witness = Witness(w["source"], w.get("stage"), w.get("code"),
+                          _int(w.get("native_sequence")), _int(w.get("correlation")),
+                          w.get("command_sha256")) if isinstance(w, dict) and "source" in w else None
+        basis = Basis(b.get("declaration_sha256"), b.get("engine"),
+                      b.get("engine_version")) if isinstance(b, dict) else None
+        budgets = tuple(Budget(x["name"], int(x["limit"]), _int(x.get("required")))
+                        for x in d.get("budgets", []))
         return cls(d["code"], d["status"], d["cause"], d.get("message", ""), d.get("outcome", ""),
                    d.get("stage"), identity, facts, tuple(d.get("actions", [])),
-                   bool(d.get("truncated")), d)
+                   bool(d.get("truncated")), d, witness, basis, budgets)
 
     def fact(self, name, default=None):
         for f in self.facts:
@@ -108,6 +153,18 @@ class Error(Exception):
     @property
     def actions(self) -> tuple:
         return self.diagnostic.actions if self.diagnostic else ()
+
+    @property
+    def witness(self) -> Optional[Witness]:
+        return self.diagnostic.witness if self.diagnostic else None
+
+    @property
+    def basis(self) -> Optional[Basis]:
+        return self.diagnostic.basis if self.diagnostic else None
+
+    @property
+    def budgets(self) -> tuple:
+        return self.diagnostic.budgets if self.diagnostic else ()
 
 
 class InterfaceError(Error):
