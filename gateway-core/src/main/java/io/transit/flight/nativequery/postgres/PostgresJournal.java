@@ -118,6 +118,9 @@ public final class PostgresJournal implements JournalStore {
           .dataSource(pool)
           .locations(MIGRATIONS)
           .table("journal_schema_history")
+          // Flyway's default, stated: a newer release's migrations (applied by a rolling
+          // upgrade's first new replica) are additive, so an older replica keeps running.
+          .ignoreMigrationPatterns("*:future")
           .load()
           .migrate();
     } catch (FlywayException e) {

@@ -178,6 +178,23 @@ class PostgresJournalTest {
   }
 
   @Test
+  void aReplicaOfAnOlderVersionOpensAJournalANewerOneMigrated() throws Exception {
+    // A rolling upgrade runs old and new replicas side by side (docs/deployment.md, "Upgrade"):
+    // the new one's additive migration must not stop the old one from opening the journal.
+    String db = cluster.createDatabase();
+    PostgresJournal.open(cluster.settings(db)).close();
+    cluster.execute(db, "CREATE TABLE upgrade_probe (id bigint)");
+    cluster.execute(db, "INSERT INTO journal_schema_history (installed_rank, version, description,"
+        + " type, script, checksum, installed_by, execution_time, success)"
+        + " SELECT max(installed_rank) + 1, '999', 'a newer release', 'SQL', 'V999__newer.sql',"
+        + " 0, current_user, 1, true FROM journal_schema_history");
+    try (PostgresJournal older = PostgresJournal.open(cluster.settings(db))) {
+      long c = older.transaction(older::allocateCorrelation);
+      assertTrue(c > 0, "the older replica admits on the newer schema");
+    }
+  }
+
+  @Test
   void aWrongPasswordIsRefusedAtOpenWithTheServersReason() throws Exception {
     String db = cluster.createDatabase();
     PostgresSettings s = cluster.settings(db);
