@@ -52,6 +52,12 @@ final class SqliteJournal implements JournalStore {
     "CREATE TABLE IF NOT EXISTS inline_segments (correlation BIGINT NOT NULL,"
         + " segment_index INTEGER NOT NULL, data BLOB NOT NULL,"
         + " PRIMARY KEY (correlation, segment_index))",
+    // The deployment's rights (JournalStore#publishRights): every version, and one head row
+    // naming the current one, so a decision's epoch check reads one row by key.
+    "CREATE TABLE IF NOT EXISTS rights_versions (epoch BIGINT PRIMARY KEY,"
+        + " content_sha256 BLOB NOT NULL, document BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS rights_head (id INTEGER PRIMARY KEY, epoch BIGINT NOT NULL,"
+        + " content_sha256 BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS queries (correlation BIGINT PRIMARY KEY,"
         + " principal BIGINT NOT NULL, namespace BIGINT NOT NULL, bundle_sha256 BLOB NOT NULL,"
         + " state VARCHAR(16) NOT NULL, code VARCHAR(64) NOT NULL, stage VARCHAR(32) NOT NULL,"
@@ -552,6 +558,55 @@ final class SqliteJournal implements JournalStore {
       return Optional.of(new SavedQuery(s.build(), r.getBytes(3), r.getInt(13) != 0,
           r.getBytes(14)));
     }
+  }
+
+  @Override
+  public long rightsEpoch() throws SQLException {
+    PreparedStatement p = prepared("SELECT epoch FROM rights_head WHERE id = 1");
+    try (ResultSet r = p.executeQuery()) {
+      return r.next() ? r.getLong(1) : 0;
+    }
+  }
+
+  @Override
+  public Optional<RightsVersion> rights() throws SQLException {
+    PreparedStatement p = prepared("SELECT v.epoch, v.content_sha256, v.document"
+        + " FROM rights_head h JOIN rights_versions v ON v.epoch = h.epoch WHERE h.id = 1");
+    try (ResultSet r = p.executeQuery()) {
+      return r.next()
+          ? Optional.of(new RightsVersion(r.getLong(1), r.getBytes(2), r.getBytes(3)))
+          : Optional.empty();
+    }
+  }
+
+  /**
+   * Takes SQLite's one write lock before it reads the head (a write that changes nothing, the
+   * counterpart of PostgreSQL's row lock): a publish started after a read would find its snapshot
+   * stale whenever another connection published meanwhile, and fail SQLITE_BUSY at once without
+   * waiting, while a first statement that writes waits for the lock (busy_timeout) and then reads
+   * what the other committed.
+   */
+  @Override
+  public long publishRights(byte[] sha256, byte[] document) throws SQLException {
+    update("UPDATE rights_head SET epoch = epoch WHERE id = 1");
+    long epoch = 0;
+    PreparedStatement p = prepared("SELECT epoch, content_sha256 FROM rights_head WHERE id = 1");
+    try (ResultSet r = p.executeQuery()) {
+      if (r.next()) {
+        if (java.util.Arrays.equals(r.getBytes(2), sha256)) {
+          return r.getLong(1);
+        }
+        epoch = r.getLong(1);
+      }
+    }
+    long next = epoch + 1;
+    update("INSERT INTO rights_versions (epoch, content_sha256, document) VALUES (?, ?, ?)",
+        next, sha256, document);
+    if (update("UPDATE rights_head SET epoch = ?, content_sha256 = ? WHERE id = 1", next, sha256)
+        == 0) {
+      update("INSERT INTO rights_head (id, epoch, content_sha256) VALUES (1, ?, ?)", next, sha256);
+    }
+    return next;
   }
 
   private int update(String sql, Object... args) throws SQLException {

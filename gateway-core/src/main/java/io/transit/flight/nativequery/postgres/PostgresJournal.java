@@ -532,6 +532,52 @@ public final class PostgresJournal implements JournalStore {
     }
   }
 
+  @Override
+  public long rightsEpoch() throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT epoch FROM rights_head WHERE id = 1");
+        ResultSet r = p.executeQuery()) {
+      return r.next() ? r.getLong(1) : 0;
+    }
+  }
+
+  @Override
+  public Optional<RightsVersion> rights() throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT v.epoch, v.content_sha256, v.document"
+            + " FROM rights_head h JOIN rights_versions v ON v.epoch = h.epoch WHERE h.id = 1");
+        ResultSet r = p.executeQuery()) {
+      return r.next()
+          ? Optional.of(new RightsVersion(r.getLong(1), r.getBytes(2), r.getBytes(3)))
+          : Optional.empty();
+    }
+  }
+
+  /**
+   * Locks the head row ({@code SELECT … FOR UPDATE}, the row V5 seeds): publishes of every replica
+   * run one after the other, and each compares against the head its predecessor committed.
+   */
+  @Override
+  public long publishRights(byte[] sha256, byte[] document) throws SQLException {
+    long epoch;
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT epoch, content_sha256 FROM rights_head WHERE id = 1 FOR UPDATE");
+        ResultSet r = p.executeQuery()) {
+      if (!r.next()) {
+        throw new SQLException("the rights head row is missing (migration V5)");
+      }
+      if (java.util.Arrays.equals(r.getBytes(2), sha256)) {
+        return r.getLong(1);
+      }
+      epoch = r.getLong(1);
+    }
+    long next = epoch + 1;
+    update("WITH version AS (INSERT INTO rights_versions (epoch, content_sha256, document)"
+            + " VALUES (?, ?, ?)) UPDATE rights_head SET epoch = ?, content_sha256 = ?"
+            + " WHERE id = 1", next, sha256, document, next, sha256);
+    return next;
+  }
+
   /** This transaction's session value of a server setting (the tests check the guarantees). */
   String show(String setting) throws SQLException {
     try (PreparedStatement p = connection().prepareStatement("SELECT current_setting(?)")) {
