@@ -579,6 +579,11 @@ class Journal:
     def commands(self, principal: int) -> int:
         return self._rows("SELECT COUNT(*) FROM commands WHERE principal = ?", principal)[0][0]
 
+    def rights_epoch(self) -> int:
+        """The epoch of the deployment's rights the journal holds (0: none recorded)."""
+        rows = self._rows("SELECT epoch FROM rights_head WHERE id = 1")
+        return rows[0][0] if rows else 0
+
     def lease(self, correlation: int):
         """(owner, holder, attempt, lease_until_ms) of the query's execution lease, or None."""
         rows = self._rows("SELECT lease_owner, lease_holder, attempt, lease_until_ms FROM queries"

@@ -10,9 +10,9 @@ import shutil
 
 import grpc
 
-from calls import (Caller, channel, info_fields, next_sequence, read_result, sql_info,
-                   sql_info_future)
-from daemon import Daemon, wait_until
+from calls import (Caller, channel, do_get_exact, failure, info_fields, next_sequence,
+                   read_result, sql_info, sql_info_future, ticket_of)
+from daemon import RELOADED, Daemon, wait_until
 
 SQL = [
     "SELECT COUNT(*) FROM primitive",
@@ -134,6 +134,56 @@ def test_two_replicas_share_one_principals_sequence(template_state, postgres, tm
         queries = a.journal().queries(principal)
         assert sorted(c for c, _ in queries.values()) == sorted(c for _, _, c, _ in admitted)
         assert {st for _, st in queries.values()} == {"SUCCEEDED"}
+    finally:
+        b.close()
+        a.close()
+
+
+def test_a_rights_change_reloaded_on_one_replica_rules_the_other(template_state, postgres,
+                                                                tmp_path):
+    """Rights live in the shared journal (docs/deployment.md "Shared rights"): the deployment
+    file of both replicas loses the caller's read right, only replica A is reloaded, and once its
+    reload completed replica B refuses the caller's statement and the DoGet of a ticket B issued
+    earlier, PERMISSION_DENIED with the Diagnostic trailer, without a reload of its own; granted
+    back the same way, B serves both again."""
+    from test_disclosure import refused
+    database = postgres.create_database()
+    section = {"journal": postgres.journal_config(database)}
+    a = Daemon.variant(template_state, section, target=tmp_path / "a")
+    b = Daemon.variant(template_state, section, target=tmp_path / "b")
+    a.start()
+    b.start()
+    journal = a.journal()
+    sql = "SELECT id, a FROM primitive WHERE id < 5"
+    try:
+        epoch = journal.rights_epoch()
+        assert epoch == 1, "two replicas started from one file record its rights once"
+        with channel(b) as cb:
+            seq = next_sequence(cb, b, "primitive")
+            earlier = sql_info(cb, b, "primitive", sql, seq, 60)
+            rows = read_result(b, "primitive", earlier)
+            assert len(rows) == 5
+            seq = info_fields(earlier)[1]["next_sequence"]
+
+            for d in (a, b):  # the one deployment file, as each replica reads it
+                d.edit_caller("primitive", read=False)
+            assert a.reload() == "reloaded"
+            assert journal.rights_epoch() == epoch + 1
+            refused(failure(sql_info, cb, b, "primitive", sql, seq), "access.read_revoked")
+            out = do_get_exact(b, "primitive", ticket_of(earlier))
+            assert (out.code, out.messages) == (grpc.StatusCode.PERMISSION_DENIED, 0)
+            assert (out.diagnostic["code"], out.diagnostic["status"]) == \
+                ("access.read_revoked", "PERMISSION_DENIED")
+            assert next_sequence(cb, b, "primitive") == seq, "nothing was admitted"
+
+            for d in (a, b):
+                d.edit_caller("primitive", read=True)
+            assert a.reload() == "reloaded"
+            assert journal.rights_epoch() == epoch + 2
+            assert read_result(b, "primitive", earlier) == rows
+            again = sql_info(cb, b, "primitive", sql, seq, 60)
+            assert read_result(b, "primitive", again) == rows
+        assert not any(RELOADED in line for line in b.output), "replica B was never reloaded"
     finally:
         b.close()
         a.close()

@@ -16,7 +16,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Turns caller mappings into authenticated bindings and native rights, loading (or, on first
@@ -46,9 +45,7 @@ public final class Bindings {
           c.credentialEpoch(), c.bindingRevision(), c.requests(), pub.name(), pub.declaration(),
           DeclarationFingerprint.of(pub.declaration()), c.canSend(), c.canInspect(), c.canRead());
       byToken.put(token, binding);
-      rights.add(new PrincipalRights(c.principal(), key.publicKey(), c.credentialEpoch(),
-          c.canSend(), c.canInspect(),
-          c.canRead() ? Set.of(pub.declaration().getSource()) : Set.of()));
+      rights.add(binding.nativeRights());
     }
     StateDirectory.checkDistinct(tokensByCaller);
     return new AuthSnapshot(cfg, byToken, rights);

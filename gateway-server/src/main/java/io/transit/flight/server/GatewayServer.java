@@ -117,7 +117,16 @@ public final class GatewayServer implements AutoCloseable {
     reportTightened(state);
 
     Clock clock = hooks.clock(Clock.systemUTC());
-    this.authorization = new Authorization(snapshot, clock);
+    try {
+      // Records this file's rights in the journal (a new epoch when they differ from the
+      // current version) and decides every call under the journal's current rights from here on.
+      this.authorization = new Authorization(snapshot, engineAdmin.rightsLedger(),
+          engineAdmin::updateRights, clock);
+    } catch (RuntimeException e) {
+      embedded.close();
+      throw new IOException("the rights cannot be recorded in the journal: " + e.getMessage(), e);
+    }
+    log.info("rights epoch {} in force", authorization.rightsEpoch());
     TicketService tickets = new TicketService(ticketKey,
         TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), clock);
     AdmissionConfig admissionConfig = new AdmissionConfig(limits.admissionPerGateway(),
@@ -287,16 +296,17 @@ public final class GatewayServer implements AutoCloseable {
   }
 
   /**
-   * Replaces configuration, credentials, bindings and rights as one snapshot. A configuration
-   * that fails to load or validate is refused and the running one stays in force. The engine
-   * takes the new rights first: a call that sees the new snapshot meets an engine that already
-   * enforces it.
+   * Replaces configuration, credentials and bindings as one snapshot and records its rights in
+   * the journal, returning once that commit returned (every replica on the journal decides under
+   * them from then on). A configuration that fails to load or validate, or a journal that cannot
+   * record it, is refused and the running one stays in force. The engine takes the new rights
+   * before the new view is installed: a call that sees it meets an engine that enforces it.
    */
   public void reload(ResolvedConfig next) throws ConfigException {
     AuthSnapshot s = bindings.next(authorization.current().config(), next);
-    engineAdmin.updateRights(s.rights());
     authorization.install(s);
-    log.info("configuration reloaded: {} callers", next.callers().size());
+    log.info("configuration reloaded: {} callers, rights epoch {}", next.callers().size(),
+        authorization.rightsEpoch());
   }
 
   /** The operator-facing parts: health, metrics and the access log. */

@@ -12,6 +12,6 @@
  * unary Flight calls (GetFlightInfo may wait for admission within its deadline); DoGet hands
  * production to the T_caller pool and writes through each stream's single-writer executor (see
  * {@code io.transit.flight.channel}); the signal thread runs reloads, which build a whole
- * snapshot and install it with one swap.
+ * snapshot, record its rights in the journal and install it with one swap.
  */
 package io.transit.flight.server;

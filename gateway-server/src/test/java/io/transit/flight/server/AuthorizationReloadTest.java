@@ -2,6 +2,7 @@ package io.transit.flight.server;
 
 import static io.transit.flight.server.TestBindings.caller;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -15,10 +16,15 @@ import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.ticket.MetadataReference;
 import io.transit.flight.ticket.VerifiedTicket;
+import io.transit.flight.nativequery.PrincipalRights;
+import io.transit.flight.nativequery.embedded.JournalRights;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,14 +39,29 @@ class AuthorizationReloadTest {
 
   @TempDir Path dir;
   private TestBindings t;
+  /** Ledgers on the one journal file, one per replica; closed after each test. */
+  private final List<JournalRights> ledgers = new ArrayList<>();
+  /** What each replica's authorization handed its engine, newest last. */
+  private final List<List<PrincipalRights>> engineRights = new ArrayList<>();
 
   @BeforeEach
   void prepare() throws Exception {
     t = new TestBindings(dir);
   }
 
-  private static Authorization authorization(AuthSnapshot s, long nowMillis) {
-    return new Authorization(s, Clock.fixed(Instant.ofEpochMilli(nowMillis), ZoneOffset.UTC));
+  @AfterEach
+  void closeLedgers() throws Exception {
+    for (JournalRights l : ledgers) {
+      l.close();
+    }
+  }
+
+  /** A replica: its own connection to the one journal file, deciding at {@code nowMillis}. */
+  private Authorization authorization(AuthSnapshot s, long nowMillis) throws Exception {
+    JournalRights ledger = JournalRights.openEmbedded(dir.resolve("journal.sqlite"));
+    ledgers.add(ledger);
+    return new Authorization(s, ledger, r -> engineRights.add(List.copyOf(r)),
+        Clock.fixed(Instant.ofEpochMilli(nowMillis), ZoneOffset.UTC));
   }
 
   /** A ticket verified under {@code grant}, as TicketService would return it. */
@@ -131,6 +152,61 @@ class AuthorizationReloadTest {
     ResolvedConfig moved = first.withPort(first.port() + 1);
     assertThrows(ConfigException.class, () -> t.next(first, moved));
     assertSame(before, auth.current());
+  }
+
+  /**
+   * Two replicas on one journal: a reload on one is in force on the other at its next decision,
+   * with no reload there — grants, rechecks and the rights its engine holds — and a grant given
+   * back the same way is too.
+   */
+  @Test
+  void aReloadOnOneReplicaRulesTheOthersNextDecision() throws Exception {
+    ResolvedConfig first = t.config(3, caller("a", 10, true), caller("b", 11, true));
+    Authorization one = authorization(t.snapshot(first), NOW);
+    Authorization two = authorization(t.snapshot(first), NOW);
+    assertEquals(1, two.rightsEpoch(), "the second start found the same rights: no new epoch");
+    CallerBinding a = two.authenticate(t.token("a")).orElseThrow();
+    VerifiedTicket ticket = ticketOf(two.current(a, Right.READ), NOW + 1);
+
+    ResolvedConfig revoked = t.config(3, caller("a", 10, false), caller("b", 11, true));
+    one.install(t.next(first, revoked));
+    assertEquals(2, one.rightsEpoch());
+    assertEquals("access.read_revoked", code(() -> two.current(a, Right.READ)));
+    assertEquals("access.read_revoked", code(() -> two.recheck(a, ticket)));
+    assertEquals(2, two.rightsEpoch());
+    PrincipalRights engineA = engineRights.get(engineRights.size() - 1).stream()
+        .filter(r -> r.principal() == 10).findFirst().orElseThrow();
+    assertFalse(engineA.mayRead(9), "the second replica's engine took the journal's rights");
+    assertEquals(10, two.current(a, Right.SEND).caller().principal(), "other rights stay");
+
+    one.install(t.next(revoked, first));
+    assertEquals(3, one.rightsEpoch(), "granting back is a new version");
+    assertEquals(a.principal(), two.recheck(a, ticket).caller().principal());
+    one.install(t.next(first, first));
+    assertEquals(3, two.rightsEpoch(), "a reload of unchanged rights records nothing");
+  }
+
+  /**
+   * A caller another replica's reload removed is revoked here; one it remapped is refused as
+   * changed until this replica's file agrees; an unreadable journal decides nothing.
+   */
+  @Test
+  void removedAndRemappedCallersAndAnUnreadableJournalAreRefused() throws Exception {
+    ResolvedConfig first = t.config(3, caller("a", 10, true), caller("b", 11, true));
+    Authorization one = authorization(t.snapshot(first), NOW);
+    Authorization two = authorization(t.snapshot(first), NOW);
+    CallerBinding a = two.authenticate(t.token("a")).orElseThrow();
+    CallerBinding b = two.authenticate(t.token("b")).orElseThrow();
+    one.install(t.next(first, t.config(3, caller("a", 12, true))));
+    assertEquals("access.binding_changed", code(() -> two.current(a)));
+    assertEquals("access.binding_revoked", code(() -> two.current(b)));
+    assertTrue(engineRights.get(engineRights.size() - 1).isEmpty(),
+        "neither caller is registered with the second replica's engine");
+
+    ledgers.get(1).close();
+    GatewayException e = assertThrows(GatewayException.class, () -> two.current(a));
+    assertEquals("query.journal_unavailable", e.code());
+    assertEquals(io.grpc.Status.Code.UNAVAILABLE, e.kind().code());
   }
 
   private static String code(Runnable r) {

@@ -1,5 +1,6 @@
 package io.transit.flight.server;
 
+import io.transit.flight.nativequery.NativeQueryAdmin;
 import io.transit.flight.server.auth.AuthSnapshot;
 import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.CallerBinding;
@@ -111,12 +112,13 @@ public final class TestBindings {
 
   /**
    * The parts one served call meets, built as the daemon builds them: the authorization over
-   * {@code snapshot}, the ticket service of {@code cfg}'s definition, and {@code callerName}
-   * authenticated by its Bearer token.
+   * {@code snapshot} with {@code engine}'s journal holding the rights, the ticket service of
+   * {@code cfg}'s definition, and {@code callerName} authenticated by its Bearer token.
    */
-  public Served serve(ResolvedConfig cfg, AuthSnapshot snapshot, String callerName)
-      throws ConfigException {
-    Authorization authorization = new Authorization(snapshot, Clock.systemUTC());
+  public Served serve(ResolvedConfig cfg, AuthSnapshot snapshot, String callerName,
+      NativeQueryAdmin engine) throws ConfigException {
+    Authorization authorization = new Authorization(snapshot, engine.rightsLedger(),
+        engine::updateRights, Clock.systemUTC());
     TicketService tickets = new TicketService(ticketKey(),
         TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), Clock.systemUTC());
     return new Served(authorization, tickets,

@@ -79,6 +79,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final Retention retention;
   private final SegmentStore segments;
   private final Leases leases;
+  private final JournalRights rightsLedger;
   /**
    * Longest wait of {@link #awaitQuery} between journal reads: a query finished by another
    * replica on a shared journal wakes no local monitor.
@@ -105,6 +106,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.allocator = allocator;
     this.planner = planner;
     this.segments = segments;
+    this.rightsLedger = new JournalRights(journal);
     this.requester = new RequesterCheck(rights, tables);
     // Proof verifications start at the seal on a helper (ProofVerdicts); the engine owns the pool.
     this.verifiers = SignaturePool.forProcessors();
@@ -457,6 +459,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   @Override
   public void updateRights(Collection<PrincipalRights> next) {
     rights.replace(next);
+  }
+
+  @Override
+  public io.transit.flight.nativequery.RightsLedger rightsLedger() {
+    return rightsLedger;
   }
 
   /**

@@ -210,6 +210,27 @@ public interface JournalStore extends AutoCloseable {
 
   Optional<SavedQuery> query(long correlation) throws SQLException;
 
+  // The deployment's rights (docs/deployment.md "Shared rights"): a versioned document, opaque to
+  // the journal, of which one version is current. Epochs start at 1 and only grow; 0 means none
+  // was ever recorded.
+
+  /** One recorded version of the rights: its epoch, its document and the document's SHA-256. */
+  record RightsVersion(long epoch, byte[] sha256, byte[] document) {}
+
+  /** The current rights epoch, 0 when none was recorded: one single-row read by key. */
+  long rightsEpoch() throws SQLException;
+
+  /** The current rights version, empty when none was recorded. */
+  Optional<RightsVersion> rights() throws SQLException;
+
+  /**
+   * Makes {@code document} the current rights and returns its epoch: the current epoch when the
+   * current version already has {@code sha256} (nothing written), else a new version at the next
+   * epoch. Serialized with every other publish on the same journal (of this store or another), so
+   * concurrent publishes of one document record it once and no publish overwrites another.
+   */
+  long publishRights(byte[] sha256, byte[] document) throws SQLException;
+
   @Override
   void close() throws SQLException;
 }

@@ -52,6 +52,12 @@ final class SqliteJournal implements JournalStore {
     "CREATE TABLE IF NOT EXISTS inline_segments (correlation BIGINT NOT NULL,"
         + " segment_index INTEGER NOT NULL, data BLOB NOT NULL,"
         + " PRIMARY KEY (correlation, segment_index))",
+    // The deployment's rights (JournalStore#publishRights): every version, and one head row
+    // naming the current one, so a decision's epoch check reads one row by key.
+    "CREATE TABLE IF NOT EXISTS rights_versions (epoch BIGINT PRIMARY KEY,"
+        + " content_sha256 BLOB NOT NULL, document BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS rights_head (id INTEGER PRIMARY KEY, epoch BIGINT NOT NULL,"
+        + " content_sha256 BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS queries (correlation BIGINT PRIMARY KEY,"
         + " principal BIGINT NOT NULL, namespace BIGINT NOT NULL, bundle_sha256 BLOB NOT NULL,"
         + " state VARCHAR(16) NOT NULL, code VARCHAR(64) NOT NULL, stage VARCHAR(32) NOT NULL,"
@@ -221,9 +227,12 @@ final class SqliteJournal implements JournalStore {
       return result;
     } catch (SQLException | RuntimeException | Error e) {
       // A statement that failed in SQLite (SQLITE_FULL in a COMMIT, say) may be left finalized by
-      // the driver ("statement is not executing" on its next use): the cache is dropped, and the
-      // rollback runs on a statement of its own.
-      closeStatements();
+      // the driver ("statement is not executing" on its next use): the cache is dropped then.
+      // Work that failed on its own (an exception of the caller's) left its statements intact.
+      // The rollback runs on a statement of its own either way.
+      if (e instanceof SQLException) {
+        closeStatements();
+      }
       try (Statement rollbackStatement = connection.createStatement()) {
         rollbackStatement.execute("ROLLBACK");
       } catch (SQLException rollback) {
@@ -253,6 +262,11 @@ final class SqliteJournal implements JournalStore {
       }
       return null;
     });
+  }
+
+  /** Prepared statements cached now (tests: which failures drop the cache). */
+  synchronized int cachedStatements() {
+    return statements.size();
   }
 
   /** Durable commits that wrote so far, i.e. WAL fsyncs (tests: commits per statement). */
@@ -311,35 +325,27 @@ final class SqliteJournal implements JournalStore {
 
   @Override
   public Optional<Recorded> command(long principal, long sequence) throws SQLException {
-    PreparedStatement p = prepared(
-        "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?");
+    PreparedStatement p = prepared(JournalRows.SELECT_COMMAND);
     p.setLong(1, principal);
     p.setLong(2, sequence);
     try (ResultSet r = p.executeQuery()) {
-      return r.next() ? Optional.of(new Recorded(r.getBytes(1), r.getBytes(2))) : Optional.empty();
+      return r.next() ? Optional.of(JournalRows.recorded(r)) : Optional.empty();
     }
   }
 
   @Override
   public void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
       throws SQLException {
-    update("INSERT INTO commands (principal, sequence, command_sha256, outcome) VALUES (?, ?, ?, ?)",
-        principal, sequence, sha256, outcome);
+    update(JournalRows.INSERT_COMMAND, principal, sequence, sha256, outcome);
   }
 
   @Override
   public Optional<Upload> upload(long principal, long namespace) throws SQLException {
-    PreparedStatement p = prepared(
-        "SELECT declared_bytes, part_count, bundle_sha256, received_parts, received_bytes, state"
-            + " FROM uploads WHERE principal = ? AND namespace = ?");
+    PreparedStatement p = prepared(JournalRows.SELECT_UPLOAD);
     p.setLong(1, principal);
     p.setLong(2, namespace);
     try (ResultSet r = p.executeQuery()) {
-      if (!r.next()) {
-        return Optional.empty();
-      }
-      return Optional.of(new Upload(r.getLong(1), r.getInt(2), r.getBytes(3), r.getInt(4),
-          r.getLong(5), UploadState.valueOf(r.getString(6))));
+      return r.next() ? Optional.of(JournalRows.upload(r)) : Optional.empty();
     }
   }
 
@@ -347,9 +353,8 @@ final class SqliteJournal implements JournalStore {
   public void beginUpload(
       long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
       throws SQLException {
-    update("INSERT INTO uploads (principal, namespace, declared_bytes, part_count, bundle_sha256,"
-            + " received_parts, received_bytes, state) VALUES (?, ?, ?, ?, ?, 0, 0, ?)",
-        principal, namespace, declaredBytes, parts, sha256, UploadState.OPEN.name());
+    update(JournalRows.INSERT_UPLOAD, principal, namespace, declaredBytes, parts, sha256,
+        UploadState.OPEN.name());
   }
 
   @Override
@@ -364,15 +369,13 @@ final class SqliteJournal implements JournalStore {
   @Override
   public void setUploadState(long principal, long namespace, UploadState state)
       throws SQLException {
-    update("UPDATE uploads SET state = ? WHERE principal = ? AND namespace = ?",
-        state.name(), principal, namespace);
+    update(JournalRows.SET_UPLOAD_STATE, state.name(), principal, namespace);
   }
 
   /** The upload's parts concatenated in index order. */
   @Override
   public byte[] assembled(long principal, long namespace) throws SQLException {
-    PreparedStatement p = prepared("SELECT data FROM upload_parts"
-        + " WHERE principal = ? AND namespace = ? ORDER BY part_index");
+    PreparedStatement p = prepared(JournalRows.SELECT_PARTS);
     p.setLong(1, principal);
     p.setLong(2, namespace);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -413,16 +416,8 @@ final class SqliteJournal implements JournalStore {
   @Override
   public boolean finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis,
       long attempt) throws SQLException {
-    return update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?,"
-            + " manifest_sha256 = ?, total_rows = ?, limit_amount = ?, required_amount = ?,"
-            + " failed_column = ?, failed_bound = ?, manifest = ?, result_bytes = ?,"
-            + " finished_ms = ?"
-            + " WHERE correlation = ? AND state = ? AND attempt = ?",
-        s.getState().name(), s.getCode(), s.getStage(), s.getMessage(),
-        manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
-        s.getLimit(), s.getRequired(), s.getColumn(), s.getBound(), manifest, resultBytes,
-        finishedMillis,
-        s.getCorrelation(), QueryStatus.State.ACCEPTED.name(), attempt) == 1;
+    return update(JournalRows.FINISH, JournalRows.finishArgs(s, manifest, resultBytes,
+        finishedMillis, attempt, t -> t)) == 1;
   }
 
   @Override
@@ -448,16 +443,14 @@ final class SqliteJournal implements JournalStore {
   @Override
   public boolean renew(long correlation, long owner, long attempt, long untilMillis)
       throws SQLException {
-    return update("UPDATE queries SET lease_until_ms = ? WHERE correlation = ? AND state = ?"
-            + " AND attempt = ? AND lease_owner = ?",
-        untilMillis, correlation, QueryStatus.State.ACCEPTED.name(), attempt, owner) == 1;
+    return update(JournalRows.RENEW, untilMillis, correlation, QueryStatus.State.ACCEPTED.name(),
+        attempt, owner) == 1;
   }
 
   @Override
   public List<Long> expiredLeases(long nowMillis, int limit) throws SQLException {
     List<Long> out = new ArrayList<>();
-    PreparedStatement p = prepared("SELECT correlation FROM queries WHERE state = ?"
-        + " AND lease_until_ms <= ? ORDER BY correlation LIMIT ?");
+    PreparedStatement p = prepared(JournalRows.EXPIRED_LEASES);
     p.setString(1, QueryStatus.State.ACCEPTED.name());
     p.setLong(2, nowMillis);
     p.setInt(3, limit);
@@ -477,7 +470,7 @@ final class SqliteJournal implements JournalStore {
     p.setString(1, QueryStatus.State.SUCCEEDED.name());
     try (ResultSet r = p.executeQuery()) {
       while (r.next()) {
-        out.add(new Retained(r.getLong(1), r.getLong(2), r.getLong(3)));
+        out.add(JournalRows.retained(r));
       }
     }
     return out;
@@ -500,20 +493,18 @@ final class SqliteJournal implements JournalStore {
   /** Marks a result released and deletes its inline segments; true when it existed. */
   @Override
   public boolean release(long correlation) throws SQLException {
-    update("DELETE FROM inline_segments WHERE correlation = ?", correlation);
+    update(JournalRows.DELETE_INLINE, correlation);
     return update("UPDATE queries SET released = 1 WHERE correlation = ?", correlation) == 1;
   }
 
   @Override
   public void storeInline(long correlation, int index, byte[] data) throws SQLException {
-    update("INSERT INTO inline_segments (correlation, segment_index, data) VALUES (?, ?, ?)",
-        correlation, index, data);
+    update(JournalRows.INSERT_INLINE, correlation, index, data);
   }
 
   @Override
   public Optional<byte[]> inlineSegment(long correlation, int index) throws SQLException {
-    PreparedStatement p = prepared(
-        "SELECT data FROM inline_segments WHERE correlation = ? AND segment_index = ?");
+    PreparedStatement p = prepared(JournalRows.SELECT_INLINE);
     p.setLong(1, correlation);
     p.setInt(2, index);
     try (ResultSet r = p.executeQuery()) {
@@ -523,35 +514,59 @@ final class SqliteJournal implements JournalStore {
 
   @Override
   public Optional<SavedQuery> query(long correlation) throws SQLException {
-    PreparedStatement p = prepared(
-        "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
-            + " total_rows, limit_amount, required_amount, failed_column, released, manifest,"
-            + " failed_bound FROM queries WHERE correlation = ?");
+    PreparedStatement p = prepared(JournalRows.SELECT_QUERY);
     p.setLong(1, correlation);
     try (ResultSet r = p.executeQuery()) {
-      if (!r.next()) {
-        return Optional.empty();
-      }
-      QueryStatus.Builder s = QueryStatus.newBuilder()
-          .setCorrelation(correlation)
-          .setPrincipal(r.getLong(1))
-          .setNamespace(r.getLong(2))
-          .setState(QueryStatus.State.valueOf(r.getString(4)))
-          .setCode(r.getString(5))
-          .setStage(r.getString(6))
-          .setMessage(r.getString(7))
-          .setTotalRows(r.getLong(9))
-          .setLimit(r.getLong(10))
-          .setRequired(r.getLong(11))
-          .setColumn(r.getString(12))
-          .setBound(r.getString(15));
-      byte[] manifestSha = r.getBytes(8);
-      if (manifestSha != null) {
-        s.setManifestSha256(com.google.protobuf.ByteString.copyFrom(manifestSha));
-      }
-      return Optional.of(new SavedQuery(s.build(), r.getBytes(3), r.getInt(13) != 0,
-          r.getBytes(14)));
+      return r.next()
+          ? Optional.of(JournalRows.savedQuery(correlation, r, r.getInt(13) != 0))
+          : Optional.empty();
     }
+  }
+
+  @Override
+  public long rightsEpoch() throws SQLException {
+    PreparedStatement p = prepared(JournalRows.RIGHTS_EPOCH);
+    try (ResultSet r = p.executeQuery()) {
+      return r.next() ? r.getLong(1) : 0;
+    }
+  }
+
+  @Override
+  public Optional<RightsVersion> rights() throws SQLException {
+    PreparedStatement p = prepared(JournalRows.RIGHTS_CURRENT);
+    try (ResultSet r = p.executeQuery()) {
+      return r.next() ? Optional.of(JournalRows.rightsVersion(r)) : Optional.empty();
+    }
+  }
+
+  /**
+   * Takes SQLite's one write lock before it reads the head (a write that changes nothing, the
+   * counterpart of PostgreSQL's row lock): a publish started after a read would find its snapshot
+   * stale whenever another connection published meanwhile, and fail SQLITE_BUSY at once without
+   * waiting, while a first statement that writes waits for the lock (busy_timeout) and then reads
+   * what the other committed.
+   */
+  @Override
+  public long publishRights(byte[] sha256, byte[] document) throws SQLException {
+    update("UPDATE rights_head SET epoch = epoch WHERE id = 1");
+    long epoch = 0;
+    PreparedStatement p = prepared("SELECT epoch, content_sha256 FROM rights_head WHERE id = 1");
+    try (ResultSet r = p.executeQuery()) {
+      if (r.next()) {
+        if (java.util.Arrays.equals(r.getBytes(2), sha256)) {
+          return r.getLong(1);
+        }
+        epoch = r.getLong(1);
+      }
+    }
+    long next = epoch + 1;
+    update("INSERT INTO rights_versions (epoch, content_sha256, document) VALUES (?, ?, ?)",
+        next, sha256, document);
+    if (update("UPDATE rights_head SET epoch = ?, content_sha256 = ? WHERE id = 1", next, sha256)
+        == 0) {
+      update("INSERT INTO rights_head (id, epoch, content_sha256) VALUES (1, ?, ?)", next, sha256);
+    }
+    return next;
   }
 
   private int update(String sql, Object... args) throws SQLException {

@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.postgres;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import io.transit.flight.nativequery.embedded.JournalRows;
 import io.transit.flight.nativequery.embedded.JournalStore;
 import io.transit.flight.proto.QueryStatus;
 import java.io.ByteArrayOutputStream;
@@ -261,14 +262,11 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public Optional<Recorded> command(long principal, long sequence) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(
-        "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?")) {
+    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_COMMAND)) {
       p.setLong(1, principal);
       p.setLong(2, sequence);
       try (ResultSet r = p.executeQuery()) {
-        return r.next()
-            ? Optional.of(new Recorded(r.getBytes(1), r.getBytes(2)))
-            : Optional.empty();
+        return r.next() ? Optional.of(JournalRows.recorded(r)) : Optional.empty();
       }
     }
   }
@@ -276,23 +274,16 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
       throws SQLException {
-    update("INSERT INTO commands (principal, sequence, command_sha256, outcome)"
-        + " VALUES (?, ?, ?, ?)", principal, sequence, sha256, outcome);
+    update(JournalRows.INSERT_COMMAND, principal, sequence, sha256, outcome);
   }
 
   @Override
   public Optional<Upload> upload(long principal, long namespace) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(
-        "SELECT declared_bytes, part_count, bundle_sha256, received_parts, received_bytes, state"
-            + " FROM uploads WHERE principal = ? AND namespace = ?")) {
+    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_UPLOAD)) {
       p.setLong(1, principal);
       p.setLong(2, namespace);
       try (ResultSet r = p.executeQuery()) {
-        if (!r.next()) {
-          return Optional.empty();
-        }
-        return Optional.of(new Upload(r.getLong(1), r.getInt(2), r.getBytes(3), r.getInt(4),
-            r.getLong(5), UploadState.valueOf(r.getString(6))));
+        return r.next() ? Optional.of(JournalRows.upload(r)) : Optional.empty();
       }
     }
   }
@@ -301,9 +292,8 @@ public final class PostgresJournal implements JournalStore {
   public void beginUpload(
       long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
       throws SQLException {
-    update("INSERT INTO uploads (principal, namespace, declared_bytes, part_count, bundle_sha256,"
-            + " received_parts, received_bytes, state) VALUES (?, ?, ?, ?, ?, 0, 0, ?)",
-        principal, namespace, declaredBytes, parts, sha256, UploadState.OPEN.name());
+    update(JournalRows.INSERT_UPLOAD, principal, namespace, declaredBytes, parts, sha256,
+        UploadState.OPEN.name());
   }
 
   /** One round trip: the part and the upload's counters in one statement. */
@@ -319,14 +309,12 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public void setUploadState(long principal, long namespace, UploadState state)
       throws SQLException {
-    update("UPDATE uploads SET state = ? WHERE principal = ? AND namespace = ?",
-        state.name(), principal, namespace);
+    update(JournalRows.SET_UPLOAD_STATE, state.name(), principal, namespace);
   }
 
   @Override
   public byte[] assembled(long principal, long namespace) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement("SELECT data FROM upload_parts"
-        + " WHERE principal = ? AND namespace = ? ORDER BY part_index")) {
+    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_PARTS)) {
       p.setLong(1, principal);
       p.setLong(2, namespace);
       ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -364,15 +352,8 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public boolean finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis,
       long attempt) throws SQLException {
-    return update("UPDATE queries SET state = ?, code = ?, stage = ?, message = ?,"
-            + " manifest_sha256 = ?, total_rows = ?, limit_amount = ?, required_amount = ?,"
-            + " failed_column = ?, failed_bound = ?, manifest = ?, result_bytes = ?,"
-            + " finished_ms = ? WHERE correlation = ? AND state = ? AND attempt = ?",
-        s.getState().name(), text(s.getCode()), text(s.getStage()), text(s.getMessage()),
-        manifest == null ? null : s.getManifestSha256().toByteArray(), s.getTotalRows(),
-        s.getLimit(), s.getRequired(), text(s.getColumn()), text(s.getBound()), manifest,
-        resultBytes,
-        finishedMillis, s.getCorrelation(), QueryStatus.State.ACCEPTED.name(), attempt) == 1;
+    return update(JournalRows.FINISH, JournalRows.finishArgs(s, manifest, resultBytes,
+        finishedMillis, attempt, PostgresJournal::text)) == 1;
   }
 
   /** One statement: the conditional claim and the new attempt come back together. */
@@ -399,17 +380,14 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public boolean renew(long correlation, long owner, long attempt, long untilMillis)
       throws SQLException {
-    return update("UPDATE queries SET lease_until_ms = ? WHERE correlation = ? AND state = ?"
-            + " AND attempt = ? AND lease_owner = ?",
-        untilMillis, correlation, QueryStatus.State.ACCEPTED.name(), attempt, owner) == 1;
+    return update(JournalRows.RENEW, untilMillis, correlation, QueryStatus.State.ACCEPTED.name(),
+        attempt, owner) == 1;
   }
 
   @Override
   public List<Long> expiredLeases(long nowMillis, int limit) throws SQLException {
     List<Long> out = new ArrayList<>();
-    try (PreparedStatement p = connection().prepareStatement(
-        "SELECT correlation FROM queries WHERE state = ? AND lease_until_ms <= ?"
-            + " ORDER BY correlation LIMIT ?")) {
+    try (PreparedStatement p = connection().prepareStatement(JournalRows.EXPIRED_LEASES)) {
       p.setString(1, QueryStatus.State.ACCEPTED.name());
       p.setLong(2, nowMillis);
       p.setInt(3, limit);
@@ -436,7 +414,7 @@ public final class PostgresJournal implements JournalStore {
       p.setString(1, QueryStatus.State.SUCCEEDED.name());
       try (ResultSet r = p.executeQuery()) {
         while (r.next()) {
-          out.add(new Retained(r.getLong(1), r.getLong(2), r.getLong(3)));
+          out.add(JournalRows.retained(r));
         }
       }
     }
@@ -460,20 +438,18 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public boolean release(long correlation) throws SQLException {
-    update("DELETE FROM inline_segments WHERE correlation = ?", correlation);
+    update(JournalRows.DELETE_INLINE, correlation);
     return update("UPDATE queries SET released = true WHERE correlation = ?", correlation) == 1;
   }
 
   @Override
   public void storeInline(long correlation, int index, byte[] data) throws SQLException {
-    update("INSERT INTO inline_segments (correlation, segment_index, data) VALUES (?, ?, ?)",
-        correlation, index, data);
+    update(JournalRows.INSERT_INLINE, correlation, index, data);
   }
 
   @Override
   public Optional<byte[]> inlineSegment(long correlation, int index) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(
-        "SELECT data FROM inline_segments WHERE correlation = ? AND segment_index = ?")) {
+    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_INLINE)) {
       p.setLong(1, correlation);
       p.setInt(2, index);
       try (ResultSet r = p.executeQuery()) {
@@ -503,36 +479,55 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public Optional<SavedQuery> query(long correlation) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(
-        "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
-            + " total_rows, limit_amount, required_amount, failed_column, released, manifest,"
-            + " failed_bound FROM queries WHERE correlation = ?")) {
+    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_QUERY)) {
       p.setLong(1, correlation);
       try (ResultSet r = p.executeQuery()) {
-        if (!r.next()) {
-          return Optional.empty();
-        }
-        QueryStatus.Builder s = QueryStatus.newBuilder()
-            .setCorrelation(correlation)
-            .setPrincipal(r.getLong(1))
-            .setNamespace(r.getLong(2))
-            .setState(QueryStatus.State.valueOf(r.getString(4)))
-            .setCode(r.getString(5))
-            .setStage(r.getString(6))
-            .setMessage(r.getString(7))
-            .setTotalRows(r.getLong(9))
-            .setLimit(r.getLong(10))
-            .setRequired(r.getLong(11))
-            .setColumn(r.getString(12))
-            .setBound(r.getString(15));
-        byte[] manifestSha = r.getBytes(8);
-        if (manifestSha != null) {
-          s.setManifestSha256(com.google.protobuf.ByteString.copyFrom(manifestSha));
-        }
-        return Optional.of(new SavedQuery(s.build(), r.getBytes(3), r.getBoolean(13),
-            r.getBytes(14)));
+        return r.next()
+            ? Optional.of(JournalRows.savedQuery(correlation, r, r.getBoolean(13)))
+            : Optional.empty();
       }
     }
+  }
+
+  @Override
+  public long rightsEpoch() throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(JournalRows.RIGHTS_EPOCH);
+        ResultSet r = p.executeQuery()) {
+      return r.next() ? r.getLong(1) : 0;
+    }
+  }
+
+  @Override
+  public Optional<RightsVersion> rights() throws SQLException {
+    try (PreparedStatement p = connection().prepareStatement(JournalRows.RIGHTS_CURRENT);
+        ResultSet r = p.executeQuery()) {
+      return r.next() ? Optional.of(JournalRows.rightsVersion(r)) : Optional.empty();
+    }
+  }
+
+  /**
+   * Locks the head row ({@code SELECT … FOR UPDATE}, the row V5 seeds): publishes of every replica
+   * run one after the other, and each compares against the head its predecessor committed.
+   */
+  @Override
+  public long publishRights(byte[] sha256, byte[] document) throws SQLException {
+    long epoch;
+    try (PreparedStatement p = connection().prepareStatement(
+        "SELECT epoch, content_sha256 FROM rights_head WHERE id = 1 FOR UPDATE");
+        ResultSet r = p.executeQuery()) {
+      if (!r.next()) {
+        throw new SQLException("the rights head row is missing (migration V5)");
+      }
+      if (java.util.Arrays.equals(r.getBytes(2), sha256)) {
+        return r.getLong(1);
+      }
+      epoch = r.getLong(1);
+    }
+    long next = epoch + 1;
+    update("WITH version AS (INSERT INTO rights_versions (epoch, content_sha256, document)"
+            + " VALUES (?, ?, ?)) UPDATE rights_head SET epoch = ?, content_sha256 = ?"
+            + " WHERE id = 1", next, sha256, document, next, sha256);
+    return next;
   }
 
   /** This transaction's session value of a server setting (the tests check the guarantees). */

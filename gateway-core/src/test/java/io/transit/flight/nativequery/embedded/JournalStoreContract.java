@@ -304,4 +304,67 @@ public abstract class JournalStoreContract {
     assertFalse(journal.transaction(() -> journal.renew(q, 200, 2, 99_999)));
     assertTrue(journal.transaction(() -> journal.expiredLeases(Long.MAX_VALUE, 10)).isEmpty());
   }
+
+  private static long publish(JournalStore store, String document) throws SQLException {
+    byte[] doc = bytes(document);
+    byte[] sha;
+    try {
+      sha = java.security.MessageDigest.getInstance("SHA-256").digest(doc);
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    return store.transaction(() -> store.publishRights(sha, doc));
+  }
+
+  private static String currentDocument(JournalStore store) throws SQLException {
+    return new String(store.transaction(store::rights).orElseThrow().document(),
+        StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Two stores on one journal (two replicas): a publish of new content advances the epoch once,
+   * the same content again (from either) records nothing, and concurrent publishes neither
+   * record one document twice nor lose one.
+   */
+  @Test
+  void rightsAdvanceOneEpochPerDistinctContentAcrossStores() throws Exception {
+    assertEquals(0, journal.transaction(journal::rightsEpoch));
+    assertTrue(journal.transaction(journal::rights).isEmpty());
+    JournalStore other = reopen();
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(8);
+    try {
+      assertEquals(1, publish(journal, "rights A"));
+      assertEquals(1, publish(other, "rights A"), "the same content is no new version");
+      assertEquals(1, other.transaction(other::rightsEpoch));
+      assertEquals(2, publish(other, "rights B"));
+      assertEquals(2, journal.transaction(journal::rightsEpoch), "the other store's version");
+      assertEquals("rights B", currentDocument(journal));
+      assertEquals(2, journal.transaction(journal::rights).orElseThrow().epoch());
+      assertEquals(3, publish(journal, "rights A"), "going back is a change too");
+
+      // Eight reloads of one new document at once, half through each store: one version.
+      List<java.util.concurrent.Future<Long>> same = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        JournalStore s = i % 2 == 0 ? journal : other;
+        same.add(pool.submit(() -> publish(s, "rights C")));
+      }
+      for (java.util.concurrent.Future<Long> f : same) {
+        assertEquals(4L, f.get(60, java.util.concurrent.TimeUnit.SECONDS));
+      }
+      assertEquals(4, other.transaction(other::rightsEpoch));
+
+      // Two different documents at once: both recorded, at distinct epochs, neither lost.
+      java.util.concurrent.Future<Long> d = pool.submit(() -> publish(journal, "rights D"));
+      java.util.concurrent.Future<Long> e = pool.submit(() -> publish(other, "rights E"));
+      long de = d.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      long ee = e.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      assertEquals(Set.of(5L, 6L), Set.of(de, ee));
+      assertEquals(6, journal.transaction(journal::rightsEpoch));
+      assertEquals(de == 6 ? "rights D" : "rights E", currentDocument(other));
+    } finally {
+      pool.shutdownNow();
+      other.close();
+    }
+  }
 }

@@ -55,6 +55,11 @@ public final class AuthSnapshot {
     return Optional.ofNullable(byDigest.get(digest(token)));
   }
 
+  /** Every caller's binding (the rights document a reload records is built from them). */
+  public java.util.Collection<CallerBinding> bindings() {
+    return byName.values();
+  }
+
   /** The binding of a caller by name, used to re-check authorization mid-stream. */
   public Optional<CallerBinding> current(String callerName) {
     return Optional.ofNullable(byName.get(callerName));

@@ -3,25 +3,44 @@ package io.transit.flight.server.auth;
 import io.transit.flight.admission.AdmissionSubject;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.nativequery.ReadAccess;
+import io.transit.flight.nativequery.RightsLedger;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.ticket.TicketScope;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 /**
- * The gateway's one authorization object: it holds the current {@link AuthSnapshot} and derives
- * from it everything a call needs to know about its caller. Each derivation reads the snapshot
- * once, so the ticket scope, read access, admission subject and ticket lifetime of one {@link
- * Grant} always come from the same configuration, even across a reload.
+ * The gateway's one authorization object: it holds the current {@link AuthSnapshot} (this
+ * replica's configuration and credentials) and the deployment's current rights from the journal,
+ * and derives from them everything a call needs to know about its caller. Each derivation reads
+ * one view, so the ticket scope, read access, admission subject and ticket lifetime of one {@link
+ * Grant} always come from the same configuration and rights version, even across a reload.
+ *
+ * <p>Rights live in the journal ({@link RightsLedger}; docs/deployment.md "Shared rights"): {@link
+ * #install} records the snapshot's rights there (a new epoch when they differ) before it swaps the
+ * snapshot, and every decision first reads the journal's current epoch (one single-row read) and
+ * loads a newer version before deciding. So a reload on one replica is in force on every replica
+ * sharing the journal once its commit returned, and no decision is made on rights the journal
+ * could not confirm: an unreadable journal fails the call UNAVAILABLE {@code
+ * query.journal_unavailable}. A caller missing from the journal's rights is revoked; one whose
+ * principal, publication or role there differs from this replica's binding is refused as changed
+ * (the replicas' files disagree until this one is reloaded).
  *
  * <p>Threads: {@link #authenticate} on gRPC transport threads, {@link #current} on the service
  * executor and on the gRPC thread that opens a DoGet, {@link #recheck} on T_caller workers;
- * {@link #install} on the reload (signal) thread. The snapshot is immutable and swapped whole,
- * so no lock is needed.
+ * {@link #install} on the reload (signal) thread, and at start. The snapshot and the view are
+ * immutable and swapped whole; the view is replaced only under {@code refreshing}, which also
+ * orders the engine's rights updates, so an older version never replaces a newer one there.
  */
 public final class Authorization {
   /** What one call may do, all from one snapshot. */
@@ -56,12 +75,33 @@ public final class Authorization {
     }
   }
 
-  private final AtomicReference<AuthSnapshot> snapshot;
+  /** This replica's snapshot with the journal's rights of one epoch, by caller name. */
+  private record View(AuthSnapshot local, long epoch, Map<String, RightsDocument.Entry> rights) {}
+
+  private final AtomicReference<AuthSnapshot> snapshot; // any thread reads; install swaps
+  private final AtomicReference<View> view; // any thread reads; replaced under refreshing
+  private final Object refreshing = new Object(); // leaf: a ledger read and the engine update
+  private final RightsLedger ledger;
+  private final Consumer<Collection<PrincipalRights>> engineRights;
   private final Clock clock;
 
-  public Authorization(AuthSnapshot initial, Clock clock) {
+  /**
+   * Records {@code initial}'s rights in {@code ledger} (the start of a reload) and loads the
+   * current version. {@code engineRights} receives the native rights of every version put in
+   * force (the engine's {@code updateRights}), on the thread that loaded it.
+   *
+   * @throws GatewayException UNAVAILABLE {@code query.journal_unavailable} when the journal
+   *     cannot record or return the rights
+   */
+  public Authorization(AuthSnapshot initial, RightsLedger ledger,
+      Consumer<Collection<PrincipalRights>> engineRights, Clock clock) {
     this.snapshot = new AtomicReference<>(initial);
+    this.ledger = ledger;
+    this.engineRights = engineRights;
     this.clock = clock;
+    ledger.publish(RightsDocument.encode(initial.bindings()));
+    this.view = new AtomicReference<>(new View(initial, -1, Map.of()));
+    refresh();
   }
 
   /** The snapshot in force; a reload compares the next configuration with its config. */
@@ -69,9 +109,79 @@ public final class Authorization {
     return snapshot.get();
   }
 
-  /** Reload: every later call sees {@code next} whole. */
+  /**
+   * Reload: records {@code next}'s rights in the journal (a new epoch when they differ from the
+   * current version; nothing when equal), then swaps the snapshot and loads the version in force.
+   * Returns once that commit returned, so every replica's next decision sees the rights. When
+   * the journal refuses, nothing is swapped.
+   *
+   * @throws GatewayException UNAVAILABLE {@code query.journal_unavailable}
+   */
   public void install(AuthSnapshot next) {
+    ledger.publish(RightsDocument.encode(next.bindings()));
     snapshot.set(next);
+    refresh();
+  }
+
+  /** The journal's current rights epoch this replica decides under (tests, operators' logs). */
+  public long rightsEpoch() {
+    return view().epoch();
+  }
+
+  /**
+   * The view to decide under: the journal's current epoch is read (one single-row read) and a
+   * newer version, or a newer local snapshot, is loaded first.
+   */
+  private View view() {
+    long epoch = ledger.epoch();
+    View v = view.get();
+    if (v.epoch() == epoch && v.local() == snapshot.get()) {
+      return v;
+    }
+    return refresh();
+  }
+
+  private View refresh() {
+    synchronized (refreshing) {
+      AuthSnapshot local = snapshot.get();
+      RightsLedger.Version version = ledger.current();
+      View v = view.get();
+      // Epochs only grow; under the lock the version just read is at least the installed one.
+      if (v.epoch() == version.epoch() && v.local() == local) {
+        return v;
+      }
+      View next = new View(local, version.epoch(), RightsDocument.decode(version.document()));
+      List<PrincipalRights> forEngine = new ArrayList<>();
+      for (CallerBinding b : local.bindings()) {
+        RightsDocument.Entry e = next.rights().get(b.name());
+        if (e != null && e.grantsTo(b)) {
+          forEngine.add(b.withRights(e.send(), e.inspect(), e.read()).nativeRights());
+        }
+      }
+      // The engine first: a call that sees the new view meets an engine that enforces it.
+      engineRights.accept(forEngine);
+      view.set(next);
+      return next;
+    }
+  }
+
+  /** The caller's binding in force: this replica's, with the journal's current rights. */
+  private static CallerBinding inForce(View v, String name) {
+    CallerBinding local = v.local().current(name).orElseThrow(Authorization::revoked);
+    RightsDocument.Entry e = v.rights().get(name);
+    if (e == null) {
+      throw revoked();
+    }
+    if (!e.grantsTo(local)) {
+      throw GatewayException.of(Cause.ACCESS_DENIED, "access.binding_changed",
+          "the caller's binding differs from the deployment's current rights");
+    }
+    return local.withRights(e.send(), e.inspect(), e.read());
+  }
+
+  private static GatewayException revoked() {
+    return GatewayException.of(Cause.ACCESS_DENIED, "access.binding_revoked",
+        "the caller's binding was revoked");
   }
 
   /** The binding a Bearer token authenticates, if any. */
@@ -82,20 +192,19 @@ public final class Authorization {
   /**
    * Service policy before a call compiles, sends or discloses anything: the binding the caller's
    * credential authenticated to must still be the binding in force — same scope, Table
-   * declaration, principal key and credential epoch — and must hold each of {@code needed}. Reads
-   * the live snapshot, never the binding cached when the call was authenticated. Returns the grant
+   * declaration, principal key and credential epoch — and must hold each of {@code needed} in the
+   * journal's current rights. Reads the live view, never the binding cached when the call was
+   * authenticated; UNAVAILABLE {@code query.journal_unavailable} when the journal cannot say. Returns the grant
    * of the binding in force; fails ACCESS_DENIED ({@code access.binding_revoked}, {@code
    * access.binding_changed}, {@code access.<right>_revoked}) with nothing of the request in it.
    */
   public Grant current(CallerBinding authenticated, Right... needed) {
-    AuthSnapshot s = snapshot.get();
-    CallerBinding current = s.current(authenticated.name()).orElseThrow(() ->
-        GatewayException.of(Cause.ACCESS_DENIED, "access.binding_revoked",
-            "the caller's binding was revoked"));
-    Grant grant = grantOf(current, s.config());
+    View v = view();
+    CallerBinding current = inForce(v, authenticated.name());
+    Grant grant = grantOf(current, v.local().config());
     // A reload between authentication and now: the credential was checked against another
     // binding, so neither may be used.
-    if (!grant.scope().equals(grantOf(authenticated, s.config()).scope())
+    if (!grant.scope().equals(grantOf(authenticated, v.local().config()).scope())
         || !Arrays.equals(current.declarationFingerprint(), authenticated.declarationFingerprint())
         || current.credentialEpoch() != authenticated.credentialEpoch()
         || !current.principalKey().publicKey().equals(authenticated.principalKey().publicKey())) {
@@ -117,11 +226,9 @@ public final class Authorization {
    * right, and the ticket must not have expired. Returns the current grant.
    */
   public Grant recheck(CallerBinding caller, VerifiedTicket ticket) {
-    AuthSnapshot s = snapshot.get();
-    CallerBinding current = s.current(caller.name()).orElseThrow(() ->
-        GatewayException.of(Cause.ACCESS_DENIED, "access.binding_revoked",
-            "the caller's binding was revoked"));
-    Grant grant = grantOf(current, s.config());
+    View v = view();
+    CallerBinding current = inForce(v, caller.name());
+    Grant grant = grantOf(current, v.local().config());
     // The whole ticket scope, not just the revision: a mapping edited without a revision bump
     // (another source, requests scope or role) or a new ingress must not keep disclosing.
     if (!grant.scope().equals(ticket.scope())

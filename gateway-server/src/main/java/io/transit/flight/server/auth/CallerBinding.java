@@ -1,7 +1,9 @@
 package io.transit.flight.server.auth;
 
 import io.transit.flight.crypto.Ed25519;
+import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.proto.TableDeclaration;
+import java.util.Set;
 
 /**
  * What an authenticated Bearer credential maps to: the dedicated native principal and its key,
@@ -30,6 +32,19 @@ public record CallerBinding(
 
   public long resource() {
     return table.getObjectId();
+  }
+
+  /** This binding with the three rights given (the journal's current rights, say). */
+  public CallerBinding withRights(boolean send, boolean inspect, boolean read) {
+    return new CallerBinding(name, principal, principalKey, hasRole, role, credentialEpoch,
+        bindingRevision, requests, publication, table, declarationFingerprint, send, inspect,
+        read);
+  }
+
+  /** The native principal's registration and rights this binding gives the engine. */
+  public PrincipalRights nativeRights() {
+    return new PrincipalRights(principal, principalKey.publicKey(), credentialEpoch, canSend,
+        canInspect, canRead ? Set.of(source()) : Set.of());
   }
 
   @Override

@@ -7,7 +7,8 @@ import sun.misc.SignalHandler;
 
 /**
  * Signal wiring. Handlers run on the JVM's signal dispatch thread. SIGHUP reload work is short
- * (file reads, a map swap) and reloads never overlap. SIGTERM and SIGINT are taken over from the
+ * (file reads, one journal commit bounded by the journal's timeouts, a map swap) and reloads
+ * never overlap. SIGTERM and SIGINT are taken over from the
  * JVM so that a requested stop drains and then exits 0 (the JVM's default exits 143/130).
  */
 final class Signals {

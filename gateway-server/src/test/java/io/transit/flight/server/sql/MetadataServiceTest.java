@@ -61,7 +61,7 @@ class MetadataServiceTest {
     AuthSnapshot snapshot = bindings.snapshot(cfg);
     engine = EmbeddedEngine.open(dir.resolve("engine"), Bindings.engineOptions(cfg),
         Bindings.publications(cfg), snapshot.rights(), PlanCache.withDefaults());
-    served = bindings.serve(cfg, snapshot, "a");
+    served = bindings.serve(cfg, snapshot, "a", engine);
     authorization = served.authorization();
     caller = served.caller();
     metadata = new MetadataService(new CatalogResults(new SqlInfoCatalog("test", "18.3.0")),

@@ -80,7 +80,7 @@ class ResultStreamerTest {
     AuthSnapshot snapshot = bindings.snapshot(cfg);
     engine = EmbeddedEngine.open(dir.resolve("engine"), Bindings.engineOptions(cfg),
         Bindings.publications(cfg), snapshot.rights(), PlanCache.withDefaults());
-    served = bindings.serve(cfg, snapshot, "a");
+    served = bindings.serve(cfg, snapshot, "a", engine);
     caller = served.caller();
   }
 

@@ -1,0 +1,114 @@
+package io.transit.flight.nativequery.embedded;
+
+import com.google.protobuf.ByteString;
+import io.transit.flight.proto.QueryStatus;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+
+/**
+ * The row SQL and result-set mappings the two journals share ({@link SqliteJournal} and {@code
+ * nativequery.postgres.PostgresJournal} keep the same tables): one text per statement both run
+ * as it is, and one mapping per row shape, so the two cannot drift apart. Statements whose
+ * dialects differ (booleans, upserts, {@code RETURNING}, row locks) stay in each journal.
+ * Stateless; public only for the PostgreSQL journal's package.
+ */
+public final class JournalRows {
+  private JournalRows() {}
+
+  public static final String SELECT_COMMAND =
+      "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?";
+  public static final String INSERT_COMMAND =
+      "INSERT INTO commands (principal, sequence, command_sha256, outcome) VALUES (?, ?, ?, ?)";
+  public static final String SELECT_UPLOAD =
+      "SELECT declared_bytes, part_count, bundle_sha256, received_parts, received_bytes, state"
+          + " FROM uploads WHERE principal = ? AND namespace = ?";
+  public static final String INSERT_UPLOAD =
+      "INSERT INTO uploads (principal, namespace, declared_bytes, part_count, bundle_sha256,"
+          + " received_parts, received_bytes, state) VALUES (?, ?, ?, ?, ?, 0, 0, ?)";
+  public static final String SET_UPLOAD_STATE =
+      "UPDATE uploads SET state = ? WHERE principal = ? AND namespace = ?";
+  public static final String SELECT_PARTS = "SELECT data FROM upload_parts"
+      + " WHERE principal = ? AND namespace = ? ORDER BY part_index";
+  /** Fenced by the attempt: parameters as {@link #finishArgs} lays them out. */
+  public static final String FINISH = "UPDATE queries SET state = ?, code = ?, stage = ?,"
+      + " message = ?, manifest_sha256 = ?, total_rows = ?, limit_amount = ?,"
+      + " required_amount = ?, failed_column = ?, failed_bound = ?, manifest = ?,"
+      + " result_bytes = ?, finished_ms = ? WHERE correlation = ? AND state = ? AND attempt = ?";
+  public static final String RENEW = "UPDATE queries SET lease_until_ms = ? WHERE correlation = ?"
+      + " AND state = ? AND attempt = ? AND lease_owner = ?";
+  public static final String EXPIRED_LEASES = "SELECT correlation FROM queries WHERE state = ?"
+      + " AND lease_until_ms <= ? ORDER BY correlation LIMIT ?";
+  public static final String INSERT_INLINE =
+      "INSERT INTO inline_segments (correlation, segment_index, data) VALUES (?, ?, ?)";
+  public static final String SELECT_INLINE =
+      "SELECT data FROM inline_segments WHERE correlation = ? AND segment_index = ?";
+  public static final String DELETE_INLINE = "DELETE FROM inline_segments WHERE correlation = ?";
+  public static final String SELECT_QUERY =
+      "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
+          + " total_rows, limit_amount, required_amount, failed_column, released, manifest,"
+          + " failed_bound FROM queries WHERE correlation = ?";
+  public static final String RIGHTS_EPOCH = "SELECT epoch FROM rights_head WHERE id = 1";
+  public static final String RIGHTS_CURRENT = "SELECT v.epoch, v.content_sha256, v.document"
+      + " FROM rights_head h JOIN rights_versions v ON v.epoch = h.epoch WHERE h.id = 1";
+
+  /** A row of {@link #SELECT_COMMAND}. */
+  public static JournalStore.Recorded recorded(ResultSet r) throws SQLException {
+    return new JournalStore.Recorded(r.getBytes(1), r.getBytes(2));
+  }
+
+  /** A row of {@link #SELECT_UPLOAD}. */
+  public static JournalStore.Upload upload(ResultSet r) throws SQLException {
+    return new JournalStore.Upload(r.getLong(1), r.getInt(2), r.getBytes(3), r.getInt(4),
+        r.getLong(5), JournalStore.UploadState.valueOf(r.getString(6)));
+  }
+
+  /**
+   * The parameters of {@link #FINISH}; {@code text} turns each text value into what the database
+   * can store (PostgreSQL text holds no NUL).
+   */
+  public static Object[] finishArgs(QueryStatus s, byte[] manifest, long resultBytes,
+      long finishedMillis, long attempt, java.util.function.UnaryOperator<String> text) {
+    return new Object[] {
+      s.getState().name(), text.apply(s.getCode()), text.apply(s.getStage()),
+      text.apply(s.getMessage()), manifest == null ? null : s.getManifestSha256().toByteArray(),
+      s.getTotalRows(), s.getLimit(), s.getRequired(), text.apply(s.getColumn()),
+      text.apply(s.getBound()), manifest, resultBytes, finishedMillis, s.getCorrelation(),
+      QueryStatus.State.ACCEPTED.name(), attempt};
+  }
+
+  /**
+   * A row of {@link #SELECT_QUERY} for {@code correlation}; {@code released} is read by the
+   * caller (an integer in SQLite, a boolean in PostgreSQL).
+   */
+  public static JournalStore.SavedQuery savedQuery(long correlation, ResultSet r,
+      boolean released) throws SQLException {
+    QueryStatus.Builder s = QueryStatus.newBuilder()
+        .setCorrelation(correlation)
+        .setPrincipal(r.getLong(1))
+        .setNamespace(r.getLong(2))
+        .setState(QueryStatus.State.valueOf(r.getString(4)))
+        .setCode(r.getString(5))
+        .setStage(r.getString(6))
+        .setMessage(r.getString(7))
+        .setTotalRows(r.getLong(9))
+        .setLimit(r.getLong(10))
+        .setRequired(r.getLong(11))
+        .setColumn(r.getString(12))
+        .setBound(r.getString(15));
+    byte[] manifestSha = r.getBytes(8);
+    if (manifestSha != null) {
+      s.setManifestSha256(ByteString.copyFrom(manifestSha));
+    }
+    return new JournalStore.SavedQuery(s.build(), r.getBytes(3), released, r.getBytes(14));
+  }
+
+  /** A row of a retained-results query: correlation, finish time, result bytes. */
+  public static JournalStore.Retained retained(ResultSet r) throws SQLException {
+    return new JournalStore.Retained(r.getLong(1), r.getLong(2), r.getLong(3));
+  }
+
+  /** A row of {@link #RIGHTS_CURRENT}. */
+  public static JournalStore.RightsVersion rightsVersion(ResultSet r) throws SQLException {
+    return new JournalStore.RightsVersion(r.getLong(1), r.getBytes(2), r.getBytes(3));
+  }
+}

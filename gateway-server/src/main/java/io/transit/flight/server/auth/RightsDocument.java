@@ -1,0 +1,91 @@
+package io.transit.flight.server.auth;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import java.io.IOException;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The rights a deployment file declares, as the document the journal records ({@link
+ * io.transit.flight.nativequery.RightsLedger}): per caller its name, principal, publication and
+ * role (what the rights are granted on) and its three rights. Credentials and keys are not in it:
+ * they stay in each replica's files. The encoding is canonical (callers sorted by name, fixed
+ * member order), so equal rights give equal bytes and a reload of unchanged rights records
+ * nothing. Stateless; any thread.
+ */
+final class RightsDocument {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final int VERSION = 1;
+
+  /** One caller's entry. */
+  record Entry(String name, long principal, String publication, boolean hasRole, long role,
+      boolean send, boolean inspect, boolean read) {
+
+    /** Whether {@code local} (this replica's binding) is what the entry grants rights to. */
+    boolean grantsTo(CallerBinding local) {
+      return principal == local.principal() && publication.equals(local.publication())
+          && hasRole == local.hasRole() && (!hasRole || role == local.role());
+    }
+  }
+
+  private RightsDocument() {}
+
+  static byte[] encode(Collection<CallerBinding> bindings) {
+    ObjectNode root = JSON.createObjectNode();
+    root.put("version", VERSION);
+    ArrayNode callers = root.putArray("callers");
+    bindings.stream().sorted(Comparator.comparing(CallerBinding::name)).forEach(b -> {
+      ObjectNode c = callers.addObject();
+      c.put("name", b.name());
+      c.put("principal", Long.toUnsignedString(b.principal()));
+      c.put("publication", b.publication());
+      c.put("role", b.hasRole() ? Long.toUnsignedString(b.role()) : "");
+      c.put("send", b.canSend());
+      c.put("inspect", b.canInspect());
+      c.put("read", b.canRead());
+    });
+    try {
+      return JSON.writeValueAsBytes(root);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * The entries by caller name; none for the empty document (nothing recorded yet). A document
+   * this gateway cannot read fails UNAVAILABLE like an unreadable journal: no decision is made on
+   * rights it does not understand.
+   */
+  static Map<String, Entry> decode(byte[] document) {
+    if (document.length == 0) {
+      return Map.of();
+    }
+    try {
+      JsonNode root = JSON.readTree(document);
+      if (root == null || root.path("version").asInt() != VERSION) {
+        throw new IOException("unknown rights document version");
+      }
+      Map<String, Entry> out = new HashMap<>();
+      for (JsonNode c : (Iterable<JsonNode>) () -> root.path("callers").elements()) {
+        String role = c.path("role").asText();
+        Entry e = new Entry(c.path("name").asText(),
+            Long.parseUnsignedLong(c.path("principal").asText()), c.path("publication").asText(),
+            !role.isEmpty(), role.isEmpty() ? 0 : Long.parseUnsignedLong(role),
+            c.path("send").asBoolean(), c.path("inspect").asBoolean(),
+            c.path("read").asBoolean());
+        out.put(e.name(), e);
+      }
+      return Map.copyOf(out);
+    } catch (IOException | RuntimeException e) {
+      throw new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
+          "the journal's rights document cannot be read", e);
+    }
+  }
+}
