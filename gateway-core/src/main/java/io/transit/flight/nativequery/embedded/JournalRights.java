@@ -1,31 +1,38 @@
 package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.nativequery.RightsLedger;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.sql.SQLException;
 
 /**
  * The {@link RightsLedger} over a {@link JournalStore}: each method one transaction of the
  * journal the engine uses, so the embedded default (SQLite) and the shared journal (PostgreSQL)
- * behave alike. Stateless apart from the journal; any thread.
+ * behave alike — except {@link #epoch} on a journal this process alone writes, which answers the
+ * epoch it recorded without a read. Any thread.
  */
 public final class JournalRights implements RightsLedger, AutoCloseable {
   private final JournalStore journal;
   // Set only by openEmbedded: this ledger then owns its journal and closes it.
   private final boolean owner;
+  // True when nothing but this ledger publishes to the journal (the engine's own SQLite journal):
+  // then the epoch it last published or read is the journal's, and epoch() answers from memory
+  // instead of a journal read (which would queue behind fsyncing commits) per decision.
+  private final boolean soleWriter;
+  // -1 until the first publish or read; written under this object's monitor, read by any thread.
+  private volatile long known = -1;
 
   JournalRights(JournalStore journal) {
-    this(journal, false);
+    this(journal, false, journal.soleWriter());
   }
 
-  private JournalRights(JournalStore journal, boolean owner) {
+  private JournalRights(JournalStore journal, boolean owner, boolean soleWriter) {
     this.journal = journal;
     this.owner = owner;
+    this.soleWriter = soleWriter;
   }
 
   /**
@@ -34,14 +41,21 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
    */
   public static JournalRights openEmbedded(Path file) throws SQLException, java.io.IOException {
     Files.createDirectories(file.toAbsolutePath().getParent());
-    return new JournalRights(SqliteJournal.open(file), true);
+    // Tools and tests may open several ledgers on one file (replicas in miniature), so no
+    // ledger here can tell it is the only writer: each reads the epoch per decision.
+    return new JournalRights(SqliteJournal.open(file), true, false);
   }
 
   @Override
   public long publish(byte[] document) {
-    byte[] sha256 = sha256(document);
+    byte[] sha256 = Digests.sha256(document);
     try {
-      return journal.transaction(() -> journal.publishRights(sha256, document));
+      synchronized (this) {
+        known = -1; // a commit whose outcome is lost leaves the next epoch() to read it
+        long epoch = journal.transaction(() -> journal.publishRights(sha256, document));
+        known = epoch;
+        return epoch;
+      }
     } catch (SQLException e) {
       throw unavailable("the rights cannot be recorded in the native journal", e);
     }
@@ -49,6 +63,10 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
 
   @Override
   public long epoch() {
+    long k = known;
+    if (soleWriter && k >= 0) {
+      return k;
+    }
     try {
       return journal.transaction(journal::rightsEpoch);
     } catch (SQLException e) {
@@ -73,13 +91,6 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
     return e.getSQLState() == null ? g : g.with("sql_state", e.getSQLState());
   }
 
-  private static byte[] sha256(byte[] document) {
-    try {
-      return MessageDigest.getInstance("SHA-256").digest(document);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
-  }
 
   /** Closes the journal when this ledger opened it; the engine's ledger leaves it to the engine. */
   @Override

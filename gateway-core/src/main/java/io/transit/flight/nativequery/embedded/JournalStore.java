@@ -111,6 +111,13 @@ public interface JournalStore extends AutoCloseable {
   boolean isFullWithNothingRecorded(SQLException failure);
 
   /**
+   * Whether this process is the journal's only writer: true for the SQLite journal, whose state
+   * directory one daemon owns ({@code gateway.lock}); false for a database replicas share. Lets
+   * readers of values only this process writes (the rights epoch) keep them in memory.
+   */
+  boolean soleWriter();
+
+  /**
    * Bytes the journal's file system has left for it, measured now; -1 when the store cannot
    * know (a journal on a database server).
    */

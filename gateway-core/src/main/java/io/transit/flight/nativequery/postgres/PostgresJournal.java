@@ -555,6 +555,12 @@ public final class PostgresJournal implements JournalStore {
    * aborted the transaction, so nothing of it was recorded. The same error from the commit
    * itself is not claimed: that outcome is the server's to tell.
    */
+  /** Every replica of the deployment writes this database. */
+  @Override
+  public boolean soleWriter() {
+    return false;
+  }
+
   @Override
   public boolean isFullWithNothingRecorded(SQLException failure) {
     if (!(failure instanceof NotCommitted)) {
