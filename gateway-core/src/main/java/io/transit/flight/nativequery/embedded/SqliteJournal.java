@@ -577,6 +577,12 @@ final class SqliteJournal implements JournalStore {
     return p.executeUpdate();
   }
 
+  /** One daemon owns the state directory, hence this file (docs/configuration.md). */
+  @Override
+  public boolean soleWriter() {
+    return true;
+  }
+
   /** The cached statement for {@code sql}, prepared on first use; under this object's monitor. */
   private PreparedStatement prepared(String sql) throws SQLException {
     PreparedStatement p = statements.get(sql);
@@ -592,12 +598,6 @@ final class SqliteJournal implements JournalStore {
    * the commit frame). A commit without its commit frame is not a commit — readers and recovery
    * ignore it — and the transaction is rolled back here, so nothing was recorded.
    */
-  /** One daemon owns the state directory, hence this file (docs/configuration.md). */
-  @Override
-  public boolean soleWriter() {
-    return true;
-  }
-
   @Override
   public boolean isFullWithNothingRecorded(SQLException failure) {
     for (Throwable t = failure; t != null; t = t.getCause()) {

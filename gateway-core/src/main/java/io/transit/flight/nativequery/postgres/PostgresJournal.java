@@ -47,10 +47,16 @@ import org.flywaydb.core.api.FlywayException;
  * {@link JournalStore.NotCommitted}: retrying is safe. A failure of the commit itself may have
  * committed, and is thrown as it is.
  *
- * <p>Round trips: each row-level call is one statement; {@code BEGIN} travels with the first
- * (the driver sends it lazily) and {@code COMMIT} is one more. The driver keeps each
- * connection's parsed statements, so statements are prepared per call without a parse round
- * trip after the first uses.
+ * <p>Round trips: a write whose result the caller does not get (the {@code void} row methods) is
+ * held in the transaction and sent with the next statement that answers something (a read, or a
+ * write returning its count), as one multi-statement text the driver sends in one flush with one
+ * Sync; what is still held at the end goes in one round trip before {@code COMMIT}, which stays
+ * one of its own: a failure before it is known to have committed nothing (so a lost connection
+ * is retried), a failure of it may have committed. A held write that fails fails the statement
+ * it travels with, before the commit, as it would have failed alone. A deferred transaction's
+ * {@code SET LOCAL} travels with its first statement, and {@code BEGIN} too (the driver sends it
+ * lazily). The driver keeps each connection's parsed statements, so statements are prepared per
+ * call without a parse round trip after the first uses.
  */
 public final class PostgresJournal implements JournalStore {
   /** SQLSTATE of PostgreSQL's "could not extend file": its storage is full. */
@@ -66,13 +72,36 @@ public final class PostgresJournal implements JournalStore {
   static final String MIGRATIONS = "classpath:io/transit/flight/nativequery/postgres/migration";
 
   private final HikariDataSource pool;
-  // The connection of the transaction running on this thread; set and cleared by transaction().
-  private final ThreadLocal<Connection> current = new ThreadLocal<>();
+  // The transaction running on this thread; set and cleared by attempt().
+  private final ThreadLocal<Tx> current = new ThreadLocal<>();
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
   private volatile LongConsumer commitObserver = nanos -> {};
 
   private PostgresJournal(HikariDataSource pool) {
     this.pool = pool;
+  }
+
+  /**
+   * One transaction's connection and the writes it holds back. Confined to the thread running
+   * the transaction (reached through {@code current}); gone with it.
+   */
+  private static final class Tx {
+    final Connection connection;
+    /** Sent ahead of the transaction's first statement (its {@code SET LOCAL}), then null. */
+    String prologue;
+    /** Held writes, in call order: their texts and their arguments. */
+    final List<String> held = new ArrayList<>();
+    final List<Object[]> heldArgs = new ArrayList<>();
+
+    Tx(Connection connection, String prologue) {
+      this.connection = connection;
+      this.prologue = prologue;
+    }
+  }
+
+  /** Reads a statement's result set. */
+  private interface Rows<T> {
+    T read(ResultSet r) throws SQLException;
   }
 
   /**
@@ -164,18 +193,16 @@ public final class PostgresJournal implements JournalStore {
     } catch (SQLException e) {
       throw new NotCommitted("no journal connection within the timeout", e);
     }
-    current.set(c);
+    // A deferred transaction's commit returns before its WAL is flushed; the next durable commit
+    // (of any session: the server flushes its WAL in order) or flush() covers it.
+    Tx tx = new Tx(c,
+        durability == Durability.DEFERRED ? "SET LOCAL synchronous_commit = off" : null);
+    current.set(tx);
     try {
       T result;
       try {
-        if (durability == Durability.DEFERRED) {
-          // This transaction's commit returns before its WAL is flushed; the next durable
-          // commit (of any session: the server flushes its WAL in order) or flush() covers it.
-          try (java.sql.Statement st = c.createStatement()) {
-            st.execute("SET LOCAL synchronous_commit = off");
-          }
-        }
         result = work.run();
+        sendHeld(tx);
       } catch (NotCommitted e) {
         rollback(c);
         throw e;
@@ -215,13 +242,100 @@ public final class PostgresJournal implements JournalStore {
     }
   }
 
-  /** The connection of this thread's transaction. */
-  private Connection connection() {
-    Connection c = current.get();
-    if (c == null) {
+  /** This thread's transaction. */
+  private Tx tx() {
+    Tx tx = current.get();
+    if (tx == null) {
       throw new IllegalStateException("journal row access outside a transaction");
     }
-    return c;
+    return tx;
+  }
+
+  /**
+   * The connection of this thread's transaction for a statement prepared on it directly (rather
+   * than through {@code read}, {@code update} or {@code write}): the prologue and the held writes
+   * are sent first, in a round trip of their own, so that statement sees them.
+   */
+  private Connection connection() throws SQLException {
+    Tx tx = tx();
+    if (tx.held.isEmpty() && tx.prologue != null) {
+      String prologue = tx.prologue;
+      tx.prologue = null;
+      execute(tx, prologue, new Object[0], (p, rows) -> null);
+    }
+    sendHeld(tx);
+    return tx.connection;
+  }
+
+  /** Holds a write whose result nobody reads until the next statement or the commit. */
+  private void write(String sql, Object... args) {
+    Tx tx = tx();
+    tx.held.add(sql);
+    tx.heldArgs.add(args);
+  }
+
+  /** Sends the held writes, if any, in one round trip. */
+  private static void sendHeld(Tx tx) throws SQLException {
+    if (tx.held.isEmpty()) {
+      // A prologue still unsent then means no statement was sent (nor BEGIN): nothing to apply
+      // it to, and the commit sends nothing.
+      return;
+    }
+    int last = tx.held.size() - 1;
+    String sql = tx.held.remove(last);
+    Object[] args = tx.heldArgs.remove(last);
+    execute(tx, sql, args, (p, rows) -> null);
+  }
+
+  /** What a statement answers, read from its statement once positioned on its result. */
+  private interface Answer<T> {
+    T of(PreparedStatement p, boolean rows) throws SQLException;
+  }
+
+  /**
+   * Runs {@code sql} with the held writes (and the prologue) ahead of it, all in one round trip,
+   * and returns its answer. The held writes are dropped whatever happens: a failure aborts the
+   * transaction anyway.
+   */
+  private static <T> T execute(Tx tx, String sql, Object[] args, Answer<T> answer)
+      throws SQLException {
+    StringBuilder text = new StringBuilder();
+    List<Object> all = new ArrayList<>();
+    int ahead = 0;
+    if (tx.prologue != null) {
+      text.append(tx.prologue).append(";\n");
+      tx.prologue = null;
+      ahead++;
+    }
+    for (int i = 0; i < tx.held.size(); i++) {
+      text.append(tx.held.get(i)).append(";\n");
+      all.addAll(java.util.Arrays.asList(tx.heldArgs.get(i)));
+      ahead++;
+    }
+    tx.held.clear();
+    tx.heldArgs.clear();
+    text.append(sql);
+    all.addAll(java.util.Arrays.asList(args));
+    try (PreparedStatement p = tx.connection.prepareStatement(text.toString())) {
+      for (int i = 0; i < all.size(); i++) {
+        p.setObject(i + 1, all.get(i));
+      }
+      // One result per statement, in order: the held ones' counts come first.
+      boolean rows = p.execute();
+      for (int i = 0; i < ahead; i++) {
+        rows = p.getMoreResults();
+      }
+      return answer.of(p, rows);
+    }
+  }
+
+  /** Runs a query (held writes ahead of it) and reads its rows. */
+  private <T> T read(String sql, Rows<T> rows, Object... args) throws SQLException {
+    return execute(tx(), sql, args, (p, isRows) -> {
+      try (ResultSet r = p.getResultSet()) {
+        return rows.read(r);
+      }
+    });
   }
 
   /**
@@ -236,70 +350,57 @@ public final class PostgresJournal implements JournalStore {
       return locked.get();
     }
     // Another transaction inserting the same principal makes this one wait for its end, then
-    // do nothing; the lock below then finds its row.
-    update("INSERT INTO principals (principal, next_sequence) VALUES (?, ?)"
+    // do nothing; the lock below (in the same round trip) then finds its row.
+    write("INSERT INTO principals (principal, next_sequence) VALUES (?, ?)"
         + " ON CONFLICT (principal) DO NOTHING", principal, first);
     return lockPrincipal(principal).orElseThrow(
         () -> new SQLException("the principal's row vanished while being locked"));
   }
 
   private Optional<Long> lockPrincipal(long principal) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(
-        "SELECT next_sequence FROM principals WHERE principal = ? FOR UPDATE")) {
-      p.setLong(1, principal);
-      try (ResultSet r = p.executeQuery()) {
-        return r.next() ? Optional.of(r.getLong(1)) : Optional.empty();
-      }
-    }
+    return read("SELECT next_sequence FROM principals WHERE principal = ? FOR UPDATE",
+        r -> r.next() ? Optional.of(r.getLong(1)) : Optional.empty(), principal);
   }
 
   @Override
   public void setNextSequence(long principal, long next) throws SQLException {
-    update("INSERT INTO principals (principal, next_sequence) VALUES (?, ?)"
+    write("INSERT INTO principals (principal, next_sequence) VALUES (?, ?)"
         + " ON CONFLICT (principal) DO UPDATE SET next_sequence = EXCLUDED.next_sequence",
         principal, next);
   }
 
   @Override
   public Optional<Recorded> command(long principal, long sequence) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_COMMAND)) {
-      p.setLong(1, principal);
-      p.setLong(2, sequence);
-      try (ResultSet r = p.executeQuery()) {
-        return r.next() ? Optional.of(JournalRows.recorded(r)) : Optional.empty();
-      }
-    }
+    return read(JournalRows.SELECT_COMMAND,
+        r -> r.next() ? Optional.of(JournalRows.recorded(r)) : Optional.empty(),
+        principal, sequence);
   }
 
   @Override
   public void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
       throws SQLException {
-    update(JournalRows.INSERT_COMMAND, principal, sequence, sha256, outcome);
+    write(JournalRows.INSERT_COMMAND, principal, sequence, sha256, outcome);
   }
 
   @Override
   public Optional<Upload> upload(long principal, long namespace) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_UPLOAD)) {
-      p.setLong(1, principal);
-      p.setLong(2, namespace);
-      try (ResultSet r = p.executeQuery()) {
-        return r.next() ? Optional.of(JournalRows.upload(r)) : Optional.empty();
-      }
-    }
+    return read(JournalRows.SELECT_UPLOAD,
+        r -> r.next() ? Optional.of(JournalRows.upload(r)) : Optional.empty(),
+        principal, namespace);
   }
 
   @Override
   public void beginUpload(
       long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
       throws SQLException {
-    update(JournalRows.INSERT_UPLOAD, principal, namespace, declaredBytes, parts, sha256,
+    write(JournalRows.INSERT_UPLOAD, principal, namespace, declaredBytes, parts, sha256,
         UploadState.OPEN.name());
   }
 
-  /** One round trip: the part and the upload's counters in one statement. */
+  /** One statement: the part and the upload's counters. */
   @Override
   public void addPart(long principal, long namespace, int index, byte[] data) throws SQLException {
-    update("WITH part AS (INSERT INTO upload_parts (principal, namespace, part_index, data)"
+    write("WITH part AS (INSERT INTO upload_parts (principal, namespace, part_index, data)"
             + " VALUES (?, ?, ?, ?))"
             + " UPDATE uploads SET received_parts = received_parts + 1,"
             + " received_bytes = received_bytes + ? WHERE principal = ? AND namespace = ?",
@@ -309,22 +410,18 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public void setUploadState(long principal, long namespace, UploadState state)
       throws SQLException {
-    update(JournalRows.SET_UPLOAD_STATE, state.name(), principal, namespace);
+    write(JournalRows.SET_UPLOAD_STATE, state.name(), principal, namespace);
   }
 
   @Override
   public byte[] assembled(long principal, long namespace) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_PARTS)) {
-      p.setLong(1, principal);
-      p.setLong(2, namespace);
+    return read(JournalRows.SELECT_PARTS, r -> {
       ByteArrayOutputStream out = new ByteArrayOutputStream();
-      try (ResultSet r = p.executeQuery()) {
-        while (r.next()) {
-          out.writeBytes(r.getBytes(1));
-        }
+      while (r.next()) {
+        out.writeBytes(r.getBytes(1));
       }
       return out.toByteArray();
-    }
+    }, principal, namespace);
   }
 
   /**
@@ -333,17 +430,16 @@ public final class PostgresJournal implements JournalStore {
    */
   @Override
   public long allocateCorrelation() throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement("SELECT nextval('correlations')");
-        ResultSet r = p.executeQuery()) {
+    return read("SELECT nextval('correlations')", r -> {
       r.next();
       return r.getLong(1);
-    }
+    });
   }
 
   @Override
   public void insertAccepted(long correlation, long principal, long namespace, byte[] bundleSha256)
       throws SQLException {
-    update("INSERT INTO queries (correlation, principal, namespace, bundle_sha256, state, code,"
+    write("INSERT INTO queries (correlation, principal, namespace, bundle_sha256, state, code,"
             + " stage, message, total_rows, limit_amount, required_amount, failed_column,"
             + " released) VALUES (?, ?, ?, ?, ?, '', '', '', 0, 0, 0, '', false)",
         correlation, principal, namespace, bundleSha256, QueryStatus.State.ACCEPTED.name());
@@ -360,21 +456,12 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public java.util.OptionalLong claim(long correlation, long owner, String holder, long nowMillis,
       long untilMillis) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(
-        "UPDATE queries SET lease_owner = ?, lease_holder = ?, lease_until_ms = ?,"
+    return read("UPDATE queries SET lease_owner = ?, lease_holder = ?, lease_until_ms = ?,"
             + " attempt = attempt + 1 WHERE correlation = ? AND state = ?"
-            + " AND (lease_until_ms <= ? OR lease_owner = ?) RETURNING attempt")) {
-      p.setLong(1, owner);
-      p.setString(2, text(holder));
-      p.setLong(3, untilMillis);
-      p.setLong(4, correlation);
-      p.setString(5, QueryStatus.State.ACCEPTED.name());
-      p.setLong(6, nowMillis);
-      p.setLong(7, owner);
-      try (ResultSet r = p.executeQuery()) {
-        return r.next() ? java.util.OptionalLong.of(r.getLong(1)) : java.util.OptionalLong.empty();
-      }
-    }
+            + " AND (lease_until_ms <= ? OR lease_owner = ?) RETURNING attempt",
+        r -> r.next() ? java.util.OptionalLong.of(r.getLong(1)) : java.util.OptionalLong.empty(),
+        owner, text(holder), untilMillis, correlation, QueryStatus.State.ACCEPTED.name(),
+        nowMillis, owner);
   }
 
   @Override
@@ -386,18 +473,13 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public List<Long> expiredLeases(long nowMillis, int limit) throws SQLException {
-    List<Long> out = new ArrayList<>();
-    try (PreparedStatement p = connection().prepareStatement(JournalRows.EXPIRED_LEASES)) {
-      p.setString(1, QueryStatus.State.ACCEPTED.name());
-      p.setLong(2, nowMillis);
-      p.setInt(3, limit);
-      try (ResultSet r = p.executeQuery()) {
-        while (r.next()) {
-          out.add(r.getLong(1));
-        }
+    return read(JournalRows.EXPIRED_LEASES, r -> {
+      List<Long> out = new ArrayList<>();
+      while (r.next()) {
+        out.add(r.getLong(1));
       }
-    }
-    return out;
+      return out;
+    }, QueryStatus.State.ACCEPTED.name(), nowMillis, limit);
   }
 
   /** PostgreSQL text cannot hold NUL; a status must still be recorded, so NUL becomes U+FFFD. */
@@ -407,55 +489,43 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public List<Retained> retained() throws SQLException {
-    List<Retained> out = new ArrayList<>();
-    try (PreparedStatement p = connection().prepareStatement(
-        "SELECT correlation, finished_ms, result_bytes FROM queries"
-            + " WHERE state = ? AND NOT released ORDER BY finished_ms, correlation")) {
-      p.setString(1, QueryStatus.State.SUCCEEDED.name());
-      try (ResultSet r = p.executeQuery()) {
-        while (r.next()) {
-          out.add(JournalRows.retained(r));
-        }
-      }
-    }
-    return out;
+    return read("SELECT correlation, finished_ms, result_bytes FROM queries"
+        + " WHERE state = ? AND NOT released ORDER BY finished_ms, correlation", r -> {
+          List<Retained> out = new ArrayList<>();
+          while (r.next()) {
+            out.add(JournalRows.retained(r));
+          }
+          return out;
+        }, QueryStatus.State.SUCCEEDED.name());
   }
 
   @Override
   public List<byte[]> liveManifests() throws SQLException {
-    List<byte[]> out = new ArrayList<>();
-    try (PreparedStatement p = connection().prepareStatement("SELECT manifest FROM queries"
-        + " WHERE state = ? AND NOT released AND manifest IS NOT NULL")) {
-      p.setString(1, QueryStatus.State.SUCCEEDED.name());
-      try (ResultSet r = p.executeQuery()) {
-        while (r.next()) {
-          out.add(r.getBytes(1));
-        }
-      }
-    }
-    return out;
+    return read("SELECT manifest FROM queries"
+        + " WHERE state = ? AND NOT released AND manifest IS NOT NULL", r -> {
+          List<byte[]> out = new ArrayList<>();
+          while (r.next()) {
+            out.add(r.getBytes(1));
+          }
+          return out;
+        }, QueryStatus.State.SUCCEEDED.name());
   }
 
   @Override
   public boolean release(long correlation) throws SQLException {
-    update(JournalRows.DELETE_INLINE, correlation);
+    write(JournalRows.DELETE_INLINE, correlation);
     return update("UPDATE queries SET released = true WHERE correlation = ?", correlation) == 1;
   }
 
   @Override
   public void storeInline(long correlation, int index, byte[] data) throws SQLException {
-    update(JournalRows.INSERT_INLINE, correlation, index, data);
+    write(JournalRows.INSERT_INLINE, correlation, index, data);
   }
 
   @Override
   public Optional<byte[]> inlineSegment(long correlation, int index) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_INLINE)) {
-      p.setLong(1, correlation);
-      p.setInt(2, index);
-      try (ResultSet r = p.executeQuery()) {
-        return r.next() ? Optional.of(r.getBytes(1)) : Optional.empty();
-      }
-    }
+    return read(JournalRows.SELECT_INLINE,
+        r -> r.next() ? Optional.of(r.getBytes(1)) : Optional.empty(), correlation, index);
   }
 
   /**
@@ -479,30 +549,20 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public Optional<SavedQuery> query(long correlation) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(JournalRows.SELECT_QUERY)) {
-      p.setLong(1, correlation);
-      try (ResultSet r = p.executeQuery()) {
-        return r.next()
-            ? Optional.of(JournalRows.savedQuery(correlation, r, r.getBoolean(13)))
-            : Optional.empty();
-      }
-    }
+    return read(JournalRows.SELECT_QUERY, r -> r.next()
+        ? Optional.of(JournalRows.savedQuery(correlation, r, r.getBoolean(13)))
+        : Optional.empty(), correlation);
   }
 
   @Override
   public long rightsEpoch() throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(JournalRows.RIGHTS_EPOCH);
-        ResultSet r = p.executeQuery()) {
-      return r.next() ? r.getLong(1) : 0;
-    }
+    return read(JournalRows.RIGHTS_EPOCH, r -> r.next() ? r.getLong(1) : 0L);
   }
 
   @Override
   public Optional<RightsVersion> rights() throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(JournalRows.RIGHTS_CURRENT);
-        ResultSet r = p.executeQuery()) {
-      return r.next() ? Optional.of(JournalRows.rightsVersion(r)) : Optional.empty();
-    }
+    return read(JournalRows.RIGHTS_CURRENT,
+        r -> r.next() ? Optional.of(JournalRows.rightsVersion(r)) : Optional.empty());
   }
 
   /**
@@ -511,43 +571,41 @@ public final class PostgresJournal implements JournalStore {
    */
   @Override
   public long publishRights(byte[] sha256, byte[] document) throws SQLException {
-    long epoch;
-    try (PreparedStatement p = connection().prepareStatement(
-        "SELECT epoch, content_sha256 FROM rights_head WHERE id = 1 FOR UPDATE");
-        ResultSet r = p.executeQuery()) {
-      if (!r.next()) {
-        throw new SQLException("the rights head row is missing (migration V5)");
-      }
-      if (java.util.Arrays.equals(r.getBytes(2), sha256)) {
-        return r.getLong(1);
-      }
-      epoch = r.getLong(1);
+    long[] head = read("SELECT epoch, content_sha256 FROM rights_head WHERE id = 1 FOR UPDATE",
+        r -> {
+          if (!r.next()) {
+            throw new SQLException("the rights head row is missing (migration V5)");
+          }
+          // {epoch, 1 when its content is this document}
+          return new long[] {r.getLong(1), java.util.Arrays.equals(r.getBytes(2), sha256) ? 1 : 0};
+        });
+    if (head[1] == 1) {
+      return head[0];
     }
-    long next = epoch + 1;
-    update("WITH version AS (INSERT INTO rights_versions (epoch, content_sha256, document)"
+    long next = head[0] + 1;
+    write("WITH version AS (INSERT INTO rights_versions (epoch, content_sha256, document)"
             + " VALUES (?, ?, ?)) UPDATE rights_head SET epoch = ?, content_sha256 = ?"
             + " WHERE id = 1", next, sha256, document, next, sha256);
     return next;
   }
 
-  /** This transaction's session value of a server setting (the tests check the guarantees). */
-  String show(String setting) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement("SELECT current_setting(?)")) {
-      p.setString(1, setting);
-      try (ResultSet r = p.executeQuery()) {
-        r.next();
-        return r.getString(1);
-      }
-    }
+  /** Every replica of the deployment writes this database. */
+  @Override
+  public boolean soleWriter() {
+    return false;
   }
 
+  /** This transaction's session value of a server setting (the tests check the guarantees). */
+  String show(String setting) throws SQLException {
+    return read("SELECT current_setting(?)", r -> {
+      r.next();
+      return r.getString(1);
+    }, setting);
+  }
+
+  /** Runs a write whose row count the caller needs (held writes ahead of it); returns it. */
   private int update(String sql, Object... args) throws SQLException {
-    try (PreparedStatement p = connection().prepareStatement(sql)) {
-      for (int i = 0; i < args.length; i++) {
-        p.setObject(i + 1, args[i]);
-      }
-      return p.executeUpdate();
-    }
+    return execute(tx(), sql, args, (p, rows) -> p.getUpdateCount());
   }
 
   /**
@@ -555,12 +613,6 @@ public final class PostgresJournal implements JournalStore {
    * aborted the transaction, so nothing of it was recorded. The same error from the commit
    * itself is not claimed: that outcome is the server's to tell.
    */
-  /** Every replica of the deployment writes this database. */
-  @Override
-  public boolean soleWriter() {
-    return false;
-  }
-
   @Override
   public boolean isFullWithNothingRecorded(SQLException failure) {
     if (!(failure instanceof NotCommitted)) {

@@ -109,6 +109,35 @@ public abstract class JournalStoreContract {
   }
 
   @Test
+  void aTransactionReadsWhatItWroteBeforeItCommits() throws Exception {
+    // The shared journal holds writes back until a read; each read must still see them.
+    List<Object> seen = journal.transaction(() -> {
+      List<Object> out = new ArrayList<>();
+      journal.setNextSequence(5, 40);
+      out.add(journal.nextSequence(5, 1));
+      journal.beginUpload(5, 50, 4, 2, bytes("sha"));
+      journal.addPart(5, 50, 0, bytes("ab"));
+      journal.addPart(5, 50, 1, bytes("cd"));
+      journal.setUploadState(5, 50, JournalStore.UploadState.SEALED);
+      JournalStore.Upload u = journal.upload(5, 50).orElseThrow();
+      out.add(u.receivedParts() + "/" + u.receivedBytes() + "/" + u.state());
+      out.add(new String(journal.assembled(5, 50), StandardCharsets.UTF_8));
+      journal.recordCommand(5, 39, bytes("cmd"), bytes("outcome"));
+      out.add(new String(journal.command(5, 39).orElseThrow().outcome(), StandardCharsets.UTF_8));
+      long c = journal.allocateCorrelation();
+      journal.insertAccepted(c, 5, 50, bytes("sha"));
+      out.add(journal.query(c).orElseThrow().status().getState());
+      journal.storeInline(c, 0, bytes("seg"));
+      out.add(new String(journal.inlineSegment(c, 0).orElseThrow(), StandardCharsets.UTF_8));
+      out.add(journal.release(c));
+      out.add(journal.inlineSegment(c, 0).isPresent());
+      return out;
+    });
+    assertEquals(List.of(40L, "2/4/SEALED", "abcd", "outcome", QueryStatus.State.ACCEPTED, "seg",
+        true, false), seen);
+  }
+
+  @Test
   void uploadAssemblesPartsInIndexOrderAndCountsThem() throws Exception {
     journal.transaction(() -> {
       assertTrue(journal.upload(3, 30).isEmpty());

@@ -1,11 +1,13 @@
 package io.transit.flight.nativequery.postgres;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.nativequery.embedded.JournalStore;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -18,6 +20,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -227,6 +230,54 @@ class PostgresJournalTest {
         return null;
       });
       assertEquals(List.of("on", "1234ms", "read committed"), settings);
+    }
+  }
+
+  @Test
+  void aHeldWriteThatFailsFailsTheTransactionBeforeItsCommit() throws Exception {
+    try (PostgresJournal j = PostgresJournal.open(cluster.settings(cluster.createDatabase()))) {
+      AtomicInteger commits = new AtomicInteger();
+      j.observeCommits(nanos -> commits.incrementAndGet());
+      byte[] first = "first".getBytes(StandardCharsets.UTF_8);
+      j.transaction(() -> {
+        j.recordCommand(9, 4, first, first);
+        return null;
+      });
+      for (JournalStore.Durability d : JournalStore.Durability.values()) {
+        int before = commits.get();
+        // Both writes are void, so both are held to the end: the duplicate still fails before
+        // the commit, definitely, with the server's SQLState, and takes the other write with it.
+        JournalStore.NotCommitted e = assertThrows(JournalStore.NotCommitted.class,
+            () -> j.transaction(d, () -> {
+              j.setNextSequence(9, 77);
+              j.recordCommand(9, 4, new byte[1], new byte[1]);
+              return null;
+            }), d.name());
+        assertEquals("23505", e.getSQLState(), e.getMessage());
+        assertEquals(before, commits.get(), "no commit was sent: " + d);
+        assertEquals(5L, j.transaction(() -> j.nextSequence(9, 5)));
+        assertArrayEquals(first, j.transaction(() -> j.command(9, 4)).orElseThrow().outcome());
+      }
+    }
+  }
+
+  @Test
+  void aDeferredTransactionCommitsWithoutWaitingForItsFlushAndADurableOneWaits()
+      throws Exception {
+    try (PostgresJournal j = PostgresJournal.open(cluster.settings(cluster.createDatabase()))) {
+      List<String> settings = new ArrayList<>();
+      for (JournalStore.Durability d : JournalStore.Durability.values()) {
+        settings.add(j.transaction(d, () -> {
+          j.setNextSequence(8, 1);
+          return show(j, "synchronous_commit");
+        }));
+        // A deferred transaction whose first statement is a write that returns its count.
+        settings.add(j.transaction(d, () -> {
+          j.finish(io.transit.flight.proto.QueryStatus.getDefaultInstance(), null, 0, 0, 0);
+          return show(j, "synchronous_commit");
+        }));
+      }
+      assertEquals(List.of("on", "on", "off", "off"), settings); // DURABLE, then DEFERRED
     }
   }
 
