@@ -160,14 +160,17 @@ def machine_busy() -> tuple:
 def client_process(uri: str, callers: list, statements: list, ready, stop, out, done):
     """One load process: a thread per (caller, token), each closed loop until ``stop``; counts
     answered statements in ``done`` as it goes and finally puts (records, errors) on ``out``: a
-    record is (end monotonic, GetFlightInfo s, DoGet s)."""
+    record is (end monotonic, GetFlightInfo s, DoGet s). A refusal for back-pressure
+    (RESOURCE_EXHAUSTED ``query.compile_busy``: the replica's compile slots are full, retry later)
+    is counted in ``busy`` and the statement sent again after 50 ms; any other failure is an
+    error."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    records, errors = [], []
+    records, errors, refused = [], [], [0]
     lock = threading.Lock()
 
     def loop(index: int, token: str):
         client = GatewayClient(uri, token, timeout=60)
-        mine, bad = [], []
+        mine, bad, busy = [], [], 0
         i = index * 7
         while not stop.is_set():
             sql, expected = statements[i % len(statements)]
@@ -186,12 +189,18 @@ def client_process(uri: str, callers: list, statements: list, ready, stop, out, 
                 with done.get_lock():
                     done.value += 1
             except Exception as e:  # counted and shown: a failed statement is a finding
-                bad.append(f"{type(e).__name__}: {str(e)[:200]}")
                 client.sequence = None  # read the next sequence again before the next one
+                if "query.compile_busy" in str(e):
+                    busy += 1
+                    i -= 1
+                    time.sleep(0.05)
+                    continue
+                bad.append(f"{type(e).__name__}: {str(e)[:200]}")
                 time.sleep(0.1)
         with lock:
             records.extend(mine)
             errors.extend(bad)
+            refused[0] += busy
 
     threads = [threading.Thread(target=loop, args=(k, tok), daemon=True)
                for k, (_, tok) in enumerate(callers)]
@@ -201,7 +210,7 @@ def client_process(uri: str, callers: list, statements: list, ready, stop, out, 
     stop.wait()
     for t in threads:
         t.join(90)
-    out.put((records, errors))
+    out.put((records, errors, refused[0]))
 
 
 def reference(deployment: Path) -> tuple:
@@ -240,8 +249,9 @@ class Sampler:
     def sample(self) -> dict:
         pg = [self.pg_pid] + children(self.pg_pid)
         edge = [self.edge_pid] + children(self.edge_pid)
-        commits, lsn = self.journal.query(
-            "SELECT xact_commit, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint"
+        commits, lsn, conns = self.journal.query(
+            "SELECT xact_commit, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint,"
+            " (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'transit-flight')"
             " FROM pg_stat_database WHERE datname = current_database()")[0]
         return {
             "t": time.monotonic(),
@@ -254,6 +264,7 @@ class Sampler:
             "machine": machine_busy(),
             "xact_commit": int(commits),
             "wal_bytes": int(lsn),
+            "gateway_connections": int(conns),
         }
 
 
@@ -295,6 +306,9 @@ def window(records: list, a: dict, b: dict, cpus: float) -> dict:
         "pg_commits_per_s": (b["xact_commit"] - a["xact_commit"]) / secs,
         "pg_commits_per_statement": (b["xact_commit"] - a["xact_commit"]) / n if n else None,
         "wal_bytes_per_statement": (b["wal_bytes"] - a["wal_bytes"]) / n if n else None,
+        # PostgreSQL's CPU per statement: the journal's side of the model in docs/scaling.md.
+        "pg_cpu_ms_per_statement": used("postgres") * secs / n * 1e3 if n else None,
+        "gateway_connections": b["gateway_connections"],
     }
 
 
@@ -339,22 +353,24 @@ def run_load(cluster: Cluster, groups: CpuGroups, args, statements: list) -> dic
             edges.append(sampler.sample())
     finally:
         stop.set()
-    records, errors = [], []
+    records, errors, busy = [], [], 0
     for _ in procs:
         try:
-            r, e = out.get(timeout=120)
+            r, e, b = out.get(timeout=120)
         except Exception:
             errors.append("a load process sent no records within 120 s")
             break
         records.extend(r)
         errors.extend(e)
+        busy += b
     for p in procs:
         p.join(30)
         if p.is_alive():
             p.kill()
     reps = [window(records, a, b, args.cpu_per_replica) for a, b in zip(edges, edges[1:])]
     return {"callers": len(callers), "client_processes": len(procs), "warmup": warm,
-            "reps": reps, "errors": len(errors), "error_examples": errors[:5]}
+            "reps": reps, "errors": len(errors), "error_examples": errors[:5],
+            "refused_compile_busy": busy}
 
 
 # -- per-statement costs -----------------------------------------------------------------------
@@ -538,21 +554,22 @@ def summarize(results: dict) -> None:
 
 def report(results: dict) -> str:
     lines = ["| N | statements/s (median; reps) | p50 ms | p99 ms | CPUs per replica (quota "
-             f"{results['cpu_per_replica']}) | throttled periods | PostgreSQL CPUs | clients CPUs |"
-             " machine busy | efficiency vs N×(N=1) | ≥ 0.8·N |",
+             f"{results['cpu_per_replica']}) | throttled periods | PostgreSQL CPUs (ms per statement)"
+             " | clients CPUs | machine busy | efficiency vs N×(N=1) | ≥ 0.8·N |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for n, r in sorted(results["runs"].items(), key=lambda kv: int(kv[0])):
         reps = r["reps"]
         thr = ", ".join(f"{x['statements_per_s']:.1f}" for x in reps)
         thrott = statistics.fmean(v["throttled_periods"] for x in reps for v in x["replicas"].values())
         pgc = statistics.fmean(x["cpus_used"]["postgres"] for x in reps)
+        pgms = statistics.fmean(x.get("pg_cpu_ms_per_statement") or 0 for x in reps)
         cl = statistics.fmean(x["cpus_used"]["clients"] for x in reps)
         busy = statistics.fmean(x["machine_busy"] for x in reps)
         eff = r.get("efficiency")
         lines.append(
             f"| {n} | {r['statements_per_s_median']:.1f} ({thr}) | {r['p50_ms_median']:.1f} |"
             f" {r['p99_ms_median']:.1f} | {r['replica_cpus_used_mean']:.3f} | {thrott:.0%} |"
-            f" {pgc:.2f} | {cl:.2f} | {busy:.0%} | {eff:.2f} |"
+            f" {pgc:.2f} ({pgms:.2f}) | {cl:.2f} | {busy:.0%} | {eff:.2f} |"
             f" {'yes' if r.get('meets_0_8N') else 'no'} |" if eff is not None else
             f"| {n} | {r['statements_per_s_median']:.1f} ({thr}) | … |")
     return "\n".join(lines)
@@ -654,8 +671,8 @@ def main():
                 results["costs"] = dict(run_costs, replicas=n)
             results["runs"][str(n)] = run
             thr = [f"{x['statements_per_s']:.1f}" for x in run["reps"]]
-            print(f"scale: N={n} statements/s {', '.join(thr)}; errors {run['errors']}",
-                  file=sys.stderr)
+            print(f"scale: N={n} statements/s {', '.join(thr)}; errors {run['errors']};"
+                  f" compile_busy refusals {run['refused_compile_busy']}", file=sys.stderr)
         finally:
             try:
                 cluster.down()
