@@ -64,6 +64,8 @@ SMALL = "SELECT COUNT(*), SUM(id) FROM primitive WHERE id >= {lo} AND id < {hi}"
 LARGE = "SELECT id, a FROM primitive WHERE id >= {lo} AND id < {hi}"
 LARGE_ROWS = 10_000
 RANGES = 64
+# Refusals before admission: back-pressure of a busy or starved replica, retried by the client.
+REFUSAL = re.compile(r"resource exhausted error, with message: (query\.compile_(?:busy|timeout))")
 
 
 # -- CPU groups --------------------------------------------------------------------------------
@@ -160,17 +162,17 @@ def machine_busy() -> tuple:
 def client_process(uri: str, callers: list, statements: list, ready, stop, out, done):
     """One load process: a thread per (caller, token), each closed loop until ``stop``; counts
     answered statements in ``done`` as it goes and finally puts (records, errors) on ``out``: a
-    record is (end monotonic, GetFlightInfo s, DoGet s). A refusal for back-pressure
-    (RESOURCE_EXHAUSTED ``query.compile_busy``: the replica's compile slots are full, retry later)
-    is counted in ``busy`` and the statement sent again after 50 ms; any other failure is an
-    error."""
+    record is (end monotonic, GetFlightInfo s, DoGet s). A refusal before admission
+    (RESOURCE_EXHAUSTED ``query.compile_busy``: the replica's compile slots are full;
+    ``query.compile_timeout``: a starved replica did not compile within its budget) is counted
+    by code and the statement sent again after 50 ms; any other failure is an error."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    records, errors, refused = [], [], [0]
+    records, errors, refused = [], [], {}
     lock = threading.Lock()
 
     def loop(index: int, token: str):
         client = GatewayClient(uri, token, timeout=60)
-        mine, bad, busy = [], [], 0
+        mine, bad, busy = [], [], {}
         i = index * 7
         while not stop.is_set():
             sql, expected = statements[i % len(statements)]
@@ -190,8 +192,9 @@ def client_process(uri: str, callers: list, statements: list, ready, stop, out, 
                     done.value += 1
             except Exception as e:  # counted and shown: a failed statement is a finding
                 client.sequence = None  # read the next sequence again before the next one
-                if "query.compile_busy" in str(e):
-                    busy += 1
+                code = REFUSAL.search(str(e))
+                if code:
+                    busy[code.group(1)] = busy.get(code.group(1), 0) + 1
                     i -= 1
                     time.sleep(0.05)
                     continue
@@ -200,7 +203,8 @@ def client_process(uri: str, callers: list, statements: list, ready, stop, out, 
         with lock:
             records.extend(mine)
             errors.extend(bad)
-            refused[0] += busy
+            for k, v in busy.items():
+                refused[k] = refused.get(k, 0) + v
 
     threads = [threading.Thread(target=loop, args=(k, tok), daemon=True)
                for k, (_, tok) in enumerate(callers)]
@@ -210,7 +214,7 @@ def client_process(uri: str, callers: list, statements: list, ready, stop, out, 
     stop.wait()
     for t in threads:
         t.join(90)
-    out.put((records, errors, refused[0]))
+    out.put((records, errors, refused))
 
 
 def reference(deployment: Path) -> tuple:
@@ -353,7 +357,7 @@ def run_load(cluster: Cluster, groups: CpuGroups, args, statements: list) -> dic
             edges.append(sampler.sample())
     finally:
         stop.set()
-    records, errors, busy = [], [], 0
+    records, errors, busy = [], [], {}
     for _ in procs:
         try:
             r, e, b = out.get(timeout=120)
@@ -362,7 +366,8 @@ def run_load(cluster: Cluster, groups: CpuGroups, args, statements: list) -> dic
             break
         records.extend(r)
         errors.extend(e)
-        busy += b
+        for k, v in b.items():
+            busy[k] = busy.get(k, 0) + v
     for p in procs:
         p.join(30)
         if p.is_alive():
@@ -370,7 +375,7 @@ def run_load(cluster: Cluster, groups: CpuGroups, args, statements: list) -> dic
     reps = [window(records, a, b, args.cpu_per_replica) for a, b in zip(edges, edges[1:])]
     return {"callers": len(callers), "client_processes": len(procs), "warmup": warm,
             "reps": reps, "errors": len(errors), "error_examples": errors[:5],
-            "refused_compile_busy": busy}
+            "refused": busy}
 
 
 # -- per-statement costs -----------------------------------------------------------------------
@@ -555,8 +560,8 @@ def summarize(results: dict) -> None:
 def report(results: dict) -> str:
     lines = ["| N | statements/s (median; reps) | p50 ms | p99 ms | CPUs per replica (quota "
              f"{results['cpu_per_replica']}) | throttled periods | PostgreSQL CPUs (ms per statement)"
-             " | clients CPUs | machine busy | efficiency vs N×(N=1) | ≥ 0.8·N |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             " | clients CPUs | machine busy | efficiency vs N×(N=1) | ≥ 0.8·N | refused, errors |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for n, r in sorted(results["runs"].items(), key=lambda kv: int(kv[0])):
         reps = r["reps"]
         thr = ", ".join(f"{x['statements_per_s']:.1f}" for x in reps)
@@ -570,7 +575,8 @@ def report(results: dict) -> str:
             f"| {n} | {r['statements_per_s_median']:.1f} ({thr}) | {r['p50_ms_median']:.1f} |"
             f" {r['p99_ms_median']:.1f} | {r['replica_cpus_used_mean']:.3f} | {thrott:.0%} |"
             f" {pgc:.2f} ({pgms:.2f}) | {cl:.2f} | {busy:.0%} | {eff:.2f} |"
-            f" {'yes' if r.get('meets_0_8N') else 'no'} |" if eff is not None else
+            f" {'yes' if r.get('meets_0_8N') else 'no'} |"
+            f" {sum(r.get('refused', {}).values())}, {r['errors']} |" if eff is not None else
             f"| {n} | {r['statements_per_s_median']:.1f} ({thr}) | … |")
     return "\n".join(lines)
 
@@ -582,7 +588,7 @@ def plot(results: dict, path: Path) -> None:
     runs = sorted(results["runs"].items(), key=lambda kv: int(kv[0]))
     ns = [int(n) for n, _ in runs]
     thr = [r["statements_per_s_median"] for _, r in runs]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(14, 4))
     for n, r in runs:
         a.scatter([int(n)] * len(r["reps"]), [x["statements_per_s"] for x in r["reps"]],
                   color="tab:blue", s=12, alpha=0.5)
@@ -603,6 +609,17 @@ def plot(results: dict, path: Path) -> None:
     b.set_xticks(ns)
     b.legend(fontsize=8)
     b.set_title(f"Latency, {results['callers']} closed-loop callers")
+    # Whether the replicas were the bottleneck: each used its whole quota and was throttled,
+    # while the machine still had CPU left for everyone else.
+    used = [r["replica_cpus_used_mean"] / results["cpu_per_replica"] for _, r in runs]
+    busy = [statistics.fmean(x["machine_busy"] for x in r["reps"]) for _, r in runs]
+    c.bar([n - 0.2 for n in ns], used, 0.4, label="replica CPU / quota (mean)")
+    c.bar([n + 0.2 for n in ns], busy, 0.4, label="machine busy (all CPUs)")
+    c.set_ylim(0, 1.1)
+    c.set_xticks(ns)
+    c.set_xlabel("replicas")
+    c.legend(fontsize=8)
+    c.set_title("Who was the bottleneck")
     fig.suptitle(f"load average at start {results['load_average_start']}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -672,7 +689,7 @@ def main():
             results["runs"][str(n)] = run
             thr = [f"{x['statements_per_s']:.1f}" for x in run["reps"]]
             print(f"scale: N={n} statements/s {', '.join(thr)}; errors {run['errors']};"
-                  f" compile_busy refusals {run['refused_compile_busy']}", file=sys.stderr)
+                  f" refused before admission {run['refused']}", file=sys.stderr)
         finally:
             try:
                 cluster.down()
