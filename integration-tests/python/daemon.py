@@ -612,6 +612,10 @@ class PostgresJournal(Journal):
         super().__init__(None)
         self.section = section
 
+    def query(self, sql: str) -> list:
+        """Rows of any SQL (the benchmarks read PostgreSQL's statistics and settings)."""
+        return self._rows(sql)
+
     def _rows(self, sql, *args):
         def literal(a):
             assert isinstance(a, int), "only integer parameters"
@@ -666,29 +670,37 @@ class Cluster:
     ``state_dir`` (docs/deployment.md, "Local cluster"): PostgreSQL, versitygw, N replicas and
     the nginx edge, described by ``state_dir``/cluster.json. ``edge`` and ``replicas`` are
     ``ClusterEndpoint``s; ``restart_replica`` runs one replica again as a harness ``Daemon`` (with
-    test faults), which the test then stops or kills itself.
+    test faults), which the test then stops or kills itself. ``callers`` adds that many callers
+    (``scripts/cluster up --callers``); ``java_opts`` reaches every replica's JVM
+    (TRANSIT_JAVA_OPTS) and ``env`` adds variables for every part ``up`` starts.
 
     Not thread-safe: one test thread drives it.
     """
 
-    def __init__(self, state_dir: Path, replicas: int = 3, faults: str = None):
+    def __init__(self, state_dir: Path, replicas: int = 3, faults: str = None, callers: int = 0,
+                 java_opts: str = None, env: dict = None):
         self.state_dir = Path(state_dir)
         self.count = replicas
         self.faults = faults
+        self.callers = callers
+        self.java_opts = java_opts
+        self.env = env or {}
         self.info = None
 
     def _script(self, *args, timeout: float = 300.0) -> subprocess.CompletedProcess:
-        env = _env()
+        env = dict(_env(), **self.env)
         env.pop("TRANSIT_TEST_FAULTS", None)
         if self.faults:
             env["TRANSIT_TEST_FAULTS"] = self.faults
+        if self.java_opts is not None:
+            env["TRANSIT_JAVA_OPTS"] = self.java_opts
         return subprocess.run([str(ROOT / "scripts" / "cluster"), *args, "--state-dir",
                                str(self.state_dir)], capture_output=True, text=True,
                               timeout=timeout, env=env)
 
     def up(self) -> "Cluster":
         started = time.perf_counter()
-        r = self._script("up", "--replicas", str(self.count))
+        r = self._script("up", "--replicas", str(self.count), "--callers", str(self.callers))
         assert r.returncode == 0, f"scripts/cluster up failed:\n{r.stderr[-3000:]}"
         self.up_s = time.perf_counter() - started
         self.info = json.loads((self.state_dir / "cluster.json").read_text())
