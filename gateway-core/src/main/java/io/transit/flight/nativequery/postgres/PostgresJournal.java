@@ -14,6 +14,7 @@ import java.sql.SQLTransientConnectionException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
 import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.FlywayException;
@@ -63,10 +64,13 @@ public final class PostgresJournal implements JournalStore {
   private static final String DISK_FULL = "53100";
 
   /**
-   * A deferred commit of this journal may not be flushed yet. Any thread sets and clears it; a
-   * race only costs one unneeded flush (cleared before the flush, set again when it fails).
+   * Deferred commits of this journal so far, and how many of them a durable commit that wrote is
+   * known to cover: the server flushes its WAL in order, so a durable commit covers every commit
+   * that returned before it was sent. {@link #flush} has work only while the first is ahead.
+   * Any thread.
    */
-  private volatile boolean deferredPending;
+  private final AtomicLong deferredCommits = new AtomicLong();
+  private final AtomicLong deferredCovered = new AtomicLong();
 
   /** Where the migrations live on the class path. */
   static final String MIGRATIONS = "classpath:io/transit/flight/nativequery/postgres/migration";
@@ -89,6 +93,11 @@ public final class PostgresJournal implements JournalStore {
     final Connection connection;
     /** Sent ahead of the transaction's first statement (its {@code SET LOCAL}), then null. */
     String prologue;
+    /**
+     * A row was written (a held write sent, a row counted by {@code update}, a lease claimed):
+     * the commit then writes a commit record and, durable, flushes the WAL up to it.
+     */
+    boolean wrote;
     /** Held writes, in call order: their texts and their arguments. */
     final List<String> held = new ArrayList<>();
     final List<Object[]> heldArgs = new ArrayList<>();
@@ -213,11 +222,14 @@ public final class PostgresJournal implements JournalStore {
         rollback(c);
         throw e;
       }
+      long covers = deferredCommits.get(); // read before the commit is sent
       long started = System.nanoTime();
       c.commit();
       commitObserver.accept(System.nanoTime() - started);
       if (durability == Durability.DEFERRED) {
-        deferredPending = true;
+        deferredCommits.incrementAndGet();
+      } else if (tx.wrote) {
+        deferredCovered.accumulateAndGet(covers, Math::max);
       }
       return result;
     } finally {
@@ -270,6 +282,7 @@ public final class PostgresJournal implements JournalStore {
   /** Holds a write whose result nobody reads until the next statement or the commit. */
   private void write(String sql, Object... args) {
     Tx tx = tx();
+    tx.wrote = true; // sent before the commit, or the transaction fails
     tx.held.add(sql);
     tx.heldArgs.add(args);
   }
@@ -534,17 +547,11 @@ public final class PostgresJournal implements JournalStore {
    */
   @Override
   public void flush() throws SQLException {
-    if (!deferredPending) {
-      return;
+    if (deferredCovered.get() >= deferredCommits.get()) {
+      return; // a durable commit since the last deferred one flushed it (the common case)
     }
-    deferredPending = false;
-    try {
-      transaction(Durability.DURABLE,
-          () -> update("UPDATE flushes SET count = count + 1 WHERE id = 1"));
-    } catch (SQLException | RuntimeException e) {
-      deferredPending = true;
-      throw e;
-    }
+    transaction(Durability.DURABLE,
+        () -> update("UPDATE flushes SET count = count + 1 WHERE id = 1"));
   }
 
   @Override
@@ -605,7 +612,10 @@ public final class PostgresJournal implements JournalStore {
 
   /** Runs a write whose row count the caller needs (held writes ahead of it); returns it. */
   private int update(String sql, Object... args) throws SQLException {
-    return execute(tx(), sql, args, (p, rows) -> p.getUpdateCount());
+    Tx tx = tx();
+    int n = execute(tx, sql, args, (p, rows) -> p.getUpdateCount());
+    tx.wrote |= n > 0;
+    return n;
   }
 
   /**

@@ -198,6 +198,46 @@ class PostgresJournalTest {
   }
 
   @Test
+  void aDurableCommitThatWroteCoversTheDeferredOnesBeforeIt() throws Exception {
+    String db = cluster.createDatabase();
+    try (PostgresJournal j = PostgresJournal.open(cluster.settings(db))) {
+      j.transaction(JournalStore.Durability.DEFERRED, () -> {
+        j.setNextSequence(1, 5);
+        return null;
+      });
+      j.flush();
+      assertEquals(1, flushes(db), "a deferred commit alone is flushed by a row of its own");
+      j.transaction(JournalStore.Durability.DEFERRED, () -> {
+        j.setNextSequence(1, 6);
+        return null;
+      });
+      j.transaction(JournalStore.Durability.DURABLE, () -> {
+        j.setNextSequence(2, 1);
+        return null;
+      });
+      j.flush();
+      assertEquals(1, flushes(db), "the durable commit after it flushed the WAL already");
+      j.transaction(JournalStore.Durability.DEFERRED, () -> {
+        j.setNextSequence(1, 7);
+        return null;
+      });
+      j.transaction(JournalStore.Durability.DURABLE, () -> j.nextSequence(1, 1));
+      j.transaction(JournalStore.Durability.DURABLE, j::rightsEpoch);
+      j.flush();
+      assertEquals(2, flushes(db), "a durable commit that wrote no row is not counted on");
+    }
+  }
+
+  private static long flushes(String db) throws SQLException {
+    try (Connection c = cluster.connect(db);
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT count FROM flushes WHERE id = 1")) {
+      assertTrue(r.next());
+      return r.getLong(1);
+    }
+  }
+
+  @Test
   void aWrongPasswordIsRefusedAtOpenWithTheServersReason() throws Exception {
     String db = cluster.createDatabase();
     PostgresSettings s = cluster.settings(db);
