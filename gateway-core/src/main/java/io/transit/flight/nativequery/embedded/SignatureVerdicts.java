@@ -10,7 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Future;
+import java.util.concurrent.RunnableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -30,7 +30,9 @@ import java.util.concurrent.TimeoutException;
  * <p>A verdict is the pure function of (public key, message, signature), and that triple is the
  * memo's key: a command or proof is checked against the principal's <em>current</em> key, so a
  * rotation in between simply misses and verifies inline. Nothing here decides anything a
- * sequential verification would not.
+ * sequential verification would not. A sending thread never waits for a check that no helper
+ * has started: it runs that check itself, so a busy machine costs at most the wait for one
+ * check already running.
  *
  * <p>Threads: every method may be called on sending threads, also inside journal transactions;
  * the verdicts are computed on the pool's helper threads. The map is guarded by {@code this} and
@@ -44,10 +46,11 @@ final class SignatureVerdicts {
 
   private final SignaturePool pool;
   // @GuardedBy("this")
-  private final Map<ByteBuffer, Future<Boolean>> pending =
+  private final Map<ByteBuffer, RunnableFuture<Boolean>> pending =
       new LinkedHashMap<>(16, 0.75f, false) {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<ByteBuffer, Future<Boolean>> eldest) {
+        protected boolean removeEldestEntry(
+            Map.Entry<ByteBuffer, RunnableFuture<Boolean>> eldest) {
           return size() > CAPACITY;
         }
       };
@@ -83,7 +86,8 @@ final class SignatureVerdicts {
   }
 
   private void prefetch(Ed25519.PublicKey key, byte[] message, byte[] signature) {
-    Optional<Future<Boolean>> started = pool.tryStart(() -> key.verify(message, signature));
+    Optional<RunnableFuture<Boolean>> started =
+        pool.tryStart(() -> key.verify(message, signature));
     if (started.isPresent()) {
       ByteBuffer k = key(key, message, signature);
       synchronized (this) {
@@ -93,11 +97,14 @@ final class SignatureVerdicts {
   }
 
   private boolean verify(Ed25519.PublicKey key, byte[] message, byte[] signature) {
-    Future<Boolean> f;
+    RunnableFuture<Boolean> f;
     synchronized (this) {
       f = pending.remove(key(key, message, signature));
     }
     if (f != null) {
+      // A check no helper has started yet (all busy, or not scheduled on a loaded machine) runs
+      // here now instead of being waited for; one a helper is running is waited for.
+      f.run();
       try {
         return f.get(WAIT_MILLIS, TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
