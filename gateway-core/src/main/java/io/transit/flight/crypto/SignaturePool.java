@@ -7,8 +7,8 @@ import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Future;
 import java.util.concurrent.FutureTask;
+import java.util.concurrent.RunnableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -131,9 +131,11 @@ public final class SignaturePool implements AutoCloseable {
   /**
    * Starts {@code operation} on a helper and returns its future, or empty when there is no helper
    * or every helper is busy (the caller then does the work itself when it needs the answer). The
-   * future is completed by the helper thread; whoever holds it may wait on it.
+   * operation runs once, on whichever thread runs the task first: a helper, or a holder that calls
+   * {@link RunnableFuture#run} before a helper took it (the helper then skips it). Whoever holds
+   * it may wait on it.
    */
-  public <R> Optional<Future<R>> tryStart(
+  public <R> Optional<RunnableFuture<R>> tryStart(
       Callable<R> operation) {
     Objects.requireNonNull(operation, "operation");
     if (executor == null) {

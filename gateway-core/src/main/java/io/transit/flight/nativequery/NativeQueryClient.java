@@ -4,6 +4,7 @@ import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.proto.TableDeclaration;
+import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 
@@ -29,6 +30,14 @@ public interface NativeQueryClient extends AutoCloseable {
    * used sequence, replays the recorded outcome unchanged.
    */
   CommandOutcome send(SignedCommand command);
+
+  /**
+   * Announces the commands the caller is about to {@link #send}, in order, so the engine may start
+   * checking them (their signatures) ahead. It records and decides nothing, and whatever it
+   * starts changes no outcome: each command is still verified and decided by its own send, and a
+   * command never sent costs nothing but the started check. Never fails; the default ignores it.
+   */
+  default void expect(List<SignedCommand> commands) {}
 
   /**
    * The engine's compiler. The engine owns compilation: the gateway compiles a statement only

@@ -7,7 +7,9 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Future;
+import java.util.concurrent.RunnableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
@@ -53,6 +55,34 @@ class SignaturePoolTest {
       assertEquals(Set.of(Thread.currentThread().getName()), threads);
       release.countDown();
       assertTrue(occupied.get(10, TimeUnit.SECONDS));
+    }
+  }
+
+  @Test
+  void aStartedTaskNoHelperTookRunsOnceOnTheThreadThatRunsItFirst() throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch blocked = new CountDownLatch(1);
+    AtomicInteger runs = new AtomicInteger();
+    Set<String> ranOn = ConcurrentHashMap.newKeySet();
+    try (SignaturePool pool = SignaturePool.withHelpers(1)) {
+      Future<Boolean> occupied = pool.tryStart(() -> {
+        blocked.countDown();
+        return release.await(30, TimeUnit.SECONDS);
+      }).orElseThrow();
+      assertTrue(blocked.await(10, TimeUnit.SECONDS));
+      RunnableFuture<Integer> queued = pool.tryStart(() -> {
+        ranOn.add(Thread.currentThread().getName());
+        return runs.incrementAndGet();
+      }).orElseThrow();
+      queued.run(); // the helper is still blocked: the caller does the work
+      assertTrue(queued.isDone());
+      assertEquals(1, queued.get(10, TimeUnit.SECONDS));
+      assertEquals(Set.of(Thread.currentThread().getName()), ranOn);
+      release.countDown();
+      assertTrue(occupied.get(10, TimeUnit.SECONDS));
+      // The helper reaches the queued task after this one and skips it.
+      assertEquals(7, pool.tryStart(() -> 7).orElseThrow().get(10, TimeUnit.SECONDS));
+      assertEquals(1, runs.get());
     }
   }
 

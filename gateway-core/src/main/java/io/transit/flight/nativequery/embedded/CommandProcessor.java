@@ -48,12 +48,14 @@ final class CommandProcessor {
   private final JournalStore journal;
   private final RightsRegistry rights;
   private final UploadValidator uploads;
+  private final SignatureVerdicts verdicts;
   private final long firstSequence;
   private final Claimer claimer;
 
   CommandProcessor(JournalStore journal, RightsRegistry rights, UploadValidator uploads,
-      long firstSequence, Claimer claimer) {
+      SignatureVerdicts verdicts, long firstSequence, Claimer claimer) {
     this.claimer = claimer;
+    this.verdicts = verdicts;
     this.journal = journal;
     this.rights = rights;
     this.uploads = uploads;
@@ -73,10 +75,29 @@ final class CommandProcessor {
     }
   }
 
+  /**
+   * Starts checking the signatures of commands that will be sent after the one being decided now
+   * (a chain the gateway announced); a command that does not parse or names an unregistered
+   * principal is left to its own send, which refuses it.
+   */
+  void prefetch(SignedCommand signed) {
+    NativeCommand command;
+    try {
+      command = NativeCommand.parseFrom(signed.getCommand());
+    } catch (InvalidProtocolBufferException e) {
+      return;
+    }
+    try {
+      verdicts.prefetchCommand(signed, rights.require(command.getPrincipal()).key());
+    } catch (GatewayException e) {
+      // Not registered (now): the send of this command is denied, nothing to start.
+    }
+  }
+
   /** Checks the signature with the principal's current key and its send right. */
   void authenticate(SignedCommand signed, NativeCommand command) {
     PrincipalRights r = rights.require(command.getPrincipal());
-    if (!NativeSignatures.verifyCommand(signed, r.key())) {
+    if (!verdicts.verifyCommand(signed, r.key())) {
       throw RightsRegistry.denied("the command signature does not verify");
     }
     if (!r.canSend()) {

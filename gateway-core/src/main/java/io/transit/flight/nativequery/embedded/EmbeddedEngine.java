@@ -54,8 +54,9 @@ import org.slf4j.LoggerFactory;
  * the leases of unfinished ones (they stay ACCEPTED in the journal and are taken over by the next
  * scan of any engine on the same journal). The retention policy runs on one {@code
  * native-retention} thread ({@link Retention}).
- * A seal starts its bundle's proof verification on the engine's {@code signature-N} helpers
- * ({@link ProofVerdicts}); the submit's sending thread takes the verdict.
+ * {@link #expect} starts the signature checks of a chain's later commands, and a seal its bundle's
+ * proof verification, on the engine's {@code signature-N} helpers ({@link SignatureVerdicts}); the
+ * sending thread of each command takes its verdict.
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
   /** This engine's identity: its name and the gateway-core build it runs as. */
@@ -108,14 +109,17 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.segments = segments;
     this.rightsLedger = new JournalRights(journal);
     this.requester = new RequesterCheck(rights, tables);
-    // Proof verifications start at the seal on a helper (ProofVerdicts); the engine owns the pool.
+    // Command and proof verifications start ahead on helpers (SignatureVerdicts); the engine owns
+    // the pool.
     this.verifiers = SignaturePool.forProcessors();
+    SignatureVerdicts verdicts = new SignatureVerdicts(verifiers);
     UploadValidator uploads = new UploadValidator(journal, rights, requester, planner, options,
-        new ProofVerdicts(verifiers));
+        verdicts);
     // Queued queries hold leases too: a scan claims no more than a few per execution thread.
     this.leases = new Leases(journal, options.lease(), System::currentTimeMillis,
         () -> options.faults().renewLeases(), 4 * options.executionThreads());
-    this.commands = new CommandProcessor(journal, rights, uploads, options.firstSequence(),
+    this.commands = new CommandProcessor(journal, rights, uploads, verdicts,
+        options.firstSequence(),
         options.deferExecution() ? CommandProcessor.Claimer.NONE : leases::claimAccepted);
     this.reader = new ResultReader(journal, rights, segments);
     this.sessions = new DuckSessions(tables);
@@ -199,6 +203,19 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         allocator.close();
       }
       throw e;
+    }
+  }
+
+  /**
+   * Starts verifying every command after the first on the signature helpers, when they are free:
+   * the first is verified at once by its own send, and while it and the next ones are decided and
+   * committed the helpers check the rest. Each send still verifies (taking the verdict) and
+   * decides its command alone.
+   */
+  @Override
+  public void expect(List<SignedCommand> chain) {
+    for (int i = 1; i < chain.size(); i++) {
+      commands.prefetch(chain.get(i));
     }
   }
 

@@ -53,10 +53,10 @@ final class UploadValidator {
   private final RequesterCheck requester;
   private final Planner planner;
   private final EngineOptions options;
-  private final ProofVerdicts proofs;
+  private final SignatureVerdicts proofs;
 
   UploadValidator(JournalStore journal, RightsRegistry rights, RequesterCheck requester,
-      Planner planner, EngineOptions options, ProofVerdicts proofs) {
+      Planner planner, EngineOptions options, SignatureVerdicts proofs) {
     this.proofs = proofs;
     this.journal = journal;
     this.rights = rights;
@@ -164,7 +164,7 @@ final class UploadValidator {
     try {
       RequestBundle bundle = RequestBundle.parseFrom(assembled);
       if (bundle.hasProof() && bundle.getProof().getPrincipal() == principal) {
-        proofs.prefetch(bundle.getProof(), rights.require(principal).key());
+        proofs.prefetchProof(bundle.getProof(), rights.require(principal).key());
       }
     } catch (InvalidProtocolBufferException | GatewayException e) {
       // Nothing to start: the submit verifies (and rejects) as it would without a head start.
@@ -207,7 +207,7 @@ final class UploadValidator {
     if (proof.getPrincipal() != principal
         || !Arrays.equals(proof.getQuerySha256().toByteArray(), sqlSha)
         || proof.getCredentialEpoch() != r.credentialEpoch()
-        || !proofs.verify(proof, r.key())) {
+        || !proofs.verifyProof(proof, r.key())) {
       throw new Rejection(QueryCode.ACCESS_DENIED,
           "the principal proof does not match the principal, query bytes, credential epoch or key");
     }

@@ -32,8 +32,9 @@
  * source/requester check a submit makes, which {@code EmbeddedEngine.checkAccess} also answers
  * before the gateway discloses anything. {@code Leases} claims, renews and takes over the
  * execution leases that let several engines share one journal (the attempt fences a finish).
- * {@code ProofVerdicts} starts a sealed bundle's proof verification ahead of its submit. {@code
- * JournalRights} keeps the deployment's rights versions in the journal for the gateway.
+ * {@code SignatureVerdicts} starts the signature checks of an announced chain's later commands and
+ * of a sealed bundle's proof ahead of the commands that need them. {@code JournalRights} keeps
+ * the deployment's rights versions in the journal for the gateway.
  *
  * <p>Thread rules: every public method of the engine may be called from any thread. The journal
  * runs each transaction whole (SQLite: on one monitor; PostgreSQL: on a pooled connection of its

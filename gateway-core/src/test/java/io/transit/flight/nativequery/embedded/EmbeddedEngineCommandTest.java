@@ -162,6 +162,43 @@ class EmbeddedEngineCommandTest {
   }
 
   @Test
+  void anAnnouncedChainIsDecidedCommandByCommandAsIfUnannounced() throws Exception {
+    open(EngineOptions.defaults());
+    List<SignedCommand> good = chain(1, bundle(table(), SQL, roomyBudgets()), 200);
+    int seal = good.size() - 2;
+    // The announced seal carries a signature by another key: its prefetched verdict is "false".
+    SignedCommand forgedSeal = NativeSignatures.signCommand(
+        NativeCommand.parseFrom(good.get(seal).getCommand()), OTHER_KEY);
+    List<SignedCommand> announced = new java.util.ArrayList<>(good);
+    announced.set(seal, forgedSeal);
+    engine.expect(announced);
+    for (int i = 0; i < seal; i++) {
+      assertEquals(CommandOutcome.Kind.ACCEPTED, engine.send(announced.get(i)).getKind());
+    }
+    assertEquals(Cause.ACCESS_DENIED,
+        assertThrows(GatewayException.class, () -> engine.send(forgedSeal)).kind());
+    long sealSequence = NativeCommand.parseFrom(forgedSeal.getCommand()).getSequence();
+    assertEquals(sealSequence, engine.nextSequence(PRINCIPAL), "the denied seal is unrecorded");
+
+    // Announced under KEY, then the principal's key rotates: the current key decides.
+    engine.expect(good.subList(seal - 1, good.size()));
+    engine.updateRights(List.of(new io.transit.flight.nativequery.PrincipalRights(PRINCIPAL,
+        OTHER_KEY.publicKey(), EPOCH, true, true, Set.of(1L))));
+    assertEquals(Cause.ACCESS_DENIED,
+        assertThrows(GatewayException.class, () -> engine.send(good.get(seal))).kind());
+    assertEquals(sealSequence, engine.nextSequence(PRINCIPAL));
+
+    // Back to KEY: the genuine seal and submit are accepted and the query runs.
+    engine.updateRights(List.of(fullRights()));
+    engine.expect(good.subList(seal, good.size()));
+    assertEquals(CommandOutcome.Kind.ACCEPTED, engine.send(good.get(seal)).getKind());
+    CommandOutcome submit = engine.send(good.get(seal + 1));
+    assertEquals(CommandOutcome.Kind.ACCEPTED, submit.getKind(), submit.getMessage());
+    assertEquals(QueryStatus.State.SUCCEEDED, engine.awaitQuery(access(), submit.getCorrelation(),
+        System.nanoTime() + TimeUnit.SECONDS.toNanos(30)).getState());
+  }
+
+  @Test
   void submitChecksProofEpochAndCompiler() throws Exception {
     open(EngineOptions.defaults());
     // A proof with a stale credential epoch: the whole upload is fine, the submit is rejected.
