@@ -317,11 +317,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /**
    * Runs the query until its terminal status is recorded. A journal that cannot take the status
-   * (its file system full, its connection lost) leaves the query ACCEPTED with nothing of its
-   * outcome recorded; it runs again after a pause — execution is deterministic over immutable
-   * files, so the result is the same — until the status commits or the engine closes (then it
-   * resumes at the next open). Waiting callers meanwhile see it running, never a made-up status.
-   * True when this run published the terminal status (false: fenced, or nothing to run).
+   * (its file system full, its connection lost) or an object store that cannot take the
+   * segments (down, restarting) leaves the query ACCEPTED with nothing of its outcome recorded;
+   * it runs again after a pause — execution is deterministic over immutable files, so the result
+   * is the same — until the status commits or the engine closes (then it resumes at the next
+   * open). Waiting callers meanwhile see it running, never a made-up status. True when this run
+   * published the terminal status (false: fenced, or nothing to run).
    */
   private boolean runRecorded(long correlation, long lease) throws SQLException {
     long pauseMillis = RERUN_FIRST_PAUSE_MS;
@@ -340,6 +341,14 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         if (attempt == 1) {
           log.warn("query {} could not record its outcome ({}); running it again until the"
               + " journal takes it", Long.toUnsignedString(correlation), e.getMessage());
+        }
+      } catch (SegmentStore.Unavailable e) {
+        if (closing) {
+          return false; // left ACCEPTED: it resumes at the next open
+        }
+        if (attempt == 1) {
+          log.warn("query {} could not store its segments ({}); running it again until the"
+              + " object store takes them", Long.toUnsignedString(correlation), e.reason);
         }
       }
       if (!holdBack(pauseMillis) || !leases.holds(correlation, lease)) {

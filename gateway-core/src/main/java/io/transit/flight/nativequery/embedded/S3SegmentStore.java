@@ -94,8 +94,8 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  *
  * <p><b>Failures</b> are definite: a missing object is empty (the reader's EVIDENCE or RETIRED); a
  * wrong size is {@link WrongSize}; a refused connection, a timeout, an interrupted call or a server
- * error is {@link Unavailable} (UNAVAILABLE {@code query.segment_store_unavailable}), never a
- * partial or empty answer.
+ * error is {@link Unavailable} (a read's UNAVAILABLE {@code query.segment_store_unavailable}, a
+ * write's rerun: {@link SegmentStore}), never a partial or empty answer.
  */
 final class S3SegmentStore implements SegmentStore {
   private static final int CHUNK = 64 * 1024;
