@@ -93,11 +93,14 @@ def test_an_unreachable_store_is_unavailable_for_reads_and_writes_until_it_is_ba
         assert len(read.message.encode()) <= 128 and "query.segment_store_unavailable" in read.message
 
         # A statement whose segments cannot be stored is held, not failed: it stays accepted
-        # and runs again until the store takes them, so the call reaches its deadline (an
-        # undecided outcome: retry the same sequence and SQL).
+        # and runs again until the store takes them; its caller gets UNAVAILABLE, outcome
+        # unknown: retry the same sequence and SQL.
         seq = C.next_sequence(ch, d)
-        write = C.failure(C.flight_info, ch, d, SQL[1], sequence=seq, timeout=4)
-        assert write.code == grpc.StatusCode.DEADLINE_EXCEEDED, write
+        write = C.failure(C.flight_info, ch, d, SQL[1], sequence=seq, timeout=30)
+        assert write.code == grpc.StatusCode.UNAVAILABLE, write
+        wd = write.diagnostic
+        assert wd["code"] == "query.segment_store_unavailable", wd
+        assert wd["outcome"] == "unknown" and wd["actions"] == ["retry_same_sequence_and_sql"], wd
     finally:
         store.start()
     assert raw(d, ticket) == before, "the retained result reads again, unchanged"

@@ -84,6 +84,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * replica on a shared journal wakes no local monitor.
    */
   static final long AWAIT_POLL_MS = 50;
+  /**
+   * How long {@link #awaitQuery} waits on a running query before asking the segment store whether
+   * it answers (and again after each such interval): a query held for a store that is down
+   * answers UNAVAILABLE, not its caller's deadline.
+   */
+  static final long AWAIT_STORE_PROBE_MS = 1_000;
   /** Pauses between runs of a query whose terminal status the journal refused. */
   private static final long RERUN_FIRST_PAUSE_MS = 200;
   private static final long RERUN_MAX_PAUSE_MS = 5_000;
@@ -417,6 +423,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   @Override
   public QueryStatus awaitQuery(ReadAccess access, long correlation, long deadlineNanos)
       throws InterruptedException {
+    long probeAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(AWAIT_STORE_PROBE_MS);
     while (true) {
       long seen;
       synchronized (completions) {
@@ -426,6 +433,16 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       long remaining = deadlineNanos - System.nanoTime();
       if (status.getState() != QueryStatus.State.ACCEPTED || remaining <= 0) {
         return status;
+      }
+      if (System.nanoTime() - probeAt >= 0) {
+        // Any replica's waiter asks its own client of the one shared store: the replica running
+        // the query may be another. Nothing is recorded: the same sequence and SQL resume it.
+        if (!segments.reachable()) {
+          throw QueryCode.SEGMENT_STORE_UNAVAILABLE.failure(
+              "the retained segments' store does not answer; the accepted query runs again"
+                  + " when it is back");
+        }
+        probeAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(AWAIT_STORE_PROBE_MS);
       }
       synchronized (completions) {
         if (completed == seen) {

@@ -55,6 +55,15 @@ interface SegmentStore extends AutoCloseable {
   @Override
   default void close() {}
 
+  /**
+   * Whether the store answers now, within about a second: a caller waiting on a query held for
+   * the store (its segments not yet taken) asks, so that it can answer UNAVAILABLE instead of
+   * waiting out its deadline. A local directory always answers.
+   */
+  default boolean reachable() {
+    return true;
+  }
+
   /** The store's file system cannot take a segment: {@code usable} bytes left, {@code needed}. */
   final class DiskFull extends IOException {
     final long usable;

@@ -154,8 +154,13 @@ class EmbeddedEngineS3SegmentsTest {
       // The store cannot take the segments: nothing is recorded, the query stays ACCEPTED and
       // runs again (its sequence is not spent) until the store is back.
       held = send(NEXT);
-      QueryStatus waiting = await(held, 3);
-      assertEquals(QueryStatus.State.ACCEPTED, waiting.getState(), waiting.getMessage());
+      // Its waiter is not kept until its deadline: once the store does not answer it gets
+      // UNAVAILABLE, outcome unknown, retry with the same sequence and SQL.
+      GatewayException waiting = assertThrows(GatewayException.class, () -> await(held, 30));
+      assertEquals(QueryCode.SEGMENT_STORE_UNAVAILABLE, waiting.queryCode());
+      assertEquals(io.grpc.Status.Code.UNAVAILABLE, waiting.kind().code());
+      assertEquals(Outcome.UNKNOWN, waiting.outcome());
+      assertEquals(QueryStatus.State.ACCEPTED, await(held, 0).getState());
       try (BufferAllocator allocator = new RootAllocator(1L << 20)) {
         GatewayException read = assertThrows(GatewayException.class,
             () -> engine.readSegment(access(), ok.getCorrelation(), 0, 1L << 30, allocator));
