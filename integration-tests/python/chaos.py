@@ -321,9 +321,11 @@ class ChaosRun:
         try:
             rdir = self.cluster.state_dir / name
             # Same state directory and port, so the edge's upstream reaches it again; its lines
-            # go to the replica's own log, where the fenced count is read.
+            # go to the replica's own log, where the fenced count is read. The bound is a JVM
+            # start (with Flyway's validation) on a shared 2-core machine: at load average 40
+            # one was still starting, not hung, after 120 s.
             d = Daemon(rdir, configured=True, faults=self.cluster.faults,
-                       log_file=rdir / "gateway.log").start(timeout=120)
+                       log_file=rdir / "gateway.log").start(timeout=300)
             self.procs[name] = self.daemons[name] = d
             self._event("rerun", name)
         except Exception as e:  # noqa: BLE001
