@@ -590,6 +590,8 @@ def main(argv=None) -> int:
                     help="seconds PostgreSQL or versitygw stays down in a restart")
     ap.add_argument("--large", type=float, default=0.1,
                     help="share of statements whose result goes to the object store")
+    ap.add_argument("--attempt-timeout", type=float, default=10.0,
+                    help="client deadline of one GetFlightInfo or DoGet attempt, seconds")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--replicas", type=int, default=3)
     ap.add_argument("--pace", type=float, default=2.0, help="mean seconds between chaos actions")
@@ -606,7 +608,8 @@ def main(argv=None) -> int:
         c.up()
         run = ChaosRun(c, args.statements, args.kills, args.stops, args.clients, seed=args.seed,
                        pg_restarts=args.pg_restarts, s3_restarts=args.s3_restarts,
-                       outage_s=args.outage, large_share=args.large)
+                       outage_s=args.outage, large_share=args.large,
+                       attempt_timeout_s=args.attempt_timeout)
         try:
             result = run.run(pace_s=args.pace)
         finally:
