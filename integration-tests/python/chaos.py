@@ -528,7 +528,9 @@ class ChaosRun:
                     if not definite and not replica_faults:
                         indefinite.append(dict(ev_call=c.row(self.t0), caller=st.caller,
                                                sequence=st.sequence))
-            resumed = [st.ended - up for st in caught if st.ok]
+            # Those answered after the restart (a statement that needed neither system, e.g. an
+            # inline result during a versitygw outage, may finish while it is down).
+            resumed = [st.ended - up for st in caught if st.ok and st.ended >= up]
             out.append({"what": what, "down_s": round(down - self.t0, 2),
                         "outage_s": round(up - down, 2), "caught": len(caught),
                         "statuses": statuses, "indefinite": indefinite,
