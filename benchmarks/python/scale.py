@@ -6,7 +6,7 @@ what one statement costs PostgreSQL and the object store (docs/scaling.md).
         [--duration 12] [--reps 3]
         [--cost-statements 100] [--cost-large 20] [--out DIR]
 
-For each N: ``scripts/cluster up --replicas N --callers C`` (daemon.py's Cluster: PostgreSQL,
+For each N: ``scripts/cluster up --replicas N --callers C --callers-on primitive`` (daemon.py's Cluster: PostgreSQL,
 versitygw, N replicas, the nginx edge), every replica's JVM started with
 ``-XX:ActiveProcessorCount=1`` and then moved, alone, into a cgroup v1 CPU group of its own with
 the same quota (``cpu.cfs_quota_us`` = share × ``cpu.cfs_period_us``). PostgreSQL, versitygw,
@@ -321,7 +321,7 @@ def run_load(cluster: Cluster, groups: CpuGroups, args, statements: list) -> dic
     (the edge spreads them evenly; at most ``--warmup`` seconds), so the JIT compiles at full
     speed; then each replica goes into its group and, after a settle second, the repetitions."""
     creds = cluster.info["credentials"]
-    callers = sorted(c for c in creds if c.startswith("load-"))[:args.callers]
+    callers = sorted(c for c in creds if c.startswith("chaos_"))[:args.callers]
     tokens = [(c, Path(creds[c]).read_text().strip()) for c in callers]
     ctx = multiprocessing.get_context("spawn")
     stop, out, done = ctx.Event(), ctx.Queue(), ctx.Value("q", 0)
@@ -433,7 +433,7 @@ def lock_holds(txs: list) -> list:
 def statement_costs(cluster: Cluster, args, small: list, rows: int, s3_log: Path) -> dict:
     journal = cluster.journal()
     pg_log = Path(cluster.info["postgres"]["data_dir"]).parent / "server.log"
-    caller = sorted(c for c in cluster.info["credentials"] if c.startswith("load-"))[0]
+    caller = sorted(c for c in cluster.info["credentials"] if c.startswith("chaos_"))[0]
     client = GatewayClient(cluster.edge.uri,
                            Path(cluster.info["credentials"][caller]).read_text().strip(),
                            timeout=60)
@@ -669,7 +669,7 @@ def main():
     for n in ns:
         state = Path(tempfile.mkdtemp(prefix="transit-scale-"))
         s3_log = state.parent / (state.name + "-s3-access.log")
-        cluster = Cluster(state, replicas=n, callers=args.callers,
+        cluster = Cluster(state, replicas=n, callers=args.callers, callers_on="primitive",
                           java_opts="-XX:ActiveProcessorCount=1",
                           env={"VGW_ACCESS_LOG": str(s3_log)})
         groups = CpuGroups(args.cpu_per_replica)

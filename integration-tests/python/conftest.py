@@ -1,6 +1,7 @@
 """Fixtures shared by the end-to-end tests; tests import helpers from daemon, calls and h2raw,
 never from this module."""
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -74,6 +75,15 @@ def cluster():
     yield from _cluster()
 
 
+@pytest.fixture(scope="module")
+def chaos_cluster():
+    """The same cluster, its eight chaos callers one per client thread, with every query held
+    briefly before and after execution (chaos.HOLD), so that a replica stopped (SIGSTOP) past its
+    lease is often caught holding a run that is then fenced."""
+    from chaos import HOLD
+    yield from _cluster(faults=HOLD)
+
+
 def _cluster(faults: str = None):
     # Not under pytest's 0700 temp root: as root, PostgreSQL runs as transit-pg, which must
     # traverse to the cluster's postgres/ directory.
@@ -90,4 +100,7 @@ def _cluster(faults: str = None):
         assert stopped and all(r == (0, 0, True) for r in stopped.values()), reports
     finally:
         c.down()  # idempotent: after a failure, whatever is still recorded
-        shutil.rmtree(c.state_dir, ignore_errors=True)
+        if os.environ.get("TRANSIT_KEEP_CLUSTER"):  # the replicas' logs, for a failure's evidence
+            print(f"cluster state kept in {c.state_dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(c.state_dir, ignore_errors=True)

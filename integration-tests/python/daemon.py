@@ -403,14 +403,20 @@ class Postgres:
             self.close()
             raise
 
-    def _run(self, *cmd):
-        full = (["runuser", "-u", self.OS_USER, "--"] if self.root else []) + list(cmd)
+    @classmethod
+    def run_as_owner(cls, *cmd):
+        """Runs a PostgreSQL binary (as ``transit-pg`` when root); RuntimeError with its output
+        when it fails."""
+        full = (["runuser", "-u", cls.OS_USER, "--"] if os.geteuid() == 0 else []) + list(cmd)
         # Output to a file, not a pipe: the server pg_ctl starts must not hold a pipe open.
         with tempfile.TemporaryFile() as out:
             r = subprocess.run(full, stdout=out, stderr=subprocess.STDOUT, timeout=90)
             if r.returncode != 0:
                 out.seek(0)
                 raise RuntimeError(f"{' '.join(full)} failed: {out.read().decode(errors='replace')}")
+
+    def _run(self, *cmd):
+        self.run_as_owner(*cmd)
 
     def sql(self, database: str, sql: str) -> list:
         """Rows of ``sql`` (psql, unaligned), each a list of strings."""
@@ -510,24 +516,31 @@ class Versitygw:
         return {p.name: p for p in d.iterdir() if len(p.name) == 64} if d.exists() else {}
 
     def start(self, timeout: float = 20.0) -> "Versitygw":
-        env = dict(os.environ, ROOT_ACCESS_KEY_ID=self.access_key,
-                   ROOT_SECRET_ACCESS_KEY=self.secret_key)
-        log = open(self.work / "versitygw.log", "a")
-        self.proc = subprocess.Popen([str(self.binary()), "--quiet", "--keep-alive", "--port",
-                                      f"127.0.0.1:{self.port}", "posix", str(self.root)],
-                                     stdout=log, stderr=subprocess.STDOUT, env=env)
-        log.close()
+        self.proc = self.launch(self.port, self.root, self.access_key, self.secret_key,
+                                self.work / "versitygw.log", timeout)
+        return self
+
+    @classmethod
+    def launch(cls, port: int, root: Path, access_key: str, secret_key: str, log_path: Path,
+               timeout: float = 20.0, **popen) -> subprocess.Popen:
+        """Starts versitygw on 127.0.0.1:``port`` over ``root`` (keys by environment, output
+        appended to ``log_path``) and waits until it listens; returns the process."""
+        env = dict(os.environ, ROOT_ACCESS_KEY_ID=access_key, ROOT_SECRET_ACCESS_KEY=secret_key)
+        with open(log_path, "a") as log:
+            proc = subprocess.Popen([str(cls.binary()), "--quiet", "--keep-alive", "--port",
+                                     f"127.0.0.1:{port}", "posix", str(root)],
+                                    stdout=log, stderr=subprocess.STDOUT, env=env, **popen)
 
         def listening():
-            assert self.proc.poll() is None, "versitygw exited; see versitygw.log"
+            assert proc.poll() is None, f"versitygw exited; see {log_path}"
             try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
                 return True
             except OSError:
                 return False
 
         wait_until(listening, timeout, "versitygw to listen")
-        return self
+        return proc
 
     def stop(self) -> None:
         if self.proc is None:
@@ -671,21 +684,23 @@ class Cluster:
     the nginx edge, described by ``state_dir``/cluster.json. ``edge`` and ``replicas`` are
     ``ClusterEndpoint``s; ``restart_replica`` runs one replica again as a harness ``Daemon`` (with
     test faults), which the test then stops or kills itself. ``callers`` adds that many callers
-    (``scripts/cluster up --callers``); ``java_opts`` reaches every replica's JVM
+    (``scripts/cluster up --callers``, on ``callers_on`` or spread); ``java_opts`` reaches every replica's JVM
     (TRANSIT_JAVA_OPTS) and ``env`` adds variables for every part ``up`` starts.
 
     Not thread-safe: one test thread drives it.
     """
 
-    def __init__(self, state_dir: Path, replicas: int = 3, faults: str = None, callers: int = 0,
-                 java_opts: str = None, env: dict = None):
+    def __init__(self, state_dir: Path, replicas: int = 3, faults: str = None, callers: int = 8,
+                 callers_on: str = None, java_opts: str = None, env: dict = None):
         self.state_dir = Path(state_dir)
         self.count = replicas
         self.faults = faults
-        self.callers = callers
+        self.callers = callers  # callers besides the demo's three (up --callers)
+        self.callers_on = callers_on  # their one publication (up --callers-on), else spread
         self.java_opts = java_opts
         self.env = env or {}
         self.info = None
+        self.s3_proc = None  # versitygw when start_s3 ran it again (our child)
 
     def _script(self, *args, timeout: float = 300.0) -> subprocess.CompletedProcess:
         env = dict(_env(), **self.env)
@@ -700,7 +715,8 @@ class Cluster:
 
     def up(self) -> "Cluster":
         started = time.perf_counter()
-        r = self._script("up", "--replicas", str(self.count), "--callers", str(self.callers))
+        on = ("--callers-on", self.callers_on) if self.callers_on else ()
+        r = self._script("up", "--replicas", str(self.count), "--callers", str(self.callers), *on)
         assert r.returncode == 0, f"scripts/cluster up failed:\n{r.stderr[-3000:]}"
         self.up_s = time.perf_counter() - started
         self.info = json.loads((self.state_dir / "cluster.json").read_text())
@@ -708,6 +724,9 @@ class Cluster:
 
     def down(self) -> str:
         r = self._script("down", timeout=180)
+        if self.s3_proc is not None:  # our child once start_s3 ran it: reaped, not left a zombie
+            self.s3_proc.wait(30)
+            self.s3_proc = None
         assert r.returncode == 0, f"scripts/cluster down failed:\n{r.stderr[-3000:]}"
         return r.stderr
 
@@ -742,6 +761,54 @@ class Cluster:
     def principal(self, caller: str) -> int:
         cfg = json.loads((self.deployment / "gateway.json").read_text())
         return next(c["principal"] for c in cfg["callers"] if c["name"] == caller)
+
+    def publication(self, caller: str) -> str:
+        cfg = json.loads((self.deployment / "gateway.json").read_text())
+        return next(c["publication"] for c in cfg["callers"] if c["name"] == caller)
+
+    # -- the shared systems, restarted under load (chaos.py) -----------------------------------
+
+    def _record(self, part: str, pid: int) -> None:
+        """A restarted part's new PID in cluster.json (0600), which status and down read."""
+        self.info[part]["pid"] = pid
+        path = self.state_dir / "cluster.json"
+        tmp = path.with_suffix(".tmp")
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            json.dump(self.info, f, indent=2)
+        os.replace(tmp, path)
+
+    def stop_postgres(self, mode: str = "fast") -> None:
+        """pg_ctl stop -m ``mode`` (fast: sessions ended, a checkpoint; immediate: none)."""
+        Postgres.run_as_owner(str(Postgres.BIN / "pg_ctl"), "-D", self.info["postgres"]["data_dir"],
+                              "-m", mode, "-w", "-t", "60", "stop")
+
+    def start_postgres(self) -> None:
+        """Starts the stopped PostgreSQL again on its port, socket directory and log."""
+        data = Path(self.info["postgres"]["data_dir"])
+        port = int(self.info["postgres"]["dsn"].rsplit(":", 1)[1].split("/")[0])
+        Postgres.run_as_owner(str(Postgres.BIN / "pg_ctl"), "-D", str(data), "-l",
+                              str(data.parent / "server.log"), "-w", "-t", "60", "-o",
+                              f"-p {port} -k {data.parent} -c listen_addresses=127.0.0.1", "start")
+        self._record("postgres", int((data / "postmaster.pid").read_text().split()[0]))
+
+    def kill_s3(self) -> None:
+        """kill -9 of versitygw, waited for (reaped when this process started it)."""
+        pid = self.info["s3"]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        if self.s3_proc is not None and self.s3_proc.pid == pid:
+            self.s3_proc.wait(30)
+        else:
+            wait_until(lambda: _zombie(pid), 30, "versitygw to die")
+
+    def start_s3(self) -> None:
+        """versitygw again on the same port, root and keys; its PID where down finds it."""
+        s3 = self.state_dir / "s3"
+        port = int(self.info["s3"]["endpoint"].rsplit(":", 1)[1])
+        self.s3_proc = Versitygw.launch(port, s3 / "root", (s3 / "access-key").read_text().strip(),
+                                        (s3 / "secret-key").read_text().strip(),
+                                        s3 / "versitygw.log", start_new_session=True)
+        (s3 / "pid").write_text(f"{self.s3_proc.pid}\n")
+        self._record("s3", self.s3_proc.pid)
 
     def journal(self) -> "PostgresJournal":
         """The shared journal, read through psql with the cluster's password file."""

@@ -57,7 +57,11 @@ def test_cluster_json_names_every_part(cluster):
     assert cluster.edge.alive()
     assert info["postgres"]["dsn"].startswith("postgresql://transit@127.0.0.1:")
     assert info["s3"]["bucket"] == "segments"
-    assert set(info["credentials"]) == {"primitive", "mixed", "cells"}
+    # The demo's three callers and scripts/cluster's eight chaos callers (up --callers 8).
+    assert set(info["credentials"]) == {"primitive", "mixed", "cells"} | {
+        f"chaos_{i}" for i in range(1, 9)}
+    assert all(cluster.publication(f"chaos_{i}") in {"primitive", "mixed", "cells"}
+               for i in range(1, 9))
     status = cluster.status()
     assert status.count("running") == 6, status
     print(f"scripts/cluster up --replicas 3: {cluster.up_s:.1f} s")

@@ -86,6 +86,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * replica on a shared journal wakes no local monitor.
    */
   static final long AWAIT_POLL_MS = 50;
+  /**
+   * How long {@link #awaitQuery} waits on a running query before asking the segment store whether
+   * it answers (and again after each such interval): a query held for a store that is down
+   * answers UNAVAILABLE, not its caller's deadline.
+   */
+  static final long AWAIT_STORE_PROBE_MS = 1_000;
   /** Pauses between runs of a query whose terminal status the journal refused. */
   private static final long RERUN_FIRST_PAUSE_MS = 200;
   private static final long RERUN_MAX_PAUSE_MS = 5_000;
@@ -336,11 +342,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /**
    * Runs the query until its terminal status is recorded. A journal that cannot take the status
-   * (its file system full, its connection lost) leaves the query ACCEPTED with nothing of its
-   * outcome recorded; it runs again after a pause — execution is deterministic over immutable
-   * files, so the result is the same — until the status commits or the engine closes (then it
-   * resumes at the next open). Waiting callers meanwhile see it running, never a made-up status.
-   * True when this run published the terminal status (false: fenced, or nothing to run).
+   * (its file system full, its connection lost) or an object store that cannot take the
+   * segments (down, restarting) leaves the query ACCEPTED with nothing of its outcome recorded;
+   * it runs again after a pause — execution is deterministic over immutable files, so the result
+   * is the same — until the status commits or the engine closes (then it resumes at the next
+   * open). Waiting callers meanwhile see it running, never a made-up status. True when this run
+   * published the terminal status (false: fenced, or nothing to run).
    */
   private boolean runRecorded(long correlation, long lease) throws SQLException {
     long pauseMillis = RERUN_FIRST_PAUSE_MS;
@@ -359,6 +366,14 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         if (attempt == 1) {
           log.warn("query {} could not record its outcome ({}); running it again until the"
               + " journal takes it", Long.toUnsignedString(correlation), e.getMessage());
+        }
+      } catch (SegmentStore.Unavailable e) {
+        if (closing) {
+          return false; // left ACCEPTED: it resumes at the next open
+        }
+        if (attempt == 1) {
+          log.warn("query {} could not store its segments ({}); running it again until the"
+              + " object store takes them", Long.toUnsignedString(correlation), e.reason);
         }
       }
       if (!holdBack(pauseMillis) || !leases.holds(correlation, lease)) {
@@ -427,6 +442,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   @Override
   public QueryStatus awaitQuery(ReadAccess access, long correlation, long deadlineNanos)
       throws InterruptedException {
+    long probeAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(AWAIT_STORE_PROBE_MS);
     while (true) {
       long seen;
       synchronized (completions) {
@@ -436,6 +452,16 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       long remaining = deadlineNanos - System.nanoTime();
       if (status.getState() != QueryStatus.State.ACCEPTED || remaining <= 0) {
         return status;
+      }
+      if (System.nanoTime() - probeAt >= 0) {
+        // Any replica's waiter asks its own client of the one shared store: the replica running
+        // the query may be another. Nothing is recorded: the same sequence and SQL resume it.
+        if (!segments.reachable()) {
+          throw QueryCode.SEGMENT_STORE_UNAVAILABLE.failure(
+              "the retained segments' store does not answer; the accepted query runs again"
+                  + " when it is back");
+        }
+        probeAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(AWAIT_STORE_PROBE_MS);
       }
       synchronized (completions) {
         if (completed == seen) {

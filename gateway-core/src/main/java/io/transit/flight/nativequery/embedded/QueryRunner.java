@@ -100,9 +100,11 @@ final class QueryRunner {
 
   /**
    * Runs the query under lease {@code attempt} and records its terminal status; returns it (null
-   * if it was not pending, or if the attempt was fenced and the result dropped).
+   * if it was not pending, or if the attempt was fenced and the result dropped). An object store
+   * that cannot take the result's segments records nothing: the query stays ACCEPTED and the
+   * caller runs it again, as when the journal cannot take the status.
    */
-  QueryStatus run(long correlation, long attempt) throws SQLException {
+  QueryStatus run(long correlation, long attempt) throws SQLException, SegmentStore.Unavailable {
     // One read transaction for the saved query and its bundle (nothing is written here).
     Pending pending = journal.transaction(() -> {
       JournalStore.SavedQuery q = journal.query(correlation)
@@ -127,7 +129,7 @@ final class QueryRunner {
   }
 
   private QueryStatus runLocked(long correlation, long attempt, JournalStore.SavedQuery saved,
-      QueryStatus accepted, byte[] bundleBytes) throws SQLException {
+      QueryStatus accepted, byte[] bundleBytes) throws SQLException, SegmentStore.Unavailable {
     QueryStatus.Builder done = accepted.toBuilder();
     byte[] manifestBytes = null;
     long resultBytes = 0;
@@ -162,8 +164,9 @@ final class QueryRunner {
         throw new IllegalStateException("engine closing", e);
       }
       if (e instanceof SegmentStore.Unavailable u) {
-        failed(done, storeUnavailable(u));
-        return finish(done.build(), null, 0, List.of(), attempt);
+        // A store restart or outage is transient and execution deterministic: failing the
+        // statement would spend its sequence for nothing, so it runs again once the store is back.
+        throw u;
       }
       log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
       failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
@@ -199,15 +202,6 @@ final class QueryRunner {
       return null;
     }
     return status;
-  }
-
-  /**
-   * The segment store could not take this result's segments: the statement fails (its sequence is
-   * spent), nothing is named by a manifest, and segments it did write are left to the sweep.
-   */
-  static GatewayException storeUnavailable(SegmentStore.Unavailable e) {
-    return QueryCode.SEGMENT_STORE_UNAVAILABLE.failure(
-        "the retained segments could not be stored (" + e.reason + ")");
   }
 
   /** Results dropped unpublished because their attempt was fenced, since open. */

@@ -94,14 +94,16 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  *
  * <p><b>Failures</b> are definite: a missing object is empty (the reader's EVIDENCE or RETIRED); a
  * wrong size is {@link WrongSize}; a refused connection, a timeout, an interrupted call or a server
- * error is {@link Unavailable} (UNAVAILABLE {@code query.segment_store_unavailable}), never a
- * partial or empty answer.
+ * error is {@link Unavailable} (a read's UNAVAILABLE {@code query.segment_store_unavailable}, a
+ * write's rerun: {@link SegmentStore}), never a partial or empty answer.
  */
 final class S3SegmentStore implements SegmentStore {
   private static final int CHUNK = 64 * 1024;
 
   private final S3Client client;
   private final String bucket;
+  /** Bound of {@link #reachable}: short, a waiting caller asks it. */
+  private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(1);
   private final String prefix;
   // Objects younger than this are left by stored(): another replica may be about to name them.
   private final Duration sweepMinAge;
@@ -187,6 +189,18 @@ final class S3SegmentStore implements SegmentStore {
    */
   @Override
   public void sync() {}
+
+  /** One HeadBucket bounded by {@link #PROBE_TIMEOUT}, the SDK's retries included. */
+  @Override
+  public boolean reachable() {
+    try {
+      client.headBucket(b -> b.bucket(bucket)
+          .overrideConfiguration(o -> o.apiCallTimeout(PROBE_TIMEOUT)));
+      return true;
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
 
   @Override
   public Optional<byte[]> read(byte[] sha256) throws IOException {

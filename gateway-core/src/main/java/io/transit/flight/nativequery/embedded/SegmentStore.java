@@ -18,8 +18,9 @@ import org.apache.arrow.memory.BufferAllocator;
  * the engine calls once, after its execution pool and retention sweep have stopped.
  *
  * <p>A store that cannot be reached (a remote store's network, timeouts, a server error) throws
- * {@link Unavailable}, never a partial or empty answer: the engine turns it into {@code
- * query.segment_store_unavailable} (UNAVAILABLE).
+ * {@link Unavailable}, never a partial or empty answer: under a read the engine turns it into
+ * {@code query.segment_store_unavailable} (UNAVAILABLE); under a statement's write it runs the
+ * statement again later (nothing recorded), as when the journal cannot take its status.
  */
 interface SegmentStore extends AutoCloseable {
   /** Stores {@code bytes} under their SHA-256; returns the digest. Durable after {@link #sync}. */
@@ -53,6 +54,15 @@ interface SegmentStore extends AutoCloseable {
   /** Releases what the store holds (a remote store's connections); a local store has nothing. */
   @Override
   default void close() {}
+
+  /**
+   * Whether the store answers now, within about a second: a caller waiting on a query held for
+   * the store (its segments not yet taken) asks, so that it can answer UNAVAILABLE instead of
+   * waiting out its deadline. A local directory always answers.
+   */
+  default boolean reachable() {
+    return true;
+  }
 
   /** The store's file system cannot take a segment: {@code usable} bytes left, {@code needed}. */
   final class DiskFull extends IOException {
