@@ -380,6 +380,7 @@ def run_load(cluster: Cluster, groups: CpuGroups, args, statements: list) -> dic
 
 # -- per-statement costs -----------------------------------------------------------------------
 
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \S+ \[(\d+)\] LOG:  duration: "
                       r"([\d.]+) ms  (execute|statement)[^:]*: (.*)$")
 
@@ -392,18 +393,28 @@ def transactions(log_text: str) -> list:
     """The journal's transactions in a PostgreSQL log written with log_min_duration_statement=0
     and log_line_prefix '%m [%p] ': per backend, the statements up to each COMMIT or ROLLBACK,
     each (end ms, duration ms, SQL). Lines of backends that never commit (psql) are left out."""
-    open_by_pid, done = {}, []
+    open_by_pid, done, last = {}, [], None
     for line in log_text.splitlines():
         m = LOG_LINE.match(line)
         if not m:
+            # A statement text of several lines (the journal sends held writes and a deferred
+            # transaction's SET LOCAL in one text, one statement per line) continues here.
+            if last is not None and not TIMESTAMP.match(line):
+                stmts, i = last
+                end, dur, sql = stmts[i]
+                stmts[i] = (end, dur, sql + "\n" + line.strip())
+            else:
+                last = None
             continue
         end, pid, dur, _, sql = _log_ms(m.group(1)), m.group(2), float(m.group(3)), m.group(4), \
             m.group(5).strip()
         stmts = open_by_pid.setdefault(pid, [])
         stmts.append((end, dur, sql))
+        last = (stmts, len(stmts) - 1)
         if sql.upper() in ("COMMIT", "ROLLBACK"):
             done.append(stmts)
             open_by_pid[pid] = []
+            last = None
     return done
 
 
@@ -413,7 +424,7 @@ WRITES = ("INSERT", "UPDATE", "DELETE", "WITH")
 def kind_of(tx: list) -> str:
     """'durable' (a write whose COMMIT waits for the WAL flush), 'deferred' (a write under
     SET LOCAL synchronous_commit = off: no flush of its own) or 'read' (no WAL to flush)."""
-    sqls = [s[2].upper() for s in tx]
+    sqls = [q.strip().upper() for s in tx for q in s[2].split(";\n")]
     if not any(q.startswith(WRITES) for q in sqls):
         return "read"
     return "deferred" if any("SYNCHRONOUS_COMMIT = OFF" in q for q in sqls) else "durable"

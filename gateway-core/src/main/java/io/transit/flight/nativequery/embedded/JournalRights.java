@@ -68,7 +68,7 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
       return k;
     }
     try {
-      return journal.transaction(journal::rightsEpoch);
+      return journal.readRightsEpoch();
     } catch (SQLException e) {
       throw unavailable("the rights cannot be read from the native journal", e);
     }

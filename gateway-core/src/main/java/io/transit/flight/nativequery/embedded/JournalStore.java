@@ -227,6 +227,14 @@ public interface JournalStore extends AutoCloseable {
   /** The current rights epoch, 0 when none was recorded: one single-row read by key. */
   long rightsEpoch() throws SQLException;
 
+  /**
+   * {@link #rightsEpoch} read on its own, outside a caller's transaction, as cheaply as the
+   * journal allows (every authorization decision on a shared journal makes one). Any thread.
+   */
+  default long readRightsEpoch() throws SQLException {
+    return transaction(this::rightsEpoch);
+  }
+
   /** The current rights version, empty when none was recorded. */
   Optional<RightsVersion> rights() throws SQLException;
 

@@ -152,9 +152,17 @@ public final class PostgresJournal implements JournalStore {
       throw new SQLException("the PostgreSQL journal cannot be reached: " + rootMessage(e),
           rootState(e), e);
     }
+    // Flyway holds its advisory lock on one connection while it migrates on another, so it gets
+    // connections of its own: a pool of one (journal.pool_size 1) would wait on itself.
+    org.postgresql.ds.PGSimpleDataSource migrations = new org.postgresql.ds.PGSimpleDataSource();
+    migrations.setURL(settings.jdbcUrl());
+    migrations.setUser(settings.user());
+    migrations.setPassword(settings.password());
+    migrations.setApplicationName("transit-flight");
+    migrations.setConnectTimeout((int) Math.max(1, settings.connectionTimeout().toSeconds()));
     try {
       Flyway.configure()
-          .dataSource(pool)
+          .dataSource(migrations)
           .locations(MIGRATIONS)
           .table("journal_schema_history")
           // Flyway's default, stated: a newer release's migrations (applied by a rolling
@@ -564,6 +572,22 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public long rightsEpoch() throws SQLException {
     return read(JournalRows.RIGHTS_EPOCH, r -> r.next() ? r.getLong(1) : 0L);
+  }
+
+  /**
+   * One statement in autocommit on a pooled connection: one round trip, no BEGIN or COMMIT (the
+   * pool restores the connection's transactional mode when it takes it back). A failure is
+   * the caller's to report: nothing was recorded.
+   */
+  @Override
+  public long readRightsEpoch() throws SQLException {
+    try (Connection c = pool.getConnection()) {
+      c.setAutoCommit(true);
+      try (PreparedStatement p = c.prepareStatement(JournalRows.RIGHTS_EPOCH);
+          ResultSet r = p.executeQuery()) {
+        return r.next() ? r.getLong(1) : 0;
+      }
+    }
   }
 
   @Override

@@ -238,6 +238,29 @@ class PostgresJournalTest {
   }
 
   @Test
+  void theRightsEpochIsReadInAutocommitAndTheConnectionGoesBackTransactional() throws Exception {
+    String db = cluster.createDatabase();
+    PostgresSettings s = cluster.settings(db);
+    // One pooled connection: the read and the transaction after it share it.
+    try (PostgresJournal j = PostgresJournal.open(new PostgresSettings(s.jdbcUrl(), s.user(),
+        s.password(), 1, s.connectionTimeout(), s.lockTimeout(), s.statementTimeout(),
+        s.idleInTransactionTimeout()))) {
+      assertEquals(0, j.readRightsEpoch());
+      byte[] doc = "rights".getBytes(StandardCharsets.UTF_8);
+      long epoch = j.transaction(() -> j.publishRights(
+          io.transit.flight.crypto.Digests.sha256(doc), doc));
+      assertEquals(epoch, j.readRightsEpoch());
+      assertThrows(IllegalStateException.class, () -> j.transaction(() -> {
+        j.setNextSequence(9, 42);
+        j.nextSequence(9, 1); // sends the held write
+        throw new IllegalStateException("the work fails after writing");
+      }));
+      assertEquals(1, j.transaction(() -> j.nextSequence(9, 1)),
+          "the failed work's write was rolled back: the connection was transactional again");
+    }
+  }
+
+  @Test
   void aWrongPasswordIsRefusedAtOpenWithTheServersReason() throws Exception {
     String db = cluster.createDatabase();
     PostgresSettings s = cluster.settings(db);
