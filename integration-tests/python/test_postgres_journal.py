@@ -6,6 +6,7 @@ accepted but unfinished at the kill finishes after the restart and resolves on r
 replicas on one database alternate one caller's statements and replay each other's. The release
 archive's own runtime image runs on it too."""
 
+import contextlib
 import shutil
 
 import grpc
@@ -103,40 +104,49 @@ def sql_info_bytes(d, sql, sequence):
         return sql_info(ch, d, "primitive", sql, sequence, 60)
 
 
+@contextlib.contextmanager
+def two_replicas(template_state, postgres, tmp_path):
+    """Two started daemons (replicas: same keys and credentials, own state directories) on one
+    new PostgreSQL journal database; closed afterwards."""
+    section = {"journal": postgres.journal_config(postgres.create_database())}
+    a = Daemon.variant(template_state, section, target=tmp_path / "a")
+    b = Daemon.variant(template_state, section, target=tmp_path / "b")
+    a.start()
+    try:
+        b.start()
+        try:
+            yield a, b
+        finally:
+            b.close()
+    finally:
+        a.close()
+
+
 def test_two_replicas_share_one_principals_sequence(template_state, postgres, tmp_path):
     """Two daemons (replicas: same keys and credentials, own state directories) on one
     PostgreSQL journal: a caller's statements may alternate between them, each admitted at the
     next sequence the other handed out, and a retry on the other replica replays the recorded
     correlation and next sequence."""
-    database = postgres.create_database()
-    section = {"journal": postgres.journal_config(database)}
-    a = Daemon.variant(template_state, section, target=tmp_path / "a")
-    b = Daemon.variant(template_state, section, target=tmp_path / "b")
-    a.start()
-    b.start()
-    try:
-        with channel(a) as ca, channel(b) as cb:
-            seq = next_sequence(ca, a, "primitive")
-            assert next_sequence(cb, b, "primitive") == seq
-            admitted = []
-            for i, (ch, d) in enumerate([(ca, a), (cb, b), (ca, a), (cb, b)]):
-                sql = f"SELECT COUNT(*) FROM primitive WHERE id < {100 + i}"
-                correlation, meta = info_fields(sql_info(ch, d, "primitive", sql, seq, 60))
-                admitted.append((seq, sql, correlation, meta["next_sequence"]))
-                seq = meta["next_sequence"]
-            assert next_sequence(ca, a, "primitive") == next_sequence(cb, b, "primitive") == seq
-            # Each statement retried on the replica that did not admit it.
-            for i, (first, sql, correlation, nxt) in enumerate(admitted):
-                ch, d = (cb, b) if i % 2 == 0 else (ca, a)
-                again, meta = info_fields(sql_info(ch, d, "primitive", sql, first, 60))
-                assert (again, meta["next_sequence"]) == (correlation, nxt)
+    with two_replicas(template_state, postgres, tmp_path) as (a, b), \
+            channel(a) as ca, channel(b) as cb:
+        seq = next_sequence(ca, a, "primitive")
+        assert next_sequence(cb, b, "primitive") == seq
+        admitted = []
+        for i, (ch, d) in enumerate([(ca, a), (cb, b), (ca, a), (cb, b)]):
+            sql = f"SELECT COUNT(*) FROM primitive WHERE id < {100 + i}"
+            correlation, meta = info_fields(sql_info(ch, d, "primitive", sql, seq, 60))
+            admitted.append((seq, sql, correlation, meta["next_sequence"]))
+            seq = meta["next_sequence"]
+        assert next_sequence(ca, a, "primitive") == next_sequence(cb, b, "primitive") == seq
+        # Each statement retried on the replica that did not admit it.
+        for i, (first, sql, correlation, nxt) in enumerate(admitted):
+            ch, d = (cb, b) if i % 2 == 0 else (ca, a)
+            again, meta = info_fields(sql_info(ch, d, "primitive", sql, first, 60))
+            assert (again, meta["next_sequence"]) == (correlation, nxt)
         principal = a.principal("primitive")
         queries = a.journal().queries(principal)
         assert sorted(c for c, _ in queries.values()) == sorted(c for _, _, c, _ in admitted)
         assert {st for _, st in queries.values()} == {"SUCCEEDED"}
-    finally:
-        b.close()
-        a.close()
 
 
 def test_a_rights_change_reloaded_on_one_replica_rules_the_other(template_state, postgres,
@@ -147,15 +157,9 @@ def test_a_rights_change_reloaded_on_one_replica_rules_the_other(template_state,
     earlier, PERMISSION_DENIED with the Diagnostic trailer, without a reload of its own; granted
     back the same way, B serves both again."""
     from test_disclosure import refused
-    database = postgres.create_database()
-    section = {"journal": postgres.journal_config(database)}
-    a = Daemon.variant(template_state, section, target=tmp_path / "a")
-    b = Daemon.variant(template_state, section, target=tmp_path / "b")
-    a.start()
-    b.start()
-    journal = a.journal()
     sql = "SELECT id, a FROM primitive WHERE id < 5"
-    try:
+    with two_replicas(template_state, postgres, tmp_path) as (a, b):
+        journal = a.journal()
         epoch = journal.rights_epoch()
         assert epoch == 1, "two replicas started from one file record its rights once"
         with channel(b) as cb:
@@ -184,9 +188,6 @@ def test_a_rights_change_reloaded_on_one_replica_rules_the_other(template_state,
             again = sql_info(cb, b, "primitive", sql, seq, 60)
             assert read_result(b, "primitive", again) == rows
         assert not any(RELOADED in line for line in b.output), "replica B was never reloaded"
-    finally:
-        b.close()
-        a.close()
 
 
 def test_the_release_archive_runtime_runs_on_the_postgresql_journal(template_state, postgres,

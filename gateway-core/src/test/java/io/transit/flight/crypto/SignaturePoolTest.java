@@ -16,6 +16,18 @@ import org.junit.jupiter.api.Test;
 class SignaturePoolTest {
   private static final List<Integer> ITEMS = IntStream.range(0, 40).boxed().toList();
 
+  /** Starts a task on the pool's only helper that runs until {@code release}, once it runs. */
+  private static Future<Boolean> occupyTheOnlyHelper(SignaturePool pool, CountDownLatch release)
+      throws InterruptedException {
+    CountDownLatch running = new CountDownLatch(1);
+    Future<Boolean> occupied = pool.tryStart(() -> {
+      running.countDown();
+      return release.await(30, TimeUnit.SECONDS);
+    }).orElseThrow();
+    assertTrue(running.await(10, TimeUnit.SECONDS));
+    return occupied;
+  }
+
   @Test
   void resultsKeepItemOrderAndHelpersShareTheWork() {
     Set<String> threads = ConcurrentHashMap.newKeySet();
@@ -35,14 +47,9 @@ class SignaturePoolTest {
   @Test
   void busyHelpersLeaveTheWorkToTheCaller() throws Exception {
     CountDownLatch release = new CountDownLatch(1);
-    CountDownLatch blocked = new CountDownLatch(1);
     try (SignaturePool pool = SignaturePool.withHelpers(1)) {
       // Occupy the only helper and fill its queue, so every later hand-off is refused.
-      Future<Boolean> occupied = pool.tryStart(() -> {
-        blocked.countDown();
-        return release.await(30, TimeUnit.SECONDS);
-      }).orElseThrow();
-      assertTrue(blocked.await(10, TimeUnit.SECONDS));
+      Future<Boolean> occupied = occupyTheOnlyHelper(pool, release);
       while (pool.tryStart(() -> true).isPresent()) {
         // filling the bounded queue
       }
@@ -61,15 +68,10 @@ class SignaturePoolTest {
   @Test
   void aStartedTaskNoHelperTookRunsOnceOnTheThreadThatRunsItFirst() throws Exception {
     CountDownLatch release = new CountDownLatch(1);
-    CountDownLatch blocked = new CountDownLatch(1);
     AtomicInteger runs = new AtomicInteger();
     Set<String> ranOn = ConcurrentHashMap.newKeySet();
     try (SignaturePool pool = SignaturePool.withHelpers(1)) {
-      Future<Boolean> occupied = pool.tryStart(() -> {
-        blocked.countDown();
-        return release.await(30, TimeUnit.SECONDS);
-      }).orElseThrow();
-      assertTrue(blocked.await(10, TimeUnit.SECONDS));
+      Future<Boolean> occupied = occupyTheOnlyHelper(pool, release);
       RunnableFuture<Integer> queued = pool.tryStart(() -> {
         ranOn.add(Thread.currentThread().getName());
         return runs.incrementAndGet();
