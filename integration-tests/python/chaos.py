@@ -79,6 +79,7 @@ class Statement:
     ok: bool = False
     failure: str = ""
     history: list = field(default_factory=list)  # Call, one per failed call
+    answered: list = field(default_factory=list)  # Call, one per call that succeeded
 
     def evidence(self, t0: float, events: list) -> dict:
         """This statement as a broken condition shows it: times relative to the run's start,
@@ -89,7 +90,8 @@ class Statement:
                 "correlations": sorted(self.correlations), "acknowledged": self.acknowledged,
                 "started_s": round(self.started - t0, 2), "ended_s": round(end - t0, 2),
                 "failure": self.failure,
-                "calls": [c.row(t0) for c in self.history],
+                "calls": [c.row(t0) for c in sorted(self.history + self.answered,
+                                                    key=lambda c: c.at)],
                 "events": [(k, n, round(t - t0, 2)) for k, n, t in events
                            if self.started - 10 <= t <= end]}
 
@@ -251,6 +253,8 @@ class ChaosRun:
                 info = sql_info(ch, edge, st.caller, st.sql, st.sequence,
                                 timeout=self.attempt_timeout_s)
                 correlation, meta = info_fields(info)
+                st.answered.append(Call(st.attempts, call, at, time.monotonic() - at, "OK",
+                                        None, ""))
                 st.acknowledged = True
                 st.correlations.add(correlation)
                 nxt = meta["next_sequence"]
@@ -259,6 +263,8 @@ class ChaosRun:
                 table = flight.do_get(fl.Ticket(ticket_of(info)), fl.FlightCallOptions(
                     headers=headers, timeout=self.attempt_timeout_s)).read_all()
                 rows = [tuple(r.values()) for r in table.to_pylist()]
+                st.answered.append(Call(st.attempts, call, at, time.monotonic() - at, "OK",
+                                        None, ""))
                 if len(rows) > 1:
                     rows.sort()
             except grpc.RpcError as e:
@@ -376,16 +382,17 @@ class ChaosRun:
         rng.shuffle(plan)
         try:
             for action in plan:
+                # One fault at a time, as the deployment is sized for (N - 1 replicas serve):
+                # every action waits until the last kill's replica runs again, then a pause, so
+                # each kill is recovered from before the next fault can strike (else a replica
+                # killed the moment it is back, while it takes over the previous kill's leases,
+                # makes every recovery wait a lease per kill, which no lease can bound).
+                # Stops and restarts hold the plan for their whole length themselves.
+                for n in list(self.reruns):
+                    self._running(n)
                 if self.done.wait(rng.uniform(0.5, 1.5) * pace_s):
                     return
-                # At most one replica is down for a kill at a time (the others serve): a kill
-                # waits for the last one's run-again; a stop spares it while another is up.
-                if action == "kill":
-                    for n in list(self.reruns):
-                        self._running(n)
-                up = [n for n in names if n not in self.reruns or not self.reruns[n].is_alive()]
-                name = rng.choice(up or names)
-                self._running(name)
+                name = rng.choice(names)
                 if action == "kill":
                     self._kill(name)
                 elif action == "stop":
@@ -466,17 +473,23 @@ class ChaosRun:
                             if (journal.lease(c) or (0, "", a, 0))[2] <= a]
         kills = [t for k, _, t in self.events if k == "kill"]
         stops = [t for k, _, t in self.events if k == "stop"]
-        after_kill = [st.ended - t for st in everything for t in kills
-                      if st.started <= t <= st.ended]
-        # The same, for statements no other fault touched: no replica stopped and neither shared
-        # system down at any time between their start and their answer. A zombie holds a call
-        # until the client's attempt deadline and an outage until the restart, whatever the
-        # kill did, so only these measure how fast a kill alone is recovered from.
+        caught = [(st.ended - t, st) for st in everything for t in kills
+                  if st.started <= t <= st.ended]
+        after_kill = [d for d, _ in caught]
+        # The tail explains itself: the slowest recoveries with every call and event around them.
+        slowest = [dict(ev(st), after_kill_s=round(d, 2))
+                   for d, st in sorted(caught, key=lambda x: -x[0])[:5]]
+        # The same, for statements no other fault touched: no other kill, no replica stopped and
+        # neither shared system down at any time between their start and their answer. A zombie
+        # holds a call until SIGCONT, an outage until the restart and a second kill restarts the
+        # takeover, whatever the first kill did, so only these measure how fast a kill alone is
+        # recovered from.
         disturbed = self._disturbed_windows()
         after_kill_alone = [st.ended - t for st in everything for t in kills
                             if st.started <= t <= st.ended
                             and not any(a <= st.ended and b >= st.started
-                                        for a, b in disturbed)]
+                                        for a, b in disturbed)
+                            and not any(k != t and st.started <= k <= st.ended for k in kills)]
         after_stop = [st.ended - t for st in everything for t in stops
                       if st.started <= t <= st.ended]
         statuses = {}
@@ -503,6 +516,7 @@ class ChaosRun:
             "fenced_refused": len(fenced),
             "fenced_published": fenced_published,
             "after_kill_s": _percentiles(after_kill),
+            "slowest_after_kill": slowest,
             "after_kill_alone_s": _percentiles(after_kill_alone),
             "after_stop_s": _percentiles(after_stop),
             "lease_s": self.lease_s,

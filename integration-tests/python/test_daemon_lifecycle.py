@@ -1,4 +1,5 @@
-"""kill -9 and restart over the same state directory: journal intact, old tickets still read."""
+"""kill -9 and restart over the same state directory: journal intact, old tickets still read,
+nothing the killed process extracted left behind."""
 
 import json
 
@@ -14,8 +15,14 @@ def test_kill9_restart_keeps_journal_and_tickets(tmp_path):
         info = c.info("SELECT COUNT(*), SUM(a) FROM primitive WHERE a > 7", seq)
         before = c.read(info)
         nxt = json.loads(info.app_metadata)["next_sequence"]
+        # Native libraries are extracted under the state directory, not /tmp (JvmOptions) ...
+        tmp = tmp_path / "state" / "tmp"
+        extracted = {p.name for p in tmp.iterdir()}
+        assert any(".so" in n for n in extracted), extracted
         d.kill9()
         d.start()
+        # ... and what a killed daemon left there is removed at the next start.
+        assert extracted.isdisjoint(p.name for p in tmp.iterdir())
         c = Caller(d, "primitive")
         assert c.next_sequence() == nxt
         assert c.read(info).equals(before), "a ticket issued before the crash still reads"

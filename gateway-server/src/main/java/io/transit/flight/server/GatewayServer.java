@@ -238,6 +238,7 @@ public final class GatewayServer implements AutoCloseable {
     StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
     state.prepare();
     StateLock lock = StateLock.acquire(cfg.stateDir());
+    state.emptyTemporary();
     GatewayServer g;
     try {
       g = new GatewayServer(cfg, hooks, state, lock, ops);

@@ -11,6 +11,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -60,6 +61,8 @@ import org.flywaydb.core.api.FlywayException;
  * call without a parse round trip after the first uses.
  */
 public final class PostgresJournal implements JournalStore {
+  /** Shortest wait for the database at start, whatever {@code connection_timeout_ms} says. */
+  static final Duration START_WAIT = Duration.ofSeconds(15);
   /** SQLSTATE of PostgreSQL's "could not extend file": its storage is full. */
   private static final String DISK_FULL = "53100";
 
@@ -130,8 +133,11 @@ public final class PostgresJournal implements JournalStore {
     c.setMaximumPoolSize(settings.poolSize());
     c.setMinimumIdle(Math.min(2, settings.poolSize()));
     c.setConnectionTimeout(Math.max(250, settings.connectionTimeout().toMillis()));
-    // Fail at start, not at the first statement, when the database is unreachable.
-    c.setInitializationFailTimeout(settings.connectionTimeout().toMillis());
+    // Fail at start, not at the first statement, when the database is unreachable; but wait at
+    // least START_WAIT for it, so a replica restarted during the database's own restart comes
+    // up (a short connection timeout is for callers, who retry; a failed start is not retried).
+    c.setInitializationFailTimeout(
+        Math.max(START_WAIT.toMillis(), settings.connectionTimeout().toMillis()));
     c.addDataSourceProperty("ApplicationName", "transit-flight");
     c.addDataSourceProperty("tcpKeepAlive", "true");
     c.addDataSourceProperty("connectTimeout",

@@ -2,8 +2,12 @@ package io.transit.flight.server.cli;
 
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ConfigLoader;
+import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.server.config.StateDirectory;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 
 /**
@@ -19,7 +23,15 @@ import java.time.Instant;
  * CdsArchive}: map the archive, or dump it when this daemon exits. {@code TRANSIT_CDS=off} in
  * the environment leaves them out.
  *
- * <p>Runs in its own short-lived JVM on the launcher's thread; touches no state.
+ * <p>For a daemon command whose state directory it can name (the configuration's
+ * {@code state_dir}, or the demo's directory), also {@code -Djava.io.tmpdir=STATE/tmp}, creating
+ * that directory (0700): DuckDB, sqlite-jdbc and Netty extract their native libraries into the
+ * JVM's temporary directory at every start and only remove them at a clean exit, so a daemon
+ * killed with -9 would leave them in {@code /tmp} for good (55 MB for DuckDB alone). Under the
+ * state directory the daemon empties them at its next start, once it holds the state lock
+ * ({@link io.transit.flight.server.config.StateDirectory#emptyTemporary}).
+ *
+ * <p>Runs in its own short-lived JVM on the launcher's thread; creates at most that directory.
  */
 public final class JvmOptions {
   private JvmOptions() {}
@@ -32,16 +44,30 @@ public final class JvmOptions {
                 .resolve(DemoSetup.CONFIG)
             : null;
     long heap = ConfigLoader.DEFAULT_HEAP_BYTES;
+    boolean daemon = args.length > 0 && (args[0].equals("run") || args[0].equals("demo"));
+    Path state = args.length > 0 && args[0].equals("demo") && config == null
+        ? Path.of(orElse(option(args, "--state-dir"), ".state/demo")) : null;
     if (file != null && Files.exists(file)) {
       try {
-        heap = new ConfigLoader().load(file).engine().heapBytes();
+        ResolvedConfig cfg = new ConfigLoader().load(file);
+        heap = cfg.engine().heapBytes();
+        state = cfg.stateDir();
       } catch (ConfigException | RuntimeException e) {
         heap = ConfigLoader.DEFAULT_HEAP_BYTES;
       }
     }
     StringBuilder out = new StringBuilder("-Xmx").append(heap);
+    if (daemon && state != null) {
+      Path tmp = StateDirectory.temporaryDir(state.toAbsolutePath());
+      try {
+        Files.createDirectories(tmp);
+        Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwx------"));
+        out.append(" -Djava.io.tmpdir=").append(tmp);
+      } catch (IOException | UnsupportedOperationException e) {
+        // The JVM's default stays; the daemon reports a state directory it cannot write itself.
+      }
+    }
     String cdsDir = System.getProperty("transit.cds.dir");
-    boolean daemon = args.length > 0 && (args[0].equals("run") || args[0].equals("demo"));
     if (cdsDir != null && !cdsDir.isEmpty() && daemon
         && !"off".equals(System.getenv("TRANSIT_CDS"))) {
       CdsArchive.options(Path.of(cdsDir), System.getProperty("java.class.path"),

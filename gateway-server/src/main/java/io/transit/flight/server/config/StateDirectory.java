@@ -15,6 +15,7 @@ import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -66,10 +67,45 @@ public final class StateDirectory {
     return root.resolve("engine");
   }
 
+  /**
+   * The JVM's temporary directory when the launcher set it ({@code java.io.tmpdir}, see {@code
+   * cli.JvmOptions}): native libraries extracted at start, nothing kept across starts.
+   */
+  public static Path temporaryDir(Path root) {
+    return root.resolve("tmp");
+  }
+
+  /**
+   * Removes what earlier runs left in {@link #temporaryDir} (a daemon killed with -9 cannot
+   * remove its extracted native libraries). Called only under the state lock, so no other
+   * daemon of this directory is running; libraries this JVM extracted before the lock are loaded
+   * (mapped) already, and removing a mapped file is harmless on POSIX.
+   */
+  public void emptyTemporary() {
+    Path tmp = temporaryDir(root);
+    if (!Files.isDirectory(tmp, LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    try (Stream<Path> all = Files.walk(tmp)) {
+      all.sorted(Comparator.reverseOrder())
+          .filter(p -> !p.equals(tmp))
+          .forEach(p -> {
+            try {
+              Files.deleteIfExists(p);
+            } catch (IOException e) {
+              // Left for the next start; a leftover file costs disk, not correctness.
+            }
+          });
+    } catch (IOException | UncheckedIOException e) {
+      // As above.
+    }
+  }
+
   /** Creates the directory (0700) if absent. */
   public void prepare() throws ConfigException {
     try {
       createPrivateDirs(root);
+      createPrivateDirs(temporaryDir(root));
       createPrivateDirs(root.resolve("keys"));
       createPrivateDirs(root.resolve("credentials"));
       createPrivateDirs(engineDir());

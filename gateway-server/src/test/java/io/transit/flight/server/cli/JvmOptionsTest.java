@@ -7,10 +7,14 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The launcher's heap look-up: the same file the daemon will read, or the default. */
+/**
+ * The launcher's heap look-up (the same file the daemon will read, or the default) and the
+ * daemon's temporary directory under its state directory.
+ */
 class JvmOptionsTest {
   @TempDir Path dir;
 
@@ -29,8 +33,11 @@ class JvmOptionsTest {
   @Test
   void heapComesFromTheConfigurationTheDaemonWillRead() throws Exception {
     Path demoState = Files.createDirectory(dir.resolve("demo"));
-    assertEquals("-Xmx1073741824", run("demo", "--state-dir", demoState.toString()),
+    assertEquals("-Xmx1073741824 -Djava.io.tmpdir=" + demoState.resolve("tmp"),
+        run("demo", "--state-dir", demoState.toString()),
         "a demo's first run has no file yet: the default heap");
+    assertEquals("rwx------", PosixFilePermissions.toString(
+        Files.getPosixFilePermissions(demoState.resolve("tmp"))), "created private");
     Path config = dir.resolve("gateway.json");
     Files.writeString(config, """
         {
@@ -45,15 +52,21 @@ class JvmOptionsTest {
           "callers": [{"name": "a", "credential_file": "credentials/a", "principal": 10,
             "principal_key_file": "keys/a.key", "requests": 1, "publication": "p"}]
         }""");
-    assertEquals("-Xmx268435456", run("run", "--config", config.toString()));
-    assertEquals("-Xmx268435456", run("run", "--config=" + config, "--log-format", "json"),
+    String tmp = " -Djava.io.tmpdir=" + dir.resolve("state").resolve("tmp");
+    assertEquals("-Xmx268435456" + tmp, run("run", "--config", config.toString()));
+    assertEquals("-Xmx268435456" + tmp, run("run", "--config=" + config, "--log-format", "json"),
         "picocli's --config=FILE form, among the daemon's other options");
     assertEquals("-Xmx1073741824", run("--help"), "no file: the default");
     Files.copy(config, demoState.resolve(DemoSetup.CONFIG));
-    assertEquals("-Xmx268435456", run("demo", "--state-dir", demoState.toString(), "--port", "0"));
-    assertEquals("-Xmx268435456", run("demo", "--state-dir=" + demoState, "--port=0"));
+    String demoTmp = " -Djava.io.tmpdir=" + demoState.resolve("state").resolve("tmp");
+    assertEquals("-Xmx268435456" + demoTmp,
+        run("demo", "--state-dir", demoState.toString(), "--port", "0"));
+    assertEquals("-Xmx268435456" + demoTmp, run("demo", "--state-dir=" + demoState, "--port=0"));
+    assertEquals("-Xmx268435456", run("check-config", "--config", config.toString()),
+        "not a daemon: no temporary directory of its own");
     Files.writeString(config, "{ not json");
     assertEquals("-Xmx1073741824", run("run", "--config", config.toString()),
-        "a file that does not load: the default; the daemon reports the error itself");
+        "a file that does not load: the default (and the JVM's own temporary directory); the"
+            + " daemon reports the error itself");
   }
 }

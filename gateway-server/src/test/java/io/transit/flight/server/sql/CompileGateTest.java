@@ -58,6 +58,24 @@ class CompileGateTest {
     assertEquals(0, plans.size());
   }
 
+  /**
+   * The budget is the compiling thread's CPU time: a thread that got no CPU (a process frozen by
+   * SIGSTOP, or starved) has spent none of it however long the wall clock ran, so its parse is
+   * not refused as too expensive; the call's deadline still stops it.
+   */
+  @Test
+  void aParseThatGotNoCpuHasNotSpentItsBudget() {
+    PlanCache plans = PlanCache.withDefaults();
+    CompileGate frozen = new CompileGate(plans, 2, 1, 1, timer, thread -> 0L);
+    long start = System.nanoTime();
+    frozen.compile(7, slow(5), TABLE, System.nanoTime() + 60 * SECOND);
+    assertTrue(System.nanoTime() - start > TimeUnit.MILLISECONDS.toNanos(1),
+        "the parse ran longer than its budget by the wall clock");
+    assertEquals(1, plans.size());
+    refused(Cause.DEADLINE, "flight.deadline", () -> frozen.compile(7, slow(6), TABLE,
+        System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(5)));
+  }
+
   @Test
   void theCallsDeadlineStopsTheParse() {
     CompileGate gate = new CompileGate(PlanCache.withDefaults(), 2, 1, 60_000, timer);
