@@ -40,8 +40,9 @@ def test_statements_resume_after_journal_and_object_store_restarts(chaos_cluster
     # system stays down 6 s, longer than the S3 client's own retries and the journal pool's
     # connection timeout, so statements caught by it are held or failed, not just slowed.
     # Attempts get 30 s, not 10: during a PostgreSQL outage the gateway's definite answer can take
-    # two journal-pool timeouts (5 s each; 9.5 s seen at load average 40), so a 10 s client
-    # deadline ended some calls before their UNAVAILABLE arrived.
+    # two journal-pool timeouts (2 s each in the cluster; with the default 5 s, 9.5 s was seen at
+    # load average 40), and at such loads a 10 s client deadline ended some calls before their
+    # UNAVAILABLE arrived.
     result = run_chaos(chaos_cluster, statements=40, kills=0, stops=0, pg_restarts=1,
                        s3_restarts=1, seed=18_002, large_share=0.3, outage_s=6.0,
                        attempt_timeout_s=30.0)
