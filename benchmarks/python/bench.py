@@ -309,7 +309,8 @@ def main() -> int:
     results["meta"]["load_after"] = load()
 
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    md = ["# scripts/bench results", "", report.table(results), "", report.floors(results)]
+    md = ["# scripts/bench results", "", report.table(results), "", report.floors(results), "",
+          report.latency_targets(results)]
     for png in report.plots(results, out):
         md.append(f"![{png.stem}]({png.name})")
     if a.jfr and (out / "p1.jfr").exists():
@@ -321,8 +322,8 @@ def main() -> int:
         (out / "gateway-cpu.md").write_text(cpu)
         md += ["", "## Where the gateway's CPU goes (async-profiler)", "", cpu]
     (out / "results.md").write_text("\n".join(md) + "\n")
-    print("\n" + report.table(results) + "\n" + report.floors(results)
-          + f"\nwritten: {out / 'results.md'}", flush=True)
+    print("\n" + report.table(results) + "\n" + report.floors(results) + "\n"
+          + report.latency_targets(results) + f"\nwritten: {out / 'results.md'}", flush=True)
     return 0
 
 

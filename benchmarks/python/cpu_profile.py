@@ -30,7 +30,7 @@ GROUPS = (
                             "FlightServerChannel.sendBatch", "TransitSqlProducer.getStream")),
     ("statement admission", ("StatementService.getFlightInfo", "EmbeddedEngine.runOne")),
     ("JIT compiler", ("CompilerThre",)),
-    ("Netty event loop", ("ELG",)),
+    ("Netty event loop", ("ELG", "transit-netty")),
 )
 
 

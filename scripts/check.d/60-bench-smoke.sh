@@ -36,7 +36,8 @@ for row in ("| P1 bulk DoGet GB/s", "| P2 statement p50 ms", "| P3 filtered SUM"
             "| P4 one stream's allocator peak", "| Daemon start-up to serving", "| Daemon RSS at start",
             "| floor, same run", "| P1 cap: SHA-256", "| P2 floor p50",
             "| P2 statement p50 ms vs DuckDB Flight SQL peer",
-            "| P3 filtered SUM ms vs DuckDB Flight SQL peer"):
+            "| P3 filtered SUM ms vs DuckDB Flight SQL peer", "| P2 p50 against its floor p50",
+            "| P2 p99 against the canned round trip"):
     assert row in md, row
 for png in ("p1_bulk", "p2_latency", "p3_compute", "p4_memory"):
     assert (out / f"{png}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png

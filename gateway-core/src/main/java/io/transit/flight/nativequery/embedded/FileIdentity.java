@@ -10,9 +10,11 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
 import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.Map;
 
 /**
  * What a published data file was when the engine opened: its size, modification time and the
@@ -22,19 +24,35 @@ import java.util.HexFormat;
  * only sound while they stay what they were, so every execution compares the file against this
  * identity before and after it scans.
  *
+ * <p>The comparison digests the footer again only when the file's inode change time (ctime) or
+ * file key (device and inode) moved since the identity was taken, or when that ctime was not
+ * settled then. Every write, truncation, rename over the file and attribute change sets ctime to
+ * the current time, and no system call sets it back, so an unchanged ctime on the same inode
+ * means no byte changed. The kernel stamps ctime from a coarse clock (one tick, up to 10 ms), so
+ * a write in the same tick as the identity's stat could keep it: a ctime younger than {@link
+ * #SETTLED_NANOS} at that stat is not trusted, and such a file is digested at every check.
+ * Filesystems without a Unix ctime are digested at every check too.
+ *
  * <p>Immutable; {@link #of} and {@link #change} may run on any thread (the engine's opening thread,
- * query runner threads). Neither reads the body of a file: a few stat calls and one small read.
+ * query runner threads). Neither reads the body of a file: one stat and at most one small read.
  *
  * @param path the file
  * @param size its length in bytes
  * @param modifiedNanos its modification time, nanoseconds since the epoch
  * @param digest SHA-256 of its footer (Parquet, Arrow) or of its head and tail (CSV)
+ * @param changedNanos its ctime when the digest was taken, or -1 when a later check must digest
+ *     again (no Unix ctime, or not settled then)
+ * @param fileKey its device and inode, or null when the filesystem has none
  */
-record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest) {
+record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest, long changedNanos,
+    Object fileKey) {
   private static final byte[] PARQUET_MAGIC = {'P', 'A', 'R', '1'};
   private static final byte[] ARROW_MAGIC = {'A', 'R', 'R', 'O', 'W', '1'};
   /** How much of a CSV file's head and tail is digested. */
   static final int CSV_EDGE_BYTES = 64 * 1024;
+  /** How old a ctime must be, when the identity is taken, to stand for the bytes. */
+  static final long SETTLED_NANOS = 1_000_000_000L;
+  private static final String ATTRIBUTES = "unix:isRegularFile,size,lastModifiedTime,ctime,fileKey";
 
   /**
    * Reads the identity of {@code file} in {@code format} ({@code parquet}, {@code arrow} or
@@ -43,8 +61,13 @@ record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest) {
    * @throws IOException the file cannot be read, or its trailer is not the format's
    */
   static FileIdentity of(Path file, String format) throws IOException {
-    BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
-    if (!a.isRegularFile()) {
+    return of(file, format, System.currentTimeMillis() * 1_000_000L);
+  }
+
+  /** As {@link #of(Path, String)}, taken at {@code nowNanos} (wall clock, ns since the epoch). */
+  static FileIdentity of(Path file, String format, long nowNanos) throws IOException {
+    Stat st = Stat.of(file);
+    if (!st.regular()) {
       throw new IOException(file + " is not a regular file");
     }
     byte[] digest;
@@ -55,8 +78,9 @@ record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest) {
         default -> edgesDigest(ch);
       };
     }
-    return new FileIdentity(file, a.size(), a.lastModifiedTime().toInstant().getEpochSecond()
-        * 1_000_000_000L + a.lastModifiedTime().toInstant().getNano(), digest);
+    boolean settled = st.changedNanos() >= 0 && st.changedNanos() < nowNanos - SETTLED_NANOS;
+    return new FileIdentity(file, st.size(), st.modifiedNanos(), digest,
+        settled ? st.changedNanos() : -1, st.fileKey());
   }
 
   /**
@@ -64,6 +88,19 @@ record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest) {
    * {@code "modification time"} or {@code "footer"} — or null when the file is as it was.
    */
   String change(String format) {
+    Stat st;
+    try {
+      st = Stat.of(path);
+    } catch (NoSuchFileException e) {
+      return "missing";
+    } catch (IOException e) {
+      return Files.exists(path) ? "footer" : "missing";
+    }
+    if (st.regular() && st.size() == size && st.modifiedNanos() == modifiedNanos
+        && changedNanos >= 0 && st.changedNanos() == changedNanos && fileKey != null
+        && fileKey.equals(st.fileKey())) {
+      return null; // no write since the digest was taken (class comment)
+    }
     FileIdentity now;
     try {
       now = of(path, format);
@@ -80,6 +117,27 @@ record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest) {
       return "modification time";
     }
     return Arrays.equals(now.digest, digest) ? null : "footer";
+  }
+
+  /** One stat of a file; ctime -1 where the filesystem has no Unix attributes. */
+  private record Stat(boolean regular, long size, long modifiedNanos, long changedNanos,
+      Object fileKey) {
+    static Stat of(Path file) throws IOException {
+      try {
+        Map<String, Object> a = Files.readAttributes(file, ATTRIBUTES);
+        return new Stat((Boolean) a.get("isRegularFile"), (Long) a.get("size"),
+            nanos((FileTime) a.get("lastModifiedTime")), nanos((FileTime) a.get("ctime")),
+            a.get("fileKey"));
+      } catch (UnsupportedOperationException | IllegalArgumentException e) {
+        BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
+        return new Stat(a.isRegularFile(), a.size(), nanos(a.lastModifiedTime()), -1,
+            a.fileKey());
+      }
+    }
+
+    private static long nanos(FileTime t) {
+      return t.toInstant().getEpochSecond() * 1_000_000_000L + t.toInstant().getNano();
+    }
   }
 
   /** The digest in hex, for keys and logs. */

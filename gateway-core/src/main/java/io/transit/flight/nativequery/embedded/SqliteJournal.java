@@ -31,7 +31,8 @@ import java.util.Properties;
  * work, so callers on any thread (senders, query runners, readers) see each other's
 transactions whole. The row-level methods must only be called inside {@link #transaction}; they
  * reuse one cached prepared statement per SQL text (closing each result set resets it).
- * Unsigned 64-bit ids are stored as their signed bit patterns.
+ * Unsigned 64-bit ids are stored as their signed bit patterns. The WAL is checkpointed by a
+ * {@link WalCheckpointer} on a thread of its own, not by the commit that fills it.
  */
 final class SqliteJournal implements JournalStore {
   private static final String[] SCHEMA = {
@@ -110,17 +111,27 @@ final class SqliteJournal implements JournalStore {
   // @GuardedBy("this"): durable commits that wrote, i.e. WAL fsyncs (tests count them).
   private long durableCommits;
 
-  private SqliteJournal(Connection connection, Path file) throws SQLException {
+  /** Checkpoints the WAL off the committing threads; closed with the journal. */
+  private final WalCheckpointer checkpointer;
+
+  private SqliteJournal(Connection connection, Path file, WalCheckpointer checkpointer)
+      throws SQLException {
     this.connection = connection;
     this.file = file;
+    this.checkpointer = checkpointer;
     this.database = connection.unwrap(org.sqlite.SQLiteConnection.class).getDatabase();
   }
 
   static SqliteJournal open(Path file) throws SQLException {
     Connection c = connect(file);
+    WalCheckpointer checkpointer = null;
     try {
-      return new SqliteJournal(c, file);
+      checkpointer = WalCheckpointer.open(file);
+      return new SqliteJournal(c, file, checkpointer);
     } catch (SQLException e) {
+      if (checkpointer != null) {
+        checkpointer.close();
+      }
       c.close();
       throw e;
     }
@@ -136,6 +147,8 @@ final class SqliteJournal implements JournalStore {
       s.execute("PRAGMA journal_mode=WAL");
       s.execute("PRAGMA synchronous=FULL");
       s.execute("PRAGMA busy_timeout=10000");
+      // Checkpoints run on WalCheckpointer's thread; this is only the backstop.
+      s.execute("PRAGMA wal_autocheckpoint=" + WalCheckpointer.BACKSTOP_PAGES);
       for (String ddl : SCHEMA) {
         s.execute(ddl);
       }
@@ -217,6 +230,7 @@ final class SqliteJournal implements JournalStore {
       commitObserver.accept(System.nanoTime() - started);
       // Only a commit that changed rows writes WAL frames, and only written frames are fsynced.
       if (database.total_changes() != changesBefore) {
+        checkpointer.wrote();
         if (durable) {
           durableCommits++;
           deferredPending = false;
@@ -267,6 +281,11 @@ final class SqliteJournal implements JournalStore {
   /** Prepared statements cached now (tests: which failures drop the cache). */
   synchronized int cachedStatements() {
     return statements.size();
+  }
+
+  /** Background checkpoints completed so far (tests). */
+  long checkpoints() {
+    return checkpointer.checkpoints();
   }
 
   /** Durable commits that wrote so far, i.e. WAL fsyncs (tests: commits per statement). */
@@ -626,7 +645,12 @@ final class SqliteJournal implements JournalStore {
   @Override
   public synchronized void close() throws SQLException {
     SQLException failed = closeStatements();
-    connection.close();
+    try {
+      checkpointer.close();
+    } catch (SQLException e) {
+      failed = failed != null ? failed : e;
+    }
+    connection.close(); // the last connection to close checkpoints and removes the WAL
     if (failed != null) {
       throw failed;
     }

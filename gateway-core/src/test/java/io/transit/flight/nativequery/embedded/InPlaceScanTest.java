@@ -21,11 +21,13 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -234,6 +236,26 @@ class InPlaceScanTest {
   }
 
   @Test
+  void theJoinOrderOptimizerIsOffAndScansStillAnswer() throws Exception {
+    Path f = parquet("groups.parquet", 0, 40_000, 1_000);
+    try (RootAllocator allocator = new RootAllocator();
+        DuckTables tables = DuckTables.open(List.of(new Publication(TABLE, List.of(f), "parquet")),
+            DuckSettings.defaults(), state, allocator);
+        Connection c = tables.connect();
+        Statement s = c.createStatement()) {
+      ResultSet r = s.executeQuery("SELECT current_setting('disabled_optimizers')");
+      assertTrue(r.next());
+      assertEquals("join_order", r.getString(1).toLowerCase(java.util.Locale.ROOT));
+      ResultSet count = s.executeQuery("SELECT COUNT(*), SUM(v) FROM "
+          + DuckTables.quote(DuckTables.tableName(TABLE.getObjectId())));
+      assertTrue(count.next());
+      assertEquals(40_000, count.getLong(1));
+      assertEquals(10L * 40_000 * 39_999 / 2, count.getLong(2));
+      assertEquals(0, allocator.getAllocatedMemory());
+    }
+  }
+
+  @Test
   void fileIdentityNoticesEachKindOfChange() throws Exception {
     Path f = parquet("id.parquet", 0, 100, 50);
     FileIdentity id = FileIdentity.of(f, "parquet");
@@ -248,6 +270,23 @@ class InPlaceScanTest {
     }
     Files.setLastModifiedTime(csv, t);
     assertEquals("footer", csvId.change("csv"), "the tail of a CSV file is digested");
+    // A settled ctime (the identity taken as if a minute later) lets a check skip the digest,
+    // but any write moves ctime, so the rewrite is still found by its footer.
+    Path csv2 = data.resolve("y.csv");
+    Files.write(csv2, new byte[3 * FileIdentity.CSV_EDGE_BYTES]);
+    FileIdentity settled = FileIdentity.of(csv2, "csv",
+        System.currentTimeMillis() * 1_000_000L + FileIdentity.SETTLED_NANOS * 60);
+    assertTrue(settled.changedNanos() > 0, "this filesystem has a Unix ctime");
+    assertNull(settled.change("csv"));
+    FileTime t2 = Files.getLastModifiedTime(csv2);
+    try (RandomAccessFile raf = new RandomAccessFile(csv2.toFile(), "rw")) {
+      raf.seek(0);
+      raf.write(7);
+    }
+    Files.setLastModifiedTime(csv2, t2);
+    assertEquals("footer", settled.change("csv"), "the write moved ctime");
+    assertEquals(-1, FileIdentity.of(csv2, "csv").changedNanos(),
+        "a ctime this fresh is not trusted: every check digests");
     Files.writeString(data.resolve("not.parquet"), "no magic here");
     assertThrows(java.io.IOException.class,
         () -> FileIdentity.of(data.resolve("not.parquet"), "parquet"));

@@ -2,12 +2,14 @@ package io.transit.flight.nativequery.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.SQLException;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -48,5 +50,42 @@ class SqliteJournalStatementsTest {
       assertArrayEquals(bytes("outcome"),
           journal.transaction(() -> journal.command(1, 1)).orElseThrow().outcome());
     }
+  }
+
+  @Test
+  void theWalIsCheckpointedOnItsOwnThreadEveryFewCommits() throws Exception {
+    Path file = dir.resolve("checkpointed.sqlite");
+    int commits = WalCheckpointer.COMMITS_PER_CHECKPOINT * 3;
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      for (int i = 1; i <= commits; i++) {
+        long seq = i;
+        journal.transaction(JournalStore.Durability.DEFERRED, () -> {
+          journal.recordCommand(1, seq, bytes("sha" + seq), bytes("outcome"));
+          return null;
+        });
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (journal.checkpoints() < 3 && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      assertEquals(3, journal.checkpoints(), "one queued checkpoint per "
+          + WalCheckpointer.COMMITS_PER_CHECKPOINT + " commits that wrote");
+      // A second connection reads every commit, and nothing is left in the WAL to copy.
+      try (java.sql.Connection c = java.sql.DriverManager.getConnection("jdbc:sqlite:" + file);
+          java.sql.Statement s = c.createStatement();
+          java.sql.ResultSet r = s.executeQuery("SELECT COUNT(*) FROM commands")) {
+        assertTrue(r.next());
+        assertEquals(commits, r.getLong(1));
+      }
+      try (java.sql.Connection c = java.sql.DriverManager.getConnection("jdbc:sqlite:" + file);
+          java.sql.Statement s = c.createStatement();
+          java.sql.ResultSet r = s.executeQuery("PRAGMA wal_checkpoint(PASSIVE)")) {
+        assertTrue(r.next());
+        assertEquals(0, r.getInt(1), "not busy");
+        assertEquals(r.getInt(2), r.getInt(3), "nothing left to copy: every frame was");
+      }
+    }
+    assertFalse(java.nio.file.Files.exists(dir.resolve("checkpointed.sqlite-wal")),
+        "the last close checkpoints and removes the WAL");
   }
 }

@@ -39,8 +39,19 @@ final class CdsArchive {
 
   private CdsArchive() {}
 
-  /** The JVM options for a daemon start, or empty when {@code dir} cannot hold an archive. */
+  /** As {@link #options(Path, String, String, Instant, boolean)}, for a daemon that may dump. */
   static Optional<String> options(Path dir, String classPath, String jvmVersion, Instant now) {
+    return options(dir, classPath, jvmVersion, now, true);
+  }
+
+  /**
+   * The JVM options for a daemon start, or empty when {@code dir} cannot hold an archive.
+   *
+   * @param mayDump false for a daemon that loads a native agent (a profiler): the JVM refuses to
+   *     dump an archive then and fails to start, so such a daemon only maps an existing one
+   */
+  static Optional<String> options(Path dir, String classPath, String jvmVersion, Instant now,
+      boolean mayDump) {
     try {
       Files.createDirectories(dir);
       if (!Files.isWritable(dir)) {
@@ -51,7 +62,7 @@ final class CdsArchive {
         return Optional.of("-XX:SharedArchiveFile=" + archive + " " + QUIET);
       }
       Path claim = dir.resolve(archive.getFileName() + ".claim");
-      if (claimed(claim, now)) {
+      if (mayDump && claimed(claim, now)) {
         prune(dir, archive, claim);
         return Optional.of("-XX:ArchiveClassesAtExit=" + archive + " " + QUIET);
       }

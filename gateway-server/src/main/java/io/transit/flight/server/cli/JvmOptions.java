@@ -20,8 +20,9 @@ import java.time.Instant;
  *
  * <p>When the launcher names a directory for it ({@code -Dtransit.cds.dir=DIR}) and the command
  * starts a daemon ({@code run}, {@code demo}), also the class-data-sharing options of {@link
- * CdsArchive}: map the archive, or dump it when this daemon exits. {@code TRANSIT_CDS=off} in
- * the environment leaves them out.
+ * CdsArchive}: map the archive, or dump it when this daemon exits — never a daemon whose {@code
+ * TRANSIT_JAVA_OPTS} load a native agent ({@code scripts/bench --cpu-profile}), which the JVM
+ * would refuse to start. {@code TRANSIT_CDS=off} in the environment leaves them out.
  *
  * <p>For a daemon command whose state directory it can name (the configuration's
  * {@code state_dir}, or the demo's directory), also {@code -Djava.io.tmpdir=STATE/tmp}, creating
@@ -71,10 +72,17 @@ public final class JvmOptions {
     if (cdsDir != null && !cdsDir.isEmpty() && daemon
         && !"off".equals(System.getenv("TRANSIT_CDS"))) {
       CdsArchive.options(Path.of(cdsDir), System.getProperty("java.class.path"),
-              System.getProperty("java.vm.version"), Instant.now())
+              System.getProperty("java.vm.version"), Instant.now(),
+              !loadsNativeAgent(System.getenv("TRANSIT_JAVA_OPTS")))
           .ifPresent(o -> out.append(' ').append(o));
     }
     System.out.println(out);
+  }
+
+  /** Whether the launcher's extra JVM options load a JVMTI agent, which CDS dumping refuses. */
+  static boolean loadsNativeAgent(String javaOpts) {
+    return javaOpts != null
+        && (javaOpts.contains("-agentpath:") || javaOpts.contains("-agentlib:"));
   }
 
   /** {@code NAME VALUE} or {@code NAME=VALUE}, as the daemon's command line accepts both. */

@@ -7,11 +7,13 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.netty.shaded.io.netty.channel.Channel;
 import io.grpc.netty.shaded.io.netty.channel.ChannelFactory;
+import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
+import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
 import io.grpc.netty.shaded.io.netty.channel.EventLoop;
 import io.grpc.netty.shaded.io.netty.channel.ServerChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
 import java.net.SocketAddress;
-import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -54,9 +56,18 @@ public final class AuthenticationBudget implements ServerInterceptor {
     return closed.get();
   }
 
-  /** Server channels for a TCP listener that record each accepted connection here. */
-  public ChannelFactory<ServerChannel> serverChannels() {
-    return Watching::new;
+  /**
+   * Server channels for a TCP listener that record each accepted connection here: epoll's when
+   * {@code epoll} (the listener's event loops are epoll loops), else NIO's.
+   */
+  public ChannelFactory<ServerChannel> serverChannels(boolean epoll) {
+    return () -> {
+      ServerChannel ch = epoll ? new EpollServerSocketChannel() : new NioServerSocketChannel();
+      // First in the server channel's pipeline: it sees each accepted connection before the
+      // bootstrap's acceptor (added when the channel registers) hands it to a worker loop.
+      ch.pipeline().addFirst(new Watching());
+      return ch;
+    };
   }
 
   private void watch(Channel child, EventLoop timers) {
@@ -84,18 +95,14 @@ public final class AuthenticationBudget implements ServerInterceptor {
     return next.startCall(call, headers);
   }
 
-  /** NIO's server channel, recording each connection it accepts. */
-  private final class Watching extends NioServerSocketChannel {
+  /** Records each connection its server channel accepts (on that channel's boss loop). */
+  private final class Watching extends ChannelInboundHandlerAdapter {
     @Override
-    protected int doReadMessages(List<Object> buf) throws Exception {
-      int before = buf.size();
-      int accepted = super.doReadMessages(buf);
-      for (int i = before; i < buf.size(); i++) {
-        if (buf.get(i) instanceof Channel child) {
-          watch(child, eventLoop());
-        }
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      if (msg instanceof Channel child) {
+        watch(child, ctx.channel().eventLoop());
       }
-      return accepted;
+      ctx.fireChannelRead(msg);
     }
   }
 }

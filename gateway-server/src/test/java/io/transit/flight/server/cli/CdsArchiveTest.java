@@ -72,6 +72,24 @@ class CdsArchiveTest {
   }
 
   @Test
+  void aDaemonWithANativeAgentMapsButNeverDumps() throws Exception {
+    String cp = Files.writeString(dir.resolve("a.jar"), "classes").toString();
+    Path cds = dir.resolve("cds");
+    Instant now = Instant.now();
+    assertTrue(CdsArchive.options(cds, cp, "17", now, false).isEmpty(), "no archive, no claim");
+    String first = CdsArchive.options(cds, cp, "17", now).orElseThrow();
+    assertTrue(first.startsWith("-XX:ArchiveClassesAtExit="), "the claim was left for a dumper");
+    Path archive = Path.of(first.split(" ")[0].substring("-XX:ArchiveClassesAtExit=".length()));
+    Files.write(archive, new byte[] {1});
+    assertTrue(CdsArchive.options(cds, cp, "17", now, false).orElseThrow()
+        .startsWith("-XX:SharedArchiveFile=" + archive));
+    assertTrue(JvmOptions.loadsNativeAgent("-Xss1m -agentpath:/p/libasyncProfiler.so=start"));
+    assertTrue(JvmOptions.loadsNativeAgent("-agentlib:jdwp=transport=dt_socket"));
+    assertFalse(JvmOptions.loadsNativeAgent("-Xss1m"));
+    assertFalse(JvmOptions.loadsNativeAgent(null));
+  }
+
+  @Test
   void anUnwritableDirectoryMeansNoArchive() throws Exception {
     Path file = Files.writeString(dir.resolve("not-a-dir"), "x");
     assertTrue(CdsArchive.options(file.resolve("cds"), "a.jar", "17", Instant.now()).isEmpty());
