@@ -73,14 +73,25 @@ def read_goaway(s, limit_s: float = 30.0):
     return None
 
 
-def h2_open(port: int, timeout: float = 10.0, header_encoding="utf-8"):
-    """A raw HTTP/2 client connection: preface and SETTINGS sent, the server's SETTINGS read."""
+def h2_open(port: int, timeout: float = 10.0, header_encoding="utf-8", acked: bool = False):
+    """A raw HTTP/2 client connection: preface and SETTINGS sent, the server's SETTINGS read.
+
+    With ``acked``, also the server's ACK of our SETTINGS: the server sends its own SETTINGS before
+    it reads ours, and it accounts a connection (gRPC's transportReady) only on reading them, in
+    the same event-loop task that writes the ACK — so the ACK means the connection is counted.
+    """
     s = raw_connect(port, timeout)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True,
                                                                 header_encoding=header_encoding))
     conn.initiate_connection()
     s.sendall(conn.data_to_send())
-    events = h2_read(s, conn, lambda evs: any(isinstance(e, h2.events.RemoteSettingsChanged) for e in evs))
+
+    def done(evs):
+        got = {type(e) for e in evs}
+        return h2.events.RemoteSettingsChanged in got and (
+            not acked or h2.events.SettingsAcknowledged in got)
+
+    events = h2_read(s, conn, done)
     return s, conn, events
 
 
