@@ -66,7 +66,7 @@ public final class Listeners {
         }
       }
       // Loops of our own: the server channel must be ours to see each connection. Epoll where
-      // Linux has it (fewer system calls per small RPC than NIO's selector), else NIO.
+      // Linux has it, as gRPC itself would choose, else NIO.
       boolean epoll = Epoll.isAvailable();
       EventLoopGroup boss = epoll ? new EpollEventLoopGroup(1, threads("transit-netty-boss"))
           : new NioEventLoopGroup(1, threads("transit-netty-boss"));
