@@ -288,6 +288,14 @@ final class SqliteJournal implements JournalStore {
     return checkpointer.checkpoints();
   }
 
+  /** The journal connection's own {@code wal_autocheckpoint} in pages (tests). */
+  synchronized int autoCheckpointPages() throws SQLException {
+    try (Statement s = connection.createStatement();
+        ResultSet r = s.executeQuery("PRAGMA wal_autocheckpoint")) {
+      return r.next() ? r.getInt(1) : -1;
+    }
+  }
+
   /** Durable commits that wrote so far, i.e. WAL fsyncs (tests: commits per statement). */
   synchronized long durableCommits() {
     return durableCommits;
