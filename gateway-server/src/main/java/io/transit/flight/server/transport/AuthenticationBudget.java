@@ -11,7 +11,6 @@ import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
 import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
 import io.grpc.netty.shaded.io.netty.channel.EventLoop;
 import io.grpc.netty.shaded.io.netty.channel.ServerChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
 import java.net.SocketAddress;
 import java.util.concurrent.ConcurrentHashMap;
@@ -56,13 +55,10 @@ public final class AuthenticationBudget implements ServerInterceptor {
     return closed.get();
   }
 
-  /**
-   * Server channels for a TCP listener that record each accepted connection here: epoll's when
-   * {@code epoll} (the listener's event loops are epoll loops), else NIO's.
-   */
-  public ChannelFactory<ServerChannel> serverChannels(boolean epoll) {
+  /** NIO server channels for a TCP listener that record each accepted connection here. */
+  public ChannelFactory<ServerChannel> serverChannels() {
     return () -> {
-      ServerChannel ch = epoll ? new EpollServerSocketChannel() : new NioServerSocketChannel();
+      ServerChannel ch = new NioServerSocketChannel();
       // First in the server channel's pipeline: it sees each accepted connection before the
       // bootstrap's acceptor (added when the channel registers) hands it to a worker loop.
       ch.pipeline().addFirst(new Watching());

@@ -65,16 +65,14 @@ public final class Listeners {
               + e.getMessage(), e);
         }
       }
-      // Loops of our own: the server channel must be ours to see each connection. Epoll where
-      // Linux has it, as gRPC itself would choose, else NIO.
-      boolean epoll = Epoll.isAvailable();
-      EventLoopGroup boss = epoll ? new EpollEventLoopGroup(1, threads("transit-netty-boss"))
-          : new NioEventLoopGroup(1, threads("transit-netty-boss"));
-      EventLoopGroup workers = epoll ? new EpollEventLoopGroup(0, threads("transit-netty"))
-          : new NioEventLoopGroup(0, threads("transit-netty"));
+      // NIO with loops of our own: the server channel must be ours to see each connection.
+      // (Epoll, tried on 2026-12-02, showed no latency difference on this VM and one CI run hit
+      // a cancel-then-DoGet race the NIO listener had never shown; docs/performance.md.)
+      EventLoopGroup boss = new NioEventLoopGroup(1, threads("transit-netty-boss"));
+      EventLoopGroup workers = new NioEventLoopGroup(0, threads("transit-netty"));
       loops.add(boss);
       loops.add(workers);
-      b.channelFactory(budget.authentication().serverChannels(epoll))
+      b.channelFactory(budget.authentication().serverChannels())
           .bossEventLoopGroup(boss)
           .workerEventLoopGroup(workers);
       this.tcp = configure(b, service, executor, budget, limits, extras).build();
