@@ -7,7 +7,6 @@ import io.transit.flight.server.config.StateDirectory;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 
 /**
@@ -59,10 +58,8 @@ public final class JvmOptions {
     }
     StringBuilder out = new StringBuilder("-Xmx").append(heap);
     if (daemon && state != null) {
-      Path tmp = StateDirectory.temporaryDir(state.toAbsolutePath());
       try {
-        Files.createDirectories(tmp);
-        Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwx------"));
+        Path tmp = StateDirectory.createTemporaryDir(state.toAbsolutePath());
         out.append(" -Djava.io.tmpdir=").append(tmp);
       } catch (IOException | UnsupportedOperationException e) {
         // The JVM's default stays; the daemon reports a state directory it cannot write itself.

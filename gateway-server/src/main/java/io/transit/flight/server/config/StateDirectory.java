@@ -76,6 +76,17 @@ public final class StateDirectory {
   }
 
   /**
+   * Creates {@link #temporaryDir} (and a missing state directory above it) private to the
+   * owner, tightening one that exists; the launcher calls it before the daemon's JVM starts.
+   */
+  public static Path createTemporaryDir(Path root) throws IOException {
+    Path tmp = temporaryDir(root);
+    createPrivateDirs(tmp);
+    Files.setPosixFilePermissions(tmp, OWNER_ONLY_DIR);
+    return tmp;
+  }
+
+  /**
    * Removes what earlier runs left in {@link #temporaryDir} (a daemon killed with -9 cannot
    * remove its extracted native libraries). Called only under the state lock, so no other
    * daemon of this directory is running; libraries this JVM extracted before the lock are loaded
