@@ -134,6 +134,31 @@ public final class FlightOutboundHandler {
       VectorSchemaRoot source,
       CheckedSupplier<ByteBuffer> appMetadata,
       BeforeHandOff beforeHandOff) {
+    handOff(channel, source, appMetadata, beforeHandOff, true);
+  }
+
+  /**
+   * T_caller: {@link #sendResponseBatch(FlightServerChannel, VectorSchemaRoot, CheckedSupplier,
+   * BeforeHandOff)} for a producer's last batch: the same gate wait, check and hand-off, but it
+   * returns right after the hand-off instead of waiting until the batch is written. No batch
+   * follows to be bounded, and the terminal call the producer makes next queues behind this batch
+   * on the same executor, so the completion goes out with the batch instead of one wake-up of
+   * the producer later. Same ownership and failures.
+   */
+  public void sendLastResponseBatch(
+      FlightServerChannel channel,
+      VectorSchemaRoot source,
+      CheckedSupplier<ByteBuffer> appMetadata,
+      BeforeHandOff beforeHandOff) {
+    handOff(channel, source, appMetadata, beforeHandOff, false);
+  }
+
+  private void handOff(
+      FlightServerChannel channel,
+      VectorSchemaRoot source,
+      CheckedSupplier<ByteBuffer> appMetadata,
+      BeforeHandOff beforeHandOff,
+      boolean moreToCome) {
     if (channel == null) {
       // No channel to hand off to: the defensive early return still frees the batch.
       if (source != null) {
@@ -150,7 +175,9 @@ public final class FlightOutboundHandler {
       handedOff = true; // sendBatch owns the source now; its finally frees it
       // Only now may the producer build the next batch: this is what bounds the batches a stream
       // holds at once (StreamLimits.residentBatches), not just the ones queued on T_exec.
-      channel.awaitRoomForNextBatch();
+      if (moreToCome) {
+        channel.awaitRoomForNextBatch();
+      }
     } catch (RejectedExecutionException e) {
       throw new GatewayException(
           Cause.TRANSPORT, "flight.shutting_down", "the server is shutting down", e);

@@ -591,6 +591,41 @@ class FlightServerChannelScenarioTest {
     }
   }
 
+  @Test
+  void s1_lastBatchHandOffReturnsBeforeItsWriteAndTheCompletionQueuesBehindIt() throws Exception {
+    StreamLimits oneResident = new StreamLimits(8, 64L << 20, Duration.ofSeconds(10), 1);
+    try (FlightFixture fx = new FlightFixture(2, oneResident)) {
+      CountDownLatch writerHeld = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicInteger pendingAfterLast = new AtomicInteger(-1);
+      fx.script = side -> {
+        // Hold T_exec, so no batch can be written until the producer has returned.
+        side.channel.executor().execute(() -> {
+          writerHeld.countDown();
+          await(release);
+        });
+        await(writerHeld);
+        fx.handler.produce(side.channel, ch -> {
+          fx.handler.sendLastResponseBatch(ch, batch(ch.allocator(), 10), () -> utf8("last"),
+              FlightOutboundHandler.BeforeHandOff.NONE);
+          pendingAfterLast.set(ch.executor().pendingBatches());
+        });
+        release.countDown();
+      };
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertEquals(1, pendingAfterLast.get(), "returned with its batch still waiting on T_exec");
+      assertNull(result.error());
+      assertEquals(10, result.rows());
+      assertEquals(List.of("last"), result.metadata());
+      assertEquals(1, side.listener.completes.get());
+      assertNull(side.producerFailure);
+      assertEquals(0, fx.gatewayRoot.getAllocatedMemory());
+      assertEndedOnce(side);
+    }
+  }
+
   @SuppressWarnings("unchecked")
   private static <T extends Throwable> void sneakyThrow(Throwable t) throws T {
     throw (T) t;

@@ -492,7 +492,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   @Override
   public boolean release(long correlation) {
     try {
-      return journal.transaction(() -> journal.release(correlation));
+      boolean released = journal.transaction(() -> journal.release(correlation));
+      if (released) {
+        retention.released(); // its files, if only it named them, go at the next sweep
+      }
+      return released;
     } catch (SQLException e) {
       throw new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
           "the native journal cannot be written", e);

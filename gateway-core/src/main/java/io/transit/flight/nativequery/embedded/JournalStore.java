@@ -203,8 +203,15 @@ public interface JournalStore extends AutoCloseable {
   /** An unreleased succeeded result as the retention policy sees it. */
   record Retained(long correlation, long finishedMillis, long resultBytes) {}
 
-  /** Unreleased succeeded results, oldest first (finish time, then correlation). */
-  List<Retained> retained() throws SQLException;
+  /**
+   * At most {@code limit} unreleased succeeded results, oldest first (finish time, then
+   * correlation): the retention sweep's candidates, read a page at a time from an index, so a
+   * sweep that releases nothing reads one page whatever the number retained.
+   */
+  List<Retained> oldestRetained(int limit) throws SQLException;
+
+  /** The result bytes of every unreleased succeeded result together (read from the index). */
+  long retainedBytes() throws SQLException;
 
   /**
    * Manifests of every unreleased succeeded result: the segments they name are live and must not

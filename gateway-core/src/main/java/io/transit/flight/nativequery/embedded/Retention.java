@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
@@ -26,17 +27,29 @@ import org.slf4j.LoggerFactory;
  * after it, so a crash in between leaves only unreferenced files, removed by the next sweep.
  *
  * <p>Threads: {@link #sweep} runs on the single {@code native-retention} thread ({@link #start})
- * or, in tests, on the caller. Query runners hold {@link #writing()} (the read side of a fair
+ * or, in tests, on the caller, one at a time. Query runners hold {@link #writing()} (the read side of a fair
  * lock) from their first segment write until their manifest commits; the removal step takes the
  * write side, so it never removes a file a query just wrote (or found already stored) and has not
  * yet named in a committed manifest. It waits at most {@code removalWait} for running queries and
- * otherwise leaves removal to the next sweep. {@link #close} is called once by the engine.
+ * otherwise leaves removal to the next sweep. {@link #released()} is called from any thread
+ * (the engine's release). {@link #close} is called once by the engine.
  */
 final class Retention implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Retention.class);
 
-  /** What one sweep did. */
-  record Swept(int released, int removed) {}
+  /**
+   * What one sweep did: results released, files removed, and whether it read the retained
+   * manifests to look for unreferenced files (see {@link #removeUnreferenced}).
+   */
+  record Swept(int released, int removed, boolean manifestsRead) {}
+
+  /** Skipped: the manifests were not read, so nothing was removed. */
+  private static final int NOT_READ = -1;
+
+  /** Retained results the release step reads at a time, oldest first. */
+  static final int RELEASE_PAGE = 256;
+  /** At most this many sweeps in a row skip the manifest read (see removeUnreferenced). */
+  static final int FULL_READ_EVERY = 30;
 
   private final JournalStore journal;
   private final SegmentStore segments;
@@ -44,6 +57,15 @@ final class Retention implements AutoCloseable {
   private final LongSupplier clock;
   private final Duration removalWait;
   private final ReentrantReadWriteLock writers = new ReentrantReadWriteLock(true);
+  /** Releases committed so far (sweeps' and {@link #released()}'s); any thread. */
+  private final AtomicLong releases = new AtomicLong();
+  /** One sweep at a time: the timer's, or a test's on its own thread. */
+  private final Object sweeping = new Object();
+  // @GuardedBy("sweeping"): the stored files the last manifest read found live (null: no read
+  // yet), the release count that read started from, and the sweeps that skipped it since.
+  private Set<String> knownLive;
+  private long releasesAtRead;
+  private int skipped;
   private ScheduledExecutorService timer;
 
   Retention(JournalStore journal, SegmentStore segments, RetentionPolicy policy,
@@ -82,39 +104,80 @@ final class Retention implements AutoCloseable {
     }, every, every, TimeUnit.MILLISECONDS);
   }
 
-  /** One sweep: release past the bounds (journal first), then remove unreferenced files. */
+  /**
+   * One sweep: release past the bounds (journal first), then remove unreferenced files. The
+   * release step reads the retained bytes' sum and then the oldest results a page at a time from
+   * the journal's index, so a sweep with nothing to release costs one pass over the index inside
+   * the database (the sum) and one page, instead of sorting and reading every row.
+   */
   Swept sweep() throws SQLException, IOException {
+    synchronized (sweeping) {
+      return sweepOnce();
+    }
+  }
+
+  private Swept sweepOnce() throws SQLException, IOException {
     long now = clock.getAsLong();
     long oldest = now - policy.maxAge().toMillis();
     int released = journal.transaction(() -> {
-      List<JournalStore.Retained> all = journal.retained();
-      long total = 0;
-      for (JournalStore.Retained r : all) {
-        total += r.resultBytes();
-      }
+      long total = journal.retainedBytes();
       int n = 0;
-      for (JournalStore.Retained r : all) {
-        if (r.finishedMillis() >= oldest && total <= policy.maxBytes()) {
-          break; // oldest first: everything after is younger and the total fits
+      while (true) {
+        List<JournalStore.Retained> page = journal.oldestRetained(RELEASE_PAGE);
+        for (JournalStore.Retained r : page) {
+          if (r.finishedMillis() >= oldest && total <= policy.maxBytes()) {
+            return n; // oldest first: everything after is younger and the total fits
+          }
+          journal.release(r.correlation());
+          total -= r.resultBytes();
+          n++;
         }
-        journal.release(r.correlation());
-        total -= r.resultBytes();
-        n++;
+        if (page.size() < RELEASE_PAGE) {
+          return n;
+        }
       }
-      return n;
     });
-    return new Swept(released, removeUnreferenced());
+    if (released > 0) {
+      releases.incrementAndGet();
+    }
+    int removed = removeUnreferenced();
+    return new Swept(released, Math.max(removed, 0), removed != NOT_READ);
   }
 
+  /**
+   * Any thread, after a commit that released results outside a sweep: the next sweep looks for
+   * the files they alone named.
+   */
+  void released() {
+    releases.incrementAndGet();
+  }
+
+  /**
+   * Removes stored files no unreleased manifest names. Reading every manifest is the expensive
+   * part, so it is skipped when it cannot find anything: nothing was released since the last
+   * such read and every stored file was one that read found live (a file becomes unreferenced
+   * only by a release; a file no manifest named yet, such as one a failed query left, is not in
+   * that set). The first sweep after start always reads, for what a crash left behind. Returns
+   * the files removed, or {@link #NOT_READ}.
+   */
   private int removeUnreferenced() throws SQLException, IOException {
+    long releasesBefore = releases.get();
+    List<byte[]> stored = segments.stored();
+    // A release by another gateway on a shared journal is not counted here; that gateway's own
+    // sweep removes its files, and every FULL_READ_EVERY-th sweep reads anyway in case it died.
+    if (knownLive != null && releasesBefore == releasesAtRead && ++skipped < FULL_READ_EVERY
+        && allKnownLive(stored)) {
+      return NOT_READ;
+    }
+    skipped = 0;
     Lock exclusive = writers.writeLock();
     try {
       if (!exclusive.tryLock(removalWait.toMillis(), TimeUnit.MILLISECONDS)) {
-        return 0; // a long query is writing: the next sweep removes
+        return NOT_READ; // a long query is writing: the next sweep removes
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return 0;
+      return NOT_READ;
     }
     try {
       Set<String> live = new HashSet<>();
@@ -130,15 +193,32 @@ final class Retention implements AutoCloseable {
         }
       }
       int removed = 0;
+      Set<String> kept = new HashSet<>();
+      // Listed again under the write lock: a file written since the first listing is either
+      // named by a committed manifest now or belongs to a query still holding the read side.
       for (byte[] sha : segments.stored()) {
-        if (!live.contains(Digests.hex(sha)) && segments.remove(sha)) {
+        String hex = Digests.hex(sha);
+        if (live.contains(hex)) {
+          kept.add(hex);
+        } else if (segments.remove(sha)) {
           removed++;
         }
       }
+      knownLive = kept;
+      releasesAtRead = releasesBefore;
       return removed;
     } finally {
       exclusive.unlock();
     }
+  }
+
+  private boolean allKnownLive(List<byte[]> stored) {
+    for (byte[] sha : stored) {
+      if (!knownLive.contains(Digests.hex(sha))) {
+        return false;
+      }
+    }
+    return true;
   }
 
   @Override

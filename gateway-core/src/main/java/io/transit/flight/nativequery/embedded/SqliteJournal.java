@@ -82,6 +82,10 @@ final class SqliteJournal implements JournalStore {
   // The takeover scan reads ACCEPTED rows by lease expiry; without it each scan reads every row.
   private static final String LEASE_INDEX =
       "CREATE INDEX IF NOT EXISTS queries_lease ON queries (state, lease_until_ms)";
+  // The retention sweep pages through unreleased results oldest first and sums their bytes from
+  // this index alone; without it each sweep sorts every row under the journal's monitor.
+  private static final String RETAINED_INDEX = "CREATE INDEX IF NOT EXISTS queries_retained ON"
+      + " queries (state, released, finished_ms, correlation, result_bytes)";
   /** SQLite's primary result code for a snapshot or lock held by another connection. */
   private static final int SQLITE_BUSY = 5;
   /** Runs of one transaction that another connection's commits may cut short (see transaction). */
@@ -181,6 +185,7 @@ final class SqliteJournal implements JournalStore {
           + " WHERE state <> 'ACCEPTED'");
     }
     s.execute(LEASE_INDEX);
+    s.execute(RETAINED_INDEX);
   }
 
   /**
@@ -490,17 +495,29 @@ final class SqliteJournal implements JournalStore {
   }
 
   @Override
-  public List<Retained> retained() throws SQLException {
+  public List<Retained> oldestRetained(int limit) throws SQLException {
     List<Retained> out = new ArrayList<>();
     PreparedStatement p = prepared("SELECT correlation, finished_ms, result_bytes FROM queries"
-        + " WHERE state = ? AND released = 0 ORDER BY finished_ms, correlation");
+        + " WHERE state = ? AND released = 0 ORDER BY finished_ms, correlation LIMIT ?");
     p.setString(1, QueryStatus.State.SUCCEEDED.name());
+    p.setInt(2, limit);
     try (ResultSet r = p.executeQuery()) {
       while (r.next()) {
         out.add(JournalRows.retained(r));
       }
     }
     return out;
+  }
+
+  @Override
+  public long retainedBytes() throws SQLException {
+    PreparedStatement p = prepared("SELECT COALESCE(SUM(result_bytes), 0) FROM queries"
+        + " WHERE state = ? AND released = 0");
+    p.setString(1, QueryStatus.State.SUCCEEDED.name());
+    try (ResultSet r = p.executeQuery()) {
+      r.next();
+      return r.getLong(1);
+    }
   }
 
   @Override

@@ -515,14 +515,23 @@ public final class PostgresJournal implements JournalStore {
   }
 
   @Override
-  public List<Retained> retained() throws SQLException {
+  public List<Retained> oldestRetained(int limit) throws SQLException {
     return read("SELECT correlation, finished_ms, result_bytes FROM queries"
-        + " WHERE state = ? AND NOT released ORDER BY finished_ms, correlation", r -> {
+        + " WHERE state = ? AND NOT released ORDER BY finished_ms, correlation LIMIT ?", r -> {
           List<Retained> out = new ArrayList<>();
           while (r.next()) {
             out.add(JournalRows.retained(r));
           }
           return out;
+        }, QueryStatus.State.SUCCEEDED.name(), limit);
+  }
+
+  @Override
+  public long retainedBytes() throws SQLException {
+    return read("SELECT COALESCE(SUM(result_bytes), 0) FROM queries"
+        + " WHERE state = ? AND NOT released", r -> {
+          r.next();
+          return r.getLong(1);
         }, QueryStatus.State.SUCCEEDED.name());
   }
 

@@ -224,8 +224,9 @@ public abstract class JournalStoreContract {
     assertTrue(journal.transaction(() -> journal.query(0x7777L)).isEmpty());
 
     assertEquals(correlations.subList(2, 5), journal.transaction(() -> journal.expiredLeases(Long.MAX_VALUE, 100)));
-    List<JournalStore.Retained> retained = journal.transaction(journal::retained);
+    List<JournalStore.Retained> retained = journal.transaction(() -> journal.oldestRetained(10));
     assertEquals(List.of(new JournalStore.Retained(ok, 1_000, 4096)), retained);
+    assertEquals(4096, journal.transaction(journal::retainedBytes));
     List<byte[]> live = journal.transaction(journal::liveManifests);
     assertEquals(1, live.size());
     assertArrayEquals(manifest, live.get(0));
@@ -233,7 +234,8 @@ public abstract class JournalStoreContract {
     assertTrue(journal.transaction(() -> journal.release(ok)));
     assertFalse(journal.transaction(() -> journal.release(0x7777L)));
     assertTrue(journal.transaction(() -> journal.query(ok)).orElseThrow().released());
-    assertTrue(journal.transaction(journal::retained).isEmpty());
+    assertTrue(journal.transaction(() -> journal.oldestRetained(10)).isEmpty());
+    assertEquals(0, journal.transaction(journal::retainedBytes));
     assertTrue(journal.transaction(journal::liveManifests).isEmpty());
   }
 
@@ -253,10 +255,16 @@ public abstract class JournalStoreContract {
       cs.add(c);
     }
     List<Long> order = new ArrayList<>();
-    for (JournalStore.Retained r : journal.transaction(journal::retained)) {
+    for (JournalStore.Retained r : journal.transaction(() -> journal.oldestRetained(10))) {
       order.add(r.correlation());
     }
     assertEquals(List.of(cs.get(1), cs.get(2), cs.get(0)), order);
+    // A page is the oldest ones; once they are released the next page starts after them.
+    assertEquals(List.of(cs.get(1), cs.get(2)), journal.transaction(() -> journal.oldestRetained(2))
+        .stream().map(JournalStore.Retained::correlation).toList());
+    journal.transaction(() -> journal.release(cs.get(1)));
+    assertEquals(List.of(cs.get(2), cs.get(0)), journal.transaction(() -> journal.oldestRetained(2))
+        .stream().map(JournalStore.Retained::correlation).toList());
   }
 
   @Test

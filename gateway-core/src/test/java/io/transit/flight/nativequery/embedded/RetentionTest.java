@@ -18,6 +18,7 @@ import io.transit.flight.query.LogicalType;
 import io.transit.flight.query.QueryPlan;
 import io.transit.flight.query.QueryPlan.Literal;
 import io.transit.flight.query.QueryPlan.Op;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -25,6 +26,7 @@ import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -151,7 +153,8 @@ class RetentionTest {
       assertArrayEquals(mc.getSegments(i).getSha256().toByteArray(),
           Digests.sha256(engine.readSegment(access(), c.getCorrelation(), i, 1L << 30)));
     }
-    assertEquals(new Retention.Swept(0, 0), engine.sweepRetention());
+    // Nothing released since and every file named: the manifests are not read again.
+    assertEquals(new Retention.Swept(0, 0, false), engine.sweepRetention());
   }
 
   @Test
@@ -186,7 +189,7 @@ class RetentionTest {
     // Room for one of the two: the oldest (a) is released and its journal bytes go with it.
     open(EngineOptions.defaults()
         .withRetention(Duration.ofDays(1), bytes(mb), Duration.ofHours(1)));
-    assertEquals(new Retention.Swept(1, 0), engine.sweepRetention());
+    assertEquals(new Retention.Swept(1, 0, true), engine.sweepRetention());
     assertRetired(a);
     assertEquals(0, inlineRows(a.getCorrelation()));
     assertEquals(1, inlineRows(b.getCorrelation()));
@@ -194,6 +197,48 @@ class RetentionTest {
     assertTrue(engine.release(b.getCorrelation()));
     assertEquals(0, inlineRows(b.getCorrelation()));
     assertRetired(b);
+  }
+
+  @Test
+  void aSweepReadsTheManifestsOnlyAfterAReleaseOrWhenAFileNoManifestNamedAppears()
+      throws Exception {
+    open(EngineOptions.defaults());
+    QueryStatus large = run(LARGE);
+    Set<String> named = named(manifest(large));
+    assertEquals(new Retention.Swept(0, 0, true), engine.sweepRetention(), "the first one reads");
+    assertEquals(new Retention.Swept(0, 0, false), engine.sweepRetention(), "nothing changed");
+    run(INLINE); // a result without files changes nothing a read could find
+    assertEquals(new Retention.Swept(0, 0, false), engine.sweepRetention());
+    // A file no manifest names (as a crash between a segment write and its commit leaves one).
+    String stray = Digests.hex(Digests.sha256("stray".getBytes(StandardCharsets.UTF_8)));
+    Files.write(state.resolve("segments").resolve(stray), new byte[] {1, 2, 3});
+    assertEquals(new Retention.Swept(0, 1, true), engine.sweepRetention());
+    assertFalse(files().contains(stray));
+    assertEquals(new Retention.Swept(0, 0, false), engine.sweepRetention());
+    // A release outside the sweep (the operator's): the next sweep reads and removes its files.
+    assertTrue(engine.release(large.getCorrelation()));
+    assertEquals(new Retention.Swept(0, named.size(), true), engine.sweepRetention());
+    assertTrue(files().stream().noneMatch(named::contains));
+    assertEquals(new Retention.Swept(0, 0, false), engine.sweepRetention());
+  }
+
+  @Test
+  void oneSweepReleasesPastThePageOfOldestResultsItReadsAtATime() throws Exception {
+    open(EngineOptions.defaults());
+    List<QueryStatus> results = new ArrayList<>();
+    for (int i = 0; i < Retention.RELEASE_PAGE + 3; i++) {
+      results.add(run(INLINE));
+    }
+    long one = bytes(manifest(results.get(0)));
+    // Room for one result: all but the youngest go, oldest first, over two pages.
+    open(EngineOptions.defaults().withRetention(Duration.ofDays(1), one, Duration.ofHours(1)));
+    assertEquals(new Retention.Swept(Retention.RELEASE_PAGE + 2, 0, true),
+        engine.sweepRetention());
+    assertRetired(results.get(0));
+    assertRetired(results.get(Retention.RELEASE_PAGE + 1));
+    QueryStatus youngest = results.get(results.size() - 1);
+    assertEquals(1, inlineRows(youngest.getCorrelation()));
+    assertEquals(new Retention.Swept(0, 0, false), engine.sweepRetention());
   }
 
   /** Rows of the journal's inline table for one result, read through a second connection. */

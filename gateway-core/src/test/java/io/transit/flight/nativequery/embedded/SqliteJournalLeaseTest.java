@@ -116,7 +116,7 @@ class SqliteJournalLeaseTest {
           + " 0, 0, '', 0, NULL, 0, 0)");
     }
     try (SqliteJournal j = SqliteJournal.open(file)) {
-      assertEquals(List.of(1234L), j.transaction(() -> j.retained()).stream()
+      assertEquals(List.of(1234L), j.transaction(() -> j.oldestRetained(10)).stream()
           .map(JournalStore.Retained::finishedMillis).toList());
       // The unfinished query of the old journal has no lease: any engine takes it over at once.
       assertEquals(List.of(2L), j.transaction(() -> j.expiredLeases(1, 10)));

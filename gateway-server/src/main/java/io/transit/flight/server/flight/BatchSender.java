@@ -46,9 +46,20 @@ public final class BatchSender {
    * @throws RuntimeException the budget's or the recheck's refusal, or the channel's failure
    */
   public void send(VectorSchemaRoot batch) {
-    handler.sendResponseBatch(channel, batch, null, b -> {
-      budget.charge(b);
-      recheck.recheck();
-    });
+    handler.sendResponseBatch(channel, batch, null, this::check);
+  }
+
+  /**
+   * T_caller: {@link #send} for the stream's last batch; returns right after the hand-off (see
+   * {@link FlightOutboundHandler#sendLastResponseBatch}), so the producer's terminal call queues
+   * behind the batch. Same ownership and failures.
+   */
+  public void sendLast(VectorSchemaRoot batch) {
+    handler.sendLastResponseBatch(channel, batch, null, this::check);
+  }
+
+  private void check(VectorSchemaRoot batch) {
+    budget.charge(batch);
+    recheck.recheck();
   }
 }

@@ -146,6 +146,6 @@ final class MetadataService {
     }
     new BatchSender(handler, channel, new ResponseBudget(limits.maxResponseBytesPerStream()),
         () -> authorization.recheck(caller, ticket))
-        .send(IpcBytes.read(result, channel.allocator()));
+        .sendLast(IpcBytes.read(result, channel.allocator()));
   }
 }

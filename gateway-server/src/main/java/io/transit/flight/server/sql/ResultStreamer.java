@@ -113,13 +113,18 @@ final class ResultStreamer {
       }
       // The previous batch was written and freed before this segment was read (send returns only
       // then), while gRPC may still be putting its copy on the wire; only now does the producer
-      // park for backpressure, holding this one batch.
-      sender.send(batch);
+      // park for backpressure, holding this one batch. After the last one nothing is read, so
+      // nothing waits for its write.
+      if (i == manifest.getSegmentsCount() - 1) {
+        sender.sendLast(batch);
+      } else {
+        sender.send(batch);
+      }
     }
     coverage.checkComplete();
     if (manifest.getSegmentsCount() == 0) {
       // An empty result still carries its schema so clients do not wait for one.
-      sender.send(VectorSchemaRoot.create(schema, channel.allocator()));
+      sender.sendLast(VectorSchemaRoot.create(schema, channel.allocator()));
     }
     // The last disclosure boundary: a revocation or expiry after the final read still ends the
     // stream with an error rather than a completion.
