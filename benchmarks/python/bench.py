@@ -183,7 +183,8 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
         """The fixed warm-up, then (unless --no-settle) more until the JIT is quiet, then timed."""
         for _ in range(a.warmup):
             one()
-        settled = measure.settle(one, lambda: deployment.compiles(gw.pid)) if a.settle else None
+        settled = measure.settle(one, lambda: deployment.compiles(gw.pid),
+                                 lambda: deployment.compiler_seconds(gw.pid)) if a.settle else None
         result = measure.closed_loop(one, a.statements, 0)
         result["settle"] = settled
         return result
@@ -191,9 +192,10 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
     p2_gw = gateway_loop(statement)
     if p2_gw["settle"]:
         s = p2_gw["settle"]
-        print(f"P2: {a.warmup} + {s['statements']} untimed statements, JIT "
-              f"{'quiet' if s['settled'] else 'still busy at the limit'} (compilations per "
-              f"{s['block']}: {s['compiles_per_block']})", flush=True)
+        print(f"P2: {a.warmup} + {s['statements']} untimed statements in {s['seconds']} s, JIT "
+              f"{'quiet' if s['settled'] else 'still busy at the limit'} (compiler threads' "
+              f"share of each {s['block_s']:g} s block: {s['compiler_share_per_block']}; "
+              f"compilations: {s['compiles_per_block']})", flush=True)
 
     def canned():
         pclient.reader(pclient.ticket(pclient.info(b"count"))).read_all()

@@ -99,6 +99,23 @@ def compiles(pid: int) -> int:
     return int(m.group(1))
 
 
+def compiler_seconds(pid: int) -> float:
+    """CPU seconds the JVM's JIT compiler threads ("C1 CompilerThre", "C2 CompilerThre") used so
+    far, from /proc/<pid>/task/*/stat."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:
+            continue  # a thread that ended meanwhile
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        if "CompilerThre" in name:
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def rss_bytes(pid: int) -> dict:
     """Current and high-water resident set size of a process, from /proc."""
     out = {}

@@ -213,8 +213,9 @@ def _settled(s) -> str:
     if not s:
         return ""
     how = "until the JIT was quiet" if s["settled"] else "without the JIT going quiet (limit)"
-    return (f", then {s['statements']} more {how}: fewer than {s['quiet_below']} compilations "
-            f"in two blocks of {s['block']}; the peer gets the fixed warm-up only")
+    return (f", then {s['statements']} more in {s['seconds']:g} s {how}: its compiler threads "
+            f"under {s['quiet_share']:.0%} of a block's wall time in two {s['block_s']:g} s "
+            f"blocks in a row; the peer gets the fixed warm-up only")
 
 
 def _mib(n):
