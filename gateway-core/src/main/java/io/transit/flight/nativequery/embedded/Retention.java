@@ -27,10 +27,10 @@ import org.slf4j.LoggerFactory;
  * after it, so a crash in between leaves only unreferenced files, removed by the next sweep.
  *
  * <p>Threads: {@link #sweep} runs on the single {@code native-retention} thread ({@link #start})
- * or, in tests, on the caller, one at a time. Query runners hold {@link #writing()} (the read side of a fair
- * lock) from their first segment write until their manifest commits; the removal step takes the
- * write side, so it never removes a file a query just wrote (or found already stored) and has not
- * yet named in a committed manifest. It waits at most {@code removalWait} for running queries and
+ * or, in tests, on the caller, one at a time. Query runners hold {@link #writing()} (the read
+ * side of a fair lock) from their first segment write until their manifest commits; the removal
+ * step takes the write side, so it never removes a file a query just wrote (or found already
+ * stored) and has not yet named in a committed manifest. It waits at most {@code removalWait} for running queries and
  * otherwise leaves removal to the next sweep. {@link #released()} is called from any thread
  * (the engine's release). {@link #close} is called once by the engine.
  */
@@ -162,11 +162,11 @@ final class Retention implements AutoCloseable {
    */
   private int removeUnreferenced() throws SQLException, IOException {
     long releasesBefore = releases.get();
-    List<byte[]> stored = segments.stored();
     // A release by another gateway on a shared journal is not counted here; that gateway's own
     // sweep removes its files, and every FULL_READ_EVERY-th sweep reads anyway in case it died.
+    // The store is listed for this check only when nothing else already calls for the read.
     if (knownLive != null && releasesBefore == releasesAtRead && ++skipped < FULL_READ_EVERY
-        && allKnownLive(stored)) {
+        && allKnownLive(segments.stored())) {
       return NOT_READ;
     }
     skipped = 0;
