@@ -31,9 +31,25 @@ import java.time.Instant;
  * state directory the daemon empties them at its next start, once it holds the state lock
  * ({@link io.transit.flight.server.config.StateDirectory#emptyTemporary}).
  *
+ * <p>For a daemon command, also the JIT's lower compile thresholds ({@link #JIT_THRESHOLDS}).
+ *
  * <p>Runs in its own short-lived JVM on the launcher's thread; creates at most that directory.
  */
 public final class JvmOptions {
+  /**
+   * For a daemon: HotSpot's tiered-compilation thresholds at a fifth (C2) to a half (C1) of
+   * their defaults. A statement runs each method of its path about once, so with the defaults
+   * the JIT reached the serving path's compiled state only after about 24,000 statements
+   * (~110 s of back-to-back statements on two vCPUs; 4,000 in, a statement still cost about
+   * 60 % more CPU); with these, about 12,000 (~55 s), the same steady state
+   * (docs/performance.md, "Start warm"). {@code TRANSIT_JAVA_OPTS} comes later on the command
+   * line and can set each back.
+   */
+  static final String JIT_THRESHOLDS = "-XX:Tier3InvocationThreshold=100"
+      + " -XX:Tier3MinInvocationThreshold=50 -XX:Tier3CompileThreshold=1000"
+      + " -XX:Tier4InvocationThreshold=1000 -XX:Tier4MinInvocationThreshold=300"
+      + " -XX:Tier4CompileThreshold=3000";
+
   private JvmOptions() {}
 
   public static void main(String[] args) {
@@ -64,6 +80,9 @@ public final class JvmOptions {
       } catch (IOException | UnsupportedOperationException e) {
         // The JVM's default stays; the daemon reports a state directory it cannot write itself.
       }
+    }
+    if (daemon) {
+      out.append(' ').append(JIT_THRESHOLDS);
     }
     String cdsDir = System.getProperty("transit.cds.dir");
     if (cdsDir != null && !cdsDir.isEmpty() && daemon

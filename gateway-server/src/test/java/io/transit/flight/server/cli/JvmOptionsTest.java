@@ -12,10 +12,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The launcher's heap look-up (the same file the daemon will read, or the default) and the
- * daemon's temporary directory under its state directory.
+ * The launcher's heap look-up (the same file the daemon will read, or the default), the
+ * daemon's temporary directory under its state directory and its JIT thresholds.
  */
 class JvmOptionsTest {
+  /** What every daemon command gets after its heap and temporary directory. */
+  private static final String JIT = " " + JvmOptions.JIT_THRESHOLDS;
+
   @TempDir Path dir;
 
   private static String run(String... args) {
@@ -33,7 +36,7 @@ class JvmOptionsTest {
   @Test
   void heapComesFromTheConfigurationTheDaemonWillRead() throws Exception {
     Path demoState = Files.createDirectory(dir.resolve("demo"));
-    assertEquals("-Xmx1073741824 -Djava.io.tmpdir=" + demoState.resolve("tmp"),
+    assertEquals("-Xmx1073741824 -Djava.io.tmpdir=" + demoState.resolve("tmp") + JIT,
         run("demo", "--state-dir", demoState.toString()),
         "a demo's first run has no file yet: the default heap");
     assertEquals("rwx------", PosixFilePermissions.toString(
@@ -52,20 +55,20 @@ class JvmOptionsTest {
           "callers": [{"name": "a", "credential_file": "credentials/a", "principal": 10,
             "principal_key_file": "keys/a.key", "requests": 1, "publication": "p"}]
         }""");
-    String tmp = " -Djava.io.tmpdir=" + dir.resolve("state").resolve("tmp");
+    String tmp = " -Djava.io.tmpdir=" + dir.resolve("state").resolve("tmp") + JIT;
     assertEquals("-Xmx268435456" + tmp, run("run", "--config", config.toString()));
     assertEquals("-Xmx268435456" + tmp, run("run", "--config=" + config, "--log-format", "json"),
         "picocli's --config=FILE form, among the daemon's other options");
     assertEquals("-Xmx1073741824", run("--help"), "no file: the default");
     Files.copy(config, demoState.resolve(DemoSetup.CONFIG));
-    String demoTmp = " -Djava.io.tmpdir=" + demoState.resolve("state").resolve("tmp");
+    String demoTmp = " -Djava.io.tmpdir=" + demoState.resolve("state").resolve("tmp") + JIT;
     assertEquals("-Xmx268435456" + demoTmp,
         run("demo", "--state-dir", demoState.toString(), "--port", "0"));
     assertEquals("-Xmx268435456" + demoTmp, run("demo", "--state-dir=" + demoState, "--port=0"));
     assertEquals("-Xmx268435456", run("check-config", "--config", config.toString()),
-        "not a daemon: no temporary directory of its own");
+        "not a daemon: no temporary directory of its own, no JIT thresholds");
     Files.writeString(config, "{ not json");
-    assertEquals("-Xmx1073741824", run("run", "--config", config.toString()),
+    assertEquals("-Xmx1073741824" + JIT, run("run", "--config", config.toString()),
         "a file that does not load: the default (and the JVM's own temporary directory); the"
             + " daemon reports the error itself");
   }
