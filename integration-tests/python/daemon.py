@@ -232,16 +232,15 @@ class Daemon:
             env["TRANSIT_TEST_FAULTS"] = self.faults
         if self.java_opts is not None:
             env["TRANSIT_JAVA_OPTS"] = self.java_opts
-        hangup = signal.SIG_IGN if ignore_hangup else signal.SIG_DFL
-
-        def preexec():
-            signal.signal(signal.SIGHUP, hangup)
-
+        # SIGHUP's disposition is set by env(1), which execs: a preexec_fn would make CPython
+        # fork() instead of vfork(), running grpcio's at-fork handlers in this process, which
+        # holds live channels (one such fork hung in those handlers).
+        hangup = "--ignore-signal=HUP" if ignore_hangup else "--default-signal=HUP"
         started = time.perf_counter()
-        # scripts/gateway execs java, so this pid is the JVM's (RSS, jcmd, the state lock).
-        self.proc = subprocess.Popen(argv,
+        # env and scripts/gateway exec, so this pid is the JVM's (RSS, jcmd, the state lock).
+        self.proc = subprocess.Popen(["/usr/bin/env", hangup] + argv,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env=env, preexec_fn=preexec)
+                                     env=env)
         self.uris = []
         ready = threading.Event()
         proc = self.proc
