@@ -97,6 +97,10 @@ def table(r: dict) -> str:
     return "\n".join(head + body + notes) + "\n"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _p2_floor_ms(r: dict):
     """The P2 floor (p50, p99) of floors(): the gateway's GetTableTypes round trip plus the rest
     of a statement's mandated work; None without MandatedWork or the round trip."""
@@ -166,7 +170,7 @@ def floors(r: dict) -> str:
          f"{seg['read_sha256_payload_gb_per_s']:.3f} GB/s",
          _ratio(seg["read_sha256_payload_gb_per_s"], peer_gbps), "≥ 1.0×",
          reach(seg["read_sha256_payload_gb_per_s"] >= peer_gbps)),
-        (f"P2 mandated work alone: {per['durable_commits']} durable commits "
+        (f"P2 mandated work alone: {_count(per['durable_commits'], 'durable commit')} "
          f"({commit * 1e3:.0f} µs) + {per['signs']} Ed25519 signs ({sign * 1e3:.0f} µs) + "
          f"{per['verifies']} verifies ({verify * 1e3:.0f} µs)",
          f"{alone_ms:.2f} ms", _ratio(alone_ms, canned50) + " canned p50", "≤ 3×",
@@ -180,7 +184,7 @@ def floors(r: dict) -> str:
     floor = _p2_floor_ms(r)
     if rt and floor:
         label = (f"the gateway's GetTableTypes round trip (same two RPCs, one ticket signed and "
-                 f"verified, no admission) + the other {per['durable_commits']} commits, "
+                 f"verified, no admission) + {_count(per['durable_commits'], 'durable commit')}, "
                  f"{per['signs'] - 1} signs, {per['verifies'] - 1} verifies")
         rows += [
             (f"P2 floor p50: {label}", f"{floor[0]:.2f} ms",
@@ -195,9 +199,9 @@ def floors(r: dict) -> str:
         f"Each figure is the median of single operations timed alone (benchmarks' MandatedWork, "
         f"{w['seconds_per_figure']:g} s warm-up then {w['seconds_per_figure']:g} s) while no "
         "server runs. A statement's counts come from its real command chain: "
-        f"{per['commands']} commands each recorded before the next, durably from the submit on "
-        f"({per['durable_commits']} durable commits: the submit's and the terminal status with a "
-        "small result, docs/admission.md §10); "
+        f"{per['commands']} commands each recorded before the next "
+        f"({_count(per['durable_commits'], 'durable commit')}: the terminal status with a small result, which makes the chain's "
+        "deferred records durable with it, docs/admission.md §10); "
         f"{per['commands']} command signatures, the bundle's proof and the ticket. The "
         "commit is one small row in SQLite WAL with synchronous=FULL on the journal's "
         "filesystem — cheaper than any real journal transaction. The cheapest round trip is a "

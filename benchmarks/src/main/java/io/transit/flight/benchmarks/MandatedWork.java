@@ -188,12 +188,12 @@ public final class MandatedWork {
             Fixtures.bundle(table, "SELECT COUNT(*) FROM " + DemoData.PRIMITIVE),
             Fixtures.PRINCIPAL, Fixtures.KEY, 1, CommandChain.DEFAULT_PART_BYTES)
         .commands().size();
-    // Two durable commits (docs/admission.md §10): the submit's, which makes the chain's deferred
-    // begin/part/seal records durable with it, and the terminal one, which carries a small
-    // result's segment with its manifest and status. Admission signs every command and the
-    // bundle's proof, the engine verifies both, and GetFlightInfo signs the ticket DoGet verifies.
+    // One durable commit (docs/admission.md §10): the terminal one, which carries a small
+    // result's segment with its manifest and status and makes the chain's deferred records (the
+    // submit's included) durable with it. Admission signs every command and the bundle's proof,
+    // the engine verifies both, and GetFlightInfo signs the ticket DoGet verifies.
     json.append("\"per_statement\":{\"commands\":").append(commands)
-        .append(",\"durable_commits\":").append(2)
+        .append(",\"durable_commits\":").append(1)
         .append(",\"signs\":").append(commands + 2)
         .append(",\"verifies\":").append(commands + 2).append("},");
   }

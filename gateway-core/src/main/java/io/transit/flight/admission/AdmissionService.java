@@ -211,6 +211,10 @@ public final class AdmissionService {
           chain,
           correlation);
     } catch (GatewayException e) {
+      if (e.kind() == Cause.UNKNOWN_OUTCOME) {
+        // The acceptance may not be durable: the answer names the submit, not its query.
+        throw unknownOutcome(chain, chain.nextSequence() - 1, e);
+      }
       throw withQuery(e, chain, correlation);
     }
     if (status == null

@@ -155,6 +155,21 @@ class AdmissionServiceTest {
   }
 
   @Test
+  void aWaitThatCannotSyncTheAcceptanceNamesTheSubmitNotItsQuery() {
+    long submit = chainLength(caller(), 1, SQL, budgets());
+    engine.failNextAwait(new GatewayException(io.transit.flight.diagnostic.Cause.UNKNOWN_OUTCOME,
+        "query.unknown_outcome", "the query's acceptance could not be made durable",
+        new java.sql.SQLException("disk I/O error")));
+    GatewayException e = fails(Status.Code.UNAVAILABLE, () -> service.admit(request(1, SQL)));
+    assertEquals("admission.unknown_outcome", e.code());
+    assertEquals(Long.valueOf(submit), e.identity().nativeSequence());
+    assertEquals(null, e.identity().correlation(), "a query that may not survive is not named");
+    Admitted retried = service.admit(request(1, SQL));
+    assertEquals(1, retried.namespace());
+    assertEquals(1, engine.executions());
+  }
+
+  @Test
   void deadlineWhileTheQueryRunsThenTheRetryReturnsTheResult() {
     engine.holdQueries();
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);

@@ -83,6 +83,7 @@ final class InMemoryNativeClient implements NativeQueryClient {
   private long nextCorrelation = 1;
   private int executions;
   private boolean hold;
+  private RuntimeException awaitFailure;
   private Fault fault;
   private long faultSequence;
 
@@ -102,6 +103,13 @@ final class InMemoryNativeClient implements NativeQueryClient {
     synchronized (lock) {
       fault = kind;
       faultSequence = sequence;
+    }
+  }
+
+  /** The next wait fails with {@code e} (an engine that could not sync before answering). */
+  void failNextAwait(RuntimeException e) {
+    synchronized (lock) {
+      awaitFailure = e;
     }
   }
 
@@ -372,6 +380,11 @@ final class InMemoryNativeClient implements NativeQueryClient {
       throws InterruptedException {
     synchronized (lock) {
       checkAccess(access, correlation);
+      if (awaitFailure != null) {
+        RuntimeException e = awaitFailure;
+        awaitFailure = null;
+        throw e;
+      }
       while (statuses.get(correlation).getState() == QueryStatus.State.ACCEPTED) {
         long remaining = deadlineNanos - System.nanoTime();
         if (remaining <= 0) {

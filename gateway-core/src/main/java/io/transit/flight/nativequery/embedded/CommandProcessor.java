@@ -21,12 +21,13 @@ import java.util.Optional;
  * upload state machine and its recorded ACCEPTED / REJECTED outcome. Called on the sending thread;
  * the journal's transaction serializes concurrent senders.
  *
- * <p>Durability (docs/admission.md §10): begin, part and seal commit {@link
- * JournalStore.Durability#DEFERRED deferred} — an ACCEPTED outcome of theirs only leads the gateway
- * to send the chain's next command, and the submit's durable commit makes them durable with it. An
- * answer that ends the chain leaves only durable: the submit commits durably (its outcome names the
- * correlation), and a REJECTED outcome, a conflict or a gap flushes the journal before it is
- * returned, since each may have been decided on deferred records.
+ * <p>Durability (docs/admission.md §10): every command commits {@link
+ * JournalStore.Durability#DEFERRED deferred}. An ACCEPTED outcome of begin, part or seal only
+ * leads the gateway to send the chain's next command, and the submit's only to wait for its query
+ * ({@link EmbeddedEngine#awaitQuery}): the query's terminal commit is durable and makes the chain
+ * durable with it, and a wait that answers before it syncs the journal first. An answer that ends
+ * the chain leaves only durable: a REJECTED outcome, a conflict or a gap flushes the journal
+ * before it is returned, since each may have been decided on deferred records.
  */
 final class CommandProcessor {
   /**
@@ -109,11 +110,10 @@ final class CommandProcessor {
     byte[] digest = Digests.sha256(signed.getCommand().toByteArray());
     long principal = command.getPrincipal();
     long sequence = command.getSequence();
-    JournalStore.Durability durability = command.getBodyCase() == NativeCommand.BodyCase.SUBMIT
-        ? JournalStore.Durability.DURABLE : JournalStore.Durability.DEFERRED;
     Result result;
     try {
-      result = journal.transaction(durability, () -> apply(command, digest, principal, sequence));
+      result = journal.transaction(JournalStore.Durability.DEFERRED,
+          () -> apply(command, digest, principal, sequence));
     } catch (GatewayException e) {
       journal.flush();
       throw e;

@@ -439,8 +439,49 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     }
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>A terminal status rests on its durable commit. Any other answer — still running at the
+   * deadline, the store probe's failure, an interrupted wait — names a query whose submit may be
+   * a deferred commit (docs/admission.md §10), so the journal is synced before it leaves; when
+   * the sync fails the answer is an unknown outcome instead, naming no query.
+   */
   @Override
   public QueryStatus awaitQuery(ReadAccess access, long correlation, long deadlineNanos)
+      throws InterruptedException {
+    QueryStatus status;
+    try {
+      status = awaitStatus(access, correlation, deadlineNanos);
+    } catch (InterruptedException | RuntimeException e) {
+      syncBeforeAnswer(correlation, e);
+      throw e;
+    }
+    if (status.getState() == QueryStatus.State.ACCEPTED) {
+      syncBeforeAnswer(correlation, null);
+    }
+    return status;
+  }
+
+  private void syncBeforeAnswer(long correlation, Exception answer) {
+    try {
+      journal.sync();
+    } catch (SQLException e) {
+      GatewayException g = new GatewayException(Cause.UNKNOWN_OUTCOME, "query.unknown_outcome",
+          "the query's acceptance could not be made durable", e);
+      log.warn("query {}: the journal could not be synced before answering its wait",
+          Long.toUnsignedString(correlation), e);
+      if (answer != null) {
+        g.addSuppressed(answer);
+      }
+      if (answer instanceof InterruptedException) {
+        Thread.currentThread().interrupt(); // the wait's interrupt, kept for the caller
+      }
+      throw g;
+    }
+  }
+
+  private QueryStatus awaitStatus(ReadAccess access, long correlation, long deadlineNanos)
       throws InterruptedException {
     long probeAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(AWAIT_STORE_PROBE_MS);
     while (true) {

@@ -98,6 +98,14 @@ public interface JournalStore extends AutoCloseable {
   void flush() throws SQLException;
 
   /**
+   * One durable commit of its own, whatever this process has committed: the journal reaches the
+   * disk in commit order, so it covers every earlier commit, another process's deferred ones on a
+   * shared journal included. Called outside a transaction, before an answer that may rest on a
+   * commit this process did not make.
+   */
+  void sync() throws SQLException;
+
+  /**
    * Tells {@code observer} each commit's duration in nanoseconds (operations metrics), on the
    * committing thread: it must be cheap and thread-safe. Replaces any previous observer.
    */

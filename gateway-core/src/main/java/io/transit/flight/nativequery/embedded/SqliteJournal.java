@@ -274,7 +274,13 @@ final class SqliteJournal implements JournalStore {
     if (!deferredPending) {
       return;
     }
-    // An fsync needs a written frame: a commit that changed nothing writes none.
+    sync();
+  }
+
+  @Override
+  public synchronized void sync() throws SQLException {
+    // An fsync needs a written frame: a commit that changed nothing writes none. The WAL is one
+    // file, so its fsync covers every connection's earlier frames.
     transaction(Durability.DURABLE, () -> {
       if (update("UPDATE counters SET value = value + 1 WHERE name = 'flushes'") == 0) {
         update("INSERT INTO counters (name, value) VALUES ('flushes', 1)");

@@ -573,6 +573,12 @@ public final class PostgresJournal implements JournalStore {
     if (deferredCovered.get() >= deferredCommits.get()) {
       return; // a durable commit since the last deferred one flushed it (the common case)
     }
+    sync();
+  }
+
+  /** The server flushes its WAL up to this commit's record, past every earlier commit's. */
+  @Override
+  public void sync() throws SQLException {
     transaction(Durability.DURABLE,
         () -> update("UPDATE flushes SET count = count + 1 WHERE id = 1"));
   }

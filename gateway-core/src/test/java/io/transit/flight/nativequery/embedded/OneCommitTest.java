@@ -41,10 +41,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The commit structure of one statement (docs/admission.md §10): the chain's begin, parts and
- * seal commit deferred, the submit durably, and a small result's segments with its manifest and
- * terminal status in one durable commit; what a power loss leaves (a prefix of the journal ending
- * at the last durable commit) resolves on retry to one query per namespace.
+ * The commit structure of one statement (docs/admission.md §10): the chain's commands, the submit
+ * included, commit deferred, and a small result's segments with its manifest and terminal status
+ * in one durable commit; a wait that answers before that commit syncs the journal first; what a
+ * power loss leaves (a prefix of the journal ending at the last durable commit) resolves on retry
+ * to one query per namespace.
  */
 class OneCommitTest {
   @TempDir static Path data;
@@ -75,14 +76,30 @@ class OneCommitTest {
   }
 
   private void open(Path dir) throws Exception {
+    open(dir, 0);
+  }
+
+  /** Opens with every accepted query held back {@code heldMillis} before it runs (0: none). */
+  private void open(Path dir, long heldMillis) throws Exception {
     if (engine != null) {
       engine.close();
     }
     // A lease far longer than any run: its renewal (a durable commit every lease/3) would
     // otherwise fall inside a statement a loaded machine takes seconds over.
     engine = EmbeddedEngine.open(dir,
-        EngineOptions.defaults().withLease(Duration.ofMinutes(10), Duration.ofSeconds(5)), demo,
-        List.of(fullRights()), PLANNER);
+        EngineOptions.defaults().withLease(Duration.ofMinutes(10), Duration.ofSeconds(5))
+            .withFaults(new CommandFaults() {
+              @Override
+              public boolean fail(Point point, io.transit.flight.proto.NativeCommand command) {
+                return false;
+              }
+
+              @Override
+              public long executionDelayMillis() {
+                return heldMillis;
+              }
+            }),
+        demo, List.of(fullRights()), PLANNER);
   }
 
   private long durableCommits() {
@@ -105,15 +122,15 @@ class OneCommitTest {
   }
 
   @Test
-  void aSmallStatementIsTwoDurableCommitsAndReadsBackFromTheJournal() throws Exception {
+  void aSmallStatementIsOneDurableCommitAndReadsBackFromTheJournal() throws Exception {
     open(state);
     long first = engine.nextSequence(PRINCIPAL);
     long before = durableCommits();
     long correlation = admit(engine, first, bundle(COUNT));
     QueryStatus done = await(correlation);
     assertEquals(QueryStatus.State.SUCCEEDED, done.getState(), done.getMessage());
-    assertEquals(before + 2, durableCommits(),
-        "the submit, then one terminal commit with the result in it");
+    assertEquals(before + 1, durableCommits(),
+        "one terminal commit with the result in it, making the deferred chain durable with it");
     assertEquals(0, segmentFiles(state), "a one-row result writes no segment file");
 
     byte[] manifestBytes = engine.readManifest(access(), correlation);
@@ -136,12 +153,79 @@ class OneCommitTest {
       assertEquals(Cause.BUDGET_EXHAUSTED, bound.kind());
       assertEquals(0, reader.getAllocatedMemory());
     }
-    // A second statement finds the journal durable already: again exactly two durable commits.
+    // A second statement finds the journal durable already: again exactly one durable commit.
     long next = engine.nextSequence(PRINCIPAL);
     long second = durableCommits();
     assertEquals(QueryStatus.State.SUCCEEDED,
         await(admit(engine, next, bundle(OTHER))).getState());
-    assertEquals(second + 2, durableCommits());
+    assertEquals(second + 1, durableCommits());
+  }
+
+  /**
+   * A power loss after the submit's deferred commit, while its query waits to run: the accepted
+   * query is lost with the chain (no answer had named it), and the retry runs the statement once.
+   * A wait that answered "still running" first synced the journal, so after that the same power
+   * loss keeps the query, and the retry resumes it under the same correlation.
+   */
+  @Test
+  void aPowerLossBeforeTheTerminalCommitLosesOnlyAQueryNoAnswerNamed() throws Exception {
+    open(state, 60_000);
+    long first = engine.nextSequence(PRINCIPAL);
+    Path wal = state.resolve("journal.sqlite-wal");
+    engine.journal().flush();
+    long durableEnd = Files.size(wal);
+    long commits = durableCommits();
+    List<SignedCommand> chain = chain(first, bundle(COUNT), 200);
+    long correlation = 0;
+    for (SignedCommand c : chain) {
+      CommandOutcome o = engine.send(c);
+      assertEquals(CommandOutcome.Kind.ACCEPTED, o.getKind(), o.getMessage());
+      correlation = o.getCorrelation();
+    }
+    assertEquals(commits, durableCommits(), "the whole chain, submit included, is deferred");
+    assertTrue(Files.size(wal) > durableEnd, "the submit is in the log, past its synced end");
+    Path unanswered = Files.createDirectories(lost.resolve("unanswered"));
+    copyJournal(state, unanswered, durableEnd);
+
+    // The caller's deadline passes while the query is held: its answer names the correlation,
+    // so the journal is synced before it leaves.
+    QueryStatus running = engine.awaitQuery(access(), correlation,
+        System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50));
+    assertEquals(QueryStatus.State.ACCEPTED, running.getState());
+    assertEquals(commits + 1, durableCommits(), "one sync before the answer");
+    Path answered = Files.createDirectories(lost.resolve("answered"));
+    copyJournal(state, answered, Files.size(wal));
+    engine.close();
+    engine = null;
+
+    open(unanswered);
+    assertEquals(first, engine.nextSequence(PRINCIPAL), "the unsynced chain is gone");
+    assertEquals(0, queriesAt(unanswered, first));
+    long retried = 0;
+    for (SignedCommand c : chain) {
+      CommandOutcome o = engine.send(c);
+      assertEquals(CommandOutcome.Kind.ACCEPTED, o.getKind(), o.getMessage());
+      retried = o.getCorrelation();
+    }
+    assertEquals(QueryStatus.State.SUCCEEDED, await(retried).getState());
+    assertEquals(1, queriesAt(unanswered, first), "one query for the namespace");
+
+    // The dead engine's lease on the query lapses (as engine.lease_ms after a crash would make
+    // it), so the next open takes the query over.
+    try (Connection c = DriverManager.getConnection(
+            "jdbc:sqlite:" + answered.resolve("journal.sqlite").toAbsolutePath());
+        Statement st = c.createStatement()) {
+      st.executeUpdate("UPDATE queries SET lease_until_ms = 0");
+    }
+    open(answered);
+    assertEquals(first + chain.size(), engine.nextSequence(PRINCIPAL), "the synced chain stays");
+    long resumed = 0;
+    for (SignedCommand c : chain) {
+      resumed = engine.send(c).getCorrelation();
+    }
+    assertEquals(correlation, resumed, "the submit replays the correlation the answer named");
+    assertEquals(QueryStatus.State.SUCCEEDED, await(resumed).getState());
+    assertEquals(1, queriesAt(answered, first));
   }
 
   @Test
