@@ -176,12 +176,7 @@ class OneCommitTest {
     long durableEnd = Files.size(wal);
     long commits = durableCommits();
     List<SignedCommand> chain = chain(first, bundle(COUNT), 200);
-    long correlation = 0;
-    for (SignedCommand c : chain) {
-      CommandOutcome o = engine.send(c);
-      assertEquals(CommandOutcome.Kind.ACCEPTED, o.getKind(), o.getMessage());
-      correlation = o.getCorrelation();
-    }
+    long correlation = sendAccepted(chain);
     assertEquals(commits, durableCommits(), "the whole chain, submit included, is deferred");
     assertTrue(Files.size(wal) > durableEnd, "the submit is in the log, past its synced end");
     Path unanswered = Files.createDirectories(lost.resolve("unanswered"));
@@ -201,12 +196,7 @@ class OneCommitTest {
     open(unanswered);
     assertEquals(first, engine.nextSequence(PRINCIPAL), "the unsynced chain is gone");
     assertEquals(0, queriesAt(unanswered, first));
-    long retried = 0;
-    for (SignedCommand c : chain) {
-      CommandOutcome o = engine.send(c);
-      assertEquals(CommandOutcome.Kind.ACCEPTED, o.getKind(), o.getMessage());
-      retried = o.getCorrelation();
-    }
+    long retried = sendAccepted(chain);
     assertEquals(QueryStatus.State.SUCCEEDED, await(retried).getState());
     assertEquals(1, queriesAt(unanswered, first), "one query for the namespace");
 
@@ -284,12 +274,7 @@ class OneCommitTest {
     assertEquals(second, engine.nextSequence(PRINCIPAL), "the unsynced chain records are gone");
     assertArrayEquals(manifest, engine.readManifest(access(), done));
     assertArrayEquals(segment, engine.readSegment(access(), done, 0, 1L << 20));
-    long retried = 0;
-    for (SignedCommand c : chain) {
-      CommandOutcome o = engine.send(c);
-      assertEquals(CommandOutcome.Kind.ACCEPTED, o.getKind(), o.getMessage());
-      retried = o.getCorrelation();
-    }
+    long retried = sendAccepted(chain);
     assertEquals(QueryStatus.State.SUCCEEDED, await(retried).getState());
     assertEquals(1, queriesAt(powerLoss, second), "one query for the namespace");
 
@@ -322,6 +307,17 @@ class OneCommitTest {
           j.transaction(() -> j.inlineSegment(9, 0)).orElseThrow());
       assertTrue(j.transaction(() -> j.inlineSegment(9, 1)).isEmpty());
     }
+  }
+
+  /** Sends every command of {@code chain}, each ACCEPTED; the submit's correlation. */
+  private long sendAccepted(List<SignedCommand> chain) {
+    long correlation = 0;
+    for (SignedCommand c : chain) {
+      CommandOutcome o = engine.send(c);
+      assertEquals(CommandOutcome.Kind.ACCEPTED, o.getKind(), o.getMessage());
+      correlation = o.getCorrelation();
+    }
+    return correlation;
   }
 
   /** The database file and the first {@code walBytes} of its log: no index file, as after a crash. */
