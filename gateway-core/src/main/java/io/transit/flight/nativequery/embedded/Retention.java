@@ -30,9 +30,9 @@ import org.slf4j.LoggerFactory;
  * or, in tests, on the caller, one at a time. Query runners hold {@link #writing()} (the read
  * side of a fair lock) from their first segment write until their manifest commits; the removal
  * step takes the write side, so it never removes a file a query just wrote (or found already
- * stored) and has not yet named in a committed manifest. It waits at most {@code removalWait} for running queries and
- * otherwise leaves removal to the next sweep. {@link #released()} is called from any thread
- * (the engine's release). {@link #close} is called once by the engine.
+ * stored) and has not yet named in a committed manifest. It waits at most {@code removalWait}
+ * for running queries and otherwise leaves removal to the next sweep. {@link #released()} is
+ * called from any thread (the engine's release). {@link #close} is called once by the engine.
  */
 final class Retention implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Retention.class);
