@@ -113,7 +113,8 @@ public final class AdmissionService {
   /** Sends every command in order; returns the correlation the submit's outcome names. */
   private long sendChain(CommandChain chain, long deadlineNanos, Basis basis) {
     List<SignedCommand> commands = chain.commands();
-    // The later commands' signature checks can start while the first ones are decided.
+    // The later commands' signature checks, and the query itself, can start while the first
+    // commands are decided.
     client.expect(commands);
     CommandOutcome outcome = null;
     for (int i = 0; i < commands.size(); i++) {

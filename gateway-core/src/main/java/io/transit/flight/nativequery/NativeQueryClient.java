@@ -33,9 +33,11 @@ public interface NativeQueryClient extends AutoCloseable {
 
   /**
    * Announces the commands the caller is about to {@link #send}, in order, so the engine may start
-   * checking them (their signatures) ahead. It records and decides nothing, and whatever it
-   * starts changes no outcome: each command is still verified and decided by its own send, and a
-   * command never sent costs nothing but the started check. Never fails; the default ignores it.
+   * work ahead: checking their signatures, and executing the bundle they upload (an early run,
+   * whose result only a query accepted for the same bundle digest takes). It records and decides
+   * nothing, and whatever it starts changes no outcome: each command is still verified and
+   * decided by its own send, and commands never sent cost only the work started. Never fails; the
+   * default ignores it.
    */
   default void expect(List<SignedCommand> commands) {}
 

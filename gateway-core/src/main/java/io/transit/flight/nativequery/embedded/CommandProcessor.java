@@ -32,10 +32,11 @@ import java.util.Optional;
 final class CommandProcessor {
   /**
    * A recorded outcome and, for a newly accepted submit, the query to start and the attempt of
-   * its lease (0: not claimed, e.g. execution deferred).
+   * its lease (0: not claimed, e.g. execution deferred); for a newly accepted seal, the bundle's
+   * bytes (else null; see {@link UploadValidator.Applied}).
    */
   record Result(CommandOutcome outcome, long startCorrelation, long startAttempt,
-      boolean replayed) {}
+      boolean replayed, byte[] sealedBundle) {}
 
   /** Claims the execution lease of a just-accepted query inside its transaction (see Leases). */
   interface Claimer {
@@ -132,7 +133,7 @@ final class CommandProcessor {
     if (order < 0) {
       Optional<JournalStore.Recorded> rec = journal.command(principal, sequence);
       if (rec.isPresent() && Arrays.equals(rec.get().commandSha256(), digest)) {
-        return new Result(recorded(rec.get().outcome()), 0, 0, true);
+        return new Result(recorded(rec.get().outcome()), 0, 0, true, null);
       }
       throw conflict(command, rec.isPresent()
           ? "different command bytes at a used native sequence"
@@ -153,10 +154,10 @@ final class CommandProcessor {
         .setPrincipal(principal)
         .setSequence(sequence)
         .setCommandSha256(ByteString.copyFrom(digest));
-    long start = 0;
+    UploadValidator.Applied applied = UploadValidator.Applied.NOTHING;
     try {
-      start = uploads.apply(command);
-      outcome.setKind(CommandOutcome.Kind.ACCEPTED).setCorrelation(start);
+      applied = uploads.apply(command);
+      outcome.setKind(CommandOutcome.Kind.ACCEPTED).setCorrelation(applied.correlation());
     } catch (UploadValidator.Rejection r) {
       outcome.setKind(CommandOutcome.Kind.REJECTED).setCode(r.code()).setMessage(r.getMessage());
     }
@@ -164,8 +165,9 @@ final class CommandProcessor {
     journal.recordCommand(principal, sequence, digest, recorded.toByteArray());
     journal.setNextSequence(principal, sequence + 1);
     // The claim commits with the acceptance: leasing costs an accepted query no commit.
+    long start = applied.correlation();
     long attempt = start == 0 ? 0 : claimer.claim(start);
-    return new Result(recorded, start, attempt, false);
+    return new Result(recorded, start, attempt, false, applied.sealedBundle());
   }
 
   private static CommandOutcome recorded(byte[] bytes) throws SQLException {

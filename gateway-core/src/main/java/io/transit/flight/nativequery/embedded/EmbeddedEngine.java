@@ -1,5 +1,6 @@
 package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Action;
 import io.transit.flight.crypto.SignaturePool;
 import io.transit.flight.diagnostic.Cause;
@@ -56,7 +57,9 @@ import org.slf4j.LoggerFactory;
  * native-retention} thread ({@link Retention}).
  * {@link #expect} starts the signature checks of a chain's later commands, and a seal its bundle's
  * proof verification, on the engine's {@code signature-N} helpers ({@link SignatureVerdicts}); the
- * sending thread of each command takes its verdict.
+ * sending thread of each command takes its verdict. The announcement (or, without one, the seal)
+ * also starts an early run of its bundle on an execution thread ({@link EarlyRuns}; at most {@code executionThreads - 1} at once), whose
+ * result the submit's query takes over when it is accepted.
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
   /** This engine's identity: its name and the gateway-core build it runs as. */
@@ -81,6 +84,16 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final SegmentStore segments;
   private final Leases leases;
   private final JournalRights rightsLedger;
+  private final EarlyRuns earlyRuns;
+  /** Early runs whose result became their query's (tests). */
+  private final java.util.concurrent.atomic.AtomicLong earlyAdopted =
+      new java.util.concurrent.atomic.AtomicLong();
+  /**
+   * How long an early run waits, after executing, for its submit: the gateway sends the submit as
+   * soon as the seal's outcome returns, so a longer wait means the chain stopped (its query, if it
+   * comes later, runs the usual way).
+   */
+  static final long EARLY_WAIT_MS = 1_000;
   /**
    * Longest wait of {@link #awaitQuery} between journal reads: a query finished by another
    * replica on a shared journal wakes no local monitor.
@@ -143,6 +156,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
               Long.toUnsignedString(correlation), hold);
           return holdBack(hold);
         });
+    // One execution thread always stays for queries that were not run early (takeovers, resumed
+    // queries, a second caller's), so a pool of one runs nothing early.
+    this.earlyRuns = new EarlyRuns(options.executionThreads() - 1);
     AtomicInteger n = new AtomicInteger();
     this.executor = new ThreadPoolExecutor(options.executionThreads(),
         options.executionThreads(), 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
@@ -223,6 +239,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     for (int i = 1; i < chain.size(); i++) {
       commands.prefetch(chain.get(i));
     }
+    EarlyRuns.announced(chain).ifPresent(a -> startEarly(a.principal(), a.namespace(), a.bundle(),
+        a.bundleSha256(), false));
   }
 
   @Override
@@ -235,37 +253,55 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     CommandProcessor.Result result;
     try {
       result = commands.decide(command, parsed);
-    } catch (SQLException e) {
-      if (journal.isFullWithNothingRecorded(e)) {
-        throw journalFull(parsed);
-      }
-      if (e instanceof JournalStore.NotCommitted) {
-        // Rolled back before the commit was sent: nothing is recorded, a retry is safe. The
-        // SQLState (e.g. 55P03 lock timeout, 08006 connection lost) says why in a bounded fact.
-        log.warn("command at sequence {} not recorded: {}",
-            Long.toUnsignedString(parsed.getSequence()), e.getMessage(), e);
-        GatewayException g = new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
-                "the native journal cannot be written; nothing was recorded", e)
-            .with(Fact.unsigned("sequence", parsed.getSequence()))
-            .with(Fact.unsigned("namespace", parsed.getNamespace()));
-        throw e.getSQLState() == null ? g : g.with("sql_state", e.getSQLState());
-      }
-      // Any other failed commit may or may not have reached the disk: the outcome is unknown.
-      throw unknownOutcome(parsed, "the journal commit failed").with("reason", e.getMessage());
-    } catch (GatewayException e) {
-      throw e;
-    } catch (RuntimeException e) {
-      // A defect (e.g. in the planner): the transaction rolled back, nothing was recorded.
-      log.error("command at sequence {} failed", Long.toUnsignedString(parsed.getSequence()), e);
-      throw QueryCode.INTERNAL.failure("the native command could not be decided", e);
+    } catch (SQLException | RuntimeException e) {
+      earlyRuns.abandon(parsed.getPrincipal(), parsed.getNamespace());
+      throw decisionFailure(parsed, e);
+    }
+    if (result.sealedBundle() != null) {
+      byte[] bundle = result.sealedBundle();
+      startEarly(parsed.getPrincipal(), parsed.getNamespace(), bundle, Digests.sha256(bundle),
+          true);
     }
     if (result.startAttempt() != 0) {
-      start(result.startCorrelation(), result.startAttempt());
+      start(result.startCorrelation(), result.startAttempt(), parsed);
+    } else if (result.outcome().getKind() != CommandOutcome.Kind.ACCEPTED
+        || parsed.getBodyCase() == NativeCommand.BodyCase.SUBMIT) {
+      // Rejected, or a submit replayed or deferred: no new query takes the early run's result.
+      earlyRuns.abandon(parsed.getPrincipal(), parsed.getNamespace());
     }
     if (options.faults().fail(CommandFaults.Point.AFTER_RECORD, parsed)) {
       throw unknownOutcome(parsed, "injected after the record");
     }
     return result.outcome();
+  }
+
+  /** What the caller learns of a decision that threw: nothing recorded, or an unknown outcome. */
+  private GatewayException decisionFailure(NativeCommand parsed, Exception failure) {
+    if (failure instanceof GatewayException g) {
+      return g;
+    }
+    if (!(failure instanceof SQLException e)) {
+      // A defect (e.g. in the planner): the transaction rolled back, nothing was recorded.
+      log.error("command at sequence {} failed", Long.toUnsignedString(parsed.getSequence()),
+          failure);
+      return QueryCode.INTERNAL.failure("the native command could not be decided", failure);
+    }
+    if (journal.isFullWithNothingRecorded(e)) {
+      return journalFull(parsed);
+    }
+    if (e instanceof JournalStore.NotCommitted) {
+      // Rolled back before the commit was sent: nothing is recorded, a retry is safe. The
+      // SQLState (e.g. 55P03 lock timeout, 08006 connection lost) says why in a bounded fact.
+      log.warn("command at sequence {} not recorded: {}",
+          Long.toUnsignedString(parsed.getSequence()), e.getMessage(), e);
+      GatewayException g = new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
+              "the native journal cannot be written; nothing was recorded", e)
+          .with(Fact.unsigned("sequence", parsed.getSequence()))
+          .with(Fact.unsigned("namespace", parsed.getNamespace()));
+      return e.getSQLState() == null ? g : g.with("sql_state", e.getSQLState());
+    }
+    // Any other failed commit may or may not have reached the disk: the outcome is unknown.
+    return unknownOutcome(parsed, "the journal commit failed").with("reason", e.getMessage());
   }
 
   /**
@@ -295,18 +331,86 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         .with(Fact.unsigned("namespace", c.getNamespace()));
   }
 
-  /** Runs {@code attempt} of an accepted query: after its claim committed, on any thread. */
-  private void start(long correlation, long attempt) {
-    leases.hold(correlation, attempt);
+  /**
+   * Sending thread, at a chain's announcement ({@code verified} false) or after its seal
+   * committed (true): runs the bundle early when a permit is free and
+   * nothing pins execution timing (deferred execution, the test-only execution delay), or
+   * verifies the early run already going.
+   */
+  private void startEarly(long principal, long namespace, byte[] bundle, byte[] sha,
+      boolean verified) {
+    if (options.deferExecution() || options.faults().executionDelayMillis() != 0) {
+      return;
+    }
+    earlyRuns.offer(principal, namespace, bundle, sha, verified)
+        .ifPresent(e -> {
+          try {
+            executor.execute(() -> runEarly(e));
+          } catch (RejectedExecutionException closed) {
+            earlyRuns.finished(e);
+          }
+        });
+  }
+
+  /**
+   * An execution thread: executes an early run's bundle, then waits for its submit and runs the
+   * handed-off query with that result. The retention sweep's writing lock is held from before
+   * the first segment write until the query's manifest commits or the result is dropped.
+   */
+  private void runEarly(EarlyRuns.Early early) {
+    java.util.concurrent.locks.Lock writing = retention.writing();
+    writing.lock();
     try {
-      executor.execute(() -> runOne(correlation, attempt));
+      QueryRunner.Computed computed = null;
+      try {
+        computed = runner.compute(early.bundleSha256,
+            io.transit.flight.proto.RequestBundle.parseFrom(early.bundle),
+            "early-" + Long.toUnsignedString(early.namespace), early);
+      } catch (QueryRunner.Abandoned e) {
+        return;
+      } catch (Exception e) {
+        // Any failure (a budget, DuckDB, the store) is left to the query's own run, which
+        // reaches the same deterministic failure or retries a transient one as it always does.
+        log.debug("early run of namespace {} left to the query's run",
+            Long.toUnsignedString(early.namespace), e);
+      }
+      EarlyRuns.HandOff h = early.await(EARLY_WAIT_MS, () -> closing);
+      if (h != null) {
+        runOne(h.correlation(), h.attempt(), computed);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt(); // executor shutdownNow: the query resumes at next open
+    } finally {
+      writing.unlock();
+      earlyRuns.finished(early);
+    }
+  }
+
+  /**
+   * Runs {@code attempt} of an accepted query: after its claim committed, on any thread; the
+   * submit's early run takes it when there is one ({@code submit} null: a takeover).
+   */
+  private void start(long correlation, long attempt, NativeCommand submit) {
+    leases.hold(correlation, attempt);
+    if (submit != null
+        && earlyRuns.handOff(submit.getPrincipal(), submit.getNamespace(), correlation, attempt)) {
+      return;
+    }
+    try {
+      executor.execute(() -> runOne(correlation, attempt, null));
     } catch (RejectedExecutionException e) {
       // Closing: the query stays ACCEPTED; close gives its lease up for the next scan.
       log.info("query {} left for the next open", Long.toUnsignedString(correlation));
     }
   }
 
-  private void runOne(long correlation, long attempt) {
+  /** Runs a query taken over or resumed (the lease scan's start). */
+  private void start(long correlation, long attempt) {
+    start(correlation, attempt, null);
+  }
+
+  /** {@code early}: an early run's result for this query (null: execute it now). */
+  private void runOne(long correlation, long attempt, QueryRunner.Computed early) {
     try {
       if (!holdBack(options.faults().executionDelayMillis())) {
         // Closing during an injected delay: the query stays ACCEPTED, its lease given up at close.
@@ -318,7 +422,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
             attempt);
         return;
       }
-      boolean published = runRecorded(correlation, attempt);
+      boolean published = runRecorded(correlation, attempt, early);
       if (published && options.faults().releaseAfterExecution()) {
         // Test-only: released before the finally below wakes waiters, so every ticket issued
         // for this result already names a retired one.
@@ -349,11 +453,16 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * open). Waiting callers meanwhile see it running, never a made-up status. True when this run
    * published the terminal status (false: fenced, or nothing to run).
    */
-  private boolean runRecorded(long correlation, long lease) throws SQLException {
+  private boolean runRecorded(long correlation, long lease, QueryRunner.Computed early)
+      throws SQLException {
     long pauseMillis = RERUN_FIRST_PAUSE_MS;
     for (int attempt = 1; ; attempt++) {
       try {
-        QueryStatus recorded = runner.run(correlation, lease);
+        // An early result serves the first run only: a rerun after a refused commit executes.
+        QueryStatus recorded = runner.run(correlation, lease, attempt == 1 ? early : null);
+        if (attempt == 1 && early != null && recorded != null) {
+          earlyAdopted.incrementAndGet();
+        }
         if (attempt > 1) {
           log.info("query {} recorded its outcome on run {}",
               Long.toUnsignedString(correlation), attempt);
@@ -580,6 +689,16 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   /** The engine's journal (tests count its durable commits). */
   JournalStore journal() {
     return journal;
+  }
+
+  /** Early runs whose result became their query's, since open (tests). */
+  long earlyRunsAdopted() {
+    return earlyAdopted.get();
+  }
+
+  /** Early runs started and not yet finished (tests). */
+  int earlyRunsRunning() {
+    return earlyRuns.running();
   }
 
   /** Runs one retention sweep now, on the calling thread (tests; the timer runs the same). */

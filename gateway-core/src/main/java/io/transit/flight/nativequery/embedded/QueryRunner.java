@@ -23,6 +23,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.Lock;
 import java.util.function.BooleanSupplier;
@@ -55,11 +56,20 @@ final class QueryRunner {
   private static final BigInteger INT64_MIN = BigInteger.valueOf(Long.MIN_VALUE);
   private static final BigInteger INT64_MAX = BigInteger.valueOf(Long.MAX_VALUE);
 
-  /** An accepted query read for execution: its saved row and its assembled bundle bytes. */
-  private record Pending(JournalStore.SavedQuery saved, byte[] bundle) {}
+  /**
+   * An accepted query read for execution: its saved row and either its assembled bundle bytes or
+   * the result an early run computed from the same bundle (see {@link EarlyRuns}).
+   */
+  private record Pending(JournalStore.SavedQuery saved, byte[] bundle, Computed early) {}
 
-  /** An executed query's manifest and, for a small result, its segments to store inline. */
-  private record Executed(ResultManifest manifest, List<byte[]> inline) {}
+  /**
+   * A bundle's result before any correlation names it: what execution produced (segments stored
+   * or held inline) and what the manifest needs besides the query's identity. Computed by a run,
+   * or by an early run between the seal and the submit; immutable once returned.
+   */
+  record Computed(byte[] bundleSha256, RequestBundle bundle, List<QueryPlan.Output> outputs,
+      List<SegmentRef> refs, List<byte[]> inline, long totalRows) {}
+
 
   private final JournalStore journal;
   private final DuckSessions sessions;
@@ -75,6 +85,38 @@ final class QueryRunner {
   private final java.util.concurrent.atomic.AtomicLong fenced =
       new java.util.concurrent.atomic.AtomicLong();
   private final java.util.function.LongPredicate beforeFinish;
+
+  /**
+   * What a computation asks its caller as it goes: an early run may be abandoned (checked between
+   * exported batches) and may store segments only once its bundle is verified.
+   */
+  interface Control {
+    /** A query's own run: never abandoned, always verified. */
+    Control RUN = new Control() {
+      @Override
+      public boolean abandoned() {
+        return false;
+      }
+
+      @Override
+      public void beforeStoring() {}
+    };
+
+    /** True once the computation's work can only be dropped. */
+    boolean abandoned();
+
+    /** Blocks until the result may reach the store; throws {@link Abandoned} if it never may. */
+    void beforeStoring();
+  }
+
+  /** An early run stopped because its submit will not come; nothing of it is kept. */
+  static final class Abandoned extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Abandoned() {
+      super("the early run's submit will not come", null, false, false);
+    }
+  }
 
   /**
    * {@code beforeFinish} is told the correlation after execution, right before the terminal
@@ -100,44 +142,51 @@ final class QueryRunner {
 
   /**
    * Runs the query under lease {@code attempt} and records its terminal status; returns it (null
-   * if it was not pending, or if the attempt was fenced and the result dropped). An object store
-   * that cannot take the result's segments records nothing: the query stays ACCEPTED and the
-   * caller runs it again, as when the journal cannot take the status.
+   * if it was not pending, or if the attempt was fenced and the result dropped). {@code early} is
+   * an early run's result (null: none); it is used only when the journaled query names the same
+   * bundle digest, since a result is a function of the bundle over immutable publications. An
+   * object store that cannot take the result's segments records nothing: the query stays ACCEPTED
+   * and the caller runs it again, as when the journal cannot take the status.
    */
-  QueryStatus run(long correlation, long attempt) throws SQLException, SegmentStore.Unavailable {
+  QueryStatus run(long correlation, long attempt, Computed early)
+      throws SQLException, SegmentStore.Unavailable {
     // One read transaction for the saved query and its bundle (nothing is written here).
     Pending pending = journal.transaction(() -> {
       JournalStore.SavedQuery q = journal.query(correlation)
           .orElseThrow(() -> new IllegalStateException("no query " + correlation));
       QueryStatus s = q.status();
-      return s.getState() != QueryStatus.State.ACCEPTED ? null
-          : new Pending(q, journal.assembled(s.getPrincipal(), s.getNamespace()));
+      if (s.getState() != QueryStatus.State.ACCEPTED) {
+        return null;
+      }
+      if (early != null && Arrays.equals(early.bundleSha256(), q.bundleSha256())) {
+        return new Pending(q, null, early);
+      }
+      return new Pending(q, journal.assembled(s.getPrincipal(), s.getNamespace()), null);
     });
     if (pending == null) {
       return null;
     }
-    JournalStore.SavedQuery saved = pending.saved();
-    QueryStatus accepted = saved.status();
-    byte[] bundleBytes = pending.bundle();
     // Held until the manifest commits: the retention sweep removes no file this run wrote.
     writing.lock();
     try {
-      return runLocked(correlation, attempt, saved, accepted, bundleBytes);
+      return runLocked(correlation, attempt, pending);
     } finally {
       writing.unlock();
     }
   }
 
-  private QueryStatus runLocked(long correlation, long attempt, JournalStore.SavedQuery saved,
-      QueryStatus accepted, byte[] bundleBytes) throws SQLException, SegmentStore.Unavailable {
+  private QueryStatus runLocked(long correlation, long attempt, Pending pending)
+      throws SQLException, SegmentStore.Unavailable {
+    QueryStatus accepted = pending.saved().status();
     QueryStatus.Builder done = accepted.toBuilder();
     byte[] manifestBytes = null;
     long resultBytes = 0;
     List<byte[]> inline = List.of();
     try {
-      RequestBundle bundle = RequestBundle.parseFrom(bundleBytes);
-      Executed executed = execute(correlation, accepted, bundle, saved.bundleSha256());
-      ResultManifest manifest = executed.manifest();
+      Computed computed = pending.early() != null ? pending.early()
+          : compute(pending.saved().bundleSha256(), RequestBundle.parseFrom(pending.bundle()),
+              "query-" + Long.toUnsignedString(correlation), Control.RUN);
+      ResultManifest manifest = manifest(correlation, accepted, computed);
       manifestBytes = DeterministicProto.bytes(manifest);
       for (SegmentRef ref : manifest.getSegmentsList()) {
         resultBytes += ref.getBytes();
@@ -145,7 +194,7 @@ final class QueryRunner {
       done.setState(QueryStatus.State.SUCCEEDED)
           .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
           .setTotalRows(manifest.getTotalRows());
-      inline = executed.inline(); // only a succeeded result keeps segments
+      inline = computed.inline(); // only a succeeded result keeps segments
     } catch (GatewayException e) {
       failed(done, e);
     } catch (InvalidProtocolBufferException e) {
@@ -259,8 +308,17 @@ final class QueryRunner {
     return v == null ? "" : v instanceof Fact f ? f.value() : v.toString();
   }
 
-  private Executed execute(long correlation, QueryStatus q, RequestBundle bundle,
-      byte[] bundleSha256) throws SQLException, IOException {
+  /**
+   * Plans and executes {@code bundle} on DuckDB and writes its segments: held inline when small,
+   * else durable in the store. A failure is thrown as it happened ({@link #runLocked} turns it into
+   * a status). {@code control} may stop an early run whose submit will not come (an {@link
+   * Abandoned} is thrown) and holds its first store write until its bundle is verified.
+   *
+   * <p>The caller holds {@link #writing} when the result may reach the store, and until a
+   * manifest naming its segments commits.
+   */
+  Computed compute(byte[] bundleSha256, RequestBundle bundle, String allocatorName,
+      Control control) throws SQLException, IOException {
     String sql = bundle.getSql().toString(StandardCharsets.UTF_8);
     QueryPlan plan = planner.plan(sql, bundle.getTable());
     PlanTranslator.validate(plan, bundle.getTable());
@@ -277,16 +335,17 @@ final class QueryRunner {
     DuckSessions.Session session = sessions.borrow();
     boolean clean = false;
     try (BufferAllocator child = allocator.newChildAllocator(
-            "query-" + Long.toUnsignedString(correlation), 0, allocator.getLimit());
+            allocatorName, 0, allocator.getLimit());
         ResultWriter writer =
-            new ResultWriter(child, segments, names, bundle.getBudgets())) {
+            new ResultWriter(child, segments, names, bundle.getBudgets(),
+                ResultWriter.INLINE_RESULT_BYTES, control::beforeStoring)) {
       PreparedStatement ps = session.prepared(duck.sql());
       duck.bind(ps);
       try (ResultSet rs = ps.executeQuery()) {
         if (plan.aggregate()) {
           aggregateRow(plan, rs, writer, bundle.getBudgets().getMaxResultRows());
         } else {
-          projection(rs, child, writer, bundle.getBudgets().getMaxResultRows());
+          projection(rs, child, writer, bundle.getBudgets().getMaxResultRows(), control);
         }
       }
       clean = true;
@@ -301,6 +360,12 @@ final class QueryRunner {
         sessions.discard(session);
       }
     }
+    return new Computed(bundleSha256, bundle, plan.outputs(), refs, inline, totalRows);
+  }
+
+  /** The manifest of {@code computed} as the result of query {@code q}. */
+  private static ResultManifest manifest(long correlation, QueryStatus q, Computed computed) {
+    RequestBundle bundle = computed.bundle();
     ResultManifest.Builder m = ResultManifest.newBuilder()
         .setVersion(1)
         .setCorrelation(correlation)
@@ -308,17 +373,17 @@ final class QueryRunner {
         .setHasRole(bundle.getProof().getHasRole())
         .setRole(bundle.getProof().getRole())
         .setNamespace(q.getNamespace())
-        .setBundleSha256(ByteString.copyFrom(bundleSha256))
+        .setBundleSha256(ByteString.copyFrom(computed.bundleSha256()))
         .setDeclarationSha256(
             ByteString.copyFrom(DeclarationFingerprint.of(bundle.getTable())))
         .setSource(bundle.getTable().getSource())
         .setResource(bundle.getTable().getObjectId())
-        .setTotalRows(totalRows)
-        .addAllSegments(refs);
-    for (QueryPlan.Output o : plan.outputs()) {
+        .setTotalRows(computed.totalRows())
+        .addAllSegments(computed.refs());
+    for (QueryPlan.Output o : computed.outputs()) {
       m.addColumns(OutputColumn.newBuilder().setName(o.name()).setNullable(o.nullable()));
     }
-    return new Executed(m.build(), inline);
+    return m.build();
   }
 
   private static void aggregateRow(QueryPlan plan, ResultSet rs, ResultWriter writer,
@@ -351,8 +416,8 @@ final class QueryRunner {
     writer.committed(1);
   }
 
-  private void projection(ResultSet rs, BufferAllocator child, ResultWriter writer, long maxRows)
-      throws SQLException, IOException {
+  private void projection(ResultSet rs, BufferAllocator child, ResultWriter writer, long maxRows,
+      Control control) throws SQLException, IOException {
     long seen = 0;
     boolean over = false;
     try (ArrowReader reader =
@@ -360,6 +425,9 @@ final class QueryRunner {
             .arrowExportStream(child, batchRows)) {
       VectorSchemaRoot batch = reader.getVectorSchemaRoot();
       while (reader.loadNextBatch()) {
+        if (control.abandoned()) {
+          throw new Abandoned();
+        }
         int n = batch.getRowCount();
         seen += n;
         // Past the row budget only the count goes on, so the failure carries the exact total.

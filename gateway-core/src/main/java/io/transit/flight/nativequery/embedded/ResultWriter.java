@@ -41,6 +41,7 @@ final class ResultWriter implements AutoCloseable {
   private final Budgets budgets;
   private final List<SegmentRef> segments = new ArrayList<>();
   private final long inlineLimit;
+  private final Runnable beforeStoring;
   // The encoded segments held for the journal, in order; null once the result went to the store.
   private List<byte[]> held = new ArrayList<>();
   private CellSegmentBuilder current;
@@ -48,13 +49,18 @@ final class ResultWriter implements AutoCloseable {
   private long totalRows;
 
   ResultWriter(BufferAllocator allocator, SegmentStore store, List<String> names, Budgets b) {
-    this(allocator, store, names, b, INLINE_RESULT_BYTES);
+    this(allocator, store, names, b, INLINE_RESULT_BYTES, () -> {});
   }
 
-  /** As above with another inline limit (0: every segment goes to the store). */
+  /**
+   * As above with another inline limit (0: every segment goes to the store), and {@code
+   * beforeStoring} run once on this thread right before the first segment goes to the store (an
+   * early run waits there until its bundle is verified; it may throw to stop the result).
+   */
   ResultWriter(BufferAllocator allocator, SegmentStore store, List<String> names, Budgets b,
-      long inlineLimit) {
+      long inlineLimit, Runnable beforeStoring) {
     this.inlineLimit = inlineLimit;
+    this.beforeStoring = beforeStoring;
     this.allocator = allocator;
     this.store = store;
     this.names = List.copyOf(names);
@@ -136,6 +142,7 @@ final class ResultWriter implements AutoCloseable {
       held.add(bytes);
     } else {
       if (held != null) {
+        beforeStoring.run();
         for (byte[] earlier : held) {
           store.write(earlier);
         }

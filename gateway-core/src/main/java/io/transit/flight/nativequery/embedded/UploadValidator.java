@@ -65,18 +65,29 @@ final class UploadValidator {
     this.options = options;
   }
 
-  /** Applies the command; returns the new correlation of an accepted submit, else 0. */
-  long apply(NativeCommand c) throws SQLException {
+  /**
+   * What an applied command leaves the caller: the new correlation of an accepted submit (else
+   * 0), and a seal's assembled bundle (else null): every byte of it verified, recorded and equal
+   * to the begun digest, so an early run may store its result.
+   */
+  record Applied(long correlation, byte[] sealedBundle) {
+    static final Applied NOTHING = new Applied(0, null);
+  }
+
+  /** Applies the command; see {@link Applied}. */
+  Applied apply(NativeCommand c) throws SQLException {
     switch (c.getBodyCase()) {
       case BEGIN -> begin(c);
       case PART -> part(c);
-      case SEAL -> seal(c);
+      case SEAL -> {
+        return new Applied(0, seal(c));
+      }
       case SUBMIT -> {
-        return submit(c);
+        return new Applied(submit(c), null);
       }
       default -> throw new Rejection(QueryCode.INVALID_COMMAND, "unknown command body");
     }
-    return 0;
+    return Applied.NOTHING;
   }
 
   private void begin(NativeCommand c) throws SQLException {
@@ -136,7 +147,8 @@ final class UploadValidator {
     journal.addPart(c.getPrincipal(), c.getNamespace(), p.getIndex(), p.getData().toByteArray());
   }
 
-  private void seal(NativeCommand c) throws SQLException {
+  /** Returns the assembled bundle's bytes. */
+  private byte[] seal(NativeCommand c) throws SQLException {
     JournalStore.Upload u = upload(c, JournalStore.UploadState.OPEN);
     if (u.receivedParts() != u.partCount() || u.receivedBytes() != u.declaredBytes()) {
       throw new Rejection(QueryCode.INVALID_COMMAND, "the upload has " + u.receivedParts()
@@ -152,11 +164,12 @@ final class UploadValidator {
     }
     prefetchProof(c.getPrincipal(), assembled);
     journal.setUploadState(c.getPrincipal(), c.getNamespace(), JournalStore.UploadState.SEALED);
+    return assembled;
   }
 
   /**
    * The submit will check this bundle's proof: start that verification now, on a helper, so it
-   * overlaps the seal's commit and the submit's round trip. Only a head start — the submit's
+   * overlaps the seal's commit and the submit. Only a head start — the submit's
    * check decides, with the key current then; a bundle that does not parse is the submit's
    * rejection to record, not the seal's.
    */

@@ -1,0 +1,260 @@
+package io.transit.flight.nativequery.embedded;
+
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.proto.NativeCommand;
+import io.transit.flight.proto.SignedCommand;
+import java.io.ByteArrayOutputStream;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Early runs: a statement's query executed while its chain of commands is still being decided. A
+ * statement is read-only and deterministic over immutable publications, so its result is a
+ * function of the bundle bytes alone, and those are known before the journal has recorded them:
+ * the gateway announces the whole chain ({@link EmbeddedEngine#expect}), and the seal has every
+ * byte verified, recorded and checked against the begun digest. Executing from the announcement
+ * overlaps DuckDB with the four commands' checks and records instead of following them.
+ *
+ * <p>Nothing of an early run is visible before its submit, and nothing of it rests on unverified
+ * bytes:
+ *
+ * <ul>
+ *   <li>it records nothing; its result is used only by the run of a query whose journal row
+ *       names the same bundle digest ({@link QueryRunner#run}) — a digest the seal checked
+ *       against the verified, recorded parts — and the submit's checks (proof, rights, plan)
+ *       decide as they would without it;
+ *   <li>a small result stays in memory; the first segment of a larger one waits to be stored
+ *       until the seal has verified the bundle ({@link Early#verify});
+ *   <li>a command of the chain that is rejected or fails, a submit that is replayed or never
+ *       comes, abandons it: it stops between exported batches and drops what it computed
+ *       (segment files it stored are unnamed and go with the next retention sweep, as a fenced
+ *       run's do).
+ * </ul>
+ *
+ * <p>Threads: {@link #offer}, {@link #handOff} and {@link #abandon} are called on sending threads
+ * (the announcement's, or after a command's journal transaction); each {@link Early} then lives
+ * on the engine execution thread that runs it, which calls {@link Early#await}, its {@link
+ * QueryRunner.Control} methods and {@link #finished}. At most {@code permits} early runs exist at
+ * once (the engine keeps one execution thread for queries that were not run early); the map is
+ * guarded by {@code this}, each early run's state by its own monitor.
+ */
+final class EarlyRuns {
+  /** The accepted query an early run's result becomes. */
+  record HandOff(long correlation, long attempt) {}
+
+  /** A chain's bundle as announced: not yet verified, not yet recorded. */
+  record Announced(long principal, long namespace, byte[] bundle, byte[] bundleSha256) {}
+
+  private record Key(long principal, long namespace) {}
+
+  /** One early run; shared between the sending threads of its chain and its execution thread. */
+  static final class Early implements QueryRunner.Control {
+    final long principal;
+    final long namespace;
+    /** The bundle's bytes and digest; never modified. */
+    final byte[] bundle;
+    final byte[] bundleSha256;
+    // @GuardedBy("this"): every byte of the bundle verified and recorded (the seal).
+    private boolean verified;
+    // @GuardedBy("this"): set once by the submit's sending thread.
+    private HandOff handOff;
+    // @GuardedBy("this"): no hand-off will be taken any more (abandoned, timed out, closing).
+    private boolean closed;
+
+    Early(long principal, long namespace, byte[] bundle, byte[] bundleSha256, boolean verified) {
+      this.principal = principal;
+      this.namespace = namespace;
+      this.bundle = bundle;
+      this.bundleSha256 = bundleSha256;
+      this.verified = verified;
+    }
+
+    /** Sending thread: the seal verified and recorded the bundle. */
+    synchronized void verify() {
+      verified = true;
+      notifyAll();
+    }
+
+    /** Sending thread: gives the accepted query to this run; false when it no longer takes one. */
+    synchronized boolean handOff(HandOff h) {
+      if (closed) {
+        return false;
+      }
+      handOff = h;
+      notifyAll();
+      return true;
+    }
+
+    /** Sending thread: no query will come; a hand-off already made stands. */
+    synchronized void abandon() {
+      if (handOff == null) {
+        closed = true;
+        notifyAll();
+      }
+    }
+
+    /** Execution thread, between batches: true once the run's work can only be dropped. */
+    @Override
+    public synchronized boolean abandoned() {
+      return closed;
+    }
+
+    /**
+     * Execution thread, before the first segment is stored: waits until the bundle is verified;
+     * abandoned (or not verified within {@link EmbeddedEngine#EARLY_WAIT_MS}) throws.
+     */
+    @Override
+    public synchronized void beforeStoring() {
+      long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(EmbeddedEngine.EARLY_WAIT_MS);
+      try {
+        while (!verified && !closed) {
+          long left = end - System.nanoTime();
+          if (left <= 0) {
+            break;
+          }
+          TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      if (!verified || closed) {
+        closed = true;
+        throw new QueryRunner.Abandoned();
+      }
+    }
+
+    /**
+     * Execution thread: the hand-off, waiting for it at most {@code millis} (or until {@code
+     * stopping}); null when abandoned or timed out — a submit decided later runs its query the
+     * usual way.
+     */
+    synchronized HandOff await(long millis, BooleanSupplier stopping) throws InterruptedException {
+      long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+      while (handOff == null && !closed && !stopping.getAsBoolean()) {
+        long left = end - System.nanoTime();
+        if (left <= 0) {
+          break;
+        }
+        // Short slices: the engine's closing flag is not a notification.
+        TimeUnit.NANOSECONDS.timedWait(this, Math.min(left, TimeUnit.MILLISECONDS.toNanos(50)));
+      }
+      closed = true;
+      return handOff;
+    }
+  }
+
+  private final int maxRunning;
+  private final Semaphore permits;
+  // @GuardedBy("this"): the early runs whose submit has not been decided yet.
+  private final Map<Key, Early> open = new HashMap<>();
+
+  /** {@code permits} early runs at most at once (0: none). */
+  EarlyRuns(int permits) {
+    this.maxRunning = Math.max(0, permits);
+    this.permits = new Semaphore(maxRunning);
+  }
+
+  /**
+   * The bundle a chain announces: its begin's namespace and digest, and its parts' data, which
+   * must assemble to that digest. Empty for anything else (the commands themselves refuse it).
+   */
+  static Optional<Announced> announced(List<SignedCommand> chain) {
+    try {
+      NativeCommand begin = NativeCommand.parseFrom(chain.get(0).getCommand());
+      if (!begin.hasBegin() || begin.getBegin().getPartCount() > chain.size() - 1) {
+        return Optional.empty();
+      }
+      ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+      for (int i = 1; i <= begin.getBegin().getPartCount(); i++) {
+        NativeCommand part = NativeCommand.parseFrom(chain.get(i).getCommand());
+        if (!part.hasPart() || part.getPrincipal() != begin.getPrincipal()
+            || part.getNamespace() != begin.getNamespace()) {
+          return Optional.empty();
+        }
+        part.getPart().getData().writeTo(bytes);
+      }
+      byte[] bundle = bytes.toByteArray();
+      byte[] sha = Digests.sha256(bundle);
+      if (!Arrays.equals(sha, begin.getBegin().getBundleSha256().toByteArray())) {
+        return Optional.empty();
+      }
+      return Optional.of(new Announced(begin.getPrincipal(), begin.getNamespace(), bundle, sha));
+    } catch (java.io.IOException | IndexOutOfBoundsException e) {
+      // A chain that does not parse (or writeTo failing) starts nothing early.
+      return Optional.empty();
+    }
+  }
+
+  /**
+   * Sending thread: a new early run for a bundle, when a permit is free (the caller executes it,
+   * and calls {@link #finished} when it ends or cannot start). When the namespace has one
+   * already, a {@code verified} offer of the same bundle verifies it, and nothing new starts.
+   */
+  Optional<Early> offer(long principal, long namespace, byte[] bundle, byte[] bundleSha256,
+      boolean verified) {
+    Key key = new Key(principal, namespace);
+    Early existing;
+    synchronized (this) {
+      existing = open.get(key);
+    }
+    if (existing != null) {
+      if (!Arrays.equals(existing.bundleSha256, bundleSha256)) {
+        abandon(principal, namespace); // announced one bundle, uploaded another: neither runs early
+      } else if (verified) {
+        existing.verify();
+      }
+      return Optional.empty();
+    }
+    if (!permits.tryAcquire()) {
+      return Optional.empty();
+    }
+    Early e = new Early(principal, namespace, bundle, bundleSha256, verified);
+    synchronized (this) {
+      open.put(key, e);
+    }
+    return Optional.of(e);
+  }
+
+  /**
+   * Sending thread, after a submit was accepted: hands its query to the namespace's early run;
+   * false when there is none taking it (the caller runs the query the usual way).
+   */
+  boolean handOff(long principal, long namespace, long correlation, long attempt) {
+    Early e;
+    synchronized (this) {
+      e = open.remove(new Key(principal, namespace));
+    }
+    return e != null && e.handOff(new HandOff(correlation, attempt));
+  }
+
+  /** Sending thread: a command of the namespace's chain did not lead to a new query. */
+  void abandon(long principal, long namespace) {
+    Early e;
+    synchronized (this) {
+      e = open.remove(new Key(principal, namespace));
+    }
+    if (e != null) {
+      e.abandon();
+    }
+  }
+
+  /** Execution thread (or the offering thread when it could not start): the run has ended. */
+  void finished(Early e) {
+    synchronized (this) {
+      open.remove(new Key(e.principal, e.namespace), e);
+    }
+    e.abandon();
+    permits.release();
+  }
+
+  /** Early runs started and not yet finished (tests). */
+  int running() {
+    return maxRunning - permits.availablePermits();
+  }
+}

@@ -1,0 +1,231 @@
+package io.transit.flight.nativequery.embedded;
+
+import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.protobuf.ByteString;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.nativequery.Publication;
+import io.transit.flight.proto.CommandOutcome;
+import io.transit.flight.proto.NativeCommand;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.RequestBundle;
+import io.transit.flight.proto.ResultManifest;
+import io.transit.flight.proto.SegmentRef;
+import io.transit.flight.proto.SignedCommand;
+import io.transit.flight.proto.SubmitQuery;
+import io.transit.flight.query.LogicalType;
+import io.transit.flight.query.QueryPlan;
+import io.transit.flight.query.QueryPlan.Output;
+import io.transit.flight.query.QueryPlan.OutputKind;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Early runs (docs/native-engine.md, "Early runs"): the announced chain (or, without one, its
+ * seal) starts its bundle's execution, the accepted submit's query takes that result, and a submit that does not come as a new query
+ * leaves nothing of it — with the engine's execution threads and allocator back to idle.
+ */
+class EarlyRunTest {
+  @TempDir static Path data;
+  @TempDir Path state;
+  private static List<Publication> demo;
+  private EmbeddedEngine engine;
+
+  private static final String COUNT = "count";
+  /** 200,000 rows of two int64 columns: several MiB, far past the inline limit. */
+  private static final String LARGE = "large";
+  private static final TablePlanner PLANNER = new TablePlanner()
+      .put(COUNT, new QueryPlan(List.of(
+          new Output("n", false, OutputKind.COUNT_STAR, null, null),
+          new Output("s", true, OutputKind.SUM, "a", LogicalType.INT64)), null, null, true))
+      .put(LARGE, new QueryPlan(List.of(column("id", LogicalType.INT64, false),
+          column("a", LogicalType.INT64, false)),
+          new QueryPlan.Comparison("id", QueryPlan.Op.LT,
+              new QueryPlan.Literal(LogicalType.INT64, 200_000L)), null, false));
+
+  @BeforeAll
+  static void demo() throws Exception {
+    demo = DemoData.generate(data);
+  }
+
+  @BeforeEach
+  void open() throws Exception {
+    // Two execution threads (the default): one may run early. A lease far longer than any run.
+    engine = EmbeddedEngine.open(state,
+        EngineOptions.defaults().withLease(Duration.ofMinutes(10), Duration.ofSeconds(5)),
+        demo, List.of(fullRights()), PLANNER);
+  }
+
+  @AfterEach
+  void close() {
+    if (engine != null) {
+      engine.close();
+    }
+  }
+
+  private RequestBundle bundle(String sql) {
+    return EngineTestSupport.bundle(demo.get(0).declaration(), sql, roomyBudgets());
+  }
+
+  private QueryStatus await(long correlation) throws InterruptedException {
+    return engine.awaitQuery(access(), correlation,
+        System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
+  }
+
+  private static void within(long millis, BooleanSupplier condition, String what)
+      throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() - end < 0, what);
+      Thread.sleep(10);
+    }
+  }
+
+  /** Sends commands in order; each must be accepted; returns the last outcome. */
+  private CommandOutcome sendAll(List<SignedCommand> commands) {
+    CommandOutcome last = null;
+    for (SignedCommand c : commands) {
+      last = engine.send(c);
+      assertEquals(CommandOutcome.Kind.ACCEPTED, last.getKind(), last.getMessage());
+    }
+    return last;
+  }
+
+  /** Every segment read back and checked against its reference; returns the total rows. */
+  private long readBack(QueryStatus s) throws Exception {
+    assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
+    byte[] manifestBytes = engine.readManifest(access(), s.getCorrelation());
+    assertArrayEquals(s.getManifestSha256().toByteArray(), Digests.sha256(manifestBytes));
+    ResultManifest m = ResultManifest.parseFrom(manifestBytes);
+    assertEquals(s.getCorrelation(), m.getCorrelation());
+    long rows = 0;
+    for (int i = 0; i < m.getSegmentsCount(); i++) {
+      SegmentRef ref = m.getSegments(i);
+      byte[] seg = engine.readSegment(access(), s.getCorrelation(), i, 1L << 30);
+      assertArrayEquals(ref.getSha256().toByteArray(), Digests.sha256(seg));
+      rows += decode(seg, List.of("id", "a")).size();
+    }
+    return rows;
+  }
+
+  @Test
+  void aSealedBundleRunsBeforeItsSubmitAndTheAcceptedQueryTakesItsResult() throws Exception {
+    long first = engine.nextSequence(PRINCIPAL);
+    QueryStatus small = await(admit(engine, first, bundle(COUNT)));
+    assertEquals(QueryStatus.State.SUCCEEDED, small.getState(), small.getMessage());
+    assertEquals(1, engine.earlyRunsAdopted(), "the submit's query took the early result");
+    ResultManifest m =
+        ResultManifest.parseFrom(engine.readManifest(access(), small.getCorrelation()));
+    assertEquals(small.getCorrelation(), m.getCorrelation(), "named by the query, not by the early run");
+    assertEquals(small.getNamespace(), m.getNamespace());
+
+    // A result past the inline limit: its segments go to the store while no query names them
+    // yet, and the manifest that names them commits with the handed-off query.
+    QueryStatus large = await(admit(engine, engine.nextSequence(PRINCIPAL), bundle(LARGE)));
+    assertEquals(200_000, readBack(large));
+    assertEquals(2, engine.earlyRunsAdopted());
+    within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
+        "no early run left open, no execution buffer held");
+  }
+
+  @Test
+  void aRejectedSubmitAbandonsTheEarlyRunAndTheNextStatementRunsEarlyAgain() throws Exception {
+    long first = engine.nextSequence(PRINCIPAL);
+    List<SignedCommand> chain = chain(first, bundle(LARGE), 200);
+    sendAll(chain.subList(0, chain.size() - 1));
+    // A submit naming another digest than the sealed one is recorded REJECTED: no query exists.
+    NativeCommand submit = NativeCommand.parseFrom(chain.get(chain.size() - 1).getCommand());
+    CommandOutcome rejected = engine.send(sign(submit.toBuilder().setSubmit(
+        SubmitQuery.newBuilder().setBundleSha256(ByteString.copyFrom(new byte[32])))));
+    assertEquals(CommandOutcome.Kind.REJECTED, rejected.getKind());
+    within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
+        "the abandoned early run stopped and freed its buffers");
+
+    // Its permit came back: the next statement's result is computed early again.
+    QueryStatus next = await(admit(engine, engine.nextSequence(PRINCIPAL), bundle(COUNT)));
+    assertEquals(QueryStatus.State.SUCCEEDED, next.getState(), next.getMessage());
+    assertEquals(1, engine.earlyRunsAdopted());
+  }
+
+  @Test
+  void aSubmitThatComesAfterTheEarlyWaitRunsItsQueryTheUsualWay() throws Exception {
+    long first = engine.nextSequence(PRINCIPAL);
+    List<SignedCommand> chain = chain(first, bundle(COUNT), 200);
+    sendAll(chain.subList(0, chain.size() - 1));
+    // The early run executed and waits for the submit; past its wait it gives the permit back.
+    Thread.sleep(EmbeddedEngine.EARLY_WAIT_MS + 200);
+    within(5_000, () -> engine.earlyRunsRunning() == 0, "the early run gave up its wait");
+    CommandOutcome accepted = sendAll(List.of(chain.get(chain.size() - 1)));
+    QueryStatus late = await(accepted.getCorrelation());
+    assertEquals(QueryStatus.State.SUCCEEDED, late.getState(), late.getMessage());
+    assertEquals(0, engine.earlyRunsAdopted(), "executed by the query's own run");
+    assertEquals(1, late.getTotalRows());
+
+    // Replaying the same submit answers the same query; it starts nothing new.
+    CommandOutcome replay = engine.send(chain.get(chain.size() - 1));
+    assertEquals(accepted.getCorrelation(), replay.getCorrelation());
+    for (int i = 0; i < 3; i++) {
+      long c = admit(engine, engine.nextSequence(PRINCIPAL), bundle(COUNT));
+      assertEquals(QueryStatus.State.SUCCEEDED, await(c).getState());
+      // The early run ends (and frees its permit) just after the commit that woke the wait.
+      within(5_000, () -> engine.earlyRunsRunning() == 0, "the early run ended");
+    }
+    assertEquals(3, engine.earlyRunsAdopted());
+    within(5_000, () -> engine.allocatedBytes() == 0, "no execution buffer held");
+  }
+
+  private long segmentFiles() throws java.io.IOException {
+    Path dir = state.resolve("segments");
+    if (!java.nio.file.Files.isDirectory(dir)) {
+      return 0;
+    }
+    try (java.util.stream.Stream<Path> f = java.nio.file.Files.list(dir)) {
+      return f.count();
+    }
+  }
+
+  @Test
+  void anAnnouncedChainRunsAheadButStoresNothingBeforeItsBundleIsVerified() throws Exception {
+    long first = engine.nextSequence(PRINCIPAL);
+    List<SignedCommand> chain = chain(first, bundle(LARGE), 200);
+    // The gateway announces the chain before its first command: the early run starts at once,
+    // but a result past the inline limit holds its first segment until the seal verified them.
+    engine.expect(chain);
+    Thread.sleep(300);
+    assertEquals(0, segmentFiles(), "no segment stored from unverified bytes");
+    long correlation = sendAll(chain).getCorrelation();
+    assertEquals(200_000, readBack(await(correlation)));
+    assertEquals(1, engine.earlyRunsAdopted(), "the announced run's result was the query's");
+
+    // An announced chain whose commands never come: abandoned after the wait, nothing stored.
+    List<SignedCommand> never = chain(engine.nextSequence(PRINCIPAL), bundle(LARGE), 200);
+    long stored = segmentFiles();
+    engine.expect(never);
+    within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
+        "the unconfirmed early run gave up");
+    assertEquals(stored, segmentFiles());
+
+    // A rejected command of the chain abandons it at once, well before the wait would end.
+    List<SignedCommand> bad = chain(engine.nextSequence(PRINCIPAL), bundle(COUNT), 200);
+    engine.expect(bad);
+    sendAll(bad.subList(0, 1));
+    NativeCommand part = NativeCommand.parseFrom(bad.get(1).getCommand());
+    CommandOutcome rejected = engine.send(sign(part.toBuilder().setPart(
+        part.getPart().toBuilder().setIndex(part.getPart().getIndex() + 1))));
+    assertEquals(CommandOutcome.Kind.REJECTED, rejected.getKind());
+    within(EmbeddedEngine.EARLY_WAIT_MS / 2, () -> engine.earlyRunsRunning() == 0,
+        "the rejected chain's early run ended");
+    assertEquals(1, engine.earlyRunsAdopted());
+  }
+}
