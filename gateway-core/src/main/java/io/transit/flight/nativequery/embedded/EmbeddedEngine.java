@@ -58,8 +58,9 @@ import org.slf4j.LoggerFactory;
  * {@link #expect} starts the signature checks of a chain's later commands, and a seal its bundle's
  * proof verification, on the engine's {@code signature-N} helpers ({@link SignatureVerdicts}); the
  * sending thread of each command takes its verdict. The announcement (or, without one, the seal)
- * also starts an early run of its bundle on an execution thread ({@link EarlyRuns}; at most {@code executionThreads - 1} at once), whose
- * result the submit's query takes over when it is accepted.
+ * also starts an early run of its bundle on an execution thread ({@link EarlyRuns}; at most
+ * {@code executionThreads - 1} at once), whose result the submit's query takes over when it is
+ * accepted.
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
   /** This engine's identity: its name and the gateway-core build it runs as. */
@@ -239,8 +240,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     for (int i = 1; i < chain.size(); i++) {
       commands.prefetch(chain.get(i));
     }
-    EarlyRuns.announced(chain).ifPresent(a -> startEarly(a.principal(), a.namespace(), a.bundle(),
-        a.bundleSha256(), false));
+    EarlyRuns.announced(chain).ifPresent(
+        a -> startEarly(a.principal(), a.namespace(), a.bundle(), a.bundleSha256(), false));
   }
 
   @Override
@@ -333,23 +334,22 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /**
    * Sending thread, at a chain's announcement ({@code verified} false) or after its seal
-   * committed (true): runs the bundle early when a permit is free and
-   * nothing pins execution timing (deferred execution, the test-only execution delay), or
-   * verifies the early run already going.
+   * committed (true): runs the bundle early when a permit is free and nothing pins execution
+   * timing (deferred execution, the test-only execution delay), or verifies the early run
+   * already going.
    */
   private void startEarly(long principal, long namespace, byte[] bundle, byte[] sha,
       boolean verified) {
     if (options.deferExecution() || options.faults().executionDelayMillis() != 0) {
       return;
     }
-    earlyRuns.offer(principal, namespace, bundle, sha, verified)
-        .ifPresent(e -> {
-          try {
-            executor.execute(() -> runEarly(e));
-          } catch (RejectedExecutionException closed) {
-            earlyRuns.finished(e);
-          }
-        });
+    earlyRuns.offer(principal, namespace, bundle, sha, verified).ifPresent(e -> {
+      try {
+        executor.execute(() -> runEarly(e));
+      } catch (RejectedExecutionException closed) {
+        earlyRuns.finished(e);
+      }
+    });
   }
 
   /**

@@ -46,9 +46,11 @@ import org.slf4j.LoggerFactory;
  * is published and the result is dropped (its segments are the same bytes the current attempt
  * writes, or unnamed files the retention sweep removes).
  *
- * <p>{@link #run} is called on an engine execution thread, one query per call; the runner itself
- * is shared and keeps no per-query state (each run borrows a DuckDB session from the shared pool
- * and gives it back). Each run owns a child allocator that must be empty when it ends.
+ * <p>{@link #run} is called on an engine execution thread, one query per call, and so is {@link
+ * #compute} by an early run ({@link EarlyRuns}) before its query exists; the runner itself is
+ * shared and keeps no per-query state (each run borrows a DuckDB session from the shared pool and
+ * gives it back). Each run owns a child allocator that must be empty when it ends; a {@link
+ * Computed} result is confined to the thread that computed it.
  */
 final class QueryRunner {
   static final String STAGE = "execution";

@@ -33,8 +33,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Early runs (docs/native-engine.md, "Early runs"): the announced chain (or, without one, its
- * seal) starts its bundle's execution, the accepted submit's query takes that result, and a submit that does not come as a new query
- * leaves nothing of it — with the engine's execution threads and allocator back to idle.
+ * seal) starts its bundle's execution, the accepted submit's query takes that result, and a
+ * submit that does not come as a new query leaves nothing of it — with the engine's execution
+ * threads and allocator back to idle.
  */
 class EarlyRunTest {
   @TempDir static Path data;
@@ -127,7 +128,8 @@ class EarlyRunTest {
     assertEquals(1, engine.earlyRunsAdopted(), "the submit's query took the early result");
     ResultManifest m =
         ResultManifest.parseFrom(engine.readManifest(access(), small.getCorrelation()));
-    assertEquals(small.getCorrelation(), m.getCorrelation(), "named by the query, not by the early run");
+    assertEquals(small.getCorrelation(), m.getCorrelation(),
+        "named by the query, not by the early run");
     assertEquals(small.getNamespace(), m.getNamespace());
 
     // A result past the inline limit: its segments go to the store while no query names them
