@@ -67,11 +67,10 @@ final class QueryRunner {
   /**
    * A bundle's result before any correlation names it: what execution produced (segments stored
    * or held inline) and what the manifest needs besides the query's identity. Computed by a run,
-   * or by an early run between the seal and the submit; immutable once returned.
+   * or by an early run before its query exists; never modified once returned.
    */
   record Computed(byte[] bundleSha256, RequestBundle bundle, List<QueryPlan.Output> outputs,
       List<SegmentRef> refs, List<byte[]> inline, long totalRows) {}
-
 
   private final JournalStore journal;
   private final DuckSessions sessions;
