@@ -1,6 +1,5 @@
 package io.transit.flight.nativequery.embedded;
 
-import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Action;
 import io.transit.flight.crypto.SignaturePool;
 import io.transit.flight.diagnostic.Cause;
@@ -259,9 +258,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       throw decisionFailure(parsed, e);
     }
     if (result.sealedBundle() != null) {
-      byte[] bundle = result.sealedBundle();
-      startEarly(parsed.getPrincipal(), parsed.getNamespace(), bundle, Digests.sha256(bundle),
-          true);
+      // The seal was accepted only if its digest is the assembled bundle's: no need to hash again.
+      startEarly(parsed.getPrincipal(), parsed.getNamespace(), result.sealedBundle(),
+          parsed.getSeal().getBundleSha256().toByteArray(), true);
     }
     if (result.startAttempt() != 0) {
       start(result.startCorrelation(), result.startAttempt(), parsed);
