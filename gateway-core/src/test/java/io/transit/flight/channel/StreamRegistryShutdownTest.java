@@ -32,6 +32,7 @@ class StreamRegistryShutdownTest {
     StreamLimits twoQueued = new StreamLimits(8, 64L << 20, Duration.ofSeconds(10), 3);
     try (FlightFixture fx = new FlightFixture(1, twoQueued)) {
       CountDownLatch holdExec = new CountDownLatch(1);
+      CountDownLatch aRole = new CountDownLatch(1);
       CountDownLatch aQueued = new CountDownLatch(1);
       CountDownLatch bQueued = new CountDownLatch(1);
       AtomicInteger which = new AtomicInteger();
@@ -42,6 +43,7 @@ class StreamRegistryShutdownTest {
           // Stream A: one batch out, then the only worker is held while two more batches
           // queue and close() posts the root free behind them.
           aChannel.set(ch);
+          aRole.countDown();
           fx.handler.sendResponseBatch(ch, batch(ch.allocator(), 10));
           ch.executor().execute(() -> await(holdExec));
           fx.handler.sendResponseBatch(ch, batch(ch.allocator(), 10));
@@ -61,6 +63,9 @@ class StreamRegistryShutdownTest {
       CompletableFuture<FlightFixture.ClientResult> a =
           CompletableFuture.supplyAsync(() -> fx.read(-1), clients);
       fx.nextOpened();
+      // Scripts run on a pool once their stream opens: B's stream opens only after A's script
+      // took the first role, or B's could take it and the clients' roles would swap.
+      await(aRole);
       CompletableFuture<FlightFixture.ClientResult> b =
           CompletableFuture.supplyAsync(() -> fx.read(-1), clients);
       fx.nextOpened();
