@@ -3,10 +3,19 @@
 Each run starts the daemon on the same state directory, streams statements from one client
 (each at the next sequence its predecessor's app_metadata named), kills the daemon (SIGKILL) and
 restarts it, and retries the interrupted statement with its same first sequence and SQL. The kill
-falls, by turns, at a random instant; while a query is accepted but not yet executed; and while
-a query has executed and holds its result (inline bytes in memory, or segment files written and
-synced) before its one terminal commit (docs/admission.md §10). The statements mix one-row
-aggregates (inline results) and a 20,000-row projection (segment files). Then:
+falls, by turns, at a random instant; inside a mode's own window; and while a query has executed
+and holds its result (inline bytes in memory, or segment files written and synced) before its one
+terminal commit (docs/admission.md §10). Two modes:
+
+- ``held``: early runs off (the execution delay pins timing); the own window is a query accepted
+  but not yet executed;
+- ``early``: early runs on (docs/native-engine.md, "Early runs"); the own window is a submit held
+  before its record while the early run has executed the chain's bundle (and stored the
+  projection's segment files): nothing of the query is recorded yet. The daemon's
+  ``transit_early_runs_adopted_total`` must grow, so the kills really fall among early runs.
+
+The statements mix one-row aggregates (inline results) and a 20,000-row projection (segment
+files). Then:
 
 - queries accepted but unfinished at the kill finish after the restart with no client retry;
 - the retry resolves (a namespace the journal had already accepted keeps its correlation);
@@ -16,8 +25,8 @@ aggregates (inline results) and a 20,000-row projection (segment files). Then:
 - the journal has exactly one query per admitted namespace, no other, all SUCCEEDED, and its
   next sequence is the one the client holds.
 
-TRANSIT_CRASH_RUNS sets the number of runs (default 10; scripts/stress-admission uses 100) and
-TRANSIT_CRASH_SEED the random seed (printed, so a failing schedule can be replayed).
+TRANSIT_CRASH_RUNS sets the number of runs per mode (default 10; scripts/stress-admission uses
+100) and TRANSIT_CRASH_SEED the random seed (printed, so a failing schedule can be replayed).
 """
 
 import os
@@ -26,18 +35,28 @@ import threading
 import time
 
 import grpc
+import pytest
 
 from calls import channel, info_fields, next_sequence, read_result, sql_info
 from daemon import Daemon, wait_until
+from ops_support import metrics_port, sample, scrape
 
 RUNS = int(os.environ.get("TRANSIT_CRASH_RUNS", "10"))
 SEED = int(os.environ.get("TRANSIT_CRASH_SEED", str(time.time_ns() % 1_000_000)))
-# Accepted queries wait this long before executing, and again after executing before their
-# terminal commit, so kills often find one in either window.
+# Each window a mode holds open lasts this long, so kills often find a statement inside it.
 HOLD_MS = 300
-FAULTS = f"execution-delay-ms:{HOLD_MS},finish-delay-ms:{HOLD_MS}"
-# The engine's line when a query has executed and its terminal commit is held (test fault).
+FAULTS = {
+    # Accepted queries wait before executing and, executed, before their terminal commit.
+    "held": f"execution-delay-ms:{HOLD_MS},finish-delay-ms:{HOLD_MS}",
+    # Submits wait before their record (the early run executes meanwhile), and executed queries
+    # before their terminal commit.
+    "early": f"submit-delay-ms:{HOLD_MS},finish-delay-ms:{HOLD_MS}",
+}
+# The engine's lines when a query has executed and its terminal commit is held, and when a submit
+# is held before its record (test faults).
 HELD = "its terminal commit is held"
+SUBMIT_HELD = "before its record (test fault)"
+ADOPTED = "transit_early_runs_adopted_total"
 PROJECTED_ROWS = 20_000  # two int64 columns: past the 64 KiB inline limit, so segment files
 
 
@@ -78,18 +97,25 @@ def admit(ch, d, sql, s):
                 raise
 
 
-def held(d) -> int:
-    return sum(HELD in line for line in list(d.output))
+def held(d, line_part=HELD) -> int:
+    return sum(line_part in line for line in list(d.output))
+
+
+def adopted(d) -> float:
+    """The running daemon's early runs adopted since it started (its latest metrics listener)."""
+    return sample(scrape(metrics_port(reversed(list(d.output)))), ADOPTED)
 
 
 class Stream(threading.Thread):
     """Sends statements one after another until a call fails (the daemon was killed)."""
 
-    def __init__(self, d, first_sequence, first_index):
+    def __init__(self, d, first_sequence, first_index, count_early):
         super().__init__(daemon=True)
         self.d, self.sequence, self.index = d, first_sequence, first_index
+        self.count_early = count_early
         self.admitted = []  # (first sequence, sql, correlation, next sequence)
         self.pending = None  # (first sequence, sql) of the interrupted statement
+        self.adopted = 0.0  # the daemon's early runs adopted, after the last admitted statement
 
     def run(self):
         with channel(self.d) as ch:
@@ -102,24 +128,40 @@ class Stream(threading.Thread):
                     return
                 self.admitted.append((self.sequence, sql, correlation, meta["next_sequence"]))
                 self.sequence, self.index = meta["next_sequence"], self.index + 1
+                if self.count_early:
+                    try:
+                        self.adopted = adopted(self.d)
+                    except OSError:
+                        pass  # killed between the statement and the scrape
 
 
-def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path):
-    print(f"crash harness: {RUNS} runs, seed {SEED}")
+@pytest.mark.parametrize("mode", ["held", "early"])
+def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path, mode):
+    print(f"crash harness ({mode}): {RUNS} runs, seed {SEED}")
     rnd = random.Random(SEED)
-    d = Daemon(Daemon.template(tmp_path / "state"), faults=FAULTS).start()
+    early = mode == "early"
+    metrics = {"ops": {"metrics": {"host": "127.0.0.1", "port": 0}}} if early else {}
+    d = Daemon(Daemon.template(tmp_path / "state", **metrics), faults=FAULTS[mode]).start()
     journal, principal = d.journal(), d.principal("primitive")
     admitted = {}  # first sequence -> (sql, correlation, next sequence)
     with channel(d) as ch:
         expected = next_sequence(ch, d, "primitive")
     figures = {"not_started": 0, "mid_upload": 0, "accepted_unfinished": 0,
                "finished_unreported": 0, "resumed": 0, "killed_before_execution": 0,
-               "killed_before_terminal_commit": 0, "results_read": 0}
+               "killed_before_terminal_commit": 0, "killed_before_submit_record": 0,
+               "early_adopted": 0, "results_read": 0}
     try:
         for run in range(RUNS):
-            stream = Stream(d, expected, len(admitted))
+            stream = Stream(d, expected, len(admitted), early)
             stream.start()
-            if run % 3 == 2:
+            if run % 3 == 2 and early:
+                # The chain through its seal is recorded and the early run has (or is computing)
+                # the result; the submit is held before its record.
+                seen = held(d, SUBMIT_HELD)
+                wait_until(lambda: held(d, SUBMIT_HELD) > seen, 60, "a submit held before its record")
+                time.sleep(rnd.uniform(0, HOLD_MS / 1000))
+                figures["killed_before_submit_record"] += 1
+            elif run % 3 == 2:
                 wait_until(lambda: any(st == "ACCEPTED" for _, st in journal.queries(principal).values()),
                            60, "an accepted, unfinished query")
                 figures["killed_before_execution"] += 1
@@ -135,6 +177,7 @@ def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path
             d.kill9()
             stream.join(60)
             assert not stream.is_alive() and stream.pending is not None
+            figures["early_adopted"] += int(stream.adopted)
             for s, sql, correlation, nxt in stream.admitted:
                 admitted[s] = (sql, correlation, nxt)
 
@@ -191,6 +234,9 @@ def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path
         figures["lost"] = len(set(admitted) - set(ns))
     finally:
         d.stop()
-    print(f"crash harness figures: runs={RUNS} statements={len(admitted)} {figures}")
+    print(f"crash harness figures ({mode}): runs={RUNS} statements={len(admitted)} {figures}")
     assert figures["duplicates"] == 0 and figures["lost"] == 0
+    # The kills inside a terminal-commit hold each leave an accepted query that resumes.
     assert figures["resumed"] >= RUNS // 3
+    if early:
+        assert figures["early_adopted"] > 0, "no statement took an early run's result"

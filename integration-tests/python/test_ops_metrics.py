@@ -45,6 +45,7 @@ def test_metrics_after_known_workload(tmp_path):
         assert all(sample(before, "transit_admission_total", outcome=o) == 0
                    for o in ("accepted", "replayed", "conflict", "gap", "busy"))
         assert sample(before, "transit_allocator_limit_bytes") > 0
+        assert before[("transit_early_runs_adopted_total", frozenset())] == 0
 
         c = Caller(d, "primitive")
         seq = c.next_sequence()                                   # DoAction OK
@@ -89,6 +90,8 @@ def test_metrics_after_known_workload(tmp_path):
         assert sample(s, "transit_journal_commit_seconds_count") >= 1
         assert sample(s, "transit_retained_segments") >= 1
         assert sample(s, "transit_retained_bytes") > 0
+        # At most the one accepted statement ran early (the kill -9 harness counts them grow).
+        assert sample(s, "transit_early_runs_adopted_total") in (0, 1)
 
         assert d.reload() == "reloaded"
         broken = d.config()

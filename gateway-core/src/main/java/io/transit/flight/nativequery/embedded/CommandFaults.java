@@ -17,6 +17,10 @@ import io.transit.flight.proto.NativeCommand;
  * terminal commit (a small result's segments, the manifest and the status together), so a kill -9
  * can land between execution and that commit. Read on the execution threads.
  *
+ * <p>{@link #submitDelayMillis()} holds every submit on its sending thread before its journal
+ * transaction, so a kill -9 can land after an early run executed the chain's bundle (and stored a
+ * large result's segments) but before the submit recorded its query.
+ *
  * <p>{@link #releaseAfterExecution()} releases every result as soon as its query has run (before
  * waiters are woken), so a test can redeem a ticket for a retired result. Read on the execution
  * threads.
@@ -47,6 +51,11 @@ public interface CommandFaults {
    * at once.
    */
   default long finishDelayMillis() {
+    return 0;
+  }
+
+  /** How long each submit waits before its journal record; 0 (the default) records it at once. */
+  default long submitDelayMillis() {
     return 0;
   }
 

@@ -30,7 +30,8 @@ import java.util.function.BooleanSupplier;
  *       against the verified, recorded parts — and the submit's checks (proof, rights, plan)
  *       decide as they would without it;
  *   <li>a small result stays in memory; the first segment of a larger one waits to be stored
- *       until the seal has verified the bundle ({@link Early#verify});
+ *       until the seal has verified the bundle ({@link Early#verify}) or an accepted submit
+ *       names its digest ({@link Early#handOff});
  *   <li>a command of the chain that is rejected or fails, a submit that is replayed or never
  *       comes, abandons it: it stops between exported batches and drops what it computed
  *       (segment files it stored are unnamed and go with the next retention sweep, as a fenced
@@ -81,11 +82,22 @@ final class EarlyRuns {
       notifyAll();
     }
 
-    /** Sending thread: gives the accepted query to this run; false when it no longer takes one. */
-    synchronized boolean handOff(HandOff h) {
+    /**
+     * Sending thread: gives the accepted query, whose bundle digest is {@code querySha256}, to
+     * this run; false when it no longer takes one or executes another bundle. An accepted submit
+     * names a sealed bundle, so a matching digest verifies the run too: a retried chain's seal is
+     * a replay and verifies nothing, and its early run must still be able to store its result.
+     */
+    synchronized boolean handOff(HandOff h, byte[] querySha256) {
       if (closed) {
         return false;
       }
+      if (!Arrays.equals(querySha256, bundleSha256)) {
+        closed = true; // not this run's query: it runs the usual way, this run stops
+        notifyAll();
+        return false;
+      }
+      verified = true;
       handOff = h;
       notifyAll();
       return true;
@@ -222,15 +234,17 @@ final class EarlyRuns {
   }
 
   /**
-   * Sending thread, after a submit was accepted: hands its query to the namespace's early run;
-   * false when there is none taking it (the caller runs the query the usual way).
+   * Sending thread, after a submit naming {@code bundleSha256} was accepted: hands its query to
+   * the namespace's early run; false when there is none taking it (the caller runs the query the
+   * usual way).
    */
-  boolean handOff(long principal, long namespace, long correlation, long attempt) {
+  boolean handOff(long principal, long namespace, long correlation, long attempt,
+      byte[] bundleSha256) {
     Early e;
     synchronized (this) {
       e = open.remove(new Key(principal, namespace));
     }
-    return e != null && e.handOff(new HandOff(correlation, attempt));
+    return e != null && e.handOff(new HandOff(correlation, attempt), bundleSha256);
   }
 
   /** Sending thread: a command of the namespace's chain did not lead to a new query. */

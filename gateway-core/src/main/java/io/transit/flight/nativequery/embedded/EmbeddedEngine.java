@@ -85,7 +85,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final Leases leases;
   private final JournalRights rightsLedger;
   private final EarlyRuns earlyRuns;
-  /** Early runs whose result became their query's (tests). */
+  /** Early runs whose result became their query's (metrics, tests). */
   private final java.util.concurrent.atomic.AtomicLong earlyAdopted =
       new java.util.concurrent.atomic.AtomicLong();
   /**
@@ -250,6 +250,14 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     if (options.faults().fail(CommandFaults.Point.BEFORE_RECORD, parsed)) {
       throw unknownOutcome(parsed, "injected before the record");
     }
+    if (parsed.getBodyCase() == NativeCommand.BodyCase.SUBMIT
+        && options.faults().submitDelayMillis() != 0) {
+      // The kill -9 harness waits for this line to kill while the early run has the result and
+      // nothing of the submit is recorded.
+      log.warn("submit at sequence {} held {} ms before its record (test fault)",
+          Long.toUnsignedString(parsed.getSequence()), options.faults().submitDelayMillis());
+      holdBack(options.faults().submitDelayMillis());
+    }
     CommandProcessor.Result result;
     try {
       result = commands.decide(command, parsed);
@@ -366,7 +374,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
             io.transit.flight.proto.RequestBundle.parseFrom(early.bundle),
             "early-" + Long.toUnsignedString(early.namespace), early);
       } catch (QueryRunner.Abandoned e) {
-        return;
+        // Dropped; a query handed off before the run gave up still runs, the usual way, below.
+        computed = null;
       } catch (Exception e) {
         // Any failure (a budget, DuckDB, the store) is left to the query's own run, which
         // reaches the same deterministic failure or retries a transient one as it always does.
@@ -391,8 +400,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    */
   private void start(long correlation, long attempt, NativeCommand submit) {
     leases.hold(correlation, attempt);
-    if (submit != null
-        && earlyRuns.handOff(submit.getPrincipal(), submit.getNamespace(), correlation, attempt)) {
+    if (submit != null && earlyRuns.handOff(submit.getPrincipal(), submit.getNamespace(),
+        correlation, attempt, submit.getSubmit().getBundleSha256().toByteArray())) {
       return;
     }
     try {
@@ -690,8 +699,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     return journal;
   }
 
-  /** Early runs whose result became their query's, since open (tests). */
-  long earlyRunsAdopted() {
+  /** Early runs whose result became their query's, since open (metrics, tests). */
+  public long earlyRunsAdopted() {
     return earlyAdopted.get();
   }
 

@@ -230,4 +230,24 @@ class EarlyRunTest {
         "the rejected chain's early run ended");
     assertEquals(1, engine.earlyRunsAdopted());
   }
+
+  @Test
+  void aRetriedChainWhoseSealIsAReplayStillRunsItsQueryFromTheAnnouncedRun() throws Exception {
+    // A first attempt recorded everything up to its seal, and its submit never came (a crash
+    // before the submit's record): its early run gives up after the wait.
+    long first = engine.nextSequence(PRINCIPAL);
+    List<SignedCommand> chain = chain(first, bundle(LARGE), 200);
+    sendAll(chain.subList(0, chain.size() - 1));
+    Thread.sleep(EmbeddedEngine.EARLY_WAIT_MS + 200);
+    within(5_000, () -> engine.earlyRunsRunning() == 0, "the first early run gave up its wait");
+
+    // The retry announces the same chain: its begin, parts and seal are replays (no seal verifies
+    // the new run), so the accepted submit's matching digest is what lets it store its result.
+    engine.expect(chain);
+    long correlation = sendAll(chain).getCorrelation();
+    assertEquals(200_000, readBack(await(correlation)));
+    assertEquals(1, engine.earlyRunsAdopted(), "the announced run's result was the query's");
+    within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
+        "no early run left open, no execution buffer held");
+  }
 }

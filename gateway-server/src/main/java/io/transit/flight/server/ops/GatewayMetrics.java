@@ -3,6 +3,7 @@ package io.transit.flight.server.ops;
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -92,6 +93,11 @@ public final class GatewayMetrics implements AutoCloseable {
   public <T> void gauge(String name, String description, T source, ToDoubleFunction<T> value) {
     Gauge.builder(name, source, value).description(description).strongReference(true)
         .register(registry);
+  }
+
+  /** Registers a counter whose total is read at scrape time from {@code source}. */
+  public <T> void counter(String name, String description, T source, ToDoubleFunction<T> total) {
+    FunctionCounter.builder(name, source, total).description(description).register(registry);
   }
 
   /** Retained result segments: the files under {@code segmentsDir} and their bytes. */

@@ -24,6 +24,8 @@ public final class OpsGauges {
     m.gauge("transit.connections.live", "client connections holding a slot", connections,
         ConnectionBudget::live);
     m.retained(segmentsDir);
+    m.counter("transit.early.runs.adopted", "queries whose result an early run computed while "
+        + "their chain was decided", engine, EmbeddedEngine::earlyRunsAdopted);
     engine.observeJournalCommits(m::journalCommit);
   }
 }

@@ -29,6 +29,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   execution-delay-ms:N      every accepted query waits N ms (1..600000) before executing
  *   finish-delay-ms:N         every query waits N ms (1..600000) after executing, before its
  *                             terminal commit
+ *   submit-delay-ms:N         every submit waits N ms (1..600000) before its journal record,
+ *                             while its early run executes (docs/native-engine.md)
  *   release-after-execution   every result is released as soon as its query has executed
  *   clock:negative            the gateway's clock reads -1 ms (an invalid observation: CLOCK)
  *   clock:defect              the gateway's clock throws IllegalStateException (a defect: INTERNAL)
@@ -57,17 +59,19 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
   private final List<Rule> rules;
   private final long delayMillis;
   private final long finishDelayMillis;
+  private final long submitDelayMillis;
   private final boolean release;
   /** "negative", "defect" or null (the system clock). */
   private final String clockFault;
   private final boolean unpublished;
 
   private TestFaults(String spec, List<Rule> rules, long delayMillis, long finishDelayMillis,
-      boolean release, String clockFault, boolean unpublished) {
+      long submitDelayMillis, boolean release, String clockFault, boolean unpublished) {
     this.spec = spec;
     this.rules = List.copyOf(rules);
     this.delayMillis = delayMillis;
     this.finishDelayMillis = finishDelayMillis;
+    this.submitDelayMillis = submitDelayMillis;
     this.release = release;
     this.clockFault = clockFault;
     this.unpublished = unpublished;
@@ -83,6 +87,7 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
     List<Rule> rules = new ArrayList<>();
     long delay = 0;
     long finishDelay = 0;
+    long submitDelay = 0;
     boolean release = false;
     String clock = null;
     boolean unpublished = false;
@@ -92,6 +97,8 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
         delay = delayOf(f[0], f[1]);
       } else if (f.length == 2 && f[0].equals("finish-delay-ms")) {
         finishDelay = delayOf(f[0], f[1]);
+      } else if (f.length == 2 && f[0].equals("submit-delay-ms")) {
+        submitDelay = delayOf(f[0], f[1]);
       } else if (f.length == 1 && f[0].equals("release-after-execution")) {
         release = true;
       } else if (f.length == 2 && f[0].equals("clock")
@@ -107,7 +114,8 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
       }
     }
     return Optional.of(
-        new TestFaults(spec, rules, delay, finishDelay, release, clock, unpublished));
+        new TestFaults(spec, rules, delay, finishDelay, submitDelay, release, clock,
+            unpublished));
   }
 
   private static NativeCommand.BodyCase kindOf(String s) throws ConfigException {
@@ -162,6 +170,11 @@ public final class TestFaults implements GatewayHooks, CommandFaults {
   @Override
   public long finishDelayMillis() {
     return finishDelayMillis;
+  }
+
+  @Override
+  public long submitDelayMillis() {
+    return submitDelayMillis;
   }
 
   @Override

@@ -50,6 +50,8 @@ class TestFaultsTest {
     TestFaults both = parse("execution-delay-ms:300,finish-delay-ms:700");
     assertEquals(300, both.executionDelayMillis());
     assertEquals(700, both.finishDelayMillis());
+    assertEquals(0, both.submitDelayMillis());
+    assertEquals(400, parse("submit-delay-ms:400,finish-delay-ms:700").submitDelayMillis());
   }
 
   @Test
@@ -74,6 +76,7 @@ class TestFaultsTest {
         "during-record:part:once", "after-record:Submit:once", "execution-delay-ms:0",
         "execution-delay-ms:600001", "execution-delay-ms:x", "after-record:submit:once,",
         "finish-delay-ms:0", "finish-delay-ms:600001", "finish-delay-ms", "finish-delay-ms:1:2",
+        "submit-delay-ms:0", "submit-delay-ms:600001",
         "release-after-execution:once", "clock", "clock:slow", "clock:negative:once",
         "engine-publications:some",
         " after-record:submit:once"}) {
