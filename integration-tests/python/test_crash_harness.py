@@ -25,7 +25,7 @@ files). Then:
 - the journal has exactly one query per admitted namespace, no other, all SUCCEEDED, and its
   next sequence is the one the client holds.
 
-TRANSIT_CRASH_RUNS sets the number of runs per mode (default 10; scripts/stress-admission uses
+TRANSIT_CRASH_RUNS sets the number of runs per mode (default 6; scripts/stress-admission uses
 100) and TRANSIT_CRASH_SEED the random seed (printed, so a failing schedule can be replayed).
 """
 
@@ -41,7 +41,7 @@ from calls import channel, info_fields, next_sequence, read_result, sql_info
 from daemon import Daemon, wait_until
 from ops_support import metrics_port, sample, scrape
 
-RUNS = int(os.environ.get("TRANSIT_CRASH_RUNS", "10"))
+RUNS = int(os.environ.get("TRANSIT_CRASH_RUNS", "6"))
 SEED = int(os.environ.get("TRANSIT_CRASH_SEED", str(time.time_ns() % 1_000_000)))
 # Each window a mode holds open lasts this long, so kills often find a statement inside it.
 HOLD_MS = 300
