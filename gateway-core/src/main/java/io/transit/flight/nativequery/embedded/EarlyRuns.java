@@ -61,7 +61,8 @@ final class EarlyRuns {
     /** The bundle's bytes and digest; never modified. */
     final byte[] bundle;
     final byte[] bundleSha256;
-    // @GuardedBy("this"): every byte of the bundle verified and recorded (the seal).
+    // @GuardedBy("this"): every byte of the bundle verified and recorded (the seal, or an
+    // accepted submit naming this digest).
     private boolean verified;
     // @GuardedBy("this"): set once by the submit's sending thread.
     private HandOff handOff;

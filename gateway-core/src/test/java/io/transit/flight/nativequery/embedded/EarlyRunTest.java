@@ -103,6 +103,18 @@ class EarlyRunTest {
     return last;
   }
 
+  /**
+   * A chain for {@code query} at the next sequence, sent up to its seal; returns once the early
+   * run the seal started has waited out {@link EmbeddedEngine#EARLY_WAIT_MS} for the submit.
+   */
+  private List<SignedCommand> sealedAndGivenUp(String query) throws InterruptedException {
+    List<SignedCommand> chain = chain(engine.nextSequence(PRINCIPAL), bundle(query), 200);
+    sendAll(chain.subList(0, chain.size() - 1));
+    Thread.sleep(EmbeddedEngine.EARLY_WAIT_MS + 200);
+    within(5_000, () -> engine.earlyRunsRunning() == 0, "the early run gave up its wait");
+    return chain;
+  }
+
   /** Every segment read back and checked against its reference; returns the total rows. */
   private long readBack(QueryStatus s) throws Exception {
     assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
@@ -162,12 +174,8 @@ class EarlyRunTest {
 
   @Test
   void aSubmitThatComesAfterTheEarlyWaitRunsItsQueryTheUsualWay() throws Exception {
-    long first = engine.nextSequence(PRINCIPAL);
-    List<SignedCommand> chain = chain(first, bundle(COUNT), 200);
-    sendAll(chain.subList(0, chain.size() - 1));
     // The early run executed and waits for the submit; past its wait it gives the permit back.
-    Thread.sleep(EmbeddedEngine.EARLY_WAIT_MS + 200);
-    within(5_000, () -> engine.earlyRunsRunning() == 0, "the early run gave up its wait");
+    List<SignedCommand> chain = sealedAndGivenUp(COUNT);
     CommandOutcome accepted = sendAll(List.of(chain.get(chain.size() - 1)));
     QueryStatus late = await(accepted.getCorrelation());
     assertEquals(QueryStatus.State.SUCCEEDED, late.getState(), late.getMessage());
@@ -235,11 +243,7 @@ class EarlyRunTest {
   void aRetriedChainWhoseSealIsAReplayStillRunsItsQueryFromTheAnnouncedRun() throws Exception {
     // A first attempt recorded everything up to its seal, and its submit never came (a crash
     // before the submit's record): its early run gives up after the wait.
-    long first = engine.nextSequence(PRINCIPAL);
-    List<SignedCommand> chain = chain(first, bundle(LARGE), 200);
-    sendAll(chain.subList(0, chain.size() - 1));
-    Thread.sleep(EmbeddedEngine.EARLY_WAIT_MS + 200);
-    within(5_000, () -> engine.earlyRunsRunning() == 0, "the first early run gave up its wait");
+    List<SignedCommand> chain = sealedAndGivenUp(LARGE);
 
     // The retry announces the same chain: its begin, parts and seal are replays (no seal verifies
     // the new run), so the accepted submit's matching digest is what lets it store its result.
