@@ -447,6 +447,9 @@ class FlightServerChannelScenarioTest {
       CountDownLatch execHeld = new CountDownLatch(1);
       fx.configure = l -> l.beforePutNext = () -> rootsSeen.add(current.get().channel.streamRoot());
       fx.script = side -> {
+        // Set here, before the first send: the script starts as soon as the stream opens, so a
+        // write could run before the test thread's nextOpened() returned.
+        current.set(side);
         for (int i = 0; i < 3; i++) {
           fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 20));
         }
@@ -455,7 +458,6 @@ class FlightServerChannelScenarioTest {
       };
       FlightStream stream = fx.stream();
       FlightFixture.ServerSide side = fx.nextOpened();
-      current.set(side);
       for (int i = 0; i < 3; i++) {
         assertTrue(stream.next());
       }
