@@ -92,6 +92,7 @@ def test_metrics_after_known_workload(tmp_path):
         assert sample(s, "transit_retained_bytes") > 0
         # At most the one accepted statement ran early (the kill -9 harness counts them grow).
         assert sample(s, "transit_early_runs_adopted_total") in (0, 1)
+        assert ("transit_early_runs_running", frozenset()) in s
 
         assert d.reload() == "reloaded"
         broken = d.config()

@@ -704,8 +704,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     return earlyAdopted.get();
   }
 
-  /** Early runs started and not yet finished (tests). */
-  int earlyRunsRunning() {
+  /** Early runs started and not yet finished (metrics, tests). */
+  public int earlyRunsRunning() {
     return earlyRuns.running();
   }
 
