@@ -232,8 +232,10 @@ def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path
                 assert {ns[k][0] for k in ns} == {v[1] for v in admitted.values()}
                 assert all(st == "SUCCEEDED" for _, st in ns.values())
                 assert journal.next_sequence(principal) == expected == next_sequence(ch, d, "primitive")
-            # A retry after a kill in the submit hold re-sends a chain whose seal is a replay;
-            # its early run (from the announcement) must still take the query.
+            # Counted from here on: the retry's own early run, if it took the query, and the
+            # stream's. (A retry after a kill in the submit hold re-sends a chain whose seal is a
+            # replay; that its early run still runs the query is what the retry's deadline above
+            # checks, and the last statement below that early runs still take queries.)
             life_adopted = adopted(d) if early else 0.0
 
         if early:

@@ -40,10 +40,10 @@ import java.util.function.BooleanSupplier;
  *
  * <p>Threads: {@link #offer}, {@link #handOff} and {@link #abandon} are called on sending threads
  * (the announcement's, or after a command's journal transaction); each {@link Early} then lives
- * on the engine execution thread that runs it, which calls {@link Early#await}, its {@link
- * QueryRunner.Control} methods and {@link #finished}. At most {@code permits} early runs exist at
- * once (the engine keeps one execution thread for queries that were not run early); the map is
- * guarded by {@code this}, each early run's state by its own monitor.
+ * on the engine execution thread that runs it, which calls {@link Early#abandoned}, {@link
+ * Early#beforeStoring}, {@link Early#await} and {@link #finished}. At most {@code permits} early
+ * runs exist at once (the engine keeps one execution thread for queries that were not run early);
+ * the map is guarded by {@code this}, each early run's state by its own monitor.
  */
 final class EarlyRuns {
   /** The accepted query an early run's result becomes. */
@@ -55,7 +55,7 @@ final class EarlyRuns {
   private record Key(long principal, long namespace) {}
 
   /** One early run; shared between the sending threads of its chain and its execution thread. */
-  static final class Early implements QueryRunner.Control {
+  static final class Early {
     final long principal;
     final long namespace;
     /** The bundle's bytes and digest; never modified. */
@@ -113,8 +113,7 @@ final class EarlyRuns {
     }
 
     /** Execution thread, between batches: true once the run's work can only be dropped. */
-    @Override
-    public synchronized boolean abandoned() {
+    synchronized boolean abandoned() {
       return closed;
     }
 
@@ -122,8 +121,7 @@ final class EarlyRuns {
      * Execution thread, before the first segment is stored: waits until the bundle is verified;
      * abandoned (or not verified within {@link EmbeddedEngine#EARLY_WAIT_MS}) throws.
      */
-    @Override
-    public synchronized void beforeStoring() {
+    synchronized void beforeStoring() {
       long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(EmbeddedEngine.EARLY_WAIT_MS);
       try {
         while (!verified && !closed) {

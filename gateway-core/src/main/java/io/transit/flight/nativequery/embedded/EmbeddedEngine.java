@@ -361,18 +361,33 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /**
    * An execution thread: executes an early run's bundle, then waits for its submit and runs the
-   * handed-off query with that result. The retention sweep's writing lock is held from before
-   * the first segment write until the query's manifest commits or the result is dropped.
+   * handed-off query with that result. The retention sweep's writing lock is held from the first
+   * segment write (none for a result small enough to stay in memory) until the query's manifest
+   * commits or the result is dropped: a run waiting for a submit that may never come must not
+   * hold up a sweep, which, queued on that fair lock, would hold up every other query's run.
    */
   private void runEarly(EarlyRuns.Early early) {
     java.util.concurrent.locks.Lock writing = retention.writing();
-    writing.lock();
+    boolean[] locked = {false}; // this execution thread only
+    QueryRunner.Control control = new QueryRunner.Control() {
+      @Override
+      public boolean abandoned() {
+        return early.abandoned();
+      }
+
+      @Override
+      public void beforeStoring() {
+        early.beforeStoring(); // outside the lock: it waits for the bundle's verification
+        writing.lock();
+        locked[0] = true;
+      }
+    };
     try {
       QueryRunner.Computed computed = null;
       try {
         computed = runner.compute(early.bundleSha256,
             io.transit.flight.proto.RequestBundle.parseFrom(early.bundle),
-            "early-" + Long.toUnsignedString(early.namespace), early);
+            "early-" + Long.toUnsignedString(early.namespace), control);
       } catch (QueryRunner.Abandoned e) {
         // Dropped; a query handed off before the run gave up still runs, the usual way, below.
         computed = null;
@@ -389,7 +404,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt(); // executor shutdownNow: the query resumes at next open
     } finally {
-      writing.unlock();
+      if (locked[0]) {
+        writing.unlock();
+      }
       earlyRuns.finished(early);
     }
   }

@@ -195,6 +195,32 @@ class EarlyRunTest {
     within(5_000, () -> engine.allocatedBytes() == 0, "no execution buffer held");
   }
 
+  @Test
+  void anEarlyRunWaitingForItsSubmitDoesNotHoldUpARetentionSweep() throws Exception {
+    // A released result makes the next sweep read the manifests under the write side of the
+    // removal lock, which waits for every run holding the read side (and, the lock being fair,
+    // holds up every run that asks after it).
+    QueryStatus done = await(admit(engine, engine.nextSequence(PRINCIPAL), bundle(COUNT)));
+    assertTrue(engine.release(done.getCorrelation()));
+    long adopted = engine.earlyRunsAdopted();
+    within(5_000, () -> engine.earlyRunsRunning() == 0, "its early run ended");
+
+    // Sealed, not submitted: the early run has its one-row result in memory and waits.
+    List<SignedCommand> chain = chain(engine.nextSequence(PRINCIPAL), bundle(COUNT), 200);
+    sendAll(chain.subList(0, chain.size() - 1));
+    Thread.sleep(200);
+    assertEquals(1, engine.earlyRunsRunning());
+    assertTrue(engine.sweepRetention().manifestsRead(), "the sweep took the removal lock");
+
+    // It did not wait the early run out: the submit that follows still takes its result.
+    CommandOutcome accepted = sendAll(List.of(chain.get(chain.size() - 1)));
+    QueryStatus s = await(accepted.getCorrelation());
+    assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
+    assertEquals(adopted + 1, engine.earlyRunsAdopted(), "the early run took the query");
+    within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
+        "no early run left open, no execution buffer held");
+  }
+
   private long segmentFiles() throws java.io.IOException {
     Path dir = state.resolve("segments");
     if (!java.nio.file.Files.isDirectory(dir)) {
