@@ -1,5 +1,6 @@
 """Writes the run's Markdown table and PNG plots from the results dictionary of bench.py."""
 
+import statistics
 from pathlib import Path
 
 import matplotlib
@@ -86,8 +87,11 @@ def table(r: dict) -> str:
         f"same file (benchmarks/python/duckdb_peer.py), through the same client calls.",
         f"Rows: {m['rows']:,} × 4 int64 (P1 payload {m['rows'] * 32 / 1e9:.2f} GB); "
         f"P1 runs: {m['runs']} (after {m.get('warmup_reads', 1)} untimed reads of each server); "
-        f"P2 statements: {m['statements']} (after {m.get('warmup', 0)} untimed"
-        + _settled(p2["gateway"].get("settle")) + ").",
+        f"P2 statements: {p2['gateway']['n']} (after {m.get('warmup', 0)} untimed"
+        + _settled(p2["gateway"].get("settle")) + ")"
+        + (f", timed in {len(p2['floor_slices'])} rounds, each a block of statements, a block "
+           "of GetTableTypes round trips and a slice of the floor's single operations."
+           if p2.get("floor_slices") else "."),
         f"Gateway statement for P1 (admission + execution + retention, once): "
         f"{p1['gateway_statement_s']:.2f} s.",
         f"Loopback ceiling (iperf3, one TCP stream): {ceiling}.",
@@ -101,16 +105,29 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
+def _statement_ops_ms(r: dict):
+    """A statement's single operations (durable commit, sign, verify) in ms: the medians of the
+    slices timed between P2's rounds when the run has them (the same minutes as the statements),
+    else MandatedWork's figures timed after P4."""
+    slices = r["p2"].get("floor_slices")
+    if slices:
+        return tuple(statistics.median(x[k] for x in slices) / 1e6
+                     for k in ("durable_commit_ns", "sign_ns", "verify_ns"))
+    w = r["mandated"]
+    return (w["durable_commit_ns"] / 1e6, w["ed25519"]["sign_ns"] / 1e6,
+            w["ed25519"]["verify_ns"] / 1e6)
+
+
 def _p2_floor_ms(r: dict):
     """The P2 floor (p50, p99) of floors(): the gateway's GetTableTypes round trip plus the rest
     of a statement's mandated work; None without MandatedWork or the round trip."""
     w, rt = r.get("mandated"), r["p2"].get("gateway_metadata_round_trip")
     if not w or not rt:
         return None
-    per, sig = w["per_statement"], w["ed25519"]
-    sign, verify = sig["sign_ns"] / 1e6, sig["verify_ns"] / 1e6
+    per = w["per_statement"]
+    commit, sign, verify = _statement_ops_ms(r)
     # The metadata round trip already signs and verifies one ticket.
-    rest = (per["durable_commits"] * w["durable_commit_ns"] / 1e6
+    rest = (per["durable_commits"] * commit
             + (per["signs"] - 1) * sign + (per["verifies"] - 1) * verify)
     return rt["p50_ms"] + rest, rt["p99_ms"] + rest
 
@@ -151,10 +168,10 @@ def floors(r: dict) -> str:
     w = r.get("mandated")
     if not w:
         return ""
-    seg, sig, per = w["segment"], w["ed25519"], w["per_statement"]
+    seg, per = w["segment"], w["per_statement"]
     peer_gbps = r["p1"]["peer"]["gb_per_s"]
     canned50, canned99 = r["p2"]["peer"]["p50_ms"], r["p2"]["peer"]["p99_ms"]
-    commit, sign, verify = w["durable_commit_ns"] / 1e6, sig["sign_ns"] / 1e6, sig["verify_ns"] / 1e6
+    commit, sign, verify = _statement_ops_ms(r)
     alone_ms = per["durable_commits"] * commit + per["signs"] * sign + per["verifies"] * verify
 
     def reach(ok):
@@ -194,11 +211,16 @@ def floors(r: dict) -> str:
         ]
     head = ["| floor, same run | figure | vs peer | target | under this floor |",
             "|---|---:|---:|---:|---|"]
+    slices = r["p2"].get("floor_slices")
+    when = (f"A statement's operations (commit, sign, verify) are the medians of {len(slices)} "
+            "slices timed between P2's rounds of statements and round trips, the servers idle "
+            "(MandatedWork --serve), so that they see the same minutes of the host as the "
+            "statements; the P1 caps are timed after P4. " if slices else "")
     notes = [
         "",
         f"Each figure is the median of single operations timed alone (benchmarks' MandatedWork, "
         f"{w['seconds_per_figure']:g} s warm-up then {w['seconds_per_figure']:g} s) while no "
-        "server runs. A statement's counts come from its real command chain: "
+        "server runs. " + when + "A statement's counts come from its real command chain: "
         f"{per['commands']} commands each recorded before the next "
         f"({_count(per['durable_commits'], 'durable commit')}: the terminal status with a "
         "small result, which makes the chain's deferred records durable with it, "

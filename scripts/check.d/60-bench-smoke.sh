@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$root/scripts/bench" --rows 100000 --runs 1 --warmup-reads 1 --statements 20 --warmup 5 \
   --no-settle --readers 4 --reader-batches 2 --reader-pause 0.01 --cancels 20 --cancel-threads 2 \
-  --iperf-seconds 1 --floor-seconds 0.05 --state-root "$work/state" --out "$work/out" \
+  --iperf-seconds 1 --floor-seconds 0.05 --floor-slice-seconds 0.05 --state-root "$work/state" --out "$work/out" \
   > "$work/bench.log" 2>&1 || { tail -40 "$work/bench.log" >&2; exit 1; }
 "${TRANSIT_BENCH_VENV:-$root/.venv-bench}/bin/python" - "$work/out" <<'PY'
 import json, sys
@@ -21,6 +21,8 @@ assert {"p1", "p2", "p3", "p4", "mandated", "iperf3"} <= r.keys(), r.keys()
 assert r["p1"]["gateway"]["gb_per_s"] > 0 and r["p1"]["peer"]["gb_per_s"] > 0
 assert len(r["p2"]["gateway"]["latencies_ms"]) == 20 and r["p2"]["gateway"]["settle"] is None
 assert r["p2"]["gateway_metadata_round_trip"]["p50_ms"] > 0
+assert len(r["p2"]["floor_slices"]) == 5 and all(
+    x["verify_ns"] > 0 and x["durable_commit_ns"] > 0 for x in r["p2"]["floor_slices"])
 assert len(r["p2"]["sql_peer"]["latencies_ms"]) == 20 and r["p2"]["sql_peer"]["p50_ms"] > 0
 assert set(r["p3"]) == {"filtered SUM", "filtered COUNT"}
 assert all(q["sql_peer_ms"] > 0 for q in r["p3"].values()), r["p3"]

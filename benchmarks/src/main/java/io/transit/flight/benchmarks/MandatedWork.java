@@ -5,9 +5,12 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.nativequery.embedded.DemoData;
 import io.transit.flight.proto.TableDeclaration;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -42,8 +45,13 @@ import org.apache.arrow.memory.RootAllocator;
  * counts per statement come from the real {@link CommandChain} of a {@code SELECT COUNT(*)}
  * bundle. Prints one JSON object on stdout. Single-threaded; exits with every buffer released.
  *
- * <p>Usage: {@code MandatedWork --dir DIR [--seconds S]} (DIR is created and emptied of its own
- * files at the end).
+ * <p>Usage: {@code MandatedWork --dir DIR [--seconds S] [--serve [--warmup W]]} (DIR is created
+ * and emptied of its own files at the end). With {@code --serve} it times only a statement's
+ * operations (sign, verify, durable commit): warmed up once for W seconds each (default S), then
+ * one slice of S seconds each per line read on stdin, answered with one JSON line, until stdin
+ * ends. {@code scripts/bench} asks
+ * for a slice between P2's blocks of statements, so the floor is timed in the same minutes as the
+ * statements it bounds: this host's speed drifts over minutes by as much as the target's margin.
  */
 public final class MandatedWork {
   private static final int PAYLOAD_BYTES_PER_ROW = Fixtures.COLUMNS.size() * Long.BYTES;
@@ -53,10 +61,14 @@ public final class MandatedWork {
   public static void main(String[] args) throws Exception {
     Path dir = null;
     double seconds = 2;
+    double warmup = -1;
+    boolean serve = false;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--dir" -> dir = Path.of(args[++i]);
         case "--seconds" -> seconds = Double.parseDouble(args[++i]);
+        case "--serve" -> serve = true;
+        case "--warmup" -> warmup = Double.parseDouble(args[++i]);
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
@@ -65,15 +77,40 @@ public final class MandatedWork {
     }
     Files.createDirectories(dir);
     long budget = (long) (seconds * 1e9);
+    if (serve) {
+      serve(dir, warmup < 0 ? budget : (long) (warmup * 1e9), budget);
+      return;
+    }
     StringBuilder json = new StringBuilder("{");
     try (BufferAllocator allocator = new RootAllocator()) {
       segmentWork(allocator, dir, budget, json);
     }
-    signatureWork(budget, json);
-    commitWork(dir, budget, json);
+    try (StatementWork work = new StatementWork(dir)) {
+      json.append("\"ed25519\":{\"sign_ns\":").append(median(budget, budget, work::sign))
+          .append(",\"verify_ns\":").append(median(budget, budget, work::verify)).append("},");
+      json.append("\"durable_commit_ns\":").append(median(budget, budget, work::commit))
+          .append(',');
+    }
     perStatement(json);
     json.append("\"seconds_per_figure\":").append(seconds).append('}');
     System.out.println(json);
+  }
+
+  /** The {@code --serve} loop: one slice of the statement's operations per line on stdin. */
+  private static void serve(Path dir, long warmup, long budget) throws IOException, SQLException {
+    try (StatementWork work = new StatementWork(dir);
+        BufferedReader in =
+            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+      median(warmup, 0, work::sign);
+      median(warmup, 0, work::verify);
+      median(warmup, 0, work::commit);
+      System.out.println("{\"ready\":true}");
+      while (in.readLine() != null) {
+        System.out.println("{\"sign_ns\":" + median(0, budget, work::sign)
+            + ",\"verify_ns\":" + median(0, budget, work::verify)
+            + ",\"durable_commit_ns\":" + median(0, budget, work::commit) + "}");
+      }
+    }
   }
 
   /** SHA-256 of one gateway-shaped segment held in Arrow memory; then read from file + SHA-256. */
@@ -86,14 +123,14 @@ public final class MandatedWork {
         FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
       buf.setBytes(0, segment);
       byte[] expected = Digests.sha256(segment);
-      long digestNs = median(budget, () -> {
+      long digestNs = median(budget, budget, () -> {
         long t0 = System.nanoTime();
         byte[] d = Digests.sha256(buf, segment.length);
         long t = System.nanoTime() - t0;
         check(Arrays.equals(d, expected), "digest differs");
         return t;
       });
-      long readDigestNs = median(budget, () -> {
+      long readDigestNs = median(budget, budget, () -> {
         long t0 = System.nanoTime();
         ByteBuffer target = buf.nioBuffer(0, segment.length);
         try {
@@ -125,60 +162,78 @@ public final class MandatedWork {
     }
   }
 
-  /** Ed25519 over a 32-byte message, as commands, proofs and tickets sign a SHA-256. */
-  private static void signatureWork(long budget, StringBuilder json) {
-    Ed25519.KeyPair key = Fixtures.KEY;
-    byte[] message = Digests.sha256(new byte[] {1, 2, 3});
-    byte[] signature = key.sign(message);
-    long signNs = median(budget, () -> {
+  /**
+   * A statement's single operations: Ed25519 over a 32-byte message (commands, proofs and tickets
+   * sign a SHA-256), and one small row per transaction committed with the journal's durability
+   * settings (WAL, {@code synchronous=FULL}) in {@code dir}, whose files it removes at close.
+   */
+  private static final class StatementWork implements AutoCloseable {
+    private final Ed25519.KeyPair key = Fixtures.KEY;
+    private final byte[] message = Digests.sha256(new byte[] {1, 2, 3});
+    private final byte[] signature = key.sign(message);
+    private final byte[] body = new byte[160];
+    private final Path dir;
+    private final Connection connection;
+    private final PreparedStatement insert;
+
+    StatementWork(Path dir) throws SQLException, IOException {
+      this.dir = dir;
+      removeFiles();
+      connection = DriverManager.getConnection("jdbc:sqlite:" + dir.resolve(DB));
+      try (Statement s = connection.createStatement()) {
+        s.execute("PRAGMA journal_mode=WAL");
+        s.execute("PRAGMA synchronous=FULL");
+        s.execute("CREATE TABLE record(id INTEGER PRIMARY KEY, body BLOB NOT NULL)");
+      }
+      connection.setAutoCommit(false);
+      insert = connection.prepareStatement("INSERT INTO record(body) VALUES (?)");
+    }
+
+    long sign() {
       long t0 = System.nanoTime();
       byte[] s = key.sign(message);
       long t = System.nanoTime() - t0;
       check(s.length == Ed25519.SIGNATURE_BYTES, "signature length");
       return t;
-    });
-    long verifyNs = median(budget, () -> {
+    }
+
+    long verify() {
       long t0 = System.nanoTime();
       boolean ok = key.publicKey().verify(message, signature);
       long t = System.nanoTime() - t0;
       check(ok, "signature does not verify");
       return t;
-    });
-    json.append("\"ed25519\":{\"sign_ns\":").append(signNs)
-        .append(",\"verify_ns\":").append(verifyNs).append("},");
-  }
+    }
 
-  /** One small row per transaction, committed with the journal's durability settings. */
-  private static void commitWork(Path dir, long budget, StringBuilder json) throws SQLException,
-      IOException {
-    Path db = dir.resolve("commit-floor.sqlite");
-    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + db)) {
-      try (Statement s = c.createStatement()) {
-        s.execute("PRAGMA journal_mode=WAL");
-        s.execute("PRAGMA synchronous=FULL");
-        s.execute("CREATE TABLE record(id INTEGER PRIMARY KEY, body BLOB NOT NULL)");
-      }
-      c.setAutoCommit(false);
-      byte[] body = new byte[160];
-      try (PreparedStatement insert = c.prepareStatement("INSERT INTO record(body) VALUES (?)")) {
-        long commitNs = median(budget, () -> {
-          try {
-            long t0 = System.nanoTime();
-            insert.setBytes(1, body);
-            insert.executeUpdate();
-            c.commit();
-            return System.nanoTime() - t0;
-          } catch (SQLException e) {
-            throw new IllegalStateException(e);
-          }
-        });
-        json.append("\"durable_commit_ns\":").append(commitNs).append(',');
-      }
-    } finally {
-      for (String suffix : new String[] {"", "-wal", "-shm"}) {
-        Files.deleteIfExists(dir.resolve("commit-floor.sqlite" + suffix));
+    long commit() {
+      try {
+        long t0 = System.nanoTime();
+        insert.setBytes(1, body);
+        insert.executeUpdate();
+        connection.commit();
+        return System.nanoTime() - t0;
+      } catch (SQLException e) {
+        throw new IllegalStateException(e);
       }
     }
+
+    @Override
+    public void close() throws SQLException, IOException {
+      try {
+        insert.close();
+        connection.close();
+      } finally {
+        removeFiles();
+      }
+    }
+
+    private void removeFiles() throws IOException {
+      for (String suffix : new String[] {"", "-wal", "-shm"}) {
+        Files.deleteIfExists(dir.resolve(DB + suffix));
+      }
+    }
+
+    private static final String DB = "commit-floor.sqlite";
   }
 
   /** How many of each a statement costs, from the real chain of a one-row statement. */
@@ -198,9 +253,9 @@ public final class MandatedWork {
         .append(",\"verifies\":").append(commands + 2).append("},");
   }
 
-  /** Runs {@code op} for {@code budget} ns untimed, then for {@code budget} ns; the median. */
-  private static long median(long budget, LongSupplier op) {
-    long end = System.nanoTime() + budget;
+  /** Runs {@code op} for {@code warmup} ns untimed, then for {@code budget} ns; the median. */
+  private static long median(long warmup, long budget, LongSupplier op) {
+    long end = System.nanoTime() + warmup;
     while (System.nanoTime() - end < 0) {
       op.getAsLong();
     }
