@@ -222,6 +222,16 @@ public interface JournalStore extends AutoCloseable {
   long retainedBytes() throws SQLException;
 
   /**
+   * {@link #retainedBytes} read outside any transaction of {@link #transaction}'s, so that the
+   * sum, which reads an index entry per retained result, holds up no command: the retention sweep
+   * reads it before its own transaction. Here in a transaction of its own (a pooled store runs it
+   * on another connection); SQLite reads a snapshot on a connection kept for it.
+   */
+  default long retainedBytesAside() throws SQLException {
+    return transaction(Durability.DEFERRED, this::retainedBytes);
+  }
+
+  /**
    * Manifests of every unreleased succeeded result: the segments they name are live and must not
    * be removed.
    */

@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The embedded {@link JournalStore} (the default): SQLite in WAL mode. A durable transaction
@@ -30,11 +32,13 @@ import java.util.Properties;
  * then runs {@code BEGIN}, the work and {@code COMMIT} under the monitor for the whole unit of
  * work, so callers on any thread (senders, query runners, readers) see each other's
 transactions whole. The row-level methods must only be called inside {@link #transaction}; they
- * reuse one cached prepared statement per SQL text (closing each result set resets it).
+ * reuse one cached prepared statement per SQL text (closing each result set resets it); only
+ * {@link #retainedBytesAside} reads on a second, read-only connection, guarded by its own lock.
  * Unsigned 64-bit ids are stored as their signed bit patterns. The WAL is checkpointed by a
  * {@link WalCheckpointer} on a thread of its own, not by the commit that fills it.
  */
 final class SqliteJournal implements JournalStore {
+  private static final Logger log = LoggerFactory.getLogger(SqliteJournal.class);
   private static final String[] SCHEMA = {
     "CREATE TABLE IF NOT EXISTS principals (principal BIGINT PRIMARY KEY,"
         + " next_sequence BIGINT NOT NULL)",
@@ -117,6 +121,11 @@ final class SqliteJournal implements JournalStore {
 
   /** Checkpoints the WAL off the committing threads; closed with the journal. */
   private final WalCheckpointer checkpointer;
+  // The retention sweep's sum (retainedBytesAside) on a connection of its own, opened at first
+  // use: a WAL reader's snapshot, so the sum — 15 ms over 260,000 retained results, 130 ms from
+  // a cold page cache — runs while commands commit instead of inside this object's monitor.
+  private final Object asideLock = new Object();
+  private Connection aside; // @GuardedBy("asideLock")
 
   private SqliteJournal(Connection connection, Path file, WalCheckpointer checkpointer)
       throws SQLException {
@@ -517,12 +526,54 @@ final class SqliteJournal implements JournalStore {
 
   @Override
   public long retainedBytes() throws SQLException {
-    PreparedStatement p = prepared("SELECT COALESCE(SUM(result_bytes), 0) FROM queries"
-        + " WHERE state = ? AND released = 0");
+    return retainedBytes(prepared(RETAINED_BYTES));
+  }
+
+  /** Any thread: {@link #retainedBytes} on the aside connection, not under this monitor. */
+  @Override
+  public long retainedBytesAside() throws SQLException {
+    synchronized (asideLock) {
+      if (aside == null) {
+        Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        try (Statement s = c.createStatement()) {
+          s.execute("PRAGMA busy_timeout=10000");
+          s.execute("PRAGMA query_only=1");
+        } catch (SQLException e) {
+          c.close();
+          throw e;
+        }
+        aside = c;
+      }
+      try (PreparedStatement p = aside.prepareStatement(RETAINED_BYTES)) {
+        return retainedBytes(p);
+      } catch (SQLException e) {
+        closeAside(); // the next sweep opens a fresh one
+        throw e;
+      }
+    }
+  }
+
+  private static final String RETAINED_BYTES =
+      "SELECT COALESCE(SUM(result_bytes), 0) FROM queries WHERE state = ? AND released = 0";
+
+  private static long retainedBytes(PreparedStatement p) throws SQLException {
     p.setString(1, QueryStatus.State.SUCCEEDED.name());
     try (ResultSet r = p.executeQuery()) {
       r.next();
       return r.getLong(1);
+    }
+  }
+
+  private void closeAside() {
+    synchronized (asideLock) {
+      if (aside != null) {
+        try {
+          aside.close();
+        } catch (SQLException e) {
+          log.debug("closing the journal's aside connection", e);
+        }
+        aside = null;
+      }
     }
   }
 
@@ -675,6 +726,7 @@ final class SqliteJournal implements JournalStore {
 
   @Override
   public synchronized void close() throws SQLException {
+    closeAside();
     SQLException failed = closeStatements();
     try {
       checkpointer.close();

@@ -227,6 +227,7 @@ public abstract class JournalStoreContract {
     List<JournalStore.Retained> retained = journal.transaction(() -> journal.oldestRetained(10));
     assertEquals(List.of(new JournalStore.Retained(ok, 1_000, 4096)), retained);
     assertEquals(4096, journal.transaction(journal::retainedBytes));
+    assertEquals(4096, journal.retainedBytesAside(), "the sweep's sum, read outside a transaction");
     List<byte[]> live = journal.transaction(journal::liveManifests);
     assertEquals(1, live.size());
     assertArrayEquals(manifest, live.get(0));
@@ -236,6 +237,7 @@ public abstract class JournalStoreContract {
     assertTrue(journal.transaction(() -> journal.query(ok)).orElseThrow().released());
     assertTrue(journal.transaction(() -> journal.oldestRetained(10)).isEmpty());
     assertEquals(0, journal.transaction(journal::retainedBytes));
+    assertEquals(0, journal.retainedBytesAside());
     assertTrue(journal.transaction(journal::liveManifests).isEmpty());
   }
 

@@ -9,6 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.SQLException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -16,7 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The SQLite journal's statement cache: a failure of SQLite itself drops it (the driver may leave
  * a failed statement finalized), a failure of the work alone keeps it, and either way the next
- * transaction runs.
+ * transaction runs. Also what runs beside the committing connection: the WAL checkpoints and the
+ * retention sweep's sum.
  */
 class SqliteJournalStatementsTest {
   @TempDir Path dir;
@@ -49,6 +54,34 @@ class SqliteJournalStatementsTest {
       assertEquals(0, journal.cachedStatements(), "an SQLite failure drops the cache");
       assertArrayEquals(bytes("outcome"),
           journal.transaction(() -> journal.command(1, 1)).orElseThrow().outcome());
+    }
+  }
+
+  @Test
+  void theRetentionSumReadsAsideWhileACommandsTransactionIsOpen() throws Exception {
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try (SqliteJournal journal = SqliteJournal.open(dir.resolve("aside.sqlite"))) {
+      CountDownLatch inside = new CountDownLatch(1);
+      CountDownLatch done = new CountDownLatch(1);
+      Future<Object> holder = pool.submit(() -> journal.transaction(() -> {
+        journal.recordCommand(1, 1, bytes("sha"), bytes("outcome"));
+        inside.countDown();
+        try {
+          assertTrue(done.await(10, TimeUnit.SECONDS));
+        } catch (InterruptedException e) {
+          throw new IllegalStateException(e);
+        }
+        return null;
+      }));
+      assertTrue(inside.await(10, TimeUnit.SECONDS));
+      // The journal's monitor is held by a transaction that wrote: the sweep's sum does not wait.
+      assertEquals(0L, pool.submit(journal::retainedBytesAside).get(5, TimeUnit.SECONDS));
+      done.countDown();
+      holder.get(10, TimeUnit.SECONDS);
+      assertEquals(0L, journal.retainedBytesAside(), "and again, on the same aside connection");
+    } finally {
+      pool.shutdownNow();
+      assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS));
     }
   }
 
