@@ -344,8 +344,11 @@ def main() -> int:
 
     log = out / "gateway.log"
     collapsed = out / "gateway-cpu.collapsed"
-    java_opts = (cpu_profile.java_option(cpu_profile.agent(root), collapsed)
-                 if a.cpu_profile else "")
+    # The main daemon's collector and safepoint pauses with wall-clock times, so that a slow
+    # statement (the access log has each call's time and duration) can be matched to a pause.
+    java_opts = f"-Xlog:gc,safepoint:file={out / 'gateway-gc.log'}:time,uptime,tags"
+    if a.cpu_profile:
+        java_opts += " " + cpu_profile.java_option(cpu_profile.agent(root), collapsed)
     gw = deployment.gateway(config, log, java_opts)
     peer = Peer(parquet)
     sql_peer = None

@@ -41,6 +41,7 @@ for row in ("| P1 bulk DoGet GB/s", "| P2 statement p50 ms", "| P3 filtered SUM"
             "| P3 filtered SUM ms vs DuckDB Flight SQL peer", "| P2 p50 against its floor p50",
             "| P2 p99 against the canned round trip"):
     assert row in md, row
+assert (out / "gateway-gc.log").read_text().strip(), "the daemon's GC and safepoint log"
 for png in ("p1_bulk", "p2_latency", "p3_compute", "p4_memory"):
     assert (out / f"{png}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
     assert f"]({png}.png)" in md, png
