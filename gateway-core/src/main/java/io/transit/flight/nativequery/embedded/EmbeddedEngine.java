@@ -144,8 +144,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.sessions = new DuckSessions(tables);
     this.retention = new Retention(journal, segments, options.retention(),
         System::currentTimeMillis, java.time.Duration.ofSeconds(2));
-    this.runner = new QueryRunner(journal, tables, sessions, segments, allocator, planner,
-        options.exportBatchRows(), () -> closing, retention.writing(),
+    this.runner = new QueryRunner(journal, tables, sessions, retention.watching(segments),
+        allocator, planner, options.exportBatchRows(), () -> closing, retention.writing(),
         options.duck().memoryLimitBytes(), correlation -> {
           long hold = options.faults().finishDelayMillis();
           if (hold == 0) {

@@ -237,6 +237,15 @@ public interface JournalStore extends AutoCloseable {
    */
   List<byte[]> liveManifests() throws SQLException;
 
+  /**
+   * {@link #liveManifests} read outside any transaction of {@link #transaction}'s, as {@link
+   * #retainedBytesAside} is: the read returns every retained manifest, so it must not hold up
+   * commands. It sees at least every manifest committed before it was called.
+   */
+  default List<byte[]> liveManifestsAside() throws SQLException {
+    return transaction(Durability.DEFERRED, this::liveManifests);
+  }
+
   /** Marks a result released and deletes its inline segments; true when it existed. */
   boolean release(long correlation) throws SQLException;
 

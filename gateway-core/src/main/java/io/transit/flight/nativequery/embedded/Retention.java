@@ -1,7 +1,7 @@
 package io.transit.flight.nativequery.embedded;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
-import io.transit.flight.crypto.Digests;
 import io.transit.flight.proto.ResultManifest;
 import io.transit.flight.proto.SegmentRef;
 import java.io.IOException;
@@ -9,7 +9,9 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -17,6 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,11 +32,20 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Threads: {@link #sweep} runs on the single {@code native-retention} thread ({@link #start})
  * or, in tests, on the caller, one at a time. Query runners hold {@link #writing()} (the read
- * side of a fair lock) from their first segment write until their manifest commits; the removal
- * step takes the write side, so it never removes a file a query just wrote (or found already
- * stored) and has not yet named in a committed manifest. It waits at most {@code removalWait}
- * for running queries and otherwise leaves removal to the next sweep. {@link #released()} is
- * called from any thread (the engine's release). {@link #close} is called once by the engine.
+ * side of a fair lock) from their first segment write until their manifest commits, and write
+ * through {@link #watching}'s store, which notes each digest in {@link #written}.
+ *
+ * <p>The removal step reads the retained manifests aside ({@link
+ * JournalStore#liveManifestsAside}), holding neither the journal nor that lock, because the read
+ * grows with what is retained (65 ms over 58,000 results) and every query's run would wait behind
+ * it. Only then does it take the write side, for as long as listing and removing take. A file it
+ * finds there that no manifest of its read names either belongs to a released result, or was
+ * written by a query whose manifest committed after the read began: such a query held the read
+ * side when it wrote, after the write side was last held, so its digest is in {@link #written},
+ * which the removal step counts as live and clears while it holds the write side. It waits at
+ * most {@code removalWait} for running queries and otherwise leaves removal to the next sweep.
+ * {@link #released()} is called from any thread (the engine's release). {@link #close} is called
+ * once by the engine.
  */
 final class Retention implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Retention.class);
@@ -59,11 +72,16 @@ final class Retention implements AutoCloseable {
   private final ReentrantReadWriteLock writers = new ReentrantReadWriteLock(true);
   /** Releases committed so far (sweeps' and {@link #released()}'s); any thread. */
   private final AtomicLong releases = new AtomicLong();
+  /**
+   * Digests written through {@link #watching} since the write side was last held: added by
+   * execution threads holding the read side, read and cleared by the sweep holding the write side.
+   */
+  private final Set<ByteString> written = ConcurrentHashMap.newKeySet();
   /** One sweep at a time: the timer's, or a test's on its own thread. */
   private final Object sweeping = new Object();
   // @GuardedBy("sweeping"): the stored files the last manifest read found live (null: no read
   // yet), the release count that read started from, and the sweeps that skipped it since.
-  private Set<String> knownLive;
+  private Set<ByteString> knownLive;
   private long releasesAtRead;
   private int skipped;
   private ScheduledExecutorService timer;
@@ -80,6 +98,49 @@ final class Retention implements AutoCloseable {
   /** Held by a query runner while its segments are not yet named by a committed manifest. */
   Lock writing() {
     return writers.readLock();
+  }
+
+  /** {@code store} as query runners write to it: each written digest counts as live (above). */
+  SegmentStore watching(SegmentStore store) {
+    return new SegmentStore() {
+      @Override
+      public byte[] write(byte[] bytes) throws IOException {
+        byte[] sha = store.write(bytes);
+        written.add(ByteString.copyFrom(sha));
+        return sha;
+      }
+
+      @Override
+      public Optional<byte[]> read(byte[] sha256) throws IOException {
+        return store.read(sha256);
+      }
+
+      @Override
+      public Optional<ArrowBuf> read(byte[] sha256, long expectedBytes,
+          BufferAllocator allocator) throws IOException {
+        return store.read(sha256, expectedBytes, allocator);
+      }
+
+      @Override
+      public void sync() throws IOException {
+        store.sync();
+      }
+
+      @Override
+      public List<byte[]> stored() throws IOException {
+        return store.stored();
+      }
+
+      @Override
+      public boolean remove(byte[] sha256) throws IOException {
+        return store.remove(sha256);
+      }
+
+      @Override
+      public boolean reachable() {
+        return store.reachable();
+      }
+    };
   }
 
   /** Starts the sweeps on one daemon thread. Called once, by the engine's open. */
@@ -172,9 +233,23 @@ final class Retention implements AutoCloseable {
     // The store is listed for this check only when nothing else already calls for the read.
     if (knownLive != null && releasesBefore == releasesAtRead && ++skipped < FULL_READ_EVERY
         && allKnownLive(segments.stored())) {
+      forgetWritten();
       return NOT_READ;
     }
     skipped = 0;
+    // Read before the write side is taken, holding nothing (see the class comment).
+    Set<ByteString> live = new HashSet<>();
+    for (byte[] m : journal.liveManifestsAside()) {
+      try {
+        for (SegmentRef ref : ResultManifest.parseFrom(m).getSegmentsList()) {
+          live.add(ref.getSha256());
+        }
+      } catch (InvalidProtocolBufferException e) {
+        // Which files it names is unknown, so none may go this time.
+        log.error("a retained manifest does not parse; no segment files removed");
+        return 0;
+      }
+    }
     Lock exclusive = writers.writeLock();
     try {
       if (!exclusive.tryLock(removalWait.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -185,26 +260,18 @@ final class Retention implements AutoCloseable {
       return NOT_READ;
     }
     try {
-      Set<String> live = new HashSet<>();
-      for (byte[] m : journal.transaction(journal::liveManifests)) {
-        try {
-          for (SegmentRef ref : ResultManifest.parseFrom(m).getSegmentsList()) {
-            live.add(Digests.hex(ref.getSha256().toByteArray()));
-          }
-        } catch (InvalidProtocolBufferException e) {
-          // Which files it names is unknown, so none may go this time.
-          log.error("a retained manifest does not parse; no segment files removed");
-          return 0;
-        }
-      }
+      // No query holds the read side now: every file written since the write side was last held
+      // is either in a manifest the read saw or in written.
+      live.addAll(written);
+      written.clear();
       int removed = 0;
-      Set<String> kept = new HashSet<>();
-      // Listed again under the write lock: a file written since the first listing is either
-      // named by a committed manifest now or belongs to a query still holding the read side.
+      Set<ByteString> kept = new HashSet<>();
+      // Listed under the write lock: a file written since the first listing is either named by a
+      // manifest the read saw or in written.
       for (byte[] sha : segments.stored()) {
-        String hex = Digests.hex(sha);
-        if (live.contains(hex)) {
-          kept.add(hex);
+        ByteString digest = ByteString.copyFrom(sha);
+        if (live.contains(digest)) {
+          kept.add(digest);
         } else if (segments.remove(sha)) {
           removed++;
         }
@@ -217,9 +284,25 @@ final class Retention implements AutoCloseable {
     }
   }
 
+  /**
+   * Empties {@link #written} when no query holds the read side (never waiting for one), so that
+   * sweeps that skip the read keep it small: whatever it held is named by manifests committed
+   * before the next read begins.
+   */
+  private void forgetWritten() {
+    Lock exclusive = writers.writeLock();
+    if (exclusive.tryLock()) {
+      try {
+        written.clear();
+      } finally {
+        exclusive.unlock();
+      }
+    }
+  }
+
   private boolean allKnownLive(List<byte[]> stored) {
     for (byte[] sha : stored) {
-      if (!knownLive.contains(Digests.hex(sha))) {
+      if (!knownLive.contains(ByteString.copyFrom(sha))) {
         return false;
       }
     }

@@ -231,6 +231,9 @@ public abstract class JournalStoreContract {
     List<byte[]> live = journal.transaction(journal::liveManifests);
     assertEquals(1, live.size());
     assertArrayEquals(manifest, live.get(0));
+    List<byte[]> aside = journal.liveManifestsAside();
+    assertEquals(1, aside.size(), "the sweep's manifest read, outside a transaction");
+    assertArrayEquals(manifest, aside.get(0));
 
     assertTrue(journal.transaction(() -> journal.release(ok)));
     assertFalse(journal.transaction(() -> journal.release(0x7777L)));
@@ -239,6 +242,7 @@ public abstract class JournalStoreContract {
     assertEquals(0, journal.transaction(journal::retainedBytes));
     assertEquals(0, journal.retainedBytesAside());
     assertTrue(journal.transaction(journal::liveManifests).isEmpty());
+    assertTrue(journal.liveManifestsAside().isEmpty());
   }
 
   @Test

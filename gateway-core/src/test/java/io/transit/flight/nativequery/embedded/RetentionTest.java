@@ -18,6 +18,8 @@ import io.transit.flight.query.LogicalType;
 import io.transit.flight.query.QueryPlan;
 import io.transit.flight.query.QueryPlan.Literal;
 import io.transit.flight.query.QueryPlan.Op;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -220,6 +222,49 @@ class RetentionTest {
     assertEquals(new Retention.Swept(0, named.size(), true), engine.sweepRetention());
     assertTrue(files().stream().noneMatch(named::contains));
     assertEquals(new Retention.Swept(0, 0, false), engine.sweepRetention());
+  }
+
+  @Test
+  void aQueryThatCommitsWhileTheSweepReadsTheManifestsKeepsItsFiles() throws Exception {
+    // The sweep reads the manifests holding no lock; the journal below runs a whole query
+    // (segment files written, manifest committed) right after that read, before the removal.
+    JournalStore sqlite = SqliteJournal.open(state.resolve("journal.sqlite"));
+    List<QueryStatus> during = new ArrayList<>();
+    boolean[] armed = {false};
+    JournalStore journal = (JournalStore) Proxy.newProxyInstance(
+        JournalStore.class.getClassLoader(), new Class<?>[] {JournalStore.class},
+        (proxy, method, args) -> {
+          Object out;
+          try {
+            out = method.invoke(sqlite, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+          if (method.getName().equals("liveManifestsAside") && armed[0]) {
+            armed[0] = false;
+            during.add(run(LARGE));
+          }
+          return out;
+        });
+    engine = EmbeddedEngine.open(state, EngineOptions.defaults(), journal, demo,
+        List.of(fullRights()), PLANNER);
+    String stray = Digests.hex(Digests.sha256("stray".getBytes(StandardCharsets.UTF_8)));
+    Files.createDirectories(state.resolve("segments"));
+    Files.write(state.resolve("segments").resolve(stray), new byte[] {1, 2, 3});
+    armed[0] = true;
+    assertEquals(new Retention.Swept(0, 1, true), engine.sweepRetention(), "only the stray goes");
+    assertEquals(1, during.size(), "the query ran while the sweep was between read and removal");
+    ResultManifest m = manifest(during.get(0));
+    assertFalse(named(m).isEmpty());
+    assertEquals(named(m), files());
+    for (int i = 0; i < m.getSegmentsCount(); i++) {
+      engine.readSegment(access(), during.get(0).getCorrelation(), i, 1L << 30);
+    }
+    // The next read sees the manifest itself.
+    String late = Digests.hex(Digests.sha256("late".getBytes(StandardCharsets.UTF_8)));
+    Files.write(state.resolve("segments").resolve(late), new byte[] {4});
+    assertEquals(new Retention.Swept(0, 1, true), engine.sweepRetention());
+    assertEquals(named(m), files());
   }
 
   @Test

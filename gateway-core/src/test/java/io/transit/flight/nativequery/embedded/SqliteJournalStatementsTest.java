@@ -58,7 +58,7 @@ class SqliteJournalStatementsTest {
   }
 
   @Test
-  void theRetentionSumReadsAsideWhileACommandsTransactionIsOpen() throws Exception {
+  void theRetentionReadsAsideWhileACommandsTransactionIsOpen() throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(2);
     try (SqliteJournal journal = SqliteJournal.open(dir.resolve("aside.sqlite"))) {
       CountDownLatch inside = new CountDownLatch(1);
@@ -74,8 +74,9 @@ class SqliteJournalStatementsTest {
         return null;
       }));
       assertTrue(inside.await(10, TimeUnit.SECONDS));
-      // The journal's monitor is held by a transaction that wrote: the sweep's sum does not wait.
+      // The journal's monitor is held by a transaction that wrote: the sweep's reads do not wait.
       assertEquals(0L, pool.submit(journal::retainedBytesAside).get(5, TimeUnit.SECONDS));
+      assertTrue(pool.submit(journal::liveManifestsAside).get(5, TimeUnit.SECONDS).isEmpty());
       done.countDown();
       holder.get(10, TimeUnit.SECONDS);
       assertEquals(0L, journal.retainedBytesAside(), "and again, on the same aside connection");
