@@ -84,6 +84,9 @@ final class Retention implements AutoCloseable {
   private Set<ByteString> knownLive;
   private long releasesAtRead;
   private int skipped;
+  // @GuardedBy("sweeping"): this sweep's manifest read and its hold of the write side (0: none).
+  private long readNanos;
+  private long heldNanos;
   private ScheduledExecutorService timer;
 
   Retention(JournalStore journal, SegmentStore segments, RetentionPolicy policy,
@@ -153,11 +156,7 @@ final class Retention implements AutoCloseable {
     long every = policy.interval().toMillis();
     timer.scheduleWithFixedDelay(() -> {
       try {
-        Swept s = sweep();
-        if (s.released() > 0 || s.removed() > 0) {
-          log.info("retention released {} results, removed {} segment files",
-              s.released(), s.removed());
-        }
+        sweep();
       } catch (SQLException | IOException | RuntimeException e) {
         // The next sweep tries again; nothing is removed that a live manifest names.
         log.warn("retention sweep failed: {}", e.toString());
@@ -206,7 +205,16 @@ final class Retention implements AutoCloseable {
     if (released > 0) {
       releases.incrementAndGet();
     }
+    readNanos = 0;
+    heldNanos = 0;
     int removed = removeUnreferenced();
+    if (released > 0 || removed > 0) {
+      // The two costs say what the sweep did to statements: the read runs beside them, only the
+      // lock's hold keeps query runs waiting.
+      log.info("retention released {} results, removed {} segment files (manifests read aside "
+          + "in {} ms; writers' lock held {} ms)", released, Math.max(removed, 0),
+          readNanos / 1_000_000, heldNanos / 1_000_000);
+    }
     return new Swept(released, Math.max(removed, 0), removed != NOT_READ);
   }
 
@@ -238,6 +246,7 @@ final class Retention implements AutoCloseable {
     }
     skipped = 0;
     // Read before the write side is taken, holding nothing (see the class comment).
+    long started = System.nanoTime();
     Set<ByteString> live = new HashSet<>();
     for (byte[] m : journal.liveManifestsAside()) {
       try {
@@ -250,6 +259,7 @@ final class Retention implements AutoCloseable {
         return 0;
       }
     }
+    readNanos = System.nanoTime() - started;
     Lock exclusive = writers.writeLock();
     try {
       if (!exclusive.tryLock(removalWait.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -259,6 +269,7 @@ final class Retention implements AutoCloseable {
       Thread.currentThread().interrupt();
       return NOT_READ;
     }
+    long locked = System.nanoTime();
     try {
       // No query holds the read side now: every file written since the write side was last held
       // is either in a manifest the read saw or in written.
@@ -281,6 +292,7 @@ final class Retention implements AutoCloseable {
       return removed;
     } finally {
       exclusive.unlock();
+      heldNanos = System.nanoTime() - locked;
     }
   }
 
