@@ -43,6 +43,14 @@ public final class JournalRows {
   public static final String SELECT_INLINE =
       "SELECT data FROM inline_segments WHERE correlation = ? AND segment_index = ?";
   public static final String DELETE_INLINE = "DELETE FROM inline_segments WHERE correlation = ?";
+  /**
+   * The retention sweep's live manifests leave out results held inline (of {@code queries q}):
+   * a result is either all inline or all in the segment store, so theirs name no stored file, and
+   * they are most of what a journal retains (skipping them skips reading and parsing their
+   * manifests; the primary key answers the probe).
+   */
+  public static final String NOT_INLINE = "NOT EXISTS (SELECT 1 FROM inline_segments i"
+      + " WHERE i.correlation = q.correlation)";
   public static final String SELECT_QUERY =
       "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
           + " total_rows, limit_amount, required_amount, failed_column, released, manifest,"

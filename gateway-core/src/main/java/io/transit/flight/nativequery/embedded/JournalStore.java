@@ -232,8 +232,8 @@ public interface JournalStore extends AutoCloseable {
   }
 
   /**
-   * Manifests of every unreleased succeeded result: the segments they name are live and must not
-   * be removed.
+   * Manifests of every unreleased succeeded result whose segments are in the segment store (not
+   * held inline in the journal): the stored files they name are live and must not be removed.
    */
   List<byte[]> liveManifests() throws SQLException;
 

@@ -184,6 +184,7 @@ final class Retention implements AutoCloseable {
     // result's index entry). Under the byte bound, a result finished since counts at the next
     // sweep; over it (rare) the sum is taken again inside, so a release since counts exactly.
     long retained = journal.retainedBytesAside();
+    long releaseStarted = System.nanoTime();
     int released = journal.transaction(() -> {
       long total = retained > policy.maxBytes() ? journal.retainedBytes() : retained;
       int n = 0;
@@ -202,6 +203,7 @@ final class Retention implements AutoCloseable {
         }
       }
     });
+    long releaseNanos = System.nanoTime() - releaseStarted;
     if (released > 0) {
       releases.incrementAndGet();
     }
@@ -211,9 +213,9 @@ final class Retention implements AutoCloseable {
     if (released > 0 || removed > 0) {
       // The two costs say what the sweep did to statements: the read runs beside them, only the
       // lock's hold keeps query runs waiting.
-      log.info("retention released {} results, removed {} segment files (manifests read aside "
-          + "in {} ms; writers' lock held {} ms)", released, Math.max(removed, 0),
-          readNanos / 1_000_000, heldNanos / 1_000_000);
+      log.info("retention released {} results in {} ms, removed {} segment files (manifests "
+          + "read aside in {} ms; writers' lock held {} ms)", released, releaseNanos / 1_000_000,
+          Math.max(removed, 0), readNanos / 1_000_000, heldNanos / 1_000_000);
     }
     return new Swept(released, Math.max(removed, 0), removed != NOT_READ);
   }

@@ -610,8 +610,8 @@ final class SqliteJournal implements JournalStore {
     return liveManifests(prepared(LIVE_MANIFESTS));
   }
 
-  private static final String LIVE_MANIFESTS =
-      "SELECT manifest FROM queries WHERE state = ? AND released = 0 AND manifest IS NOT NULL";
+  private static final String LIVE_MANIFESTS = "SELECT manifest FROM queries q WHERE state = ?"
+      + " AND released = 0 AND manifest IS NOT NULL AND " + JournalRows.NOT_INLINE;
 
   private static List<byte[]> liveManifests(PreparedStatement p) throws SQLException {
     List<byte[]> out = new ArrayList<>();

@@ -537,8 +537,9 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public List<byte[]> liveManifests() throws SQLException {
-    return read("SELECT manifest FROM queries"
-        + " WHERE state = ? AND NOT released AND manifest IS NOT NULL", r -> {
+    return read("SELECT manifest FROM queries q"
+        + " WHERE state = ? AND NOT released AND manifest IS NOT NULL AND "
+        + JournalRows.NOT_INLINE, r -> {
           List<byte[]> out = new ArrayList<>();
           while (r.next()) {
             out.add(r.getBytes(1));

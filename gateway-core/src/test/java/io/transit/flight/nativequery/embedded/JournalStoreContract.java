@@ -173,6 +173,40 @@ public abstract class JournalStoreContract {
   }
 
   @Test
+  void theSweepsLiveManifestsLeaveOutResultsHeldInline() throws Exception {
+    long[] c = new long[2];
+    for (int i = 0; i < 2; i++) {
+      long ns = i;
+      c[i] = journal.transaction(() -> {
+        long n = journal.allocateCorrelation();
+        journal.insertAccepted(n, 1, ns, bytes("bundle-" + ns));
+        return n;
+      });
+    }
+    byte[] stored = bytes("manifest-naming-stored-files");
+    byte[] inline = bytes("manifest-of-an-inline-result");
+    journal.transaction(() -> {
+      for (int i = 0; i < 2; i++) {
+        QueryStatus s = QueryStatus.newBuilder().setCorrelation(c[i])
+            .setState(QueryStatus.State.SUCCEEDED).setTotalRows(1)
+            .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
+        assertTrue(journal.finish(s, i == 0 ? stored : inline, 100, 1_000 + i, 0));
+      }
+      journal.storeInline(c[1], 0, bytes("segment"));
+      return null;
+    });
+    assertEquals(200, journal.transaction(journal::retainedBytes), "both count toward the bound");
+    List<byte[]> live = journal.transaction(journal::liveManifests);
+    assertEquals(1, live.size(), "an inline result names no stored file");
+    assertArrayEquals(stored, live.get(0));
+    List<byte[]> aside = journal.liveManifestsAside();
+    assertEquals(1, aside.size());
+    assertArrayEquals(stored, aside.get(0));
+    assertTrue(journal.transaction(() -> journal.release(c[0])));
+    assertTrue(journal.liveManifestsAside().isEmpty());
+  }
+
+  @Test
   void correlationsIncreaseAndQueriesMoveFromAcceptedToTerminal() throws Exception {
     List<Long> correlations = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
