@@ -124,8 +124,8 @@ final class SqliteJournal implements JournalStore {
   private final WalCheckpointer checkpointer;
   // The retention sweep's reads (retainedBytesAside, liveManifestsAside) on a connection of its
   // own, opened at first use: a WAL reader's snapshot, so the sum (15 ms over 150,000 retained
-  // results, 130 ms from a cold page cache) and the manifests (65 ms over 58,000) run while
-  // commands commit instead of inside this object's monitor.
+  // results, 130 ms from a cold page cache) and the manifests (an index entry per retained
+  // result) run while commands commit instead of inside this object's monitor.
   private final Object asideLock = new Object();
   private Connection aside; // @GuardedBy("asideLock")
 
