@@ -239,7 +239,7 @@ public interface JournalStore extends AutoCloseable {
 
   /**
    * {@link #liveManifests} read outside any transaction of {@link #transaction}'s, as {@link
-   * #retainedBytesAside} is: the read returns every retained manifest, so it must not hold up
+   * #retainedBytesAside} is: the read visits every retained result, so it must not hold up
    * commands. It sees at least every manifest committed before it was called.
    */
   default List<byte[]> liveManifestsAside() throws SQLException {
