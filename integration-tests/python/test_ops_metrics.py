@@ -92,6 +92,9 @@ def test_metrics_after_known_workload(tmp_path):
         assert sample(s, "transit_retained_bytes") > 0
         # At most the one accepted statement ran early (the kill -9 harness counts them grow).
         assert sample(s, "transit_early_runs_adopted_total") in (0, 1)
+        # ... and of those, at most the one committed with its submit's acceptance.
+        assert (sample(s, "transit_early_results_with_submit_total")
+                <= sample(s, "transit_early_runs_adopted_total"))
         assert ("transit_early_runs_running", frozenset()) in s
 
         assert d.reload() == "reloaded"

@@ -108,13 +108,19 @@ final class Fixtures {
 
   /** An engine over freshly generated demo data; the caller closes it and deletes {@code dir}. */
   static Engine engine(Path dir, boolean deferExecution) throws IOException, SQLException {
+    return engine(dir, deferExecution, QueryCompiler::compile);
+  }
+
+  /** The same with {@code planner} as the engine's compiler (the daemon's is a plan cache). */
+  static Engine engine(Path dir, boolean deferExecution,
+      io.transit.flight.nativequery.Planner planner) throws IOException, SQLException {
     List<Publication> demo = DemoData.generate(Files.createDirectories(dir.resolve("data")));
     PrincipalRights rights = new PrincipalRights(PRINCIPAL, KEY.publicKey(), 1, true, true,
         Set.of(DemoData.SOURCE));
     EngineOptions options = EngineOptions.defaults().withRecipient(SERVICE)
         .withDeferExecution(deferExecution);
     EmbeddedEngine engine = EmbeddedEngine.open(dir.resolve("engine"), options, demo,
-        List.of(rights), QueryCompiler::compile);
+        List.of(rights), planner);
     TableDeclaration primitive = demo.stream()
         .filter(p -> p.declaration().getTable().equals(DemoData.PRIMITIVE))
         .findFirst().orElseThrow().declaration();
@@ -125,9 +131,13 @@ final class Fixtures {
   record Engine(EmbeddedEngine engine, TableDeclaration primitive) {
     /** Admits {@code sql} at the principal's next sequence; returns the submit's correlation. */
     long admit(String sql) {
-      CommandChain chain = CommandChain.derive(bundle(primitive, sql), PRINCIPAL, KEY,
-          engine.nextSequence(PRINCIPAL), CommandChain.DEFAULT_PART_BYTES);
-      return send(chain.commands());
+      return send(nextChain(bundle(primitive, sql)));
+    }
+
+    /** The chain of {@code bundle} signed at the principal's next sequence. */
+    List<SignedCommand> nextChain(byte[] bundle) {
+      return CommandChain.derive(bundle, PRINCIPAL, KEY, engine.nextSequence(PRINCIPAL),
+          CommandChain.DEFAULT_PART_BYTES).commands();
     }
 
     long send(List<SignedCommand> commands) {

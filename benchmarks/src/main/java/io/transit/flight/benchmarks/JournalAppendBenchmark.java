@@ -1,6 +1,5 @@
 package io.transit.flight.benchmarks;
 
-import io.transit.flight.admission.CommandChain;
 import io.transit.flight.nativequery.embedded.DemoData;
 import io.transit.flight.proto.SignedCommand;
 import java.nio.file.Files;
@@ -52,12 +51,10 @@ public class JournalAppendBenchmark {
   /** Signs the next statement's chain; sequences continue where the journal stands. */
   @Setup(Level.Invocation)
   public void nextChain() {
-    CommandChain chain = CommandChain.derive(bundle, Fixtures.PRINCIPAL, Fixtures.KEY,
-        engine.engine().nextSequence(Fixtures.PRINCIPAL), CommandChain.DEFAULT_PART_BYTES);
-    if (chain.commands().size() != COMMANDS) {
-      throw new IllegalStateException("chain of " + chain.commands().size() + " commands");
+    next = engine.nextChain(bundle);
+    if (next.size() != COMMANDS) {
+      throw new IllegalStateException("chain of " + next.size() + " commands");
     }
-    next = chain.commands();
   }
 
   @TearDown(Level.Trial)

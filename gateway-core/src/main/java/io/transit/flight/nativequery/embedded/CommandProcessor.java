@@ -22,7 +22,8 @@ import java.util.Optional;
  * the journal's transaction serializes concurrent senders.
  *
  * <p>Durability (docs/admission.md §10): every command commits {@link
- * JournalStore.Durability#DEFERRED deferred}. An ACCEPTED outcome of begin, part or seal only
+ * JournalStore.Durability#DEFERRED deferred}, but a submit whose result is already computed
+ * ({@link Finisher}): its transaction also records the terminal status and commits durably. An ACCEPTED outcome of begin, part or seal only
  * leads the gateway to send the chain's next command, and the submit's only to wait for its query
  * ({@link EmbeddedEngine#awaitQuery}): the query's terminal commit is durable and makes the chain
  * durable with it, and a wait that answers before it syncs the journal first. An answer that ends
@@ -32,11 +33,12 @@ import java.util.Optional;
 final class CommandProcessor {
   /**
    * A recorded outcome and, for a newly accepted submit, the query to start and the attempt of
-   * its lease (0: not claimed, e.g. execution deferred); for a newly accepted seal, the bundle's
+   * its lease (0: not claimed, e.g. execution deferred), and whether its terminal status was
+   * recorded in the same transaction ({@link Finisher}); for a newly accepted seal, the bundle's
    * bytes (else null; see {@link UploadValidator.Applied}).
    */
   record Result(CommandOutcome outcome, long startCorrelation, long startAttempt,
-      boolean replayed, byte[] sealedBundle) {}
+      boolean replayed, byte[] sealedBundle, boolean finished) {}
 
   /** Claims the execution lease of a just-accepted query inside its transaction (see Leases). */
   interface Claimer {
@@ -47,16 +49,47 @@ final class CommandProcessor {
     long claim(long correlation) throws SQLException;
   }
 
+  /**
+   * Records an accepted submit's result inside its own transaction, when one is already computed
+   * (an early run's, {@link EarlyRuns}): the acceptance and the terminal status then commit
+   * together, durably, and no run follows.
+   */
+  interface Finisher {
+    /** Never finishes: every accepted query runs. */
+    Finisher NONE = new Finisher() {
+      @Override
+      public boolean ready(NativeCommand submit) {
+        return false;
+      }
+
+      @Override
+      public boolean finish(NativeCommand submit, long correlation, long attempt) {
+        return false;
+      }
+    };
+
+    /**
+     * Before the submit's transaction, on its sending thread: whether a result is there to
+     * record, so that the transaction commits durably.
+     */
+    boolean ready(NativeCommand submit) throws SQLException;
+
+    /** Inside the transaction that accepted {@code correlation} under lease {@code attempt}. */
+    boolean finish(NativeCommand submit, long correlation, long attempt) throws SQLException;
+  }
+
   private final JournalStore journal;
   private final RightsRegistry rights;
   private final UploadValidator uploads;
   private final SignatureVerdicts verdicts;
   private final long firstSequence;
   private final Claimer claimer;
+  private final Finisher finisher;
 
   CommandProcessor(JournalStore journal, RightsRegistry rights, UploadValidator uploads,
-      SignatureVerdicts verdicts, long firstSequence, Claimer claimer) {
+      SignatureVerdicts verdicts, long firstSequence, Claimer claimer, Finisher finisher) {
     this.claimer = claimer;
+    this.finisher = finisher;
     this.verdicts = verdicts;
     this.journal = journal;
     this.rights = rights;
@@ -112,9 +145,13 @@ final class CommandProcessor {
     long principal = command.getPrincipal();
     long sequence = command.getSequence();
     Result result;
+    // A submit whose result is already computed commits durably, with that result in it.
+    boolean finishing = command.getBodyCase() == NativeCommand.BodyCase.SUBMIT
+        && finisher.ready(command);
     try {
-      result = journal.transaction(JournalStore.Durability.DEFERRED,
-          () -> apply(command, digest, principal, sequence));
+      result = journal.transaction(
+          finishing ? JournalStore.Durability.DURABLE : JournalStore.Durability.DEFERRED,
+          () -> apply(command, digest, principal, sequence, finishing));
     } catch (GatewayException e) {
       journal.flush();
       throw e;
@@ -126,14 +163,14 @@ final class CommandProcessor {
   }
 
   /** The decision inside the command's transaction. */
-  private Result apply(NativeCommand command, byte[] digest, long principal, long sequence)
-      throws SQLException {
+  private Result apply(NativeCommand command, byte[] digest, long principal, long sequence,
+      boolean finishing) throws SQLException {
     long next = journal.nextSequence(principal, firstSequence);
     int order = Long.compareUnsigned(sequence, next);
     if (order < 0) {
       Optional<JournalStore.Recorded> rec = journal.command(principal, sequence);
       if (rec.isPresent() && Arrays.equals(rec.get().commandSha256(), digest)) {
-        return new Result(recorded(rec.get().outcome()), 0, 0, true, null);
+        return new Result(recorded(rec.get().outcome()), 0, 0, true, null, false);
       }
       throw conflict(command, rec.isPresent()
           ? "different command bytes at a used native sequence"
@@ -167,7 +204,8 @@ final class CommandProcessor {
     // The claim commits with the acceptance: leasing costs an accepted query no commit.
     long start = applied.correlation();
     long attempt = start == 0 ? 0 : claimer.claim(start);
-    return new Result(recorded, start, attempt, false, applied.sealedBundle());
+    boolean finished = finishing && attempt != 0 && finisher.finish(command, start, attempt);
+    return new Result(recorded, start, attempt, false, applied.sealedBundle(), finished);
   }
 
   private static CommandOutcome recorded(byte[] bytes) throws SQLException {

@@ -38,8 +38,14 @@ import java.util.function.BooleanSupplier;
  *       run's do).
  * </ul>
  *
- * <p>Threads: {@link #offer}, {@link #handOff} and {@link #abandon} are called on sending threads
- * (the announcement's, or after a command's journal transaction); each {@link Early} then lives
+ * <p>A wholly inline result the run finished before its submit came does not wait for a hand-off:
+ * the submit's own (then durable) transaction reads it ({@link #ready}) and records it with the
+ * acceptance, so the statement's acceptance and result are one commit ({@link
+ * QueryRunner#recordAccepted}); the run is then abandoned.
+ *
+ * <p>Threads: {@link #offer}, {@link #handOff}, {@link #ready} and {@link #abandon}
+ * are called on sending threads (the announcement's, before, inside or after a command's journal
+ * transaction); each {@link Early} then lives
  * on the engine execution thread that runs it, which calls {@link Early#abandoned}, {@link
  * Early#beforeStoring}, {@link Early#await} and {@link #finished}. At most {@code permits} early
  * runs exist at once (the engine keeps one execution thread for queries that were not run early);
@@ -66,8 +72,13 @@ final class EarlyRuns {
     private boolean verified;
     // @GuardedBy("this"): set once by the submit's sending thread.
     private HandOff handOff;
-    // @GuardedBy("this"): no hand-off will be taken any more (abandoned, timed out, closing).
+    // @GuardedBy("this"): no hand-off will be taken any more (abandoned — also once the submit's
+    // own transaction recorded the result —, timed out, closing).
     private boolean closed;
+    // @GuardedBy("this"): the result, once computed; read by the submit's sending thread.
+    private QueryRunner.Computed computed;
+    // @GuardedBy("this"): the computation ended, with a result in computed or without one.
+    private boolean settled;
 
     Early(long principal, long namespace, byte[] bundle, byte[] bundleSha256, boolean verified) {
       this.principal = principal;
@@ -104,6 +115,58 @@ final class EarlyRuns {
       return true;
     }
 
+    /**
+     * Execution thread: the computation ended; {@code result} is what it computed (kept for
+     * {@link #result}), null when it failed or was dropped.
+     */
+    synchronized void computed(QueryRunner.Computed result) {
+      computed = result;
+      settled = true;
+      notifyAll();
+    }
+
+    /**
+     * Sending thread: as {@link #result} (not taking it), first waiting at most {@code nanos}
+     * for a verified run still computing — one whose bundle is unverified may be held before
+     * storing until the submit's hand-off, so it is not waited for.
+     */
+    synchronized QueryRunner.Computed awaitResult(byte[] sha, long nanos) {
+      waitFor(() -> settled || !verified || closed || handOff != null, nanos);
+      return result(sha);
+    }
+
+    /**
+     * Waits on this run's monitor, which the caller holds, until {@code done} or {@code nanos}
+     * pass; an interrupt ends the wait and stays set.
+     */
+    private void waitFor(BooleanSupplier done, long nanos) {
+      long end = System.nanoTime() + nanos;
+      try {
+        while (!done.getAsBoolean()) {
+          long left = end - System.nanoTime();
+          if (left <= 0) {
+            return;
+          }
+          TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+
+    /**
+     * Sending thread: the computed result when this run still waits for a submit of bundle
+     * {@code sha}, else null. Reading it changes nothing: the submit that records it ends the
+     * run after its commit ({@link EarlyRuns#abandon}), as a journal transaction's work must
+     * have no effect outside the journal (it may run more than once).
+     */
+    synchronized QueryRunner.Computed result(byte[] sha) {
+      if (closed || handOff != null || computed == null || !Arrays.equals(sha, bundleSha256)) {
+        return null;
+      }
+      return computed;
+    }
+
     /** Sending thread: no query will come; a hand-off already made stands. */
     synchronized void abandon() {
       if (handOff == null) {
@@ -122,18 +185,7 @@ final class EarlyRuns {
      * abandoned (or not verified within {@link EmbeddedEngine#EARLY_WAIT_MS}) throws.
      */
     synchronized void beforeStoring() {
-      long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(EmbeddedEngine.EARLY_WAIT_MS);
-      try {
-        while (!verified && !closed) {
-          long left = end - System.nanoTime();
-          if (left <= 0) {
-            break;
-          }
-          TimeUnit.NANOSECONDS.timedWait(this, left);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
+      waitFor(() -> verified || closed, TimeUnit.MILLISECONDS.toNanos(EmbeddedEngine.EARLY_WAIT_MS));
       if (!verified || closed) {
         closed = true;
         throw new QueryRunner.Abandoned();
@@ -244,6 +296,20 @@ final class EarlyRuns {
       e = open.remove(new Key(principal, namespace));
     }
     return e != null && e.handOff(new HandOff(correlation, attempt), bundleSha256);
+  }
+
+  /**
+   * Sending thread, before a submit's transaction and inside it: the namespace's early result
+   * for bundle {@code sha}, when its run has computed it and still waits for this submit (else
+   * null), waiting at most {@code waitNanos} for a verified run that is still computing. The run
+   * keeps it until {@link #abandon} (after the submit's commit recorded it) or a hand-off.
+   */
+  QueryRunner.Computed ready(long principal, long namespace, byte[] sha, long waitNanos) {
+    Early e;
+    synchronized (this) {
+      e = open.get(new Key(principal, namespace));
+    }
+    return e == null ? null : e.awaitResult(sha, waitNanos);
   }
 
   /** Sending thread: a command of the namespace's chain did not lead to a new query. */

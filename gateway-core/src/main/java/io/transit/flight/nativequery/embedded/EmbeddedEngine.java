@@ -88,12 +88,22 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   /** Early runs whose result became their query's (metrics, tests). */
   private final java.util.concurrent.atomic.AtomicLong earlyAdopted =
       new java.util.concurrent.atomic.AtomicLong();
+  /** Of those, results committed with their submit (finishedWithTheSubmit); any sending thread. */
+  private final java.util.concurrent.atomic.AtomicLong earlyWithSubmit =
+      new java.util.concurrent.atomic.AtomicLong();
   /**
    * How long an early run waits, after executing, for its submit: the gateway sends the submit as
    * soon as the seal's outcome returns, so a longer wait means the chain stopped (its query, if it
    * comes later, runs the usual way).
    */
   static final long EARLY_WAIT_MS = 1_000;
+  /**
+   * How long an accepted submit's sending thread waits for its early run, still computing, to
+   * finish, so that the result commits with the acceptance: the query's completion waits for that
+   * run either way, so the wait costs nothing unless the run ends past it (then the query is
+   * handed to the run the usual way), and it is short against any caller's deadline.
+   */
+  static final long EARLY_RESULT_WAIT_MS = 10;
   /**
    * Longest wait of {@link #awaitQuery} between journal reads: a query finished by another
    * replica on a shared journal wakes no local monitor.
@@ -139,7 +149,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         () -> options.faults().renewLeases(), 4 * options.executionThreads());
     this.commands = new CommandProcessor(journal, rights, uploads, verdicts,
         options.firstSequence(),
-        options.deferExecution() ? CommandProcessor.Claimer.NONE : leases::claimAccepted);
+        options.deferExecution() ? CommandProcessor.Claimer.NONE : leases::claimAccepted,
+        options.deferExecution() ? CommandProcessor.Finisher.NONE : new EarlyFinisher());
     this.reader = new ResultReader(journal, rights, segments);
     this.sessions = new DuckSessions(tables);
     this.retention = new Retention(journal, segments, options.retention(),
@@ -270,7 +281,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       startEarly(parsed.getPrincipal(), parsed.getNamespace(), result.sealedBundle(),
           parsed.getSeal().getBundleSha256().toByteArray(), true);
     }
-    if (result.startAttempt() != 0) {
+    if (result.finished()) {
+      // Its result is recorded: the early run ends without running the query.
+      earlyRuns.abandon(parsed.getPrincipal(), parsed.getNamespace());
+      finishedWithTheSubmit(result.startCorrelation());
+    } else if (result.startAttempt() != 0) {
       start(result.startCorrelation(), result.startAttempt(), parsed);
     } else if (result.outcome().getKind() != CommandOutcome.Kind.ACCEPTED
         || parsed.getBodyCase() == NativeCommand.BodyCase.SUBMIT) {
@@ -281,6 +296,54 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       throw unknownOutcome(parsed, "injected after the record");
     }
     return result.outcome();
+  }
+
+  /**
+   * Records an early run's result with its submit's acceptance (docs/native-engine.md, "Early
+   * runs"): both methods run on the submit's sending thread, {@code ready} before its transaction
+   * and {@code finish} inside it; {@link #send} ends the run after the commit.
+   */
+  private final class EarlyFinisher implements CommandProcessor.Finisher {
+    @Override
+    public boolean ready(NativeCommand submit) {
+      QueryRunner.Computed c = earlyRuns.ready(submit.getPrincipal(), submit.getNamespace(),
+          submit.getSubmit().getBundleSha256().toByteArray(),
+          TimeUnit.MILLISECONDS.toNanos(EARLY_RESULT_WAIT_MS));
+      if (c == null || !QueryRunner.wholeInline(c)) {
+        return false;
+      }
+      long hold = options.faults().finishDelayMillis();
+      if (hold != 0) {
+        // The kill -9 harness waits for this line to kill inside the window: executed, nothing
+        // of the submit recorded, its one commit (acceptance and result) about to be made.
+        log.warn("submit at sequence {} executed early; its terminal commit is held {} ms (test"
+            + " fault)", Long.toUnsignedString(submit.getSequence()), hold);
+        return holdBack(hold);
+      }
+      return true;
+    }
+
+    @Override
+    public boolean finish(NativeCommand submit, long correlation, long attempt)
+        throws SQLException {
+      // Read, not taken: this work may run again (a journal retry); the run ends after the commit.
+      QueryRunner.Computed c = earlyRuns.ready(submit.getPrincipal(), submit.getNamespace(),
+          submit.getSubmit().getBundleSha256().toByteArray(), 0);
+      return c != null && runner.recordAccepted(correlation, attempt, c);
+    }
+  }
+
+  /** Sending thread: query {@code correlation} was accepted and finished in one commit. */
+  private void finishedWithTheSubmit(long correlation) {
+    earlyWithSubmit.incrementAndGet();
+    earlyAdopted.incrementAndGet();
+    if (options.faults().releaseAfterExecution()) {
+      release(correlation); // test-only, as runOne: before waiters wake
+    }
+    synchronized (completions) {
+      completed++;
+      completions.notifyAll();
+    }
   }
 
   /** What the caller learns of a decision that threw: nothing recorded, or an unknown outcome. */
@@ -397,6 +460,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         log.debug("early run of namespace {} left to the query's run",
             Long.toUnsignedString(early.namespace), e);
       }
+      early.computed(computed); // a submit that comes now records it in its own commit
       EarlyRuns.HandOff h = early.await(EARLY_WAIT_MS, () -> closing);
       if (h != null) {
         runOne(h.correlation(), h.attempt(), computed);
@@ -719,6 +783,19 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   /** Early runs whose result became their query's, since open (metrics, tests). */
   public long earlyRunsAdopted() {
     return earlyAdopted.get();
+  }
+
+  /**
+   * Of {@link #earlyRunsAdopted}, the results committed with their submit's acceptance (one
+   * commit for both, no run of the query), since open (metrics, tests).
+   */
+  public long earlyResultsWithSubmit() {
+    return earlyWithSubmit.get();
+  }
+
+  /** Whether the namespace's early run holds a computed result for bundle {@code sha} (tests). */
+  boolean earlyResultReady(long principal, long namespace, byte[] sha) {
+    return earlyRuns.ready(principal, namespace, sha, 0) != null;
   }
 
   /** Early runs started and not yet finished (metrics, tests). */

@@ -50,7 +50,9 @@ import org.slf4j.LoggerFactory;
  * #compute} by an early run ({@link EarlyRuns}) before its query exists; the runner itself is
  * shared and keeps no per-query state (each run borrows a DuckDB session from the shared pool and
  * gives it back). Each run owns a child allocator that must be empty when it ends; a {@link
- * Computed} result is confined to the thread that computed it.
+ * Computed} result is immutable once returned, and leaves the thread that computed it only
+ * through its {@link EarlyRuns.Early}'s monitor (a submit's sending thread that records it with
+ * the acceptance, {@link #recordAccepted}).
  */
 final class QueryRunner {
   static final String STAGE = "execution";
@@ -235,15 +237,8 @@ final class QueryRunner {
       throw new IllegalStateException("engine closing before the terminal commit");
     }
     long now = System.currentTimeMillis();
-    boolean published = journal.transaction(() -> {
-      if (!journal.finish(status, manifest, resultBytes, now, attempt)) {
-        return false;
-      }
-      for (int i = 0; i < inline.size(); i++) {
-        journal.storeInline(status.getCorrelation(), i, inline.get(i));
-      }
-      return true;
-    });
+    boolean published = journal.transaction(
+        () -> recordTerminal(status, manifest, resultBytes, inline, attempt, now));
     if (!published) {
       fenced.incrementAndGet();
       log.warn("query {} attempt {}: fenced (another replica claimed or finished it), its {}"
@@ -252,6 +247,58 @@ final class QueryRunner {
       return null;
     }
     return status;
+  }
+
+  /** The terminal rows, inside the caller's transaction; false (nothing written) when fenced. */
+  private boolean recordTerminal(QueryStatus status, byte[] manifest, long resultBytes,
+      List<byte[]> inline, long attempt, long now) throws SQLException {
+    if (!journal.finish(status, manifest, resultBytes, now, attempt)) {
+      return false;
+    }
+    for (int i = 0; i < inline.size(); i++) {
+      journal.storeInline(status.getCorrelation(), i, inline.get(i));
+    }
+    return true;
+  }
+
+  /**
+   * Whether {@code computed} reaches the store with nothing: all its segments (or none) are held
+   * inline, so its terminal commit is journal rows alone.
+   */
+  static boolean wholeInline(Computed computed) {
+    return computed.inline().size() == computed.refs().size();
+  }
+
+  /**
+   * Inside the durable journal transaction that accepted query {@code correlation} and claimed
+   * its lease {@code attempt} (its submit's): records {@code computed}, an early run's result for
+   * the bundle the query names, as the query's terminal status, manifest and inline segments —
+   * the rows its own run would commit later, so that one commit holds the acceptance and the
+   * result. True when recorded; false, with nothing written, when the result is not {@link
+   * #wholeInline} or the query row is not that bundle's accepted query under {@code attempt}.
+   */
+  boolean recordAccepted(long correlation, long attempt, Computed computed) throws SQLException {
+    if (!wholeInline(computed)) {
+      return false;
+    }
+    JournalStore.SavedQuery q = journal.query(correlation).orElse(null);
+    if (q == null || q.status().getState() != QueryStatus.State.ACCEPTED
+        || !Arrays.equals(computed.bundleSha256(), q.bundleSha256())) {
+      return false;
+    }
+    ResultManifest manifest = manifest(correlation, q.status(), computed);
+    byte[] manifestBytes = DeterministicProto.bytes(manifest);
+    long resultBytes = 0;
+    for (SegmentRef ref : manifest.getSegmentsList()) {
+      resultBytes += ref.getBytes();
+    }
+    QueryStatus done = q.status().toBuilder()
+        .setState(QueryStatus.State.SUCCEEDED)
+        .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
+        .setTotalRows(manifest.getTotalRows())
+        .build();
+    return recordTerminal(done, manifestBytes, resultBytes, computed.inline(), attempt,
+        System.currentTimeMillis());
   }
 
   /** Results dropped unpublished because their attempt was fenced, since open. */

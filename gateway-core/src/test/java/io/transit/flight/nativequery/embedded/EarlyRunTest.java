@@ -33,9 +33,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Early runs (docs/native-engine.md, "Early runs"): the announced chain (or, without one, its
- * seal) starts its bundle's execution, the accepted submit's query takes that result, and a
- * submit that does not come as a new query leaves nothing of it — with the engine's execution
- * threads and allocator back to idle.
+ * seal) starts its bundle's execution, the accepted submit's query takes that result (recorded in
+ * the submit's own commit when it is ready and inline), and a submit that does not come as a new
+ * query leaves nothing of it — with the engine's execution threads and allocator back to idle.
  */
 class EarlyRunTest {
   @TempDir static Path data;
@@ -151,6 +151,50 @@ class EarlyRunTest {
     assertAdopted(2, "the large result's early run too");
     within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
         "no early run left open, no execution buffer held");
+  }
+
+  @Test
+  void aResultComputedBeforeItsSubmitCommitsWithTheAcceptanceInOneDurableCommit()
+      throws Exception {
+    SqliteJournal journal = (SqliteJournal) engine.journal();
+    List<SignedCommand> chain = chain(engine.nextSequence(PRINCIPAL), bundle(COUNT), 200);
+    engine.expect(chain);
+    sendAll(chain.subList(0, chain.size() - 1));
+    SignedCommand submit = chain.get(chain.size() - 1);
+    NativeCommand parsed = NativeCommand.parseFrom(submit.getCommand());
+    within(5_000, () -> engine.earlyResultReady(parsed.getPrincipal(), parsed.getNamespace(),
+        parsed.getSubmit().getBundleSha256().toByteArray()), "the early run computed the result");
+    long durable = journal.durableCommits();
+
+    CommandOutcome accepted = engine.send(submit);
+    assertEquals(CommandOutcome.Kind.ACCEPTED, accepted.getKind(), accepted.getMessage());
+    assertEquals(durable + 1, journal.durableCommits(),
+        "the acceptance and the result: one durable commit");
+    // No run follows: the status is terminal when the submit returns, and a wait that ends at
+    // once answers it without syncing anything more.
+    QueryStatus done = engine.awaitQuery(access(), accepted.getCorrelation(), System.nanoTime());
+    assertEquals(QueryStatus.State.SUCCEEDED, done.getState(), done.getMessage());
+    assertEquals(durable + 1, journal.durableCommits());
+    assertEquals(1, done.getTotalRows());
+    ResultManifest m =
+        ResultManifest.parseFrom(engine.readManifest(access(), done.getCorrelation()));
+    assertEquals(done.getCorrelation(), m.getCorrelation());
+    assertArrayEquals(m.getSegments(0).getSha256().toByteArray(),
+        Digests.sha256(engine.readSegment(access(), done.getCorrelation(), 0, 1L << 20)));
+    assertEquals(0, segmentFiles(), "held inline, with the status");
+    assertAdopted(1, "the early result was the query's");
+    within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
+        "the early run ended without a run of the query, no buffer held");
+
+    // The same submit again is a replay of that outcome; nothing runs or commits.
+    assertEquals(accepted, engine.send(submit));
+    assertEquals(durable + 1, journal.durableCommits());
+
+    // A result past the inline limit is not recorded with its submit: its run commits it.
+    List<SignedCommand> large = chain(engine.nextSequence(PRINCIPAL), bundle(LARGE), 200);
+    engine.expect(large);
+    assertEquals(200_000, readBack(await(sendAll(large).getCorrelation())));
+    assertAdopted(2, "the large result's early run, handed its query");
   }
 
   @Test

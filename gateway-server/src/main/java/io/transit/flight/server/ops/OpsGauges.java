@@ -26,6 +26,9 @@ public final class OpsGauges {
     m.retained(segmentsDir);
     m.counter("transit.early.runs.adopted", "queries whose result an early run computed while "
         + "their chain was decided", engine, EmbeddedEngine::earlyRunsAdopted);
+    m.counter("transit.early.results.with.submit", "early results committed with their submit's "
+        + "acceptance, in one durable commit (of transit.early.runs.adopted)", engine,
+        EmbeddedEngine::earlyResultsWithSubmit);
     m.gauge("transit.early.runs.running", "early runs executing or waiting for their submit now",
         engine, EmbeddedEngine::earlyRunsRunning);
     engine.observeJournalCommits(m::journalCommit);
