@@ -43,13 +43,13 @@ import java.util.function.BooleanSupplier;
  * acceptance, so the statement's acceptance and result are one commit ({@link
  * QueryRunner#recordAccepted}); the run is then abandoned.
  *
- * <p>Threads: {@link #offer}, {@link #handOff}, {@link #ready} and {@link #abandon}
- * are called on sending threads (the announcement's, before, inside or after a command's journal
- * transaction); each {@link Early} then lives
- * on the engine execution thread that runs it, which calls {@link Early#abandoned}, {@link
- * Early#beforeStoring}, {@link Early#await} and {@link #finished}. At most {@code permits} early
- * runs exist at once (the engine keeps one execution thread for queries that were not run early);
- * the map is guarded by {@code this}, each early run's state by its own monitor.
+ * <p>Threads: {@link #offer}, {@link #handOff}, {@link #ready} and {@link #abandon} are called on
+ * sending threads (the announcement's, or before, inside or after a command's journal
+ * transaction); each {@link Early} then lives on the engine execution thread that runs it, which
+ * calls {@link Early#abandoned}, {@link Early#beforeStoring}, {@link Early#computed}, {@link
+ * Early#await} and {@link #finished}. At most {@code permits} early runs exist at once (the engine
+ * keeps one execution thread for queries that were not run early); the map is guarded by {@code
+ * this}, each early run's state by its own monitor.
  */
 final class EarlyRuns {
   /** The accepted query an early run's result becomes. */
