@@ -245,8 +245,9 @@ public final class MandatedWork {
         .commands().size();
     // One durable commit (docs/admission.md §10): the submit's when its early result is ready
     // (it then carries the result too), else the terminal one; either holds a small result's
-    // segment with its manifest and status and makes the chain's deferred records durable. Admission signs every command and the bundle's proof,
-    // the engine verifies both, and GetFlightInfo signs the ticket DoGet verifies.
+    // segment with its manifest and status and makes the chain's deferred records durable.
+    // Admission signs every command and the bundle's proof, the engine verifies both, and
+    // GetFlightInfo signs the ticket DoGet verifies.
     json.append("\"per_statement\":{\"commands\":").append(commands)
         .append(",\"durable_commits\":").append(1)
         .append(",\"signs\":").append(commands + 2)

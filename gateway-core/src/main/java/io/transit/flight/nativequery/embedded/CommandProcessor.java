@@ -23,10 +23,11 @@ import java.util.Optional;
  *
  * <p>Durability (docs/admission.md §10): every command commits {@link
  * JournalStore.Durability#DEFERRED deferred}, but a submit whose result is already computed
- * ({@link Finisher}): its transaction also records the terminal status and commits durably. An ACCEPTED outcome of begin, part or seal only
- * leads the gateway to send the chain's next command, and the submit's only to wait for its query
- * ({@link EmbeddedEngine#awaitQuery}): the query's terminal commit is durable and makes the chain
- * durable with it, and a wait that answers before it syncs the journal first. An answer that ends
+ * ({@link Finisher}): its transaction also records the terminal status and commits durably. An
+ * ACCEPTED outcome of begin, part or seal only leads the gateway to send the chain's next command,
+ * and the submit's only to wait for its query ({@link EmbeddedEngine#awaitQuery}): the query's
+ * terminal commit is durable and makes the chain durable with it, and a wait that answers before
+ * it syncs the journal first. An answer that ends
  * the chain leaves only durable: a REJECTED outcome, a conflict or a gap flushes the journal
  * before it is returned, since each may have been decided on deferred records.
  */

@@ -185,7 +185,8 @@ final class EarlyRuns {
      * abandoned (or not verified within {@link EmbeddedEngine#EARLY_WAIT_MS}) throws.
      */
     synchronized void beforeStoring() {
-      waitFor(() -> verified || closed, TimeUnit.MILLISECONDS.toNanos(EmbeddedEngine.EARLY_WAIT_MS));
+      waitFor(() -> verified || closed,
+          TimeUnit.MILLISECONDS.toNanos(EmbeddedEngine.EARLY_WAIT_MS));
       if (!verified || closed) {
         closed = true;
         throw new QueryRunner.Abandoned();
