@@ -47,6 +47,15 @@ public interface CommandFaults {
   }
 
   /**
+   * Whether a chain's bundle may run early, before its submit (docs/native-engine.md "Early
+   * runs"). An early run has no execution hold, so the default is false whenever
+   * {@link #executionDelayMillis()} holds queries back. Read on the sending thread; must not block.
+   */
+  default boolean runsEarly() {
+    return executionDelayMillis() == 0;
+  }
+
+  /**
    * How long each query waits after executing, before its terminal commit; 0 (the default) commits
    * at once.
    */

@@ -410,7 +410,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    */
   private void startEarly(long principal, long namespace, byte[] bundle, byte[] sha,
       boolean verified) {
-    if (options.deferExecution() || options.faults().executionDelayMillis() != 0) {
+    if (options.deferExecution() || !options.faults().runsEarly()) {
       return;
     }
     earlyRuns.offer(principal, namespace, bundle, sha, verified).ifPresent(e -> {

@@ -182,22 +182,12 @@ final class QueryRunner {
       throws SQLException, SegmentStore.Unavailable {
     QueryStatus accepted = pending.saved().status();
     QueryStatus.Builder done = accepted.toBuilder();
-    byte[] manifestBytes = null;
-    long resultBytes = 0;
-    List<byte[]> inline = List.of();
+    Succeeded ok = null;
     try {
       Computed computed = pending.early() != null ? pending.early()
           : compute(pending.saved().bundleSha256(), RequestBundle.parseFrom(pending.bundle()),
               "query-" + Long.toUnsignedString(correlation), Control.RUN);
-      ResultManifest manifest = manifest(correlation, accepted, computed);
-      manifestBytes = DeterministicProto.bytes(manifest);
-      for (SegmentRef ref : manifest.getSegmentsList()) {
-        resultBytes += ref.getBytes();
-      }
-      done.setState(QueryStatus.State.SUCCEEDED)
-          .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
-          .setTotalRows(manifest.getTotalRows());
-      inline = computed.inline(); // only a succeeded result keeps segments
+      ok = succeeded(correlation, accepted, computed);
     } catch (GatewayException e) {
       failed(done, e);
     } catch (InvalidProtocolBufferException e) {
@@ -223,7 +213,32 @@ final class QueryRunner {
       log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
       failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
     }
-    return finish(done.build(), manifestBytes, resultBytes, inline, attempt);
+    // Outside the try: a journal failure at the terminal commit is not the query's failure.
+    return ok != null ? finish(ok.status(), ok.manifest(), ok.resultBytes(), ok.inline(), attempt)
+        : finish(done.build(), null, 0, List.of(), attempt);
+  }
+
+  /**
+   * A result as its terminal commit records it: the status, the manifest, the result's bytes and
+   * its inline segments (only a succeeded result keeps segments).
+   */
+  private record Succeeded(QueryStatus status, byte[] manifest, long resultBytes,
+      List<byte[]> inline) {}
+
+  /** {@code computed} as query {@code correlation}'s success ({@code accepted}: its status). */
+  private static Succeeded succeeded(long correlation, QueryStatus accepted, Computed computed) {
+    ResultManifest manifest = manifest(correlation, accepted, computed);
+    byte[] manifestBytes = DeterministicProto.bytes(manifest);
+    long resultBytes = 0;
+    for (SegmentRef ref : manifest.getSegmentsList()) {
+      resultBytes += ref.getBytes();
+    }
+    QueryStatus status = accepted.toBuilder()
+        .setState(QueryStatus.State.SUCCEEDED)
+        .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
+        .setTotalRows(manifest.getTotalRows())
+        .build();
+    return new Succeeded(status, manifestBytes, resultBytes, computed.inline());
   }
 
   /**
@@ -286,18 +301,8 @@ final class QueryRunner {
         || !Arrays.equals(computed.bundleSha256(), q.bundleSha256())) {
       return false;
     }
-    ResultManifest manifest = manifest(correlation, q.status(), computed);
-    byte[] manifestBytes = DeterministicProto.bytes(manifest);
-    long resultBytes = 0;
-    for (SegmentRef ref : manifest.getSegmentsList()) {
-      resultBytes += ref.getBytes();
-    }
-    QueryStatus done = q.status().toBuilder()
-        .setState(QueryStatus.State.SUCCEEDED)
-        .setManifestSha256(ByteString.copyFrom(Digests.sha256(manifestBytes)))
-        .setTotalRows(manifest.getTotalRows())
-        .build();
-    return recordTerminal(done, manifestBytes, resultBytes, computed.inline(), attempt,
+    Succeeded ok = succeeded(correlation, q.status(), computed);
+    return recordTerminal(ok.status(), ok.manifest(), ok.resultBytes(), ok.inline(), attempt,
         System.currentTimeMillis());
   }
 

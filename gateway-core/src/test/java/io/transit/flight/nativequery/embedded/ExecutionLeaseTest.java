@@ -97,6 +97,13 @@ class ExecutionLeaseTest {
       public boolean renewLeases() {
         return renew;
       }
+
+      // The stall is on the execution thread: an early run would skip it and could commit the
+      // result with the submit, leaving no attempt for another replica to take over.
+      @Override
+      public boolean runsEarly() {
+        return false;
+      }
     };
   }
 
