@@ -562,15 +562,7 @@ final class SqliteJournal implements JournalStore {
   private <T> T aside(AsideRead<T> read) throws SQLException {
     synchronized (asideLock) {
       if (aside == null) {
-        Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
-        try (Statement s = c.createStatement()) {
-          s.execute("PRAGMA busy_timeout=10000");
-          s.execute("PRAGMA query_only=1");
-        } catch (SQLException e) {
-          c.close();
-          throw e;
-        }
-        aside = c;
+        aside = sideConnection(file, "PRAGMA busy_timeout=10000", "PRAGMA query_only=1");
       }
       try {
         return read.read(aside);
@@ -579,6 +571,23 @@ final class SqliteJournal implements JournalStore {
         throw e;
       }
     }
+  }
+
+  /**
+   * A further connection to the journal file {@code file} (the aside reads', the checkpointer's),
+   * set up by {@code pragmas}; closed again when one fails.
+   */
+  static Connection sideConnection(Path file, String... pragmas) throws SQLException {
+    Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+    try (Statement s = c.createStatement()) {
+      for (String pragma : pragmas) {
+        s.execute(pragma);
+      }
+    } catch (SQLException e) {
+      c.close();
+      throw e;
+    }
+    return c;
   }
 
   private static final String RETAINED_BYTES =

@@ -2,7 +2,6 @@ package io.transit.flight.nativequery.embedded;
 
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.ExecutorService;
@@ -59,16 +58,9 @@ final class WalCheckpointer implements AutoCloseable {
 
   /** A checkpointer with its own connection to the journal file {@code file}. */
   static WalCheckpointer open(Path file) throws SQLException {
-    Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
-    try (Statement s = c.createStatement()) {
-      // The checkpoint fsyncs the database file before the WAL may be reused.
-      s.execute("PRAGMA synchronous=FULL");
-      s.execute("PRAGMA wal_autocheckpoint=0");
-    } catch (SQLException e) {
-      c.close();
-      throw e;
-    }
-    return new WalCheckpointer(c);
+    // synchronous=FULL: the checkpoint fsyncs the database file before the WAL may be reused.
+    return new WalCheckpointer(SqliteJournal.sideConnection(file, "PRAGMA synchronous=FULL",
+        "PRAGMA wal_autocheckpoint=0"));
   }
 
   /** A commit that wrote frames; every {@link #COMMITS_PER_CHECKPOINT}th queues a checkpoint. */
