@@ -24,9 +24,11 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.duckdb.DuckDBConnection;
 
 /**
- * The published Tables, scanned in place: each Table is a DuckDB view over Parquet files, so
- * opening reads only file footers, whatever the data's size, and a query holds only what DuckDB's
- * memory limit allows. Parquet publications are scanned where they lie; CSV and Arrow IPC files
+ * The published Tables, scanned in place: each Table is a {@code read_parquet} scan of its
+ * Parquet files ({@link #scan}), so opening reads only file footers, whatever the data's size, and
+ * a query holds only what DuckDB's memory limit allows. A statement names the scan itself rather
+ * than a view over it: DuckDB binds a Parquet scan again at every execution of a prepared
+ * statement, and a view adds its own expansion to each of those binds. Parquet publications are scanned where they lie; CSV and Arrow IPC files
  * are scanned through their {@link ParquetCopies}. Every scanned file is checked against its
  * declaration from metadata alone ({@link FileSchemaCheck}).
  *
@@ -44,8 +46,11 @@ final class DuckTables implements AutoCloseable {
   /** The longest file name a failure message carries; the fact has it whole. */
   private static final int MAX_NAME_IN_MESSAGE = 64;
 
-  /** A publication as served: its declaration and files, and what the files were at open. */
-  private record Served(Publication publication, List<FileIdentity> identities) {}
+  /**
+   * A publication as served: its declaration and files, what the files were at open, and the
+   * DuckDB relation that scans them.
+   */
+  private record Served(Publication publication, List<FileIdentity> identities, String scan) {}
 
   private final DuckDBConnection database;
   private final Map<Long, Served> byObjectId;
@@ -85,11 +90,15 @@ final class DuckTables implements AutoCloseable {
         for (Path f : scanned) {
           FileSchemaCheck.check(db, p, f);
         }
+        // One file is named as a string, not a one-element list: a little less to bind each time.
+        String scan = "read_parquet(" + (scanned.size() == 1
+            ? literal(scanned.get(0).toAbsolutePath().toString()) : fileList(scanned)) + ")";
         try (Statement s = db.createStatement()) {
-          s.execute("CREATE VIEW " + quote(tableName(d.getObjectId()))
-              + " AS SELECT * FROM read_parquet(" + fileList(scanned) + ")");
+          // Binds the files together once now, so files that cannot be scanned as one Table fail
+          // the open rather than the first statement.
+          s.execute("DESCRIBE SELECT * FROM " + scan);
         }
-        byId.put(d.getObjectId(), new Served(p, identities));
+        byId.put(d.getObjectId(), new Served(p, identities, scan));
       }
       ParquetCopies.removeUnused(converted, copiesInUse);
       return new DuckTables(db, byId);
@@ -99,9 +108,19 @@ final class DuckTables implements AutoCloseable {
     }
   }
 
-  /** The DuckDB view over object {@code objectId}'s rows. */
-  static String tableName(long objectId) {
-    return "pub_" + Long.toUnsignedString(objectId);
+  /**
+   * The DuckDB relation over object {@code objectId}'s rows, to follow {@code FROM}: a scan of its
+   * files, whose paths are SQL literals.
+   *
+   * @throws IllegalArgumentException the object is not published here
+   */
+  String scan(long objectId) {
+    Served s = byObjectId.get(objectId);
+    if (s == null) {
+      throw new IllegalArgumentException(
+          "object " + Long.toUnsignedString(objectId) + " is not published");
+    }
+    return s.scan();
   }
 
   static String duckType(LogicalType type) {

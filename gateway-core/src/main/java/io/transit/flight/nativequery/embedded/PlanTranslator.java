@@ -150,8 +150,11 @@ final class PlanTranslator {
     }
   }
 
-  /** The DuckDB query; the plan must have passed {@link #validate}. */
-  static Translated translate(QueryPlan plan, String table) {
+  /**
+   * The DuckDB query over {@code relation} (SQL text to follow {@code FROM}: {@link
+   * DuckTables#scan}); the plan must have passed {@link #validate}.
+   */
+  static Translated translate(QueryPlan plan, String relation) {
     List<QueryPlan.Literal> params = new ArrayList<>();
     StringBuilder sql = new StringBuilder("SELECT ");
     for (int i = 0; i < plan.outputs().size(); i++) {
@@ -166,7 +169,7 @@ final class PlanTranslator {
         case COUNT_COLUMN -> sql.append("COUNT(").append(DuckTables.quote(o.column())).append(')');
       }
     }
-    sql.append(" FROM ").append(DuckTables.quote(table));
+    sql.append(" FROM ").append(relation);
     if (plan.filter() != null) {
       sql.append(" WHERE ");
       filter(plan.filter(), sql, params);

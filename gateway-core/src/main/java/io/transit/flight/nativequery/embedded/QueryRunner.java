@@ -376,7 +376,7 @@ final class QueryRunner {
     QueryPlan plan = planner.plan(sql, bundle.getTable());
     PlanTranslator.validate(plan, bundle.getTable());
     PlanTranslator.Translated duck =
-        PlanTranslator.translate(plan, DuckTables.tableName(bundle.getTable().getObjectId()));
+        PlanTranslator.translate(plan, tables.scan(bundle.getTable().getObjectId()));
     List<String> names = plan.outputs().stream().map(QueryPlan.Output::name).toList();
     long objectId = bundle.getTable().getObjectId();
     // The Table is scanned in place: its files must still be the ones published, before the scan

@@ -247,7 +247,7 @@ class InPlaceScanTest {
       assertTrue(r.next());
       assertEquals("join_order", r.getString(1).toLowerCase(java.util.Locale.ROOT));
       ResultSet count = s.executeQuery("SELECT COUNT(*), SUM(v) FROM "
-          + DuckTables.quote(DuckTables.tableName(TABLE.getObjectId())));
+          + tables.scan(TABLE.getObjectId()));
       assertTrue(count.next());
       assertEquals(40_000, count.getLong(1));
       assertEquals(10L * 40_000 * 39_999 / 2, count.getLong(2));

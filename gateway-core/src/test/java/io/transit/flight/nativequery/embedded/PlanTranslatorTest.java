@@ -22,8 +22,8 @@ class PlanTranslatorTest {
             new QueryPlan.Not(new QueryPlan.Between("id", new Literal(LogicalType.INT64, 1L),
                 new Literal(LogicalType.INT64, 2L), false))),
         10L, false);
-    PlanTranslator.Translated t = PlanTranslator.translate(plan, "pub_1");
-    assertEquals("SELECT \"we\"\"ird\" FROM \"pub_1\" WHERE (\"region\" NOT IN"
+    PlanTranslator.Translated t = PlanTranslator.translate(plan, "read_parquet(['/d/t.parquet'])");
+    assertEquals("SELECT \"we\"\"ird\" FROM read_parquet(['/d/t.parquet']) WHERE (\"region\" NOT IN"
         + " (CAST(? AS VARCHAR)) OR (NOT (\"id\" BETWEEN CAST(? AS BIGINT) AND"
         + " CAST(? AS BIGINT)))) LIMIT 10", t.sql());
     assertEquals(3, t.parameters().size());
