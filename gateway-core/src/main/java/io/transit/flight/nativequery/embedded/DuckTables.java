@@ -28,9 +28,10 @@ import org.duckdb.DuckDBConnection;
  * Parquet files ({@link #scan}), so opening reads only file footers, whatever the data's size, and
  * a query holds only what DuckDB's memory limit allows. A statement names the scan itself rather
  * than a view over it: DuckDB binds a Parquet scan again at every execution of a prepared
- * statement, and a view adds its own expansion to each of those binds. Parquet publications are scanned where they lie; CSV and Arrow IPC files
- * are scanned through their {@link ParquetCopies}. Every scanned file is checked against its
- * declaration from metadata alone ({@link FileSchemaCheck}).
+ * statement, and a view adds its own expansion to each of those binds. Parquet publications are
+ * scanned where they lie; CSV and Arrow IPC files are scanned through their {@link
+ * ParquetCopies}. Every scanned file is checked against its declaration from metadata alone
+ * ({@link FileSchemaCheck}).
  *
  * <p>Each source file's {@link FileIdentity} is recorded at open, and {@link #checkUnchanged}
  * compares the files with it before and after every execution: a published file that changed
@@ -40,7 +41,7 @@ import org.duckdb.DuckDBConnection;
  *
  * <p>Opened and closed on the engine's opening/closing thread; {@link #connect()}, {@link
  * #publication(long)} and {@link #checkUnchanged(long)} may be called from any thread (upload
- * validation, query runners): the views and identities are immutable after open.
+ * validation, query runners): the scans and identities are immutable after open.
  */
 final class DuckTables implements AutoCloseable {
   /** The longest file name a failure message carries; the fact has it whole. */
@@ -61,7 +62,7 @@ final class DuckTables implements AutoCloseable {
   }
 
   /**
-   * Opens DuckDB with {@code settings} and publishes every Table as a view over its files.
+   * Opens DuckDB with {@code settings} and publishes every Table as a scan of its files.
    *
    * @param stateDir the engine's state directory: DuckDB's default spill directory and the
    *     converted copies live under it

@@ -181,7 +181,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /**
    * Opens (or creates) the engine's state under {@code stateDir}, publishes the Tables as DuckDB
-   * views over their files (reading only footers: see {@link DuckTables}) and, unless execution
+   * scans of their files (reading only footers: see {@link DuckTables}) and, unless execution
    * is deferred, takes over accepted-but-unfinished queries whose lease lapsed (a graceful close
    * gives its leases up; a killed process's expire after {@code engine.lease_ms}).
    *

@@ -21,7 +21,7 @@
  * JournalStore} transaction (the interface; {@code SqliteJournal}, or the shared {@code
  * nativequery.postgres.PostgresJournal}); {@code QueryRunner}
  * executes plans translated by {@code PlanTranslator} on the Tables {@code DuckTables} publishes as
- * views over their files (checked by {@code FileSchemaCheck}, CSV/Arrow through {@code
+ * scans of their files (checked by {@code FileSchemaCheck}, CSV/Arrow through {@code
  * ParquetCopies}, guarded by each file's {@code FileIdentity} before and after every scan), cutting
  * rows into segments with {@code ResultWriter} and {@code
  * io.transit.flight.cells.CellSegmentBuilder} and storing a small result in the journal with its
