@@ -144,7 +144,9 @@ def mandated_command(state: Path, *args: str) -> list:
         else "java"
     root = deployment.ROOT
     cp = f"{root / 'benchmarks/target/benchmarks.jar'}:{root / 'benchmarks/target/lib'}/*"
-    return [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-cp", cp,
+    # The daemon's collector (its launcher's cli.JvmOptions.collector): Ed25519's garbage costs
+    # the single operations what it costs the statements.
+    return [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-XX:+UseParallelGC", "-cp", cp,
             "io.transit.flight.benchmarks.MandatedWork", "--dir", str(state / "mandated-work"),
             *args]
 
