@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -144,9 +145,16 @@ def mandated_command(state: Path, *args: str) -> list:
         else "java"
     root = deployment.ROOT
     cp = f"{root / 'benchmarks/target/benchmarks.jar'}:{root / 'benchmarks/target/lib'}/*"
-    # The daemon's collector (its launcher's cli.JvmOptions.collector): Ed25519's garbage costs
-    # the single operations what it costs the statements.
-    return [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-XX:+UseParallelGC", "-cp", cp,
+    # The daemon's collector and heap pages (its launcher's cli.JvmOptions): Ed25519's garbage
+    # costs the single operations what it costs the statements.
+    memory = ["-XX:+UseParallelGC"]
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            if re.search(r"\[(madvise|always)\]", f.read()):
+                memory.append("-XX:+UseTransparentHugePages")
+    except OSError:
+        pass
+    return [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", *memory, "-cp", cp,
             "io.transit.flight.benchmarks.MandatedWork", "--dir", str(state / "mandated-work"),
             *args]
 

@@ -18,8 +18,11 @@ import org.junit.jupiter.api.io.TempDir;
 class JvmOptionsTest {
   /** What every daemon command gets after its heap and temporary directory: JIT and collector. */
   private static String daemon(long heap) {
-    String gc = JvmOptions.collector(heap, System.getenv("TRANSIT_JAVA_OPTS"));
-    return " " + JvmOptions.JIT_THRESHOLDS + (gc.isEmpty() ? "" : " " + gc);
+    String extra = System.getenv("TRANSIT_JAVA_OPTS");
+    String gc = JvmOptions.collector(heap, extra);
+    String pages = JvmOptions.hugePages(JvmOptions.TRANSPARENT_HUGE_PAGES, extra);
+    return " " + JvmOptions.JIT_THRESHOLDS + (gc.isEmpty() ? "" : " " + gc)
+        + (pages.isEmpty() ? "" : " " + pages);
   }
 
   @TempDir Path dir;
@@ -88,5 +91,19 @@ class JvmOptionsTest {
     assertEquals("-XX:+UseParallelGC -Xmn671088640",
         JvmOptions.collector(1L << 30, "-XX:+UseStringDeduplication -XX:GCTimeRatio=9"),
         "options that only mention GC name no collector");
+  }
+
+  @Test
+  void hugePagesWhereTheKernelOffersThemToProcessesThatAsk() throws Exception {
+    Path enabled = dir.resolve("enabled");
+    Files.writeString(enabled, "always [madvise] never\n");
+    assertEquals("-XX:+UseTransparentHugePages", JvmOptions.hugePages(enabled, null));
+    Files.writeString(enabled, "[always] madvise never\n");
+    assertEquals("-XX:+UseTransparentHugePages", JvmOptions.hugePages(enabled, "-Xss1m"));
+    assertEquals("", JvmOptions.hugePages(enabled, "-XX:-UseTransparentHugePages"),
+        "the operator decides");
+    Files.writeString(enabled, "always madvise [never]\n");
+    assertEquals("", JvmOptions.hugePages(enabled, null), "the JVM would only warn");
+    assertEquals("", JvmOptions.hugePages(dir.resolve("absent"), null), "no such kernel file");
   }
 }
