@@ -61,22 +61,27 @@ public final class JvmOptions {
 
   private JvmOptions() {}
 
+  /** The daemon's young generation: see {@link #collector}. */
+  static final long YOUNG_BYTES = 64L << 20;
+
   /**
-   * For a daemon: the parallel collector, with a young generation of five eighths of the heap.
-   * A statement allocates about 3.6 MB, nearly all of it the Ed25519 library's short-lived field
-   * elements, and almost nothing survives (the live heap stays near 16 MB). Under G1's own sizing
-   * (about 230 MB young in a 1 GiB heap) a 3–5 ms pause came every 55 statements on two vCPUs, so
-   * into a statement's p99; a larger young generation makes it rarer, and the parallel
-   * collector's simpler barriers and allocation made a statement about 0.3 ms cheaper than G1
-   * with the same young generation (docs/performance.md, eleventh round). Nothing when the
+   * For a daemon: the parallel collector with a young generation of 64 MiB. A statement
+   * allocates about 3.6 MB, nearly all of it the Ed25519 library's short-lived field elements,
+   * and almost nothing survives (the live heap stays near 16 MB), so a young collection is short
+   * whatever its size (about 1.3 ms here) and the size decides only how far the allocations
+   * stream through memory between collections. In paired runs on two vCPUs a statement was
+   * faster the smaller the young generation, down to 40 MiB (0.20 ms from 256 MiB to 64 MiB,
+   * whose collections come every ~0.1 s), and the parallel collector, with its cheaper
+   * allocation and write barriers, 0.31 ms faster than G1 (docs/performance.md, eleventh round).
+   * The heap is at least 128 MiB, so the old generation keeps at least as much. Nothing when the
    * launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name a collector themselves: the JVM
    * refuses two.
    */
-  static String collector(long heapBytes, String javaOpts) {
+  static String collector(String javaOpts) {
     if (javaOpts != null && SELECTS_COLLECTOR.matcher(javaOpts).find()) {
       return "";
     }
-    return "-XX:+UseParallelGC -Xmn" + heapBytes / 8 * 5;
+    return "-XX:+UseParallelGC -Xmn" + YOUNG_BYTES;
   }
 
   /**
@@ -134,7 +139,7 @@ public final class JvmOptions {
     if (daemon) {
       out.append(' ').append(JIT_THRESHOLDS);
       String extra = System.getenv("TRANSIT_JAVA_OPTS");
-      String[] memory = {collector(heap, extra), hugePages(TRANSPARENT_HUGE_PAGES, extra)};
+      String[] memory = {collector(extra), hugePages(TRANSPARENT_HUGE_PAGES, extra)};
       for (String o : memory) {
         if (!o.isEmpty()) {
           out.append(' ').append(o);
