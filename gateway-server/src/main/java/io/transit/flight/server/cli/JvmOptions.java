@@ -59,10 +59,10 @@ public final class JvmOptions {
   /** Where Linux says which processes get transparent huge pages. */
   static final Path TRANSPARENT_HUGE_PAGES = Path.of("/sys/kernel/mm/transparent_hugepage/enabled");
 
-  private JvmOptions() {}
-
   /** The daemon's young generation: see {@link #collector}. */
   static final long YOUNG_BYTES = 64L << 20;
+
+  private JvmOptions() {}
 
   /**
    * For a daemon: the parallel collector with a young generation of 64 MiB. A statement
@@ -71,8 +71,9 @@ public final class JvmOptions {
    * whatever its size (about 1.3 ms here) and the size decides only how far the allocations
    * stream through memory between collections. In paired runs on two vCPUs a statement was
    * faster the smaller the young generation, down to 40 MiB (0.20 ms from 256 MiB to 64 MiB,
-   * whose collections come every ~0.1 s), and the parallel collector, with its cheaper
-   * allocation and write barriers, 0.31 ms faster than G1 (docs/performance.md, eleventh round).
+   * whose collections come every ~0.1 s), and 0.15 ms faster under the parallel collector, with
+   * its cheaper allocation and write barriers, than under G1 sizing itself (docs/performance.md,
+   * eleventh round).
    * The heap is at least 128 MiB, so the old generation keeps at least as much. Nothing when the
    * launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name a collector themselves: the JVM
    * refuses two.
@@ -88,8 +89,8 @@ public final class JvmOptions {
    * For a daemon, on a kernel that offers transparent huge pages to processes that ask ({@code
    * [madvise]}, or {@code [always]} in {@code enabled}): the JVM asks for them for its heap. The
    * young generation is streamed through at about 1 GB/s (see {@link #collector}), and with 4 KiB
-   * pages every statement's allocations walk new TLB entries; a statement was 0.36 ms faster and
-   * a GetTableTypes round trip 0.15 ms in paired runs (docs/performance.md, eleventh round).
+   * pages every statement's allocations walk new TLB entries; a statement was 0.31 ms faster and
+   * a GetTableTypes round trip 0.09 ms in paired runs (docs/performance.md, eleventh round).
    * Nothing on a kernel without them ({@code [never]}, or no such file), where the JVM would only
    * warn; nothing when the launcher's extra options already decide ({@code
    * -XX:[+-]UseTransparentHugePages}).
