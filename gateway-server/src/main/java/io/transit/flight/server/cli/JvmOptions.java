@@ -66,7 +66,7 @@ public final class JvmOptions {
 
   /**
    * For a daemon: the parallel collector with a young generation of 64 MiB. A statement
-   * allocates about 3.6 MB, nearly all of it the Ed25519 library's short-lived field elements,
+   * allocates about 4 MB, nearly all of it the Ed25519 library's short-lived field elements,
    * and almost nothing survives (the live heap stays near 16 MB), so a young collection is short
    * whatever its size (about 1.3 ms here) and the size decides only how far the allocations
    * stream through memory between collections. In paired runs on two vCPUs a statement was
