@@ -144,6 +144,11 @@ class EarlyRunTest {
         "named by the query, not by the early run");
     assertEquals(small.getNamespace(), m.getNamespace());
 
+    // The small run's execution thread gives its permit back once it wakes from the hand-off
+    // wait the submit ended; on a loaded machine that can come after the next announcement,
+    // which would then find no permit (and run late, not early).
+    within(5_000, () -> engine.earlyRunsRunning() == 0, "the small result's early run ended");
+
     // A result past the inline limit: its segments go to the store while no query names them
     // yet, and the manifest that names them commits with the handed-off query.
     QueryStatus large = await(admit(engine, engine.nextSequence(PRINCIPAL), bundle(LARGE)));
