@@ -131,7 +131,8 @@ def mandated_work(a, state: Path) -> dict:
     """The work the profile requires per segment and per statement, timed alone in this run.
 
     Runs benchmarks' MandatedWork (SHA-256 of a segment, the segment read, Ed25519 sign/verify, a
-    durable SQLite commit) while no server runs, in a directory on the journal's filesystem.
+    durable and a deferred SQLite commit, DuckDB's run of the statement over the benchmark's
+    Parquet file) while no server runs, in a directory on the journal's filesystem.
     """
     done = subprocess.run(mandated_command(state, "--seconds", str(a.floor_seconds)),
                           capture_output=True, text=True, timeout=600)
@@ -147,7 +148,7 @@ def mandated_command(state: Path, *args: str) -> list:
     cp = f"{root / 'benchmarks/target/benchmarks.jar'}:{root / 'benchmarks/target/lib'}/*"
     # The daemon's collector and heap pages (its launcher's cli.JvmOptions): Ed25519's garbage
     # costs the single operations what it costs the statements.
-    memory = ["-XX:+UseParallelGC"]
+    memory = ["-XX:+UseSerialGC"]
     try:
         with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
             if re.search(r"\[(madvise|always)\]", f.read()):
@@ -156,14 +157,15 @@ def mandated_command(state: Path, *args: str) -> list:
         pass
     return [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", *memory, "-cp", cp,
             "io.transit.flight.benchmarks.MandatedWork", "--dir", str(state / "mandated-work"),
-            *args]
+            "--parquet", str(state / "data" / "bench.parquet"), *args]
 
 
 class FloorSlices:
-    """MandatedWork --serve: a statement's single operations (sign, verify, durable commit),
-    warmed up once, then timed in a slice whenever asked. P2 asks between its blocks, so the
-    floor is timed in the same minutes as the statements it bounds (the host's speed drifts over
-    minutes by as much as the floor target's margin; docs/performance.md)."""
+    """MandatedWork --serve: a statement's single operations (sign, verify, durable and deferred
+    commit, the engine's run), warmed up once, then timed in a slice whenever asked. P2 asks
+    between its blocks, so the floor is timed in the same minutes as the statements it bounds
+    (the host's speed drifts over minutes by as much as the floor target's margin;
+    docs/performance.md)."""
 
     def __init__(self, a, state: Path):
         self.proc = subprocess.Popen(

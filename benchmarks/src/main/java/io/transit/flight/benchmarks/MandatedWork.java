@@ -4,6 +4,7 @@ import io.transit.flight.admission.CommandChain;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.nativequery.embedded.DemoData;
+import io.transit.flight.nativequery.embedded.DuckSettings;
 import io.transit.flight.proto.TableDeclaration;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -17,6 +18,7 @@ import java.nio.file.StandardOpenOption;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Arrays;
@@ -38,16 +40,23 @@ import org.apache.arrow.memory.RootAllocator;
  *   <li>Ed25519 signing and verification over a 32-byte message (commands, the bundle's proof and
  *       the ticket each cost one of both);
  *   <li>the cheapest durable record: one small row committed to SQLite in WAL mode with {@code
- *       synchronous=FULL}, the journal's settings, on the filesystem given by {@code --dir}.
+ *       synchronous=FULL}, the journal's settings, on the filesystem given by {@code --dir};
+ *   <li>the cheapest deferred record, which each command before the submit needs (it is recorded
+ *       before the next is sent): the same row committed with {@code synchronous=NORMAL}, no
+ *       fsync;
+ *   <li>with {@code --parquet FILE}, the engine's run of a statement alone: DuckDB executing a
+ *       prepared {@code SELECT COUNT(*)} over a {@code read_parquet} scan of FILE, under the
+ *       engine's session settings ({@link DuckSettings#apply}), and reading its row.
  * </ul>
  *
  * <p>Each figure is the median of single operations after a warm-up of the same length. The
  * counts per statement come from the real {@link CommandChain} of a {@code SELECT COUNT(*)}
  * bundle. Prints one JSON object on stdout. Single-threaded; exits with every buffer released.
  *
- * <p>Usage: {@code MandatedWork --dir DIR [--seconds S] [--serve [--warmup W]]} (DIR is created
- * and emptied of its own files at the end). With {@code --serve} it times only a statement's
- * operations (sign, verify, durable commit): warmed up once for W seconds each (default S), then
+ * <p>Usage: {@code MandatedWork --dir DIR [--parquet FILE] [--seconds S] [--serve [--warmup W]]}
+ * (DIR is created and emptied of its own files at the end). With {@code --serve} it times only a
+ * statement's operations (sign, verify, durable and deferred commit, the engine's run with {@code
+ * --parquet}): warmed up once for W seconds each (default S), then
  * one slice of S seconds each per line read on stdin, answered with one JSON line, until stdin
  * ends. {@code scripts/bench} asks
  * for a slice between P2's blocks of statements, so the floor is timed in the same minutes as the
@@ -60,12 +69,14 @@ public final class MandatedWork {
 
   public static void main(String[] args) throws Exception {
     Path dir = null;
+    Path parquet = null;
     double seconds = 2;
     double warmup = -1;
     boolean serve = false;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--dir" -> dir = Path.of(args[++i]);
+        case "--parquet" -> parquet = Path.of(args[++i]);
         case "--seconds" -> seconds = Double.parseDouble(args[++i]);
         case "--serve" -> serve = true;
         case "--warmup" -> warmup = Double.parseDouble(args[++i]);
@@ -78,18 +89,23 @@ public final class MandatedWork {
     Files.createDirectories(dir);
     long budget = (long) (seconds * 1e9);
     if (serve) {
-      serve(dir, warmup < 0 ? budget : (long) (warmup * 1e9), budget);
+      serve(dir, parquet, warmup < 0 ? budget : (long) (warmup * 1e9), budget);
       return;
     }
     StringBuilder json = new StringBuilder("{");
     try (BufferAllocator allocator = new RootAllocator()) {
       segmentWork(allocator, dir, budget, json);
     }
-    try (StatementWork work = new StatementWork(dir)) {
+    try (StatementWork work = new StatementWork(dir, parquet)) {
       json.append("\"ed25519\":{\"sign_ns\":").append(median(budget, budget, work::sign))
           .append(",\"verify_ns\":").append(median(budget, budget, work::verify)).append("},");
       json.append("\"durable_commit_ns\":").append(median(budget, budget, work::commit))
-          .append(',');
+          .append(",\"deferred_commit_ns\":")
+          .append(median(budget, budget, work::deferredCommit)).append(',');
+      if (parquet != null) {
+        json.append("\"engine_run_ns\":").append(median(budget, budget, work::engineRun))
+            .append(',');
+      }
     }
     perStatement(json);
     json.append("\"seconds_per_figure\":").append(seconds).append('}');
@@ -97,18 +113,26 @@ public final class MandatedWork {
   }
 
   /** The {@code --serve} loop: one slice of the statement's operations per line on stdin. */
-  private static void serve(Path dir, long warmup, long budget) throws IOException, SQLException {
-    try (StatementWork work = new StatementWork(dir);
+  private static void serve(Path dir, Path parquet, long warmup, long budget)
+      throws IOException, SQLException {
+    try (StatementWork work = new StatementWork(dir, parquet);
         BufferedReader in =
             new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
       median(warmup, 0, work::sign);
       median(warmup, 0, work::verify);
       median(warmup, 0, work::commit);
+      median(warmup, 0, work::deferredCommit);
+      if (parquet != null) {
+        median(warmup, 0, work::engineRun);
+      }
       System.out.println("{\"ready\":true}");
       while (in.readLine() != null) {
         System.out.println("{\"sign_ns\":" + median(0, budget, work::sign)
             + ",\"verify_ns\":" + median(0, budget, work::verify)
-            + ",\"durable_commit_ns\":" + median(0, budget, work::commit) + "}");
+            + ",\"durable_commit_ns\":" + median(0, budget, work::commit)
+            + ",\"deferred_commit_ns\":" + median(0, budget, work::deferredCommit)
+            + (parquet == null ? "" : ",\"engine_run_ns\":" + median(0, budget, work::engineRun))
+            + "}");
       }
     }
   }
@@ -164,8 +188,10 @@ public final class MandatedWork {
 
   /**
    * A statement's single operations: Ed25519 over a 32-byte message (commands, proofs and tickets
-   * sign a SHA-256), and one small row per transaction committed with the journal's durability
-   * settings (WAL, {@code synchronous=FULL}) in {@code dir}, whose files it removes at close.
+   * sign a SHA-256); one small row per transaction committed with the journal's durability
+   * settings (WAL, {@code synchronous=FULL}) in {@code dir}, or deferred ({@code
+   * synchronous=NORMAL}) on a second connection to the same file; with a Parquet file, the
+   * engine's run of a {@code COUNT(*)} over it. Removes its files in {@code dir} at close.
    */
   private static final class StatementWork implements AutoCloseable {
     private final Ed25519.KeyPair key = Fixtures.KEY;
@@ -175,8 +201,13 @@ public final class MandatedWork {
     private final Path dir;
     private final Connection connection;
     private final PreparedStatement insert;
+    private final Connection deferred;
+    private final PreparedStatement deferredInsert;
+    private final Connection duck; // null without a Parquet file
+    private final PreparedStatement count;
+    private long rows = -1;
 
-    StatementWork(Path dir) throws SQLException, IOException {
+    StatementWork(Path dir, Path parquet) throws SQLException, IOException {
       this.dir = dir;
       removeFiles();
       connection = DriverManager.getConnection("jdbc:sqlite:" + dir.resolve(DB));
@@ -187,6 +218,22 @@ public final class MandatedWork {
       }
       connection.setAutoCommit(false);
       insert = connection.prepareStatement("INSERT INTO record(body) VALUES (?)");
+      deferred = DriverManager.getConnection("jdbc:sqlite:" + dir.resolve(DB));
+      try (Statement s = deferred.createStatement()) {
+        s.execute("PRAGMA synchronous=NORMAL");
+      }
+      deferred.setAutoCommit(false);
+      deferredInsert = deferred.prepareStatement("INSERT INTO record(body) VALUES (?)");
+      if (parquet == null) {
+        duck = null;
+        count = null;
+        return;
+      }
+      duck = DriverManager.getConnection("jdbc:duckdb:");
+      DuckSettings.defaults().apply(duck, dir);
+      count = duck.prepareStatement(
+          "SELECT COUNT(*) FROM read_parquet('" + parquet.toAbsolutePath().toString()
+              .replace("'", "''") + "')");
     }
 
     long sign() {
@@ -206,12 +253,38 @@ public final class MandatedWork {
     }
 
     long commit() {
+      return commit(connection, insert);
+    }
+
+    long deferredCommit() {
+      return commit(deferred, deferredInsert);
+    }
+
+    private long commit(Connection c, PreparedStatement p) {
       try {
         long t0 = System.nanoTime();
-        insert.setBytes(1, body);
-        insert.executeUpdate();
-        connection.commit();
+        p.setBytes(1, body);
+        p.executeUpdate();
+        c.commit();
         return System.nanoTime() - t0;
+      } catch (SQLException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+
+    /** The statement's SQL run in DuckDB, its one row read; every run must count the same. */
+    long engineRun() {
+      try {
+        long t0 = System.nanoTime();
+        long n;
+        try (ResultSet r = count.executeQuery()) {
+          check(r.next(), "COUNT(*) returned no row");
+          n = r.getLong(1);
+        }
+        long t = System.nanoTime() - t0;
+        check(rows < 0 || n == rows, "COUNT(*) changed");
+        rows = n;
+        return t;
       } catch (SQLException e) {
         throw new IllegalStateException(e);
       }
@@ -219,9 +292,9 @@ public final class MandatedWork {
 
     @Override
     public void close() throws SQLException, IOException {
-      try {
-        insert.close();
-        connection.close();
+      try (Connection c = connection; PreparedStatement i = insert; Connection d = deferred;
+          PreparedStatement di = deferredInsert; Connection k = duck; PreparedStatement n = count) {
+        // Only closing: each in reverse order (statements first), the rest even if one fails.
       } finally {
         removeFiles();
       }
@@ -230,6 +303,15 @@ public final class MandatedWork {
     private void removeFiles() throws IOException {
       for (String suffix : new String[] {"", "-wal", "-shm"}) {
         Files.deleteIfExists(dir.resolve(DB + suffix));
+      }
+      Path spill = dir.resolve("duckdb-tmp");
+      if (Files.isDirectory(spill)) {
+        try (var left = Files.list(spill)) {
+          for (Path p : (Iterable<Path>) left::iterator) {
+            Files.deleteIfExists(p);
+          }
+        }
+        Files.delete(spill);
       }
     }
 
@@ -248,8 +330,11 @@ public final class MandatedWork {
     // segment with its manifest and status and makes the chain's deferred records durable.
     // Admission signs every command and the bundle's proof, the engine verifies both, and
     // GetFlightInfo signs the ticket DoGet verifies.
+    // Every command before the submit is recorded (deferred, docs/admission.md §10) before the
+    // next is sent: the profile's "recorded requester outcome".
     json.append("\"per_statement\":{\"commands\":").append(commands)
         .append(",\"durable_commits\":").append(1)
+        .append(",\"deferred_commits\":").append(commands - 1)
         .append(",\"signs\":").append(commands + 2)
         .append(",\"verifies\":").append(commands + 2).append("},");
   }

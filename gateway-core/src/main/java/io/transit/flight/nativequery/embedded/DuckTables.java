@@ -6,9 +6,7 @@ import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -74,7 +72,7 @@ final class DuckTables implements AutoCloseable {
       BufferAllocator allocator) throws SQLException, IOException {
     DuckDBConnection db = (DuckDBConnection) DriverManager.getConnection("jdbc:duckdb:");
     try {
-      configure(db, settings, stateDir);
+      settings.apply(db, stateDir);
       Path converted = stateDir.resolve("converted");
       Set<Path> copiesInUse = new HashSet<>();
       Map<Long, Served> byId = new HashMap<>();
@@ -173,32 +171,6 @@ final class DuckTables implements AutoCloseable {
   /** A new connection to the shared database; the caller closes it. */
   Connection connect() throws SQLException {
     return database.duplicate();
-  }
-
-  private static void configure(DuckDBConnection db, DuckSettings settings, Path stateDir)
-      throws SQLException, IOException {
-    Path temp = settings.tempDirectoryUnder(stateDir);
-    if (!Files.isDirectory(temp)) {
-      // Spilled operator state holds rows of the Tables: as private as the rest of the state.
-      Files.createDirectories(temp,
-          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-    }
-    try (Statement s = db.createStatement()) {
-      s.execute("SET memory_limit = '" + settings.memoryLimitBytes() + "B'");
-      s.execute("SET threads = " + settings.threads());
-      s.execute("SET temp_directory = " + literal(temp.toAbsolutePath().toString()));
-      // Row order of a scan is file order, then row-group order: re-execution writes the same
-      // segments. (DuckDB's default, set so no future default can change it.)
-      s.execute("SET preserve_insertion_order = true");
-      // Footers are parsed once, not per statement; a file that changes is caught by
-      // checkUnchanged before DuckDB reads it.
-      s.execute("SET parquet_metadata_cache = true");
-      // A statement reads one Table without joins or subqueries (docs/queries.md), so the join
-      // order optimizer has nothing to order, yet it reads the statistics of every row group of
-      // every file at each bind — and a Parquet scan binds again at every execution. At 20M rows
-      // (163 row groups) that was two thirds of a COUNT(*)'s 0.8 ms in DuckDB.
-      s.execute("SET disabled_optimizers = 'join_order'");
-    }
   }
 
   private static List<FileIdentity> identities(Publication p) throws IOException {

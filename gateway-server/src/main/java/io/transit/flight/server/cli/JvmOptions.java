@@ -65,15 +65,16 @@ public final class JvmOptions {
   private JvmOptions() {}
 
   /**
-   * For a daemon: the parallel collector with a young generation of 64 MiB. A statement
-   * allocates about 4 MB, nearly all of it the Ed25519 library's short-lived field elements,
-   * and almost nothing survives (the live heap stays near 16 MB), so a young collection is short
-   * whatever its size (about 1.3 ms here) and the size decides only how far the allocations
-   * stream through memory between collections. In paired runs on two vCPUs a statement was
-   * faster the smaller the young generation, down to 40 MiB (0.20 ms from 256 MiB to 64 MiB,
-   * whose collections come every ~0.1 s), and 0.15 ms faster under the parallel collector, with
-   * its cheaper allocation and write barriers, than under G1 sizing itself (docs/performance.md,
-   * eleventh round).
+   * For a daemon: the serial collector with a young generation of 64 MiB. A statement allocates
+   * about 4 MB, nearly all of it the Ed25519 library's short-lived field elements, and almost
+   * nothing survives (the live heap stays near 16 MB), so a young collection is short whatever
+   * its size and the size decides only how far the allocations stream through memory between
+   * collections. In paired runs on two vCPUs a statement was faster the smaller the young
+   * generation, down to 40 MiB (0.20 ms from 256 MiB to 64 MiB, whose collections come every
+   * ~0.1 s); 0.15 ms faster under the parallel collector than under G1 sizing itself (eleventh
+   * round); and 0.25–0.29 ms faster again under the serial collector than the parallel one, with
+   * pauses as long: one thread copies the few survivors as fast as two, and no collector
+   * threads are woken to share them (docs/performance.md, twelfth round).
    * The heap is at least 128 MiB, so the old generation keeps at least as much. Nothing when the
    * launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name a collector themselves: the JVM
    * refuses two.
@@ -82,7 +83,7 @@ public final class JvmOptions {
     if (javaOpts != null && SELECTS_COLLECTOR.matcher(javaOpts).find()) {
       return "";
     }
-    return "-XX:+UseParallelGC -Xmn" + YOUNG_BYTES;
+    return "-XX:+UseSerialGC -Xmn" + YOUNG_BYTES;
   }
 
   /**
