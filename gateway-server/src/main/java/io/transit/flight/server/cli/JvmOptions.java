@@ -60,24 +60,23 @@ public final class JvmOptions {
   static final Path TRANSPARENT_HUGE_PAGES = Path.of("/sys/kernel/mm/transparent_hugepage/enabled");
 
   /** The daemon's young generation: see {@link #collector}. */
-  static final long YOUNG_BYTES = 64L << 20;
+  static final long YOUNG_BYTES = 32L << 20;
 
   private JvmOptions() {}
 
   /**
-   * For a daemon: the serial collector with a young generation of 64 MiB. A statement allocates
+   * For a daemon: the serial collector with a young generation of 32 MiB. A statement allocates
    * about 4 MB, nearly all of it the Ed25519 library's short-lived field elements, and almost
-   * nothing survives (the live heap stays near 16 MB), so a young collection is short whatever
-   * its size and the size decides only how far the allocations stream through memory between
-   * collections. In paired runs on two vCPUs a statement was faster the smaller the young
-   * generation, down to 40 MiB (0.20 ms from 256 MiB to 64 MiB, whose collections come every
-   * ~0.1 s); 0.15 ms faster under the parallel collector than under G1 sizing itself (eleventh
-   * round); and 0.25–0.29 ms faster again under the serial collector than the parallel one, with
-   * pauses as long: one thread copies the few survivors as fast as two, and no collector
-   * threads are woken to share them (docs/performance.md, twelfth round).
-   * The heap is at least 128 MiB, so the old generation keeps at least as much. Nothing when the
-   * launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name a collector themselves: the JVM
-   * refuses two.
+   * nothing survives (the live heap stays near 16 MB), so a young collection is short and the
+   * young generation's size decides mostly how far the allocations stream through memory between
+   * collections. In paired runs on two vCPUs (docs/performance.md, eleventh and twelfth rounds):
+   * the parallel collector at 64 MiB beat G1 sizing itself by 0.15 ms a statement; the serial
+   * collector beat the parallel one by 0.25–0.29 ms (one thread copies the few survivors as fast
+   * as two, and no collector threads are woken to share them); and under it 32 MiB beat 64 MiB
+   * by 0.14 ms (young pauses 1.5 ms median instead of 2.8, every ~6 statements instead of ~12),
+   * while 16 MiB was no faster than 32. The heap is at least 128 MiB, so the old generation keeps
+   * at least 96 MiB. Nothing when the launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name a
+   * collector themselves: the JVM refuses two.
    */
   static String collector(String javaOpts) {
     if (javaOpts != null && SELECTS_COLLECTOR.matcher(javaOpts).find()) {

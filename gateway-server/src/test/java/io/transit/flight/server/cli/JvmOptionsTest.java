@@ -81,13 +81,13 @@ class JvmOptionsTest {
   }
 
   @Test
-  void theSerialCollectorWithA64MiBYoungGenerationUnlessTheOperatorNamesOne() {
-    assertEquals("-XX:+UseSerialGC -Xmn67108864", JvmOptions.collector(null));
-    assertEquals("-XX:+UseSerialGC -Xmn67108864", JvmOptions.collector("-Xss1m"));
+  void theSerialCollectorWithA32MiBYoungGenerationUnlessTheOperatorNamesOne() {
+    assertEquals("-XX:+UseSerialGC -Xmn33554432", JvmOptions.collector(null));
+    assertEquals("-XX:+UseSerialGC -Xmn33554432", JvmOptions.collector("-Xss1m"));
     assertEquals("", JvmOptions.collector("-Xss1m -XX:+UseG1GC"),
         "the JVM refuses two collectors: the operator's choice stands alone");
     assertEquals("", JvmOptions.collector("-XX:+UseZGC -Xlog:gc"));
-    assertEquals("-XX:+UseSerialGC -Xmn67108864",
+    assertEquals("-XX:+UseSerialGC -Xmn33554432",
         JvmOptions.collector("-XX:+UseStringDeduplication -XX:GCTimeRatio=9"),
         "options that only mention GC name no collector");
   }
