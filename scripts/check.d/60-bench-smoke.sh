@@ -22,7 +22,9 @@ assert r["p1"]["gateway"]["gb_per_s"] > 0 and r["p1"]["peer"]["gb_per_s"] > 0
 assert len(r["p2"]["gateway"]["latencies_ms"]) == 20 and r["p2"]["gateway"]["settle"] is None
 assert r["p2"]["gateway_metadata_round_trip"]["p50_ms"] > 0
 assert len(r["p2"]["floor_slices"]) == 5 and all(
-    x["verify_ns"] > 0 and x["durable_commit_ns"] > 0 for x in r["p2"]["floor_slices"])
+    x["verify_ns"] > 0 and x["durable_commit_ns"] > 0 and x["deferred_commit_ns"] > 0
+    and x["engine_run_ns"] > 0 for x in r["p2"]["floor_slices"]), r["p2"]["floor_slices"]
+assert r["mandated"]["deferred_commit_ns"] > 0 and r["mandated"]["engine_run_ns"] > 0
 assert len(r["p2"]["sql_peer"]["latencies_ms"]) == 20 and r["p2"]["sql_peer"]["p50_ms"] > 0
 assert set(r["p3"]) == {"filtered SUM", "filtered COUNT"}
 assert all(q["sql_peer_ms"] > 0 for q in r["p3"].values()), r["p3"]
@@ -31,8 +33,9 @@ assert cancel["bytes_left"] == 0 and cancel["exit_status"] == 0, cancel
 assert r["p4"]["slow"]["errors"] == [], r["p4"]["slow"]["errors"]
 assert r["p4"]["slow"]["startup_s"] > 0 and r["p4"]["slow"]["rss_start_bytes"] > 0
 assert r["p4"]["slow"]["stream_peak_bytes"] > 0, r["p4"]["slow"]  # the shutdown line carries it
-assert r["mandated"]["per_statement"] == {"commands": 4, "durable_commits": 1, "signs": 6,
-                                          "verifies": 6}, r["mandated"]["per_statement"]
+assert r["mandated"]["per_statement"] == {"commands": 4, "durable_commits": 1,
+                                          "deferred_commits": 3, "signs": 6, "verifies": 6}, \
+    r["mandated"]["per_statement"]
 md = (out / "results.md").read_text()
 for row in ("| P1 bulk DoGet GB/s", "| P2 statement p50 ms", "| P3 filtered SUM", "| P4 bytes left",
             "| P4 one stream's allocator peak", "| Daemon start-up to serving", "| Daemon RSS at start",
