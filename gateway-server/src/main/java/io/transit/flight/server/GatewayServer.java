@@ -394,7 +394,7 @@ public final class GatewayServer implements AutoCloseable {
    * stream waits for credit): such a task then waits for a free thread, as in a fixed pool. Idle
    * workers end after 60 s.
    */
-  private static ExecutorService pool(String name, int threads) {
+  static ExecutorService pool(String name, int threads) {
     AtomicInteger n = new AtomicInteger();
     ForkJoinPool.ForkJoinWorkerThreadFactory factory = fj -> {
       ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(fj);
