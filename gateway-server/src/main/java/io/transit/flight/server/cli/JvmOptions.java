@@ -68,18 +68,13 @@ public final class JvmOptions {
    * For a daemon: the serial collector with a young generation of 32 MiB. A statement allocates
    * about 4 MB, nearly all of it the Ed25519 library's short-lived field elements, and almost
    * nothing survives (the live heap stays near 16 MB), so a young collection is short and the
-   * young generation's size decides mostly how far the allocations stream through memory between
-   * collections. In paired runs on two vCPUs (docs/performance.md, eleventh and twelfth rounds):
-   * the parallel collector at 64 MiB beat G1 sizing itself by 0.15 ms a statement; the serial
-   * collector beat the parallel one by 0.25–0.29 ms (one thread copies the few survivors as fast
-   * as two, and no collector threads are woken to share them); and under it 32 MiB beat 64 MiB
-   * by 0.14 ms (young pauses 1.5 ms median instead of 2.8, every ~6 statements instead of ~12),
-   * while 16 MiB was no faster than 32. Those pairs ran before the service pools woke the thread
-   * idle last; on top of that change the serial collector at 32 MiB and the parallel one at 64 MiB
-   * were even (statement −0.03 ms, round trip +0.06 ms), and it stays for the smaller resident
-   * size (333 against 366 MiB after 6,000 statements) and no collector threads to wake. The heap is at least 128 MiB, so the old
-   * generation keeps at least 96 MiB. Nothing when the launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name a
-   * collector themselves: the JVM refuses two.
+   * young generation's size decides mostly how far the allocations stream through memory. In
+   * paired runs on two vCPUs smaller young generations were faster down to 32 MiB (16 MiB was
+   * not), and the serial collector was at least as fast as the parallel one while keeping the
+   * daemon about 30 MiB smaller and waking no collector threads (docs/performance.md, eleventh
+   * and twelfth rounds). The heap is at least 128 MiB, so the old generation keeps at least 96
+   * MiB. Nothing when the launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name a collector
+   * themselves: the JVM refuses two.
    */
   static String collector(String javaOpts) {
     if (javaOpts != null && SELECTS_COLLECTOR.matcher(javaOpts).find()) {
