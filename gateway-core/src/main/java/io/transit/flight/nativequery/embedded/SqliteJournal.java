@@ -91,6 +91,13 @@ final class SqliteJournal implements JournalStore {
   // this index alone; without it each sweep sorts every row under the journal's monitor.
   private static final String RETAINED_INDEX = "CREATE INDEX IF NOT EXISTS queries_retained ON"
       + " queries (state, released, finished_ms, correlation, result_bytes)";
+  /**
+   * The page size of a new journal. A statement's four transactions rewrite about thirty pages
+   * (each a WAL frame, copied, checksummed and then flushed by the submit's fsync) to change a few
+   * hundred bytes of small rows: at 1 KiB against SQLite's default 4 KiB each frame costs a
+   * quarter of the copying, checksumming and writeback (docs/performance.md, thirteenth round).
+   */
+  static final int PAGE_BYTES = 1024;
   /** SQLite's primary result code for a snapshot or lock held by another connection. */
   private static final int SQLITE_BUSY = 5;
   /** Runs of one transaction that another connection's commits may cut short (see transaction). */
@@ -159,6 +166,8 @@ final class SqliteJournal implements JournalStore {
     props.setProperty("jdbc.get_generated_keys", "false");
     Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath(), props);
     try (Statement s = c.createStatement()) {
+      // Before anything creates the file: a journal already written keeps its page size.
+      s.execute("PRAGMA page_size=" + PAGE_BYTES);
       s.execute("PRAGMA journal_mode=WAL");
       s.execute("PRAGMA synchronous=FULL");
       s.execute("PRAGMA busy_timeout=10000");
