@@ -1,13 +1,15 @@
 package io.transit.flight.channel;
 
+import io.transit.flight.threads.LastIdlePool;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.LinkedBlockingQueue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,8 +28,15 @@ import org.slf4j.LoggerFactory;
  * close()} still frees its stream root and nothing is run concurrently with another task of the
  * same stream.
  *
+ * <p><b>Workers.</b> A {@link LastIdlePool}: a drain goes to the worker that went idle last, so a
+ * quiet server writes its streams on one warm thread instead of rotating over all of them. Its
+ * {@code shutdownNow} cancels queued tasks instead of returning them, so each dispatched drain is
+ * also kept in {@code notStarted} until a thread claims it: a worker, or the shutdown thread for
+ * the ones that never got a worker.
+ *
  * <p>Threads: any thread may call any method. The pending-task counter is guarded by {@code
- * drainMonitor}, a leaf monitor whose critical sections only count.
+ * drainMonitor}, a leaf monitor whose critical sections only count. A dispatched drain runs once,
+ * on the thread that wins its {@code claimed} flag.
  */
 public final class StreamExecutorPool implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(StreamExecutorPool.class);
@@ -40,7 +49,9 @@ public final class StreamExecutorPool implements AutoCloseable {
     TERMINATED
   }
 
-  private final ThreadPoolExecutor workers;
+  private final ExecutorService workers;
+  // Drains handed to the workers that no thread has claimed yet (see Dispatched).
+  private final Set<Dispatched> notStarted = ConcurrentHashMap.newKeySet();
   private volatile State state = State.RUNNING;
   private final Object drainMonitor = new Object();
   // @GuardedBy("drainMonitor"): tasks accepted by any stream executor and not yet finished.
@@ -56,16 +67,7 @@ public final class StreamExecutorPool implements AutoCloseable {
     if (threads < 1) {
       throw new IllegalArgumentException("threads: " + threads + " (expected: >= 1)");
     }
-    AtomicInteger counter = new AtomicInteger();
-    ThreadFactory factory =
-        r -> {
-          Thread t = new Thread(r, name + "-" + counter.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        };
-    this.workers =
-        new ThreadPoolExecutor(
-            threads, threads, 0L, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), factory);
+    this.workers = LastIdlePool.create(name, threads);
   }
 
   /**
@@ -110,15 +112,16 @@ public final class StreamExecutorPool implements AutoCloseable {
     workers.shutdown();
     boolean stopped = awaitWorkers(deadline);
     if (!stopped) {
-      List<Runnable> stranded = workers.shutdownNow();
+      workers.shutdownNow();
+      List<Dispatched> stranded = new ArrayList<>(notStarted);
       LOG.error(
           "stream executor pool did not drain in {}: {} task(s) pending, running {} stranded"
               + " stream drain(s) on the shutdown thread",
           timeout,
           pendingTasks(),
           stranded.size());
-      for (Runnable drain : stranded) {
-        // Each stranded runnable holds its stream's token (scheduled but never started).
+      for (Dispatched drain : stranded) {
+        // Each stranded drain holds its stream's token (scheduled but never started).
         drain.run();
       }
     }
@@ -159,11 +162,32 @@ public final class StreamExecutorPool implements AutoCloseable {
     if (state == State.TERMINATED) {
       return false;
     }
+    Dispatched d = new Dispatched(drain);
+    notStarted.add(d);
     try {
-      workers.execute(drain);
+      workers.execute(d);
       return true;
     } catch (RejectedExecutionException e) {
+      notStarted.remove(d);
       return false;
+    }
+  }
+
+  /** A drain given to the workers; whichever thread claims it first runs it, the others skip. */
+  private final class Dispatched implements Runnable {
+    private final Runnable drain;
+    private final AtomicBoolean claimed = new AtomicBoolean();
+
+    Dispatched(Runnable drain) {
+      this.drain = drain;
+    }
+
+    @Override
+    public void run() {
+      if (claimed.compareAndSet(false, true)) {
+        notStarted.remove(this);
+        drain.run();
+      }
     }
   }
 

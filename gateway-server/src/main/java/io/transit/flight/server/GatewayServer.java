@@ -33,6 +33,7 @@ import io.transit.flight.server.ops.OpsSettings;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.sql.TransitSqlProducer;
 import io.transit.flight.server.transport.AuthenticationBudget;
+import io.transit.flight.threads.LastIdlePool;
 import io.transit.flight.server.transport.ConnectionBudget;
 import io.transit.flight.server.flight.ClientFaultLog;
 import io.transit.flight.server.flight.MalformedRequests;
@@ -47,8 +48,6 @@ import java.time.Clock;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ForkJoinPool;
-import java.util.concurrent.ForkJoinWorkerThread;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -140,7 +139,7 @@ public final class GatewayServer implements AutoCloseable {
         new StreamExecutorPool("transit-writer", limits.writerThreads()),
         new StreamLimits(limits.maxLiveStreams(), limits.streamAllocatorBytes(),
             Duration.ofMillis(limits.creditStallMs()), RESIDENT_BATCHES));
-    this.producers = pool("transit-producer", limits.producerThreads());
+    this.producers = LastIdlePool.create("transit-producer", limits.producerThreads());
 
     this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "transit-deadlines");
@@ -155,9 +154,9 @@ public final class GatewayServer implements AutoCloseable {
             limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
     // Admissions and compilations in flight each hold a service thread; eight more stay free
     // for metadata and session calls however many of those are busy.
-    this.serviceExecutor = pool("transit-grpc",
+    this.serviceExecutor = LastIdlePool.create("transit-grpc",
         limits.admissionPerGateway() + limits.compilePerGateway() + 8);
-    this.flightExecutor = pool("transit-flight", 4);
+    this.flightExecutor = LastIdlePool.create("transit-flight", 4);
     this.connections = new ConnectionBudget(limits.maxConnections(), errors,
         new AuthenticationBudget(limits.unauthenticatedConnectionMs(),
             limits.maxConnectionIdleMs()));
@@ -382,26 +381,5 @@ public final class GatewayServer implements AutoCloseable {
       Thread.currentThread().interrupt();
       e.shutdownNow();
     }
-  }
-
-  /**
-   * A pool of at most {@code threads} threads that hands each task to the thread that went idle
-   * last. A ThreadPoolExecutor's queue wakes the one idle longest, so a statement's calls and
-   * callbacks rotated over every thread of the pool (48 service threads in 3,000 statements),
-   * each waking with cold caches and a TLAB of its own; a ForkJoinPool parks its idle workers on
-   * a stack and wakes the top one. The pool never grows past {@code threads} to compensate for a
-   * blocked worker (a service thread blocks while its statement is admitted, a producer while its
-   * stream waits for credit): such a task then waits for a free thread, as in a fixed pool. Idle
-   * workers end after 60 s.
-   */
-  static ExecutorService pool(String name, int threads) {
-    AtomicInteger n = new AtomicInteger();
-    ForkJoinPool.ForkJoinWorkerThreadFactory factory = fj -> {
-      ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(fj);
-      t.setName(name + "-" + n.incrementAndGet());
-      return t;
-    };
-    return new ForkJoinPool(threads, factory, null, true, 0, threads, 1, fj -> true, 60,
-        TimeUnit.SECONDS);
   }
 }

@@ -20,6 +20,7 @@ import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.threads.LastIdlePool;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,11 +28,8 @@ import java.sql.SQLException;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -170,13 +168,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     // One execution thread always stays for queries that were not run early (takeovers, resumed
     // queries, a second caller's), so a pool of one runs nothing early.
     this.earlyRuns = new EarlyRuns(options.executionThreads() - 1);
-    AtomicInteger n = new AtomicInteger();
-    this.executor = new ThreadPoolExecutor(options.executionThreads(),
-        options.executionThreads(), 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
-          Thread t = new Thread(r, "native-exec-" + n.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        });
+    this.executor = LastIdlePool.create("native-exec", options.executionThreads());
   }
 
   /**

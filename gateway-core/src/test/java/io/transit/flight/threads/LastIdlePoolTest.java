@@ -1,4 +1,4 @@
-package io.transit.flight.server;
+package io.transit.flight.threads;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -12,11 +12,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
-/** GatewayServer's pools: blocked workers are not replaced, so a pool never exceeds its size. */
-class ServicePoolTest {
+/** The service, producer and execution pools: blocked workers are not replaced, so a pool never
+ * exceeds its size. */
+class LastIdlePoolTest {
   @Test
   void aTaskThatFindsEveryThreadBlockedWaitsForOneInsteadOfAnExtraThread() throws Exception {
-    ExecutorService pool = GatewayServer.pool("test-pool", 2);
+    ExecutorService pool = LastIdlePool.create("test-pool", 2);
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch twoStarted = new CountDownLatch(2);
     CountDownLatch allDone = new CountDownLatch(3);

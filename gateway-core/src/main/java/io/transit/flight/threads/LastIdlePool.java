@@ -1,0 +1,44 @@
+package io.transit.flight.threads;
+
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinWorkerThread;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A pool of at most {@code threads} threads that hands each task to the thread that went idle
+ * last. A ThreadPoolExecutor's queue wakes the one idle longest, so a statement's calls and
+ * callbacks rotated over every thread of a pool (48 service threads in 3,000 statements; both
+ * execution threads, one statement each in turn), each waking with cold caches — its TLAB, and
+ * for DuckDB its allocator's thread cache. A ForkJoinPool parks its idle workers on a stack and
+ * wakes the top one (docs/performance.md, twelfth and thirteenth rounds).
+ *
+ * <p>The pool never grows past {@code threads} to make up for a blocked worker (a service thread
+ * blocks while its statement is admitted, a producer while its stream waits for credit, an
+ * execution thread while DuckDB runs): such a task waits for a free thread, as in a fixed pool.
+ * Workers are daemon threads named {@code name-N}; idle ones end after 60 s. {@code
+ * shutdownNow} interrupts running tasks, as a ThreadPoolExecutor's does.
+ *
+ * <p>Threads: built and shut down by the owning component; tasks are submitted from any thread.
+ */
+public final class LastIdlePool {
+  private LastIdlePool() {}
+
+  /** A pool of at most {@code threads} daemon threads named {@code name-N}. */
+  public static ExecutorService create(String name, int threads) {
+    if (threads < 1) {
+      throw new IllegalArgumentException("threads: " + threads + " (expected: >= 1)");
+    }
+    AtomicInteger n = new AtomicInteger();
+    ForkJoinPool.ForkJoinWorkerThreadFactory factory = fj -> {
+      ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(fj);
+      t.setName(name + "-" + n.incrementAndGet());
+      return t;
+    };
+    // asyncMode: a worker's own submissions run first in, first out, as from outside.
+    // maximumPoolSize = threads and saturate -> true: no compensating threads, no rejection.
+    return new ForkJoinPool(threads, factory, null, true, 0, threads, 1, fj -> true, 60,
+        TimeUnit.SECONDS);
+  }
+}
