@@ -22,7 +22,8 @@ import java.util.Objects;
 import java.util.function.LongSupplier;
 
 /**
- * Signed sequenced admission of one statement: limiter permit, canonical bundle, command chain,
+ * Signed sequenced admission of one statement: limiter permit, canonical bundle (announced to the
+ * engine before anything is signed), command chain,
  * one command at a time through the public query client (each waiting for its recorded outcome),
  * then a bounded wait for the query's result.
  *
@@ -94,6 +95,10 @@ public final class AdmissionService {
     try (AdmissionLimiter.Permit permit = limiter.tryAcquire(caller.principal())) {
       CanonicalBundle bundle =
           CanonicalBundle.build(caller, request.table(), request.budgets(), request.sql());
+      // The engine may start executing the bundle now, while its four commands are signed
+      // (a hint: nothing is recorded or decided until each signed command is sent).
+      CommandChain.check(bundle.bytes(), request.firstSequence(), partBytes);
+      client.announce(caller.principal(), request.firstSequence(), bundle.bytes());
       CommandChain chain =
           CommandChain.derive(
               bundle.bytes(), caller.principal(), caller.key(), request.firstSequence(), partBytes,

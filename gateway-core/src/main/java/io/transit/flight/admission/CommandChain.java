@@ -68,27 +68,10 @@ public final class CommandChain {
    */
   public static CommandChain derive(byte[] bundleBytes, long principal, Ed25519.KeyPair key,
       long firstSequence, int partBytes, SignaturePool signers) {
-    Objects.requireNonNull(bundleBytes, "bundleBytes");
     Objects.requireNonNull(signers, "signers");
     Objects.requireNonNull(key, "key");
-    if (partBytes < 1 || partBytes > MAX_PART_BYTES) {
-      throw new IllegalArgumentException(
-          "partBytes: " + partBytes + " (expected: 1.." + MAX_PART_BYTES + ")");
-    }
-    if (bundleBytes.length == 0) {
-      throw new IllegalArgumentException("bundleBytes: empty (expected: a canonical bundle)");
-    }
-    int parts = (int) ((bundleBytes.length + (long) partBytes - 1) / partBytes);
+    int parts = check(bundleBytes, firstSequence, partBytes);
     long count = parts + 3L;
-    // The last command is S + count - 1 and the next sequence S + count must still be a u64.
-    if (Long.compareUnsigned(firstSequence, -1L - count) > 0) {
-      throw GatewayException.of(
-              Cause.INVALID_CALLER_FIELD,
-              "admission.sequence_overflow",
-              "the request sequence leaves no room for the upload's " + count + " commands")
-          .with("first_sequence", Unsigned.u64(firstSequence))
-          .with("commands", count);
-    }
     byte[] digest = Digests.sha256(bundleBytes);
     ByteString digestBytes = ByteString.copyFrom(digest);
     List<NativeCommand> unsigned = new ArrayList<>((int) count);
@@ -116,6 +99,33 @@ public final class CommandChain {
         .build());
     List<SignedCommand> out = signers.map(unsigned, c -> NativeSignatures.signCommand(c, key));
     return new CommandChain(principal, firstSequence, out, digest);
+  }
+
+  /**
+   * Refuses, as {@link #derive} would, a chain that cannot be built for these arguments, before
+   * anything is signed or announced; returns the bundle's part count.
+   */
+  public static int check(byte[] bundleBytes, long firstSequence, int partBytes) {
+    Objects.requireNonNull(bundleBytes, "bundleBytes");
+    if (partBytes < 1 || partBytes > MAX_PART_BYTES) {
+      throw new IllegalArgumentException(
+          "partBytes: " + partBytes + " (expected: 1.." + MAX_PART_BYTES + ")");
+    }
+    if (bundleBytes.length == 0) {
+      throw new IllegalArgumentException("bundleBytes: empty (expected: a canonical bundle)");
+    }
+    int parts = (int) ((bundleBytes.length + (long) partBytes - 1) / partBytes);
+    long count = parts + 3L;
+    // The last command is S + count - 1 and the next sequence S + count must still be a u64.
+    if (Long.compareUnsigned(firstSequence, -1L - count) > 0) {
+      throw GatewayException.of(
+              Cause.INVALID_CALLER_FIELD,
+              "admission.sequence_overflow",
+              "the request sequence leaves no room for the upload's " + count + " commands")
+          .with("first_sequence", Unsigned.u64(firstSequence))
+          .with("commands", count);
+    }
+    return parts;
   }
 
   private static NativeCommand.Builder base(long principal, long sequence, long namespace) {

@@ -42,6 +42,17 @@ public interface NativeQueryClient extends AutoCloseable {
   default void expect(List<SignedCommand> commands) {}
 
   /**
+   * Announces, before its commands are even signed, the canonical bundle the caller is about to
+   * upload as namespace {@code namespace} (its first sequence) of {@code principal}, so the engine
+   * may start executing it at once (an early run). The same hint as {@link #expect}, sooner: it
+   * records and decides nothing, a query takes the result only once its own verified chain names
+   * the same bundle digest, and a bundle never uploaded costs only the work started. The {@link
+   * #expect} that follows for the same bundle starts no second run. Never fails; the default
+   * ignores it.
+   */
+  default void announce(long principal, long namespace, byte[] bundle) {}
+
+  /**
    * The engine's compiler. The engine owns compilation: the gateway compiles a statement only
    * through this (to answer GetSchema and GetFlightInfo before anything is sent), and the plans it
    * returns are the ones the engine validates and executes, so a remote engine keeps its plans to

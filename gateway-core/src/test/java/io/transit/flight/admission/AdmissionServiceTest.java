@@ -14,6 +14,7 @@ import io.transit.flight.diagnostic.Witness;
 import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.proto.Budgets;
 import io.transit.flight.proto.NativeCommand;
+import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -57,6 +58,23 @@ class AdmissionServiceTest {
     assertEquals(first.nextSequence(), second.namespace());
     assertNotEquals(first.correlation(), second.correlation());
     assertEquals(2, engine.executions());
+  }
+
+  @Test
+  void theBundleIsAnnouncedBeforeItsFirstCommandAndIsTheOneItsPartsUpload() {
+    service.admit(request(1, SQL));
+    assertEquals(1, engine.announcements().size());
+    InMemoryNativeClient.Announcement a = engine.announcements().get(0);
+    assertEquals(PRINCIPAL, a.principal());
+    assertEquals(1, a.namespace(), "the namespace is the first sequence");
+    assertEquals(0, a.commandsBefore(), "announced before anything was sent");
+    ByteArrayOutputStream uploaded = new ByteArrayOutputStream();
+    for (NativeCommand c : engine.sent()) {
+      if (c.hasPart()) {
+        uploaded.writeBytes(c.getPart().getData().toByteArray());
+      }
+    }
+    assertArrayEquals(uploaded.toByteArray(), a.bundle());
   }
 
   @Test
@@ -249,6 +267,7 @@ class AdmissionServiceTest {
     GatewayException e = fails(Status.Code.INVALID_ARGUMENT, () -> service.admit(request(-2L, SQL)));
     assertEquals("admission.sequence_overflow", e.code());
     assertEquals(0, engine.sent().size());
+    assertEquals(0, engine.announcements().size(), "nothing announced for a chain refused");
   }
 
   @Test

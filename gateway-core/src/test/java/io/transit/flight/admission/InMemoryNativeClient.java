@@ -80,6 +80,7 @@ final class InMemoryNativeClient implements NativeQueryClient {
   private final Map<Long, QueryStatus> statuses = new HashMap<>();
   private final Map<Long, byte[]> manifests = new HashMap<>();
   private final List<NativeCommand> sent = new ArrayList<>();
+  private final List<Announcement> announcements = new ArrayList<>();
   private long nextCorrelation = 1;
   private int executions;
   private boolean hold;
@@ -129,6 +130,22 @@ final class InMemoryNativeClient implements NativeQueryClient {
         }
       }
       lock.notifyAll();
+    }
+  }
+
+  /** A bundle announced, and how many commands had been received before it. */
+  record Announcement(long principal, long namespace, byte[] bundle, int commandsBefore) {}
+
+  @Override
+  public void announce(long principal, long namespace, byte[] bundle) {
+    synchronized (lock) {
+      announcements.add(new Announcement(principal, namespace, bundle.clone(), sent.size()));
+    }
+  }
+
+  List<Announcement> announcements() {
+    synchronized (lock) {
+      return List.copyOf(announcements);
     }
   }
 

@@ -17,9 +17,11 @@ import java.util.function.BooleanSupplier;
  * Early runs: a statement's query executed while its chain of commands is still being decided. A
  * statement is read-only and deterministic over immutable publications, so its result is a
  * function of the bundle bytes alone, and those are known before the journal has recorded them:
- * the gateway announces the whole chain ({@link EmbeddedEngine#expect}), and the seal has every
- * byte verified, recorded and checked against the begun digest. Executing from the announcement
- * overlaps DuckDB with the four commands' checks and records instead of following them.
+ * the gateway announces the bundle before it signs the chain ({@link EmbeddedEngine#announce})
+ * and the whole chain before it sends it ({@link EmbeddedEngine#expect}), and the seal has every
+ * byte verified, recorded and checked against the begun digest. Executing from the first
+ * announcement overlaps DuckDB with the chain's signing, checks and records instead of following
+ * them.
  *
  * <p>Nothing of an early run is visible before its submit, and nothing of it rests on unverified
  * bytes:

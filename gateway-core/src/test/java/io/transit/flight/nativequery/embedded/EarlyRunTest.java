@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.ByteString;
+import io.transit.flight.crypto.DeterministicProto;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.CommandOutcome;
@@ -322,6 +323,37 @@ class EarlyRunTest {
     within(EmbeddedEngine.EARLY_WAIT_MS / 2, () -> engine.earlyRunsRunning() == 0,
         "the rejected chain's early run ended");
     assertAdopted(1, "only the statement that reached its submit");
+  }
+
+  @Test
+  void aBundleAnnouncedBeforeItsChainIsSignedRunsEarlyAndItsQueryTakesTheResult()
+      throws Exception {
+    long first = engine.nextSequence(PRINCIPAL);
+    RequestBundle large = bundle(LARGE);
+    // The gateway announces the bundle before it signs the chain; the chain's own announcement
+    // then finds the run going and starts nothing.
+    engine.announce(PRINCIPAL, first, DeterministicProto.bytes(large));
+    within(5_000, () -> engine.earlyRunsRunning() == 1, "the announced bundle runs");
+    List<SignedCommand> chain = chain(first, large, 200);
+    engine.expect(chain);
+    assertEquals(1, engine.earlyRunsRunning());
+    assertEquals(0, segmentFiles(), "no segment stored from unverified bytes");
+    long correlation = sendAll(chain).getCorrelation();
+    assertEquals(200_000, readBack(await(correlation)));
+    assertAdopted(1, "the announced run's result was the query's");
+
+    // Announced one bundle, uploaded another: the announced run is dropped, the query runs the
+    // usual way on what its chain uploaded.
+    long next = engine.nextSequence(PRINCIPAL);
+    engine.announce(PRINCIPAL, next, DeterministicProto.bytes(bundle(LARGE)));
+    within(5_000, () -> engine.earlyRunsRunning() == 1, "the announced bundle runs");
+    List<SignedCommand> other = chain(next, bundle(COUNT), 200);
+    engine.expect(other);
+    QueryStatus s = await(sendAll(other).getCorrelation());
+    assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
+    assertAdopted(1, "nothing of the announced run was taken");
+    within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
+        "no early run left open, no execution buffer held");
   }
 
   @Test
