@@ -5,6 +5,7 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.nativequery.embedded.DemoData;
 import io.transit.flight.nativequery.embedded.DuckSettings;
+import io.transit.flight.nativequery.embedded.EmbeddedEngine;
 import io.transit.flight.proto.TableDeclaration;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -40,7 +41,8 @@ import org.apache.arrow.memory.RootAllocator;
  *   <li>Ed25519 signing and verification over a 32-byte message (commands, the bundle's proof and
  *       the ticket each cost one of both);
  *   <li>the cheapest durable record: one small row committed to SQLite in WAL mode with {@code
- *       synchronous=FULL}, the journal's settings, on the filesystem given by {@code --dir};
+ *       synchronous=FULL} and a new journal's page size, the journal's settings, on the
+ *       filesystem given by {@code --dir};
  *   <li>the cheapest deferred record, which each command before the submit needs (it is recorded
  *       before the next is sent): the same row committed with {@code synchronous=NORMAL}, no
  *       fsync;
@@ -212,6 +214,7 @@ public final class MandatedWork {
       removeFiles();
       connection = DriverManager.getConnection("jdbc:sqlite:" + dir.resolve(DB));
       try (Statement s = connection.createStatement()) {
+        s.execute("PRAGMA page_size=" + EmbeddedEngine.NEW_JOURNAL_PAGE_BYTES);
         s.execute("PRAGMA journal_mode=WAL");
         s.execute("PRAGMA synchronous=FULL");
         s.execute("CREATE TABLE record(id INTEGER PRIMARY KEY, body BLOB NOT NULL)");

@@ -62,6 +62,12 @@ import org.slf4j.LoggerFactory;
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
   /** This engine's identity: its name and the gateway-core build it runs as. */
+  /**
+   * The page size of a new journal ({@code journal.sqlite}); public for tools that time the
+   * journal's commit alone (the benchmarks' MandatedWork).
+   */
+  public static final int NEW_JOURNAL_PAGE_BYTES = SqliteJournal.PAGE_BYTES;
+
   public static final EngineIdentity IDENTITY = EngineIdentity.ofBuild(
       "transit-embedded", EmbeddedEngine.class, "io.transit.flight", "gateway-core");
 
@@ -117,7 +123,10 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   /** Pauses between runs of a query whose terminal status the journal refused. */
   private static final long RERUN_FIRST_PAUSE_MS = 200;
   private static final long RERUN_MAX_PAUSE_MS = 5_000;
-  /** SQLite's default page size: the least a refused journal write needed. */
+  /**
+   * SQLite's default page size, the larger of the two a journal has (a new one has {@link
+   * #NEW_JOURNAL_PAGE_BYTES}): a refused journal write needed at least one page more.
+   */
   private static final long JOURNAL_PAGE_BYTES = 4096;
 
   private final SignaturePool verifiers;
