@@ -61,13 +61,13 @@ import org.slf4j.LoggerFactory;
  * accepted.
  */
 public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin {
-  /** This engine's identity: its name and the gateway-core build it runs as. */
   /**
    * The page size of a new journal ({@code journal.sqlite}); public for tools that time the
    * journal's commit alone (the benchmarks' MandatedWork).
    */
   public static final int NEW_JOURNAL_PAGE_BYTES = SqliteJournal.PAGE_BYTES;
 
+  /** This engine's identity: its name and the gateway-core build it runs as. */
   public static final EngineIdentity IDENTITY = EngineIdentity.ofBuild(
       "transit-embedded", EmbeddedEngine.class, "io.transit.flight", "gateway-core");
 
