@@ -345,6 +345,10 @@ def main() -> int:
     budget = 1 << 30
     limits = {"max_live_streams": max(64, a.readers), "root_allocator_bytes": budget}
     print(f"results: {out}\nstate:   {state} (generating data on first use)", flush=True)
+    # Every run starts from an empty engine state (journal, segments): only the data file is
+    # kept between runs. A journal grown by earlier runs would make runs incomparable, and one
+    # created by an older build keeps that build's layout (its page size, for one).
+    shutil.rmtree(state / "engine", ignore_errors=True)
     config = deployment.prepare(state, a.rows, limits)
     parquet = state / "data" / "bench.parquet"
     results = {"meta": dict(machine(), rows=a.rows, runs=a.runs, statements=a.statements,

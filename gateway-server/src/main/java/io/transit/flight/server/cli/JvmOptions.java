@@ -59,28 +59,40 @@ public final class JvmOptions {
   /** Where Linux says which processes get transparent huge pages. */
   static final Path TRANSPARENT_HUGE_PAGES = Path.of("/sys/kernel/mm/transparent_hugepage/enabled");
 
-  /** The daemon's young generation: see {@link #collector}. */
-  static final long YOUNG_BYTES = 32L << 20;
+  /** The smallest and the largest young generation {@link #youngBytes} gives a daemon. */
+  static final long MIN_YOUNG_BYTES = 32L << 20;
+  static final long MAX_YOUNG_BYTES = 256L << 20;
 
   private JvmOptions() {}
 
   /**
-   * For a daemon: the serial collector with a young generation of 32 MiB. A statement allocates
-   * about 4 MB, nearly all of it the Ed25519 library's short-lived field elements, and almost
-   * nothing survives (the live heap stays near 16 MB), so a young collection is short and the
-   * young generation's size decides mostly how far the allocations stream through memory. In
-   * paired runs on two vCPUs smaller young generations were faster down to 32 MiB (16 MiB was
-   * not), and the serial collector was at least as fast as the parallel one while keeping the
-   * daemon about 30 MiB smaller and waking no collector threads (docs/performance.md, eleventh
-   * and twelfth rounds). The heap is at least 128 MiB, so the old generation keeps at least 96
-   * MiB. Nothing when the launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name a collector
-   * themselves: the JVM refuses two.
+   * For a daemon: the serial collector with a young generation of {@link #youngBytes}. A
+   * statement allocates about 3 MB, nearly all of it the Ed25519 library's short-lived field
+   * elements, and almost nothing survives (the live heap stays near 16 MB, a collection copies
+   * about 30 KB), so a young collection's pause (about 0.8 ms on two vCPUs) is nearly all fixed
+   * cost — the threads' stacks, the old generation's dirty cards, the JVM's weak handles — and
+   * the young generation's size decides how often it is paid. In paired runs on two vCPUs with
+   * the heap on huge pages ({@link #hugePages}) 256 MiB was 0.14–0.17 ms a statement faster than
+   * 32 MiB and 512 MiB another 0.06 ms (docs/performance.md, fourteenth round); the serial
+   * collector was at least as fast as the parallel one while waking no collector threads
+   * (twelfth round). Nothing when the launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name
+   * a collector themselves: the JVM refuses two.
    */
-  static String collector(String javaOpts) {
+  static String collector(long heapBytes, String javaOpts) {
     if (javaOpts != null && SELECTS_COLLECTOR.matcher(javaOpts).find()) {
       return "";
     }
-    return "-XX:+UseSerialGC -Xmn" + YOUNG_BYTES;
+    return "-XX:+UseSerialGC -Xmn" + youngBytes(heapBytes);
+  }
+
+  /**
+   * A quarter of the heap, between 32 and 256 MiB: the default heap (1 GiB) gets 256 MiB, the
+   * smallest (128 MiB) 32 MiB, and the old generation keeps three quarters. Beyond 256 MiB a
+   * collection is already rare (about one in 50 statements at full load) while every byte of the
+   * young generation is resident once it has been filled.
+   */
+  static long youngBytes(long heapBytes) {
+    return Math.max(MIN_YOUNG_BYTES, Math.min(MAX_YOUNG_BYTES, heapBytes / 4));
   }
 
   /**
@@ -138,7 +150,7 @@ public final class JvmOptions {
     if (daemon) {
       out.append(' ').append(JIT_THRESHOLDS);
       String extra = System.getenv("TRANSIT_JAVA_OPTS");
-      String[] memory = {collector(extra), hugePages(TRANSPARENT_HUGE_PAGES, extra)};
+      String[] memory = {collector(heap, extra), hugePages(TRANSPARENT_HUGE_PAGES, extra)};
       for (String o : memory) {
         if (!o.isEmpty()) {
           out.append(' ').append(o);

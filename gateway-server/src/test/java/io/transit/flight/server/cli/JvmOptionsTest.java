@@ -16,10 +16,13 @@ import org.junit.jupiter.api.io.TempDir;
  * daemon's temporary directory under its state directory and its JIT thresholds.
  */
 class JvmOptionsTest {
-  /** What every daemon command gets after its heap and temporary directory: JIT and collector. */
-  private static String daemon() {
+  /**
+   * What every daemon command with a heap of {@code heapBytes} gets after its heap and temporary
+   * directory: JIT and collector.
+   */
+  private static String daemon(long heapBytes) {
     String extra = System.getenv("TRANSIT_JAVA_OPTS");
-    String gc = JvmOptions.collector(extra);
+    String gc = JvmOptions.collector(heapBytes, extra);
     String pages = JvmOptions.hugePages(JvmOptions.TRANSPARENT_HUGE_PAGES, extra);
     return " " + JvmOptions.JIT_THRESHOLDS + (gc.isEmpty() ? "" : " " + gc)
         + (pages.isEmpty() ? "" : " " + pages);
@@ -42,7 +45,7 @@ class JvmOptionsTest {
   @Test
   void heapComesFromTheConfigurationTheDaemonWillRead() throws Exception {
     Path demoState = Files.createDirectory(dir.resolve("demo"));
-    assertEquals("-Xmx1073741824 -Djava.io.tmpdir=" + demoState.resolve("tmp") + daemon(),
+    assertEquals("-Xmx1073741824 -Djava.io.tmpdir=" + demoState.resolve("tmp") + daemon(1L << 30),
         run("demo", "--state-dir", demoState.toString()),
         "a demo's first run has no file yet: the default heap");
     assertEquals("rwx------", PosixFilePermissions.toString(
@@ -61,34 +64,41 @@ class JvmOptionsTest {
           "callers": [{"name": "a", "credential_file": "credentials/a", "principal": 10,
             "principal_key_file": "keys/a.key", "requests": 1, "publication": "p"}]
         }""");
-    String tmp = " -Djava.io.tmpdir=" + dir.resolve("state").resolve("tmp") + daemon();
+    String tmp = " -Djava.io.tmpdir=" + dir.resolve("state").resolve("tmp") + daemon(256L << 20);
     assertEquals("-Xmx268435456" + tmp, run("run", "--config", config.toString()));
     assertEquals("-Xmx268435456" + tmp, run("run", "--config=" + config, "--log-format", "json"),
         "picocli's --config=FILE form, among the daemon's other options");
     assertEquals("-Xmx1073741824", run("--help"), "no file: the default");
     Files.copy(config, demoState.resolve(DemoSetup.CONFIG));
     String demoTmp = " -Djava.io.tmpdir=" + demoState.resolve("state").resolve("tmp")
-        + daemon();
+        + daemon(256L << 20);
     assertEquals("-Xmx268435456" + demoTmp,
         run("demo", "--state-dir", demoState.toString(), "--port", "0"));
     assertEquals("-Xmx268435456" + demoTmp, run("demo", "--state-dir=" + demoState, "--port=0"));
     assertEquals("-Xmx268435456", run("check-config", "--config", config.toString()),
         "not a daemon: no temporary directory of its own, no JIT thresholds, no collector");
     Files.writeString(config, "{ not json");
-    assertEquals("-Xmx1073741824" + daemon(), run("run", "--config", config.toString()),
+    assertEquals("-Xmx1073741824" + daemon(1L << 30), run("run", "--config", config.toString()),
         "a file that does not load: the default (and the JVM's own temporary directory); the"
             + " daemon reports the error itself");
   }
 
   @Test
-  void theSerialCollectorWithA32MiBYoungGenerationUnlessTheOperatorNamesOne() {
-    assertEquals("-XX:+UseSerialGC -Xmn33554432", JvmOptions.collector(null));
-    assertEquals("-XX:+UseSerialGC -Xmn33554432", JvmOptions.collector("-Xss1m"));
-    assertEquals("", JvmOptions.collector("-Xss1m -XX:+UseG1GC"),
+  void theSerialCollectorWithAQuarterOfTheHeapAsYoungGenerationUnlessTheOperatorNamesOne() {
+    long gib = 1L << 30;
+    assertEquals("-XX:+UseSerialGC -Xmn268435456", JvmOptions.collector(gib, null),
+        "the default heap: a quarter");
+    assertEquals("-XX:+UseSerialGC -Xmn268435456", JvmOptions.collector(8 * gib, "-Xss1m"),
+        "at most 256 MiB");
+    assertEquals("-XX:+UseSerialGC -Xmn67108864", JvmOptions.collector(256L << 20, null));
+    assertEquals("-XX:+UseSerialGC -Xmn33554432", JvmOptions.collector(128L << 20, null),
+        "the smallest heap the configuration accepts: 32 MiB");
+    assertEquals(JvmOptions.MIN_YOUNG_BYTES, JvmOptions.youngBytes(64L << 20), "never less");
+    assertEquals("", JvmOptions.collector(gib, "-Xss1m -XX:+UseG1GC"),
         "the JVM refuses two collectors: the operator's choice stands alone");
-    assertEquals("", JvmOptions.collector("-XX:+UseZGC -Xlog:gc"));
-    assertEquals("-XX:+UseSerialGC -Xmn33554432",
-        JvmOptions.collector("-XX:+UseStringDeduplication -XX:GCTimeRatio=9"),
+    assertEquals("", JvmOptions.collector(gib, "-XX:+UseZGC -Xlog:gc"));
+    assertEquals("-XX:+UseSerialGC -Xmn268435456",
+        JvmOptions.collector(gib, "-XX:+UseStringDeduplication -XX:GCTimeRatio=9"),
         "options that only mention GC name no collector");
   }
 
