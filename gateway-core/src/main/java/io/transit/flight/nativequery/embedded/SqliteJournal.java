@@ -40,15 +40,22 @@ transactions whole. The row-level methods must only be called inside {@link #tra
  */
 final class SqliteJournal implements JournalStore {
   private static final Logger log = LoggerFactory.getLogger(SqliteJournal.class);
+  // A journal created now keys its small-row tables by their primary key alone (WITHOUT ROWID;
+  // queries by its rowid, INTEGER PRIMARY KEY): an insert then writes one B-tree page instead of
+  // a table page and its key's index page, six of a statement's thirty-odd WAL frames
+  // (docs/native-engine.md, at its top). Rows larger than about a fifth of a page (parts, inline
+  // segments) stay in rowid tables, where they fit a page. A journal created earlier keeps its
+  // tables as they are; the statements below read and write both alike.
   private static final String[] SCHEMA = {
     "CREATE TABLE IF NOT EXISTS principals (principal BIGINT PRIMARY KEY,"
         + " next_sequence BIGINT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS commands (principal BIGINT NOT NULL, sequence BIGINT NOT NULL,"
-        + " command_sha256 BLOB NOT NULL, outcome BLOB NOT NULL, PRIMARY KEY (principal, sequence))",
+        + " command_sha256 BLOB NOT NULL, outcome BLOB NOT NULL, PRIMARY KEY (principal, sequence))"
+        + " WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS uploads (principal BIGINT NOT NULL, namespace BIGINT NOT NULL,"
         + " declared_bytes BIGINT NOT NULL, part_count INTEGER NOT NULL, bundle_sha256 BLOB NOT NULL,"
         + " received_parts INTEGER NOT NULL, received_bytes BIGINT NOT NULL,"
-        + " state VARCHAR(16) NOT NULL, PRIMARY KEY (principal, namespace))",
+        + " state VARCHAR(16) NOT NULL, PRIMARY KEY (principal, namespace)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS upload_parts (principal BIGINT NOT NULL,"
         + " namespace BIGINT NOT NULL, part_index INTEGER NOT NULL, data BLOB NOT NULL,"
         + " PRIMARY KEY (principal, namespace, part_index))",
@@ -64,7 +71,7 @@ final class SqliteJournal implements JournalStore {
         + " content_sha256 BLOB NOT NULL, document BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS rights_head (id INTEGER PRIMARY KEY, epoch BIGINT NOT NULL,"
         + " content_sha256 BLOB NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS queries (correlation BIGINT PRIMARY KEY,"
+    "CREATE TABLE IF NOT EXISTS queries (correlation INTEGER PRIMARY KEY,"
         + " principal BIGINT NOT NULL, namespace BIGINT NOT NULL, bundle_sha256 BLOB NOT NULL,"
         + " state VARCHAR(16) NOT NULL, code VARCHAR(64) NOT NULL, stage VARCHAR(32) NOT NULL,"
         + " message VARCHAR(512) NOT NULL, manifest_sha256 BLOB, total_rows BIGINT NOT NULL,"

@@ -1,0 +1,156 @@
+package io.transit.flight.nativequery.embedded;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The journal file's layout. A new journal is created with {@link SqliteJournal#PAGE_BYTES} pages
+ * and keys its small-row tables by their primary key alone; a journal written before either
+ * (SQLite's default 4 KiB pages, rowid tables with a separate key index) keeps its layout and
+ * goes on recording: both are properties of the file, and the journal's statements read and
+ * write either alike, so nothing is migrated.
+ */
+class SqliteJournalLayoutTest {
+  @TempDir Path dir;
+
+  private static int pageSize(Path file) throws SQLException {
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("PRAGMA page_size")) {
+      r.next();
+      return r.getInt(1);
+    }
+  }
+
+  /** The automatic indexes SQLite keeps for the keys of rowid tables with another key. */
+  private static List<String> keyIndexes(Path file) throws SQLException {
+    List<String> out = new ArrayList<>();
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT tbl_name FROM sqlite_master WHERE type = 'index'"
+            + " AND name LIKE 'sqlite_autoindex%' ORDER BY tbl_name")) {
+      while (r.next()) {
+        out.add(r.getString(1));
+      }
+    }
+    return out;
+  }
+
+  /** A statement's rows in each keyed table, read back through the journal. */
+  private static void recordAndReadAStatementsRows(SqliteJournal journal) throws Exception {
+    journal.transaction(() -> {
+      journal.recordCommand(7, 1, bytes("sha"), bytes("outcome"));
+      journal.beginUpload(7, 3, 10, 1, bytes("bundle"));
+      journal.addPart(7, 3, 0, bytes("0123456789"));
+      journal.setUploadState(7, 3, JournalStore.UploadState.SEALED);
+      long correlation = journal.allocateCorrelation();
+      journal.insertAccepted(correlation, 7, 3, bytes("bundle"));
+      return null;
+    });
+    assertArrayEquals(bytes("outcome"),
+        journal.transaction(() -> journal.command(7, 1)).orElseThrow().outcome());
+    JournalStore.Upload u = journal.transaction(() -> journal.upload(7, 3)).orElseThrow();
+    assertEquals(JournalStore.UploadState.SEALED, u.state());
+    assertEquals(1, u.receivedParts());
+    assertArrayEquals(bytes("0123456789"), journal.transaction(() -> journal.assembled(7, 3)));
+    assertArrayEquals(bytes("bundle"),
+        journal.transaction(() -> journal.query(1)).orElseThrow().bundleSha256());
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void aNewJournalHasOneKibibytePages() throws Exception {
+    Path file = dir.resolve("new.sqlite");
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      journal.transaction(() -> {
+        journal.recordCommand(1, 1, bytes("sha"), bytes("outcome"));
+        return null;
+      });
+    }
+    assertEquals(SqliteJournal.PAGE_BYTES, pageSize(file));
+  }
+
+  @Test
+  void aNewJournalKeysItsSmallRowTablesByTheirPrimaryKeyAlone() throws Exception {
+    Path file = dir.resolve("new.sqlite");
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      recordAndReadAStatementsRows(journal);
+    }
+    // commands and uploads are WITHOUT ROWID, queries' key is its rowid: none needs an index for
+    // its key. The rest keep one (larger rows, or rows written too rarely to matter).
+    List<String> indexed = keyIndexes(file);
+    assertTrue(!indexed.contains("commands") && !indexed.contains("uploads")
+        && !indexed.contains("queries"), "key indexes: " + indexed);
+    assertTrue(indexed.contains("upload_parts") && indexed.contains("inline_segments"),
+        "key indexes: " + indexed);
+  }
+
+  @Test
+  void aJournalWithTheEarlierTablesKeepsThemAndRecords() throws Exception {
+    Path file = dir.resolve("earlier.sqlite");
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        Statement s = c.createStatement()) {
+      s.execute("PRAGMA journal_mode=WAL");
+      // The three tables as journals created before the layout change have them.
+      s.execute("CREATE TABLE commands (principal BIGINT NOT NULL, sequence BIGINT NOT NULL,"
+          + " command_sha256 BLOB NOT NULL, outcome BLOB NOT NULL,"
+          + " PRIMARY KEY (principal, sequence))");
+      s.execute("CREATE TABLE uploads (principal BIGINT NOT NULL, namespace BIGINT NOT NULL,"
+          + " declared_bytes BIGINT NOT NULL, part_count INTEGER NOT NULL,"
+          + " bundle_sha256 BLOB NOT NULL, received_parts INTEGER NOT NULL,"
+          + " received_bytes BIGINT NOT NULL, state VARCHAR(16) NOT NULL,"
+          + " PRIMARY KEY (principal, namespace))");
+      s.execute("CREATE TABLE queries (correlation BIGINT PRIMARY KEY,"
+          + " principal BIGINT NOT NULL, namespace BIGINT NOT NULL, bundle_sha256 BLOB NOT NULL,"
+          + " state VARCHAR(16) NOT NULL, code VARCHAR(64) NOT NULL, stage VARCHAR(32) NOT NULL,"
+          + " message VARCHAR(512) NOT NULL, manifest_sha256 BLOB, total_rows BIGINT NOT NULL,"
+          + " limit_amount BIGINT NOT NULL, required_amount BIGINT NOT NULL,"
+          + " failed_column VARCHAR(256) NOT NULL, released INTEGER NOT NULL, manifest BLOB)");
+    }
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      recordAndReadAStatementsRows(journal);
+    }
+    List<String> indexed = keyIndexes(file);
+    assertTrue(indexed.containsAll(List.of("commands", "queries", "uploads")),
+        "the earlier tables are kept: " + indexed);
+  }
+
+  @Test
+  void aJournalWrittenWithDefaultPagesKeepsThemAndRecords() throws Exception {
+    Path file = dir.resolve("old.sqlite");
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        Statement s = c.createStatement()) {
+      s.execute("PRAGMA journal_mode=WAL");
+      s.execute("CREATE TABLE counters (name VARCHAR(32) PRIMARY KEY, value BIGINT NOT NULL)");
+    }
+    assertEquals(4096, pageSize(file));
+
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      journal.transaction(() -> {
+        journal.recordCommand(7, 1, bytes("sha"), bytes("outcome"));
+        return null;
+      });
+    }
+    assertEquals(4096, pageSize(file));
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      assertArrayEquals(bytes("outcome"),
+          journal.transaction(() -> journal.command(7, 1)).orElseThrow().outcome());
+    }
+  }
+}
