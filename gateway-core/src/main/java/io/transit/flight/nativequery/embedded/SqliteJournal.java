@@ -42,7 +42,7 @@ final class SqliteJournal implements JournalStore {
   private static final Logger log = LoggerFactory.getLogger(SqliteJournal.class);
   // A journal created now keys its small-row tables by their primary key alone (WITHOUT ROWID;
   // queries by its rowid, INTEGER PRIMARY KEY): an insert then writes one B-tree page instead of
-  // a table page and its key's index page, six of a statement's thirty-odd WAL frames
+  // a table page and its key's index page: four of a statement's 37 WAL frames
   // (docs/native-engine.md, at its top). Rows larger than about a fifth of a page (parts, inline
   // segments) stay in rowid tables, where they fit a page. A journal created earlier keeps its
   // tables as they are; the statements below read and write both alike.

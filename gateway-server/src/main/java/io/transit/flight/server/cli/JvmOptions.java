@@ -72,7 +72,7 @@ public final class JvmOptions {
    * about 30 KB), so a young collection's pause (about 0.8 ms on two vCPUs) is nearly all fixed
    * cost — the threads' stacks, the old generation's dirty cards, the JVM's weak handles — and
    * the young generation's size decides how often it is paid. In paired runs on two vCPUs with
-   * the heap on huge pages ({@link #hugePages}) 256 MiB was 0.14–0.17 ms a statement faster than
+   * the heap on huge pages ({@link #hugePages}) 256 MiB was 0.11–0.17 ms a statement faster than
    * 32 MiB and 512 MiB another 0.06 ms (docs/performance.md, fourteenth round); the serial
    * collector was at least as fast as the parallel one while waking no collector threads
    * (twelfth round). Nothing when the launcher's extra options ({@code TRANSIT_JAVA_OPTS}) name
