@@ -107,21 +107,28 @@ public final class AdmissionService {
       EngineIdentity engine = client.engineIdentity();
       Basis basis = Basis.of(bundle.message().getDeclarationSha256().toByteArray(), engine.name(),
           engine.version());
-      long correlation = sendChain(chain, request.deadlineNanos(), basis);
+      Sent sent = sendChain(chain, request.deadlineNanos(), basis);
       ReadAccess access =
           new ReadAccess(
               caller.principal(), caller.hasRole(), caller.role(), request.table().getSource());
-      return awaitResult(chain, access, correlation, request.deadlineNanos(), basis);
+      return awaitResult(chain, access, sent, request.deadlineNanos(), basis);
     }
   }
 
-  /** Sends every command in order; returns the correlation the submit's outcome names. */
-  private long sendChain(CommandChain chain, long deadlineNanos, Basis basis) {
+  /**
+   * What sending a chain found: the correlation the submit's outcome names, and whether the
+   * chain's first command was recorded by an earlier call (a retry).
+   */
+  private record Sent(long correlation, boolean replayed) {}
+
+  /** Sends every command in order. */
+  private Sent sendChain(CommandChain chain, long deadlineNanos, Basis basis) {
     List<SignedCommand> commands = chain.commands();
     // The later commands' signature checks, and the query itself, can start while the first
     // commands are decided.
     client.expect(commands);
     CommandOutcome outcome = null;
+    boolean replayed = false;
     for (int i = 0; i < commands.size(); i++) {
       long sequence = chain.sequenceAt(i);
       if (nanoClock.getAsLong() - deadlineNanos >= 0) {
@@ -134,7 +141,9 @@ public final class AdmissionService {
             .with("next_unsent_sequence", u64(sequence));
       }
       try {
-        outcome = client.send(commands.get(i));
+        NativeQueryClient.Decided decided = client.decide(commands.get(i));
+        outcome = decided.outcome();
+        replayed |= i == 0 && decided.replayed();
       } catch (GatewayException e) {
         throw fromClient(e, chain, sequence);
       } catch (RuntimeException e) {
@@ -143,7 +152,7 @@ public final class AdmissionService {
       }
       checkOutcome(outcome, chain, sequence, basis);
     }
-    return outcome.getCorrelation();
+    return new Sent(outcome.getCorrelation(), replayed);
   }
 
   private void checkOutcome(
@@ -203,7 +212,8 @@ public final class AdmissionService {
   }
 
   private Admitted awaitResult(
-      CommandChain chain, ReadAccess access, long correlation, long deadlineNanos, Basis basis) {
+      CommandChain chain, ReadAccess access, Sent sent, long deadlineNanos, Basis basis) {
+    long correlation = sent.correlation();
     QueryStatus status;
     try {
       status = client.awaitQuery(access, correlation, deadlineNanos);
@@ -245,7 +255,8 @@ public final class AdmissionService {
             chain.nextSequence(),
             status,
             status.getManifestSha256().toByteArray(),
-            status.getTotalRows());
+            status.getTotalRows(),
+            sent.replayed());
       }
       case FAILED -> {
         throw withQuery(QueryFailures.toException(status), chain, correlation).withBasis(basis);

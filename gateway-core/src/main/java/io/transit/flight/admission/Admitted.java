@@ -7,8 +7,10 @@ import java.util.Arrays;
 /**
  * A statement whose query succeeded: the native correlation, the upload namespace (= first
  * sequence), the next native sequence the caller must use, the final query status, the SHA-256
- * of the canonical retained manifest (what the FTK1 statement ticket carries) and the exact total
- * row count. Sequences, correlation and rows are unsigned 64-bit values.
+ * of the canonical retained manifest (what the FTK1 statement ticket carries), the exact total
+ * row count, and whether the chain's first command was already recorded (a retry, {@code
+ * replayed}: the engine's word, from the command's own transaction). Sequences, correlation and
+ * rows are unsigned 64-bit values.
  */
 public record Admitted(
     long correlation,
@@ -16,7 +18,8 @@ public record Admitted(
     long nextSequence,
     QueryStatus status,
     byte[] manifestSha256,
-    long totalRows) {
+    long totalRows,
+    boolean replayed) {
 
   public Admitted {
     manifestSha256 = manifestSha256.clone();
@@ -40,7 +43,8 @@ public record Admitted(
         && nextSequence == other.nextSequence
         && status.equals(other.status)
         && Arrays.equals(manifestSha256, other.manifestSha256)
-        && totalRows == other.totalRows;
+        && totalRows == other.totalRows
+        && replayed == other.replayed;
   }
 
   @Override
@@ -54,6 +58,7 @@ public record Admitted(
         + ", namespace=" + Long.toUnsignedString(namespace)
         + ", nextSequence=" + Long.toUnsignedString(nextSequence)
         + ", manifestSha256=" + Digests.hex(manifestSha256)
-        + ", totalRows=" + Long.toUnsignedString(totalRows) + "]";
+        + ", totalRows=" + Long.toUnsignedString(totalRows)
+        + ", replayed=" + replayed + "]";
   }
 }

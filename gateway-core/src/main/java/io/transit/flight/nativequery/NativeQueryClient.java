@@ -27,9 +27,21 @@ import org.apache.arrow.memory.BufferAllocator;
 public interface NativeQueryClient extends AutoCloseable {
   /**
    * Records one signed command and returns its recorded outcome, or, for identical bytes at a
-   * used sequence, replays the recorded outcome unchanged.
+   * used sequence, replays the recorded outcome unchanged: {@link #decide}'s outcome.
    */
-  CommandOutcome send(SignedCommand command);
+  default CommandOutcome send(SignedCommand command) {
+    return decide(command).outcome();
+  }
+
+  /**
+   * As {@link #send}, telling also whether the outcome was recorded by an earlier send of the
+   * same bytes ({@code replayed}: a retry) or by this one. The engine knows it inside the
+   * command's own transaction, so a caller that labels retries needs no read of its own before.
+   */
+  Decided decide(SignedCommand command);
+
+  /** One command's decision: its recorded outcome, and whether an earlier send recorded it. */
+  record Decided(CommandOutcome outcome, boolean replayed) {}
 
   /**
    * Announces the commands the caller is about to {@link #send}, in order, so the engine may start

@@ -49,6 +49,7 @@ class AdmissionServiceTest {
     assertEquals(1 + commands, first.nextSequence());
     assertEquals(1 + commands, engine.nextSequence(PRINCIPAL));
     assertEquals(3, first.totalRows());
+    assertFalse(first.replayed(), "recorded by this call");
     byte[] manifest = engine.readManifest(
         new ReadAccess(PRINCIPAL, true, ROLE, SOURCE), first.correlation());
     assertArrayEquals(Digests.sha256(manifest), first.manifestSha256());
@@ -87,7 +88,11 @@ class AdmissionServiceTest {
         new AdmissionService(engine, new AdmissionLimiter(8, 4), new AdmissionConfig(8, 4, PART_BYTES));
     Admitted replayed = replacement.admit(request(1, SQL));
 
-    assertEquals(original, replayed);
+    assertFalse(original.replayed());
+    assertTrue(replayed.replayed(), "the engine found the chain recorded");
+    assertEquals(new Admitted(original.correlation(), original.namespace(),
+        original.nextSequence(), original.status(), original.manifestSha256(),
+        original.totalRows(), true), replayed);
     assertEquals(1, engine.executions());
     assertEquals(recorded, engine.recorded(PRINCIPAL));
     assertEquals(2 * sent, engine.sent().size());
@@ -158,6 +163,7 @@ class AdmissionServiceTest {
 
     Admitted retried = service.admit(request(1, SQL));
     assertEquals(1, retried.namespace());
+    assertTrue(retried.replayed(), "its first commands were recorded by the call that failed");
     assertEquals(1, engine.executions());
   }
 
@@ -184,6 +190,7 @@ class AdmissionServiceTest {
     assertEquals(null, e.identity().correlation(), "a query that may not survive is not named");
     Admitted retried = service.admit(request(1, SQL));
     assertEquals(1, retried.namespace());
+    assertTrue(retried.replayed(), "its first commands were recorded by the call that failed");
     assertEquals(1, engine.executions());
   }
 

@@ -169,7 +169,7 @@ final class InMemoryNativeClient implements NativeQueryClient {
   }
 
   @Override
-  public CommandOutcome send(SignedCommand signed) {
+  public Decided decide(SignedCommand signed) {
     synchronized (lock) {
       byte[] bytes = signed.getCommand().toByteArray();
       NativeCommand command;
@@ -192,7 +192,7 @@ final class InMemoryNativeClient implements NativeQueryClient {
       if (Long.compareUnsigned(seq, p.next) < 0) {
         Entry entry = p.journal.get(seq);
         if (Arrays.equals(entry.command, bytes)) {
-          return entry.outcome;
+          return new Decided(entry.outcome, true);
         }
         throw QueryCode.NAMESPACE_CONFLICT.failure("different bytes at a used sequence");
       }
@@ -207,7 +207,7 @@ final class InMemoryNativeClient implements NativeQueryClient {
         fault = null;
         throw GatewayException.of(Cause.UNKNOWN_OUTCOME, "native.unknown", "lost after recording");
       }
-      return outcome;
+      return new Decided(outcome, false);
     }
   }
 

@@ -267,7 +267,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   }
 
   @Override
-  public CommandOutcome send(SignedCommand command) {
+  public Decided decide(SignedCommand command) {
     NativeCommand parsed = CommandProcessor.parse(command);
     commands.authenticate(command, parsed);
     if (options.faults().fail(CommandFaults.Point.BEFORE_RECORD, parsed)) {
@@ -307,7 +307,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     if (options.faults().fail(CommandFaults.Point.AFTER_RECORD, parsed)) {
       throw unknownOutcome(parsed, "injected after the record");
     }
-    return result.outcome();
+    return new Decided(result.outcome(), result.replayed());
   }
 
   /**

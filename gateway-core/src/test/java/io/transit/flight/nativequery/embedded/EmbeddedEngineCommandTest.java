@@ -4,6 +4,7 @@ import io.transit.flight.diagnostic.Fact;
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,6 +14,7 @@ import com.google.protobuf.UnknownFieldSet;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.nativequery.AccessUse;
+import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.nativequery.Publication;
@@ -70,14 +72,16 @@ class EmbeddedEngineCommandTest {
   }
 
   @Test
-  void replayReturnsByteIdenticalOutcome() throws Exception {
+  void replayReturnsByteIdenticalOutcomeAndSaysItIsAReplay() throws Exception {
     open(EngineOptions.defaults());
     List<SignedCommand> chain = chain(1, bundle(table(), SQL, roomyBudgets()), 200);
-    CommandOutcome first = engine.send(chain.get(0));
-    assertEquals(CommandOutcome.Kind.ACCEPTED, first.getKind());
+    NativeQueryClient.Decided first = engine.decide(chain.get(0));
+    assertEquals(CommandOutcome.Kind.ACCEPTED, first.outcome().getKind());
+    assertFalse(first.replayed(), "recorded by this send");
     assertEquals(2, engine.nextSequence(PRINCIPAL));
-    CommandOutcome again = engine.send(chain.get(0));
-    assertArrayEquals(first.toByteArray(), again.toByteArray());
+    NativeQueryClient.Decided again = engine.decide(chain.get(0));
+    assertArrayEquals(first.outcome().toByteArray(), again.outcome().toByteArray());
+    assertTrue(again.replayed(), "recorded by the first send");
     assertEquals(2, engine.nextSequence(PRINCIPAL));
   }
 

@@ -110,8 +110,6 @@ final class StatementService {
     rejectTransaction(command);
     QueryPlan plan = compile(command, bound);
     Schema schema = QueryCompiler.outputSchema(plan);
-    // ops: a sequence the journal already passed is a retry, replayed rather than recorded.
-    boolean replay = Long.compareUnsigned(firstSequence, next.getAsLong()) < 0;
     Admitted admitted;
     try {
       admitted = admission.admit(new AdmissionRequest(grant.admissionSubject(), bound.table(),
@@ -121,7 +119,7 @@ final class StatementService {
       RequestRecord.refused(e);
       throw NextSequenceHint.tell(e, next);
     }
-    RequestRecord.admitted(admitted.correlation(), replay);
+    RequestRecord.admitted(admitted.correlation(), admitted.replayed());
     // The binding the ticket is issued under must still be the one in force, with its rights.
     authorization.current(bound, ADMISSION_RIGHTS);
     byte[] ticket = tickets.issue(grant.scope(), bound.declarationFingerprint(),

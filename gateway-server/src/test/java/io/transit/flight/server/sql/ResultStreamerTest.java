@@ -16,7 +16,6 @@ import io.transit.flight.nativequery.Planner;
 import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
 import io.transit.flight.nativequery.embedded.PlanCache;
-import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.proto.TableDeclaration;
@@ -236,8 +235,8 @@ class ResultStreamerTest {
   private record ReadObserver(NativeQueryClient engine, IntConsumer afterRead)
       implements NativeQueryClient {
     @Override
-    public CommandOutcome send(SignedCommand command) {
-      return engine.send(command);
+    public Decided decide(SignedCommand command) {
+      return engine.decide(command);
     }
 
     @Override
