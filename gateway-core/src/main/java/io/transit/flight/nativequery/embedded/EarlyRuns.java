@@ -271,7 +271,9 @@ final class EarlyRuns {
     }
     if (existing != null) {
       if (!Arrays.equals(existing.bundleSha256, bundleSha256)) {
-        abandon(principal, namespace); // announced one bundle, uploaded another: neither runs early
+        // Announced one bundle, uploaded another: the announced run is dropped; the uploaded
+        // bundle may still run early from its seal, once a permit is free.
+        abandon(principal, namespace);
       } else if (verified) {
         existing.verify();
       }
