@@ -1,0 +1,170 @@
+"""Two builds of the gateway side by side, measured in alternating blocks; or one build's CPU profile
+in steady state. The small-statement changes of issue 19 are worth tens of microseconds, below the
+spread of three ``scripts/bench`` runs, so docs/performance.md decides them this way.
+
+    .venv-bench/bin/python benchmarks/python/paired.py pair ROOT_A ROOT_B [--blocks 16]
+        [--per-block 200] [--warmup 6000] [--java-opts-a ...] [--java-opts-b ...]
+    .venv-bench/bin/python benchmarks/python/paired.py profile ROOT [--warmup 8000]
+        [--statements 4000] [--interval-us 500] [--out FILE]
+
+``ROOT_A`` and ``ROOT_B`` are checkouts, each built (``mvn package -DskipTests``), e.g. ``git
+worktree add /tmp/a <commit>`` beside this one. Both daemons serve hard-linked copies of the
+benchmark's 20M-row Parquet file (``scripts/bench`` generates it once into
+``bench-results/state/rows-20000000``), each from a fresh state directory under ``--work``.
+
+``pair``: after ``--warmup`` untimed statements and round trips on each daemon, ``--blocks`` rounds;
+in each, every daemon (A first in even rounds, B first in odd ones) answers a block of
+``--per-block`` ``SELECT COUNT(*)`` statements and then as many GetTableTypes round trips, each
+block preceded by 5 untimed calls. It prints each side's p50 and p99 and, per kind, the median over
+rounds of (B's block median − A's) with the number of rounds B was faster. Run it twice with the
+roots swapped: on two processors the daemon in one place can be faster whatever it runs.
+
+``profile``: one daemon started with async-profiler's agent loaded but idle (so attaching later
+deoptimises nothing), ``--warmup`` statements, then CPU sampling over ``--statements`` statements
+only, written as collapsed stacks to ``--out``; it prints CPU per statement by thread.
+"""
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cpu_profile
+import deployment
+import measure
+
+ROWS = 20_000_000
+SQL = f"SELECT COUNT(*) FROM {deployment.TABLE}"
+
+
+def start(root: Path, state: Path, source: Path, java_opts: str) -> deployment.Daemon:
+    """A daemon of checkout ``root`` on a fresh state directory holding a link to the data."""
+    shutil.rmtree(state, ignore_errors=True)
+    (state / "data").mkdir(parents=True)
+    os.chmod(state, 0o700)
+    os.link(source / "data" / "bench.parquet", state / "data" / "bench.parquet")
+    config = deployment.prepare(state, ROWS, {"max_live_streams": 64})
+    # The launcher runs ROOT/scripts/gateway: point it at this checkout for this start only.
+    launcher = sys.modules[deployment.Daemon.__module__]
+    here = launcher.ROOT
+    launcher.ROOT = root
+    try:
+        return deployment.gateway(config, state / "gateway.log", java_opts)
+    finally:
+        launcher.ROOT = here
+
+
+def pair(a) -> int:
+    daemons, clients = {}, {}
+    try:
+        for side, root, opts in (("A", a.root_a, a.java_opts_a), ("B", a.root_b, a.java_opts_b)):
+            daemons[side] = start(root.resolve(), a.work / side, a.source, opts)
+            clients[side] = measure.GatewayClient(daemons[side].uri,
+                                                  daemons[side].token(deployment.CALLER))
+        table_types = measure.flightsql.get_table_types()
+        calls = {"statement": lambda c: c.query(SQL),
+                 "round trip": lambda c: c.metadata(table_types)}
+        for _ in range(a.warmup):
+            for side in "AB":
+                for call in calls.values():
+                    call(clients[side])
+        lat = {(s, k): [] for s in "AB" for k in calls}
+        medians = {(s, k): [] for s in "AB" for k in calls}
+        for r in range(a.blocks):
+            for side in ("AB" if r % 2 == 0 else "BA"):
+                for kind, call in calls.items():
+                    for _ in range(5):
+                        call(clients[side])
+                    block = []
+                    for _ in range(a.per_block):
+                        t = time.perf_counter()
+                        call(clients[side])
+                        block.append((time.perf_counter() - t) * 1e3)
+                    lat[side, kind] += block
+                    medians[side, kind].append(statistics.median(block))
+        for kind in calls:
+            d = [b - x for x, b in zip(medians["A", kind], medians["B", kind])]
+            print(f"{kind}: A p50 {statistics.median(lat['A', kind]):.3f} ms "
+                  f"p99 {measure.percentile(lat['A', kind], 99):.2f} | B p50 "
+                  f"{statistics.median(lat['B', kind]):.3f} ms p99 {measure.percentile(lat['B', kind], 99):.2f}"
+                  f" | B − A, median over rounds {statistics.median(d):+.3f} ms, B faster in "
+                  f"{sum(x < 0 for x in d)} of {len(d)}")
+    finally:
+        for side, d in daemons.items():
+            print(side, deployment.shutdown(d))
+    return 0
+
+
+THREAD = re.compile(r"^\[(.*?)(?:[-#]?\d+)? tid=\d+\]$")
+
+
+def profile(a) -> int:
+    lib = cpu_profile.agent(Path(__file__).resolve().parents[2])
+    d = start(a.root.resolve(), a.work / "P", a.source, f"-agentpath:{lib}")
+    out = a.out.resolve()
+    try:
+        client = measure.GatewayClient(d.uri, d.token(deployment.CALLER))
+        for _ in range(a.warmup):
+            client.query(SQL)
+        # jcmd parses its arguments as name=value pairs: the agent's options go quoted, as one.
+        load = ["jcmd", str(d.pid), "JVMTI.agent_load", str(lib)]
+        interval_ns = a.interval_us * 1000
+        subprocess.run(load + [f'"start,event=cpu,interval={interval_ns},threads"'], check=True,
+                       capture_output=True)
+        t = time.perf_counter()
+        for _ in range(a.statements):
+            client.query(SQL)
+        seconds = time.perf_counter() - t
+        subprocess.run(load + [f'"stop,file={out},collapsed"'], check=True, capture_output=True)
+    finally:
+        print(deployment.shutdown(d))
+    per_thread = collections.Counter()
+    for line in out.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        m = THREAD.match(stack.split(";")[0])
+        per_thread[m.group(1) if m else "?"] += int(count)
+    us = a.interval_us / a.statements
+    print(f"{a.statements} statements, {seconds / a.statements * 1e3:.3f} ms each while sampled; "
+          f"daemon CPU {sum(per_thread.values()) * us:.0f} µs a statement; stacks in {out}")
+    for thread, n in per_thread.most_common(12):
+        print(f"  {n * us:8.1f} µs  {thread}")
+    return 0
+
+
+def main() -> int:
+    root = Path(__file__).resolve().parents[2]
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--source", type=Path, default=root / "bench-results" / "state" / f"rows-{ROWS}",
+                   help="scripts/bench's state for 20M rows (its data/bench.parquet is linked)")
+    p.add_argument("--work", type=Path, default=root / "bench-results" / "paired",
+                   help="where the daemons' state directories are made")
+    sub = p.add_subparsers(dest="command", required=True)
+    pr = sub.add_parser("pair", help="two checkouts side by side, alternating blocks")
+    pr.add_argument("root_a", type=Path)
+    pr.add_argument("root_b", type=Path)
+    pr.add_argument("--blocks", type=int, default=16)
+    pr.add_argument("--per-block", type=int, default=200)
+    pr.add_argument("--warmup", type=int, default=6000)
+    pr.add_argument("--java-opts-a", default="", help="TRANSIT_JAVA_OPTS of daemon A")
+    pr.add_argument("--java-opts-b", default="", help="TRANSIT_JAVA_OPTS of daemon B")
+    pf = sub.add_parser("profile", help="one checkout's CPU profile after a warm-up")
+    pf.add_argument("root", type=Path)
+    pf.add_argument("--warmup", type=int, default=8000)
+    pf.add_argument("--statements", type=int, default=4000)
+    pf.add_argument("--interval-us", type=int, default=500)
+    pf.add_argument("--out", type=Path, default=root / "bench-results" / "paired" / "cpu.collapsed")
+    a = p.parse_args()
+    if not (a.source / "data" / "bench.parquet").exists():
+        p.error(f"{a.source}/data/bench.parquet is missing: run scripts/bench once first")
+    a.work.mkdir(parents=True, exist_ok=True)
+    return pair(a) if a.command == "pair" else profile(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
