@@ -3,6 +3,7 @@ refusing each data mismatch with exit 2 naming the file and column (run likewise
 init --parquet writing a configuration that run serves at once."""
 
 import json
+import sqlite3
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,6 +48,32 @@ def test_usage_errors_are_one_line_exit_64(tmp_path):
     assert "Exception" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
     r = gateway("run")
     assert r.returncode == 64 and "--config" in r.stderr and r.stderr.count("\n") == 1
+    r = gateway("demo", "--state-dir", str(tmp_path / "s"), "--warm-up", "-1")
+    assert r.returncode == 64 and "--warm-up: -1" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_warm_up_at_start_leaves_the_served_deployment_untouched(tmp_path):
+    """--warm-up N runs N statements on a scratch demo gateway before the configured one binds
+    its port: the served journal holds none of them and the scratch state is gone."""
+    state = tmp_path / "warm"
+    d = Daemon(state, command=[str(ROOT / "scripts" / "gateway"), "demo", "--state-dir",
+                               str(state), "--port", "0", "--warm-up", "25"])
+    d.start()
+    try:
+        log = "".join(d.output)
+        assert "warm-up: 25 statements and 25 round trips on a scratch gateway" in log, log
+        # The scratch gateway's own lines (its listening notice, its access lines) are not logged.
+        assert log.count("transit flight gateway listening on") == 1, log
+        assert "access - rpc" not in log.split("warm-up: 25")[0], log
+        assert not list((state / "tmp").glob("transit-warm-*")), "scratch state removed"
+        with sqlite3.connect(f"file:{state / 'engine' / 'journal.sqlite'}?mode=ro", uri=True) as j:
+            assert j.execute("SELECT COUNT(*) FROM commands").fetchone() == (0,)
+        c = Caller(d, "primitive")
+        assert c.next_sequence() == 1
+        table, _ = c.query("SELECT COUNT(*) FROM primitive")
+        assert table.column(0).to_pylist() == [1_000_000]
+    finally:
+        assert d.stop() == 0
 
 
 def test_init_then_run_answers_a_pyarrow_statement(initialized):

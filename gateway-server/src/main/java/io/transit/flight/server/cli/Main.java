@@ -120,6 +120,9 @@ public final class Main implements Callable<Integer> {
 
   /** Logging and operations options shared by the serving commands. */
   static final class OpsOptions {
+    /** The most warm-up statements: at tens of milliseconds each on a cold JVM, minutes. */
+    static final int MAX_WARM_UP = 100_000;
+
     @Option(names = "--log-level", paramLabel = "LEVEL",
         description = "trace, debug, info, warn or error (overrides ops.log.level)")
     String logLevel;
@@ -135,6 +138,19 @@ public final class Main implements Callable<Integer> {
     @Option(names = "--drain-notice-ms", paramLabel = "MS",
         description = "report NOT_SERVING this long before stopping (overrides ops.drain_notice_ms)")
     Long drainNoticeMs;
+    @Option(names = "--warm-up", paramLabel = "N", defaultValue = "0",
+        description = "before serving, run N statements on a scratch demo gateway so the JIT has"
+            + " compiled the serving path (docs/operations.md#warm-up-at-start; default 0: none)")
+    int warmUp;
+
+    /** The warm-up's statements, checked: 0..{@value #MAX_WARM_UP}. */
+    int warmUp(CommandLine.Model.CommandSpec spec) {
+      if (warmUp < 0 || warmUp > MAX_WARM_UP) {
+        throw new CommandLine.ParameterException(spec.commandLine(),
+            "--warm-up: " + warmUp + " (expected: 0.." + MAX_WARM_UP + ")");
+      }
+      return warmUp;
+    }
 
     OpsSettings settings(Path configFile) throws ConfigException {
       return OpsSettings.read(configFile)
@@ -155,11 +171,13 @@ public final class Main implements Callable<Integer> {
         description = "the configuration file (docs/configuration.md)")
     Path config;
     @Mixin OpsOptions ops = new OpsOptions();
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() throws Exception {
+      int warmUp = ops.warmUp(spec);
       ops.earlyLogging();
-      return serve(config, System.out, false, null, ops);
+      return serve(config, System.out, false, null, ops, warmUp);
     }
   }
 
@@ -183,19 +201,23 @@ public final class Main implements Callable<Integer> {
             "--port: " + port + " (expected: 0..65535)");
       }
       // An explicit --port wins over the port the demo config was first written with.
+      int warmUp = ops.warmUp(spec);
       return serve(DemoSetup.ensure(stateDir, port != null ? port : 31337), System.out, true,
-          port, ops);
+          port, ops, warmUp);
     }
   }
 
   private static int serve(Path configFile, PrintStream out, boolean demo, Integer port,
-      OpsOptions options) throws ConfigException, IOException, InterruptedException {
+      OpsOptions options, int warmUp) throws ConfigException, IOException, InterruptedException {
     Logger log = LoggerFactory.getLogger(Main.class);
     OpsSettings settings = options.settings(configFile);
     LogSetup.apply(settings.logLevel(), settings.logFormat());
     ResolvedConfig cfg = load(configFile, port);
     // A missing data file is a configuration error (exit 2), said before the engine opens.
     DataFiles.requireReadable(cfg);
+    // Before the configured gateway binds its port: callers never meet the scratch one.
+    StartWarm.run(warmUp, () -> LogSetup.apply("error", settings.logFormat()),
+        () -> LogSetup.apply(settings.logLevel(), settings.logFormat()));
     // Test-only: empty unless the environment explicitly names faults (see TestFaults).
     GatewayHooks hooks = TestFaults.fromEnvironment(System.getenv())
         .<GatewayHooks>map(f -> f).orElse(GatewayHooks.NONE);
