@@ -6,6 +6,8 @@ spread of three ``scripts/bench`` runs, so docs/performance.md decides them this
         [--per-block 200] [--warmup 6000] [--java-opts-a ...] [--java-opts-b ...]
     .venv-bench/bin/python benchmarks/python/paired.py profile ROOT [--warmup 8000]
         [--statements 4000] [--interval-us 500] [--out FILE]
+    .venv-bench/bin/python benchmarks/python/paired.py first ROOT [--warm-up 0] [--blocks 12]
+        [--per-block 250]
 
 ``ROOT_A`` and ``ROOT_B`` are checkouts, each built (``mvn package -DskipTests``), e.g. ``git
 worktree add /tmp/a <commit>`` beside this one. Both daemons serve hard-linked copies of the
@@ -22,6 +24,10 @@ roots swapped: on two processors the daemon in one place can be faster whatever 
 ``profile``: one daemon started with async-profiler's agent loaded but idle (so attaching later
 deoptimises nothing), ``--warmup`` statements, then CPU sampling over ``--statements`` statements
 only, written as collapsed stacks to ``--out``; it prints CPU per statement by thread.
+
+``first``: the first minutes of one daemon, started with ``run --warm-up N`` (docs/operations.md,
+"Warm-up at start"): the time until it serves, then the median of each block of ``--per-block``
+``SELECT COUNT(*)`` statements from the first one, with no warm-up of the client's own.
 """
 
 import argparse
@@ -43,8 +49,10 @@ ROWS = 20_000_000
 SQL = f"SELECT COUNT(*) FROM {deployment.TABLE}"
 
 
-def start(root: Path, state: Path, source: Path, java_opts: str) -> deployment.Daemon:
-    """A daemon of checkout ``root`` on a fresh state directory holding a link to the data."""
+def start(root: Path, state: Path, source: Path, java_opts: str,
+          args: tuple = ()) -> deployment.Daemon:
+    """A daemon of checkout ``root`` on a fresh state directory holding a link to the data;
+    ``args`` follow ``run --config FILE`` on its command line."""
     shutil.rmtree(state, ignore_errors=True)
     (state / "data").mkdir(parents=True)
     os.chmod(state, 0o700)
@@ -55,7 +63,12 @@ def start(root: Path, state: Path, source: Path, java_opts: str) -> deployment.D
     here = launcher.ROOT
     launcher.ROOT = root
     try:
-        return deployment.gateway(config, state / "gateway.log", java_opts)
+        if not args:
+            return deployment.gateway(config, state / "gateway.log", java_opts)
+        argv = [str(root / "scripts" / "gateway"), "run", "--config", str(config), *args]
+        # A warm-up at start takes tens of seconds before the daemon serves.
+        return deployment.Daemon(config.parent, configured=True, log_file=state / "gateway.log",
+                                 java_opts=java_opts, command=argv).start(timeout=900)
     finally:
         launcher.ROOT = here
 
@@ -137,6 +150,31 @@ def profile(a) -> int:
     return 0
 
 
+def first(a) -> int:
+    t = time.perf_counter()
+    d = start(a.root.resolve(), a.work / "F", a.source, "", ("--warm-up", str(a.warm_up)))
+    serving = time.perf_counter() - t
+    medians = []
+    try:
+        client = measure.GatewayClient(d.uri, d.token(deployment.CALLER))
+        for _ in range(a.blocks):
+            block = []
+            for _ in range(a.per_block):
+                t = time.perf_counter()
+                client.query(SQL)
+                block.append((time.perf_counter() - t) * 1e3)
+            medians.append(statistics.median(block))
+    finally:
+        print(deployment.shutdown(d))
+    head = medians[:4]
+    print(f"--warm-up {a.warm_up}: serving after {serving:.1f} s (launcher included); "
+          f"block medians ms: {' '.join(f'{m:.2f}' for m in medians)}")
+    print(f"mean of block medians: first {len(head) * a.per_block} statements "
+          f"{statistics.mean(head):.2f} ms, all {len(medians) * a.per_block} "
+          f"{statistics.mean(medians):.2f} ms")
+    return 0
+
+
 def main() -> int:
     root = Path(__file__).resolve().parents[2]
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -159,11 +197,16 @@ def main() -> int:
     pf.add_argument("--statements", type=int, default=4000)
     pf.add_argument("--interval-us", type=int, default=500)
     pf.add_argument("--out", type=Path, default=root / "bench-results" / "paired" / "cpu.collapsed")
+    fi = sub.add_parser("first", help="one daemon's first statements after start, in blocks")
+    fi.add_argument("root", type=Path)
+    fi.add_argument("--warm-up", type=int, default=0, help="the daemon's run --warm-up N")
+    fi.add_argument("--blocks", type=int, default=12)
+    fi.add_argument("--per-block", type=int, default=250)
     a = p.parse_args()
     if not (a.source / "data" / "bench.parquet").exists():
         p.error(f"{a.source}/data/bench.parquet is missing: run scripts/bench once first")
     a.work.mkdir(parents=True, exist_ok=True)
-    return pair(a) if a.command == "pair" else profile(a)
+    return {"pair": pair, "profile": profile, "first": first}[a.command](a)
 
 
 if __name__ == "__main__":
