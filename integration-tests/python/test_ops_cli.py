@@ -66,8 +66,11 @@ def test_a_warm_up_at_start_leaves_the_served_deployment_untouched(tmp_path):
         assert log.count("transit flight gateway listening on") == 1, log
         assert "access - rpc" not in log.split("warm-up: 25")[0], log
         assert not list((state / "tmp").glob("transit-warm-*")), "scratch state removed"
-        with sqlite3.connect(f"file:{state / 'engine' / 'journal.sqlite'}?mode=ro", uri=True) as j:
+        j = sqlite3.connect(f"file:{state / 'engine' / 'journal.sqlite'}?mode=ro", uri=True)
+        try:
             assert j.execute("SELECT COUNT(*) FROM commands").fetchone() == (0,)
+        finally:
+            j.close()
         c = Caller(d, "primitive")
         assert c.next_sequence() == 1
         table, _ = c.query("SELECT COUNT(*) FROM primitive")

@@ -200,8 +200,8 @@ public final class Main implements Callable<Integer> {
         throw new CommandLine.ParameterException(spec.commandLine(),
             "--port: " + port + " (expected: 0..65535)");
       }
-      // An explicit --port wins over the port the demo config was first written with.
       int warmUp = ops.warmUp(spec);
+      // An explicit --port wins over the port the demo config was first written with.
       return serve(DemoSetup.ensure(stateDir, port != null ? port : 31337), System.out, true,
           port, ops, warmUp);
     }
