@@ -86,7 +86,7 @@ final class StartWarm {
       ResolvedConfig cfg = Main.load(DemoSetup.ensure(scratch, 0), 0);
       GatewayServer gateway = GatewayServer.start(cfg);
       try {
-        drive(gateway.port(), token(scratch), statements, served);
+        drive(gateway.port(), token(cfg), statements, served);
       } finally {
         gateway.close();
       }
@@ -116,9 +116,12 @@ final class StartWarm {
     return new Result(served[0], millis, failure);
   }
 
-  private static String token(Path scratch) throws IOException {
-    return Files.readString(scratch.resolve("credentials").resolve(CALLER + ".token"),
-        StandardCharsets.US_ASCII).strip();
+  /** The demo caller's credential, from the file its configuration names (written at start). */
+  private static String token(ResolvedConfig cfg) throws IOException {
+    Path file = cfg.callers().stream().filter(c -> c.name().equals(CALLER)).findFirst()
+        .orElseThrow(() -> new IOException("the demo deployment has no caller " + CALLER))
+        .credentialFile();
+    return Files.readString(file, StandardCharsets.US_ASCII).strip();
   }
 
   private static void drive(int port, String token, int statements, int[] served)
