@@ -143,5 +143,8 @@ def test_first_run_leaves_no_state_readable_by_others(tmp_path):
         for f in [state, *(state / "engine").rglob("*")]:
             if not f.is_symlink():
                 assert f.stat().st_mode & 0o077 == 0, f
+        # Created private, not tightened afterwards: the start-up check has nothing to report.
+        said = "".join(d.output)
+        assert "restricted to" not in said, said
     finally:
         assert d.stop() == 0

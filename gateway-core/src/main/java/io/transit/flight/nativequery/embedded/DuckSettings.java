@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -71,8 +70,7 @@ public record DuckSettings(long memoryLimitBytes, int threads, Path tempDirector
     Path temp = tempDirectoryUnder(stateDir);
     if (!Files.isDirectory(temp)) {
       // Spilled operator state holds rows of the Tables: as private as the rest of the state.
-      Files.createDirectories(temp,
-          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+      PrivateFiles.directories(temp);
     }
     try (Statement s = db.createStatement()) {
       s.execute("SET memory_limit = '" + memoryLimitBytes + "B'");

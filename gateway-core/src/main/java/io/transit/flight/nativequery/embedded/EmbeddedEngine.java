@@ -23,7 +23,6 @@ import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.threads.LastIdlePool;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.SQLException;
 import java.util.Collection;
@@ -192,7 +191,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   public static EmbeddedEngine open(Path stateDir, EngineOptions options,
       List<Publication> publications, Collection<PrincipalRights> rights, Planner planner)
       throws IOException, SQLException {
-    Files.createDirectories(stateDir);
+    PrivateFiles.directories(stateDir);
     return open(stateDir, options, SqliteJournal.open(stateDir.resolve("journal.sqlite")),
         publications, rights, planner);
   }
@@ -209,7 +208,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     DuckTables tables = null;
     SegmentStore segments = null;
     try {
-      Files.createDirectories(stateDir);
+      PrivateFiles.directories(stateDir);
       if (options.recipient() == 0) {
         log.warn("no proof recipient configured: principal proofs are accepted for any service id");
       }

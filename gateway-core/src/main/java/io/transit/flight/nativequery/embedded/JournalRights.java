@@ -4,7 +4,6 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.nativequery.RightsLedger;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.SQLException;
 
@@ -40,7 +39,7 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
    * connection: for tools and tests that need the ledger without an engine.
    */
   public static JournalRights openEmbedded(Path file) throws SQLException, java.io.IOException {
-    Files.createDirectories(file.toAbsolutePath().getParent());
+    PrivateFiles.directories(file.toAbsolutePath().getParent());
     // Tools and tests may open several ledgers on one file (replicas in miniature), so no
     // ledger here can tell it is the only writer: each reads the epoch per decision.
     return new JournalRights(SqliteJournal.open(file), true, false);

@@ -43,7 +43,7 @@ final class LocalSegmentStore implements SegmentStore {
   private long directorySyncs;
 
   LocalSegmentStore(Path dir) throws IOException {
-    this.dir = Files.createDirectories(dir);
+    this.dir = PrivateFiles.directories(dir);
   }
 
   @Override

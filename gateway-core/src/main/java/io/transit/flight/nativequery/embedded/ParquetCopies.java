@@ -13,7 +13,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -52,8 +51,7 @@ final class ParquetCopies {
       List<FileIdentity> identities, Path dir, BufferAllocator allocator)
       throws SQLException, IOException {
     if (!Files.isDirectory(dir)) {
-      Files.createDirectories(dir,
-          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+      PrivateFiles.directories(dir);
     }
     List<Path> copies = new ArrayList<>();
     for (FileIdentity id : identities) {
@@ -69,6 +67,7 @@ final class ParquetCopies {
           throw new SQLException("publication " + p.declaration().getTable() + ": converting "
               + id.path() + " failed: " + e.getMessage(), e);
         }
+        PrivateFiles.restrict(temp);
         try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.WRITE)) {
           ch.force(true);
         }

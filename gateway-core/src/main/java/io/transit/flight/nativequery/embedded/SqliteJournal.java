@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.proto.QueryStatus;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -168,6 +169,13 @@ final class SqliteJournal implements JournalStore {
 
   /** Opens the connection (auto-commit: transactions are explicit) and creates the schema. */
   private static Connection connect(Path file) throws SQLException {
+    try {
+      // SQLite would create the file, and then its WAL and index with the same mode, under the
+      // umask: the journal holds every caller's commands and results.
+      PrivateFiles.file(file);
+    } catch (IOException e) {
+      throw new SQLException("journal " + file + ": cannot create: " + e.getMessage(), e);
+    }
     Properties props = new Properties();
     // Nothing here reads generated keys; left on, every INSERT runs a last_insert_rowid() query.
     props.setProperty("jdbc.get_generated_keys", "false");
