@@ -8,6 +8,8 @@ spread of three ``scripts/bench`` runs, so docs/performance.md decides them this
         [--statements 4000] [--interval-us 500] [--out FILE]
     .venv-bench/bin/python benchmarks/python/paired.py first ROOT [--warm-up 0] [--blocks 12]
         [--per-block 250]
+    .venv-bench/bin/python benchmarks/python/paired.py tail ROOT [--warmup 6000]
+        [--statements 3000]
 
 ``ROOT_A`` and ``ROOT_B`` are checkouts, each built (``mvn package -DskipTests``), e.g. ``git
 worktree add /tmp/a <commit>`` beside this one. Both daemons serve hard-linked copies of the
@@ -28,17 +30,26 @@ only, written as collapsed stacks to ``--out``; it prints CPU per statement by t
 ``first``: the first minutes of one daemon, started with ``run --warm-up N`` (docs/operations.md,
 "Warm-up at start"): the time until it serves, then the median of each block of ``--per-block``
 ``SELECT COUNT(*)`` statements from the first one, with no warm-up of the client's own.
+
+``tail``: where one daemon's slow statements come from, after ``--warmup`` statements: over
+``--statements`` more, each daemon thread's CPU and its wait for a CPU (Linux schedstat) per
+statement, the journal's commits slower than 1 ms (the daemon's metrics), the young collections,
+and for the slowest 1 % the daemon's own GetFlightInfo and DoGet times (its access log) and how
+many overlapped a collection.
 """
 
 import argparse
 import collections
+import datetime
 import os
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import cpu_profile
@@ -175,6 +186,97 @@ def first(a) -> int:
     return 0
 
 
+def _threads(pid: int) -> dict:
+    """Each thread's (name, CPU ns, ns waiting for a CPU) from /proc's schedstat, by thread id."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            run, wait, _ = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        out[tid] = (name, int(run), int(wait))
+    return out
+
+
+def _slow_commits(url: str) -> tuple:
+    """(journal commits, those slower than 1 ms) so far, from the daemon's metrics."""
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    buckets = dict(re.findall(r'transit_journal_commit_seconds_bucket\{le="([^"]+)"\} (\S+)', text))
+    return float(buckets["+Inf"]), float(buckets["+Inf"]) - float(buckets["0.001"])
+
+
+def _instant(stamp: str) -> float:
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def tail(a) -> int:
+    with socket.socket() as s:  # a free loopback port for the metrics listener
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    state = a.work / "T"
+    gc_log = a.work / "tail-gc.log"
+    d = start(a.root.resolve(), state, a.source, f"-Xlog:gc:file={gc_log}:time",
+              ("--metrics-port", str(port)))
+    url = f"http://127.0.0.1:{port}/metrics"
+    timed = []
+    try:
+        client = measure.GatewayClient(d.uri, d.token(deployment.CALLER))
+        for _ in range(a.warmup):
+            client.query(SQL)
+        threads0, commits0 = _threads(d.pid), _slow_commits(url)
+        for _ in range(a.statements):
+            t, p = time.time(), time.perf_counter()
+            client.query(SQL)
+            timed.append((t, (time.perf_counter() - p) * 1e3))
+        threads1, commits1 = _threads(d.pid), _slow_commits(url)
+    finally:
+        print(deployment.shutdown(d))
+    n = a.statements
+    lat = sorted(x[1] for x in timed)
+    print(f"{n} statements after {a.warmup}: p50 {statistics.median(lat):.3f} ms, "
+          f"p99 {measure.percentile(lat, 99):.2f} ms")
+    per = collections.defaultdict(lambda: [0, 0])
+    for tid, (name, run, wait) in threads1.items():
+        _, run0, wait0 = threads0.get(tid, (name, 0, 0))
+        key = re.sub(r"[-#]?\d+$", "", name)
+        per[key][0] += run - run0
+        per[key][1] += wait - wait0
+    print("  thread (summed by name)        CPU µs a statement   waiting for a CPU µs a statement")
+    for key, (run, wait) in sorted(per.items(), key=lambda x: -sum(x[1]))[:10]:
+        print(f"  {key:30s} {run / n / 1e3:10.0f} {wait / n / 1e3:24.0f}")
+    print(f"  journal commits: {commits1[0] - commits0[0]:.0f}, slower than 1 ms: "
+          f"{commits1[1] - commits0[1]:.0f}")
+    pauses = []
+    for line in gc_log.read_text().splitlines():
+        m = re.match(r"\[(\S+)\] GC\(\d+\) Pause.* ([0-9.]+)ms$", line)
+        if m:
+            end = _instant(m.group(1).replace("+0000", "Z"))
+            pauses.append((end - float(m.group(2)) / 1e3, end))
+    calls = []
+    for line in (state / "gateway.log").read_text().splitlines():
+        m = re.match(r"(\S+) INFO  access - rpc .*method=(GetFlightInfo|DoGet) .*duration_ms=([0-9.]+)",
+                     line)
+        if m:
+            end = _instant(m.group(1))
+            calls.append((end - float(m.group(3)) / 1e3, end, m.group(2), float(m.group(3))))
+    slowest = sorted(timed, key=lambda x: -x[1])[:max(1, n // 100)]
+    gc_hit, split = 0, collections.defaultdict(list)
+    for t, ms in slowest:
+        end = t + ms / 1e3
+        gc_hit += any(s <= end and e >= t for s, e in pauses)
+        for s, e, method, dur in calls:
+            if s >= t and e <= end:
+                split[method].append(dur)
+    timed_pauses = sum(1 for s, e in pauses if timed[0][0] <= s <= timed[-1][0])
+    print(f"  young collections while timed: {timed_pauses}; of the {len(slowest)} slowest "
+          f"statements {gc_hit} overlapped one")
+    for method, durs in sorted(split.items()):
+        print(f"  slowest 1 %: the daemon's {method} median {statistics.median(durs):.2f} ms, "
+              f"max {max(durs):.2f} ms")
+    return 0
+
+
 def main() -> int:
     root = Path(__file__).resolve().parents[2]
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -202,11 +304,15 @@ def main() -> int:
     fi.add_argument("--warm-up", type=int, default=0, help="the daemon's run --warm-up N")
     fi.add_argument("--blocks", type=int, default=12)
     fi.add_argument("--per-block", type=int, default=250)
+    ta = sub.add_parser("tail", help="one checkout's slow statements and where they wait")
+    ta.add_argument("root", type=Path)
+    ta.add_argument("--warmup", type=int, default=6000)
+    ta.add_argument("--statements", type=int, default=3000)
     a = p.parse_args()
     if not (a.source / "data" / "bench.parquet").exists():
         p.error(f"{a.source}/data/bench.parquet is missing: run scripts/bench once first")
     a.work.mkdir(parents=True, exist_ok=True)
-    return {"pair": pair, "profile": profile, "first": first}[a.command](a)
+    return {"pair": pair, "profile": profile, "first": first, "tail": tail}[a.command](a)
 
 
 if __name__ == "__main__":
