@@ -29,7 +29,8 @@ only, written as collapsed stacks to ``--out``; it prints CPU per statement by t
 
 ``first``: the first minutes of one daemon, started with ``run --warm-up N`` (docs/operations.md,
 "Warm-up at start"): the time until it serves, then the median of each block of ``--per-block``
-``SELECT COUNT(*)`` statements from the first one, with no warm-up of the client's own.
+``SELECT COUNT(*)`` statements from the first one, with no warm-up of the client's own, and the
+JIT's compilations and compiler CPU in each block.
 
 ``tail``: where one daemon's slow statements come from, after ``--warmup`` statements: over
 ``--statements`` more, each daemon thread's CPU and its wait for a CPU (Linux schedstat) per
@@ -165,9 +166,12 @@ def first(a) -> int:
     t = time.perf_counter()
     d = start(a.root.resolve(), a.work / "F", a.source, "", ("--warm-up", str(a.warm_up)))
     serving = time.perf_counter() - t
-    medians = []
+    medians, compiled, compiling = [], [], []
     try:
         client = measure.GatewayClient(d.uri, d.token(deployment.CALLER))
+        # The JIT's work in each block, read between blocks (jcmd takes a moment): whether the
+        # served workload makes it compile again what the warm-up compiled.
+        count, cpu = deployment.compiles(d.pid), deployment.compiler_seconds(d.pid)
         for _ in range(a.blocks):
             block = []
             for _ in range(a.per_block):
@@ -175,11 +179,17 @@ def first(a) -> int:
                 client.query(SQL)
                 block.append((time.perf_counter() - t) * 1e3)
             medians.append(statistics.median(block))
+            count_now, cpu_now = deployment.compiles(d.pid), deployment.compiler_seconds(d.pid)
+            compiled.append(count_now - count)
+            compiling.append((cpu_now - cpu) * 1e3)
+            count, cpu = count_now, cpu_now
     finally:
         print(deployment.shutdown(d))
     head = medians[:4]
     print(f"--warm-up {a.warm_up}: serving after {serving:.1f} s (launcher included); "
           f"block medians ms: {' '.join(f'{m:.2f}' for m in medians)}")
+    print(f"compilations per block: {' '.join(str(c) for c in compiled)}; the compiler threads' "
+          f"CPU ms per block: {' '.join(f'{c:.0f}' for c in compiling)}")
     print(f"mean of block medians: first {len(head) * a.per_block} statements "
           f"{statistics.mean(head):.2f} ms, all {len(medians) * a.per_block} "
           f"{statistics.mean(medians):.2f} ms")

@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.transit.flight.crypto.Digests;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,6 +54,6 @@ class PrivateFilesTest {
     byte[] sha = store.write("rows".getBytes(StandardCharsets.UTF_8));
     assertEquals("rwx------", mode(dir.resolve("engine")));
     assertEquals("rwx------", mode(segments));
-    assertEquals("rw-------", mode(segments.resolve(io.transit.flight.crypto.Digests.hex(sha))));
+    assertEquals("rw-------", mode(segments.resolve(Digests.hex(sha))));
   }
 }

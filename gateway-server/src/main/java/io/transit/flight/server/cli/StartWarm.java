@@ -69,8 +69,9 @@ final class StartWarm {
   /**
    * Serves {@code statements} statements and round trips from a scratch gateway (see above) and
    * logs, at the end, what it did or why it stopped. The scratch gateway's own log lines (its
-   * listening notice, an access line a call) are not the operator's: only errors are logged
-   * while it runs, then {@code restoreLogging} puts the configured level back.
+   * listening notice, an access line a call) are not the operator's, but writing them is part of
+   * the serving path to compile: {@code quietLogging} keeps the configured level and format and
+   * drops every line but errors, then {@code restoreLogging} puts the configured output back.
    */
   static Result run(int statements, Runnable quietLogging, Runnable restoreLogging) {
     if (statements <= 0) {

@@ -4,9 +4,14 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.encoder.JsonEncoder;
 import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
+import ch.qos.logback.classic.filter.ThresholdFilter;
 import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.Appender;
 import ch.qos.logback.core.ConsoleAppender;
+import ch.qos.logback.core.OutputStreamAppender;
 import ch.qos.logback.core.encoder.Encoder;
+import ch.qos.logback.core.filter.Filter;
+import java.io.OutputStream;
 import java.util.Locale;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -28,32 +33,82 @@ public final class LogSetup {
   private LogSetup() {}
 
   public static void apply(String level, String format) {
-    if (System.getProperty("logback.configurationFile") != null
-        || !(LoggerFactory.getILoggerFactory() instanceof LoggerContext ctx)) {
+    LoggerContext ctx = context();
+    if (ctx == null) {
       return;
     }
-    ch.qos.logback.classic.Logger root = ctx.getLogger(Logger.ROOT_LOGGER_NAME);
-    Encoder<ILoggingEvent> encoder;
+    install(ctx, level, console(ctx, encoder(ctx, format), null));
+  }
+
+  /**
+   * As {@link #apply}, but every line is formatted and then dropped, except errors, which go to
+   * standard error as usual: for the warm-up at start, whose scratch gateway must run the serving
+   * path's logging as configured (an access line a call) without showing it. A warm-up with the
+   * level raised instead would teach the JIT that those lines are never written, and the first
+   * callers afterwards would pay for compiling them again.
+   */
+  public static void applyDiscarding(String level, String format) {
+    LoggerContext ctx = context();
+    if (ctx == null) {
+      return;
+    }
+    OutputStreamAppender<ILoggingEvent> dropped = new OutputStreamAppender<>();
+    dropped.setContext(ctx);
+    dropped.setName("transit-discarded");
+    dropped.setEncoder(encoder(ctx, format));
+    dropped.setOutputStream(OutputStream.nullOutputStream());
+    dropped.start();
+    ThresholdFilter errors = new ThresholdFilter();
+    errors.setLevel("ERROR");
+    errors.start();
+    install(ctx, level, dropped, console(ctx, encoder(ctx, format), errors));
+  }
+
+  /** Logback's context, or null when an operator's own configuration file decides. */
+  private static LoggerContext context() {
+    if (System.getProperty("logback.configurationFile") != null
+        || !(LoggerFactory.getILoggerFactory() instanceof LoggerContext ctx)) {
+      return null;
+    }
+    return ctx;
+  }
+
+  private static Encoder<ILoggingEvent> encoder(LoggerContext ctx, String format) {
     if ("json".equals(format)) {
       JsonEncoder json = new JsonEncoder();
       json.setContext(ctx);
       json.start();
-      encoder = json;
-    } else {
-      PatternLayoutEncoder text = new PatternLayoutEncoder();
-      text.setContext(ctx);
-      text.setPattern(PATTERN);
-      text.start();
-      encoder = text;
+      return json;
     }
+    PatternLayoutEncoder text = new PatternLayoutEncoder();
+    text.setContext(ctx);
+    text.setPattern(PATTERN);
+    text.start();
+    return text;
+  }
+
+  private static ConsoleAppender<ILoggingEvent> console(LoggerContext ctx,
+      Encoder<ILoggingEvent> encoder, Filter<ILoggingEvent> filter) {
     ConsoleAppender<ILoggingEvent> out = new ConsoleAppender<>();
     out.setContext(ctx);
     out.setName("transit");
     out.setTarget("System.err");
     out.setEncoder(encoder);
+    if (filter != null) {
+      out.addFilter(filter);
+    }
     out.start();
+    return out;
+  }
+
+  @SafeVarargs
+  private static void install(LoggerContext ctx, String level,
+      Appender<ILoggingEvent>... appenders) {
+    ch.qos.logback.classic.Logger root = ctx.getLogger(Logger.ROOT_LOGGER_NAME);
     root.detachAndStopAllAppenders();
-    root.addAppender(out);
+    for (Appender<ILoggingEvent> a : appenders) {
+      root.addAppender(a);
+    }
     root.setLevel(Level.toLevel(level.toUpperCase(Locale.ROOT), Level.INFO));
   }
 }
