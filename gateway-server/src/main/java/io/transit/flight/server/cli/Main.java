@@ -216,7 +216,8 @@ public final class Main implements Callable<Integer> {
     // A missing data file is a configuration error (exit 2), said before the engine opens.
     DataFiles.requireReadable(cfg);
     // Before the configured gateway binds its port: callers never meet the scratch one.
-    StartWarm.run(warmUp, () -> LogSetup.applyDiscarding(settings.logLevel(), settings.logFormat()),
+    StartWarm.run(warmUp, settings,
+        () -> LogSetup.applyDiscarding(settings.logLevel(), settings.logFormat()),
         () -> LogSetup.apply(settings.logLevel(), settings.logFormat()));
     // Test-only: empty unless the environment explicitly names faults (see TestFaults).
     GatewayHooks hooks = TestFaults.fromEnvironment(System.getenv())

@@ -3,10 +3,13 @@ package io.transit.flight.server.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.google.protobuf.Any;
 import com.google.protobuf.Message;
+import io.transit.flight.server.GatewayHooks;
 import io.transit.flight.server.GatewayServer;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.server.ops.Operations;
+import io.transit.flight.server.ops.OpsSettings;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -72,8 +75,11 @@ final class StartWarm {
    * listening notice, an access line a call) are not the operator's, but writing them is part of
    * the serving path to compile: {@code quietLogging} keeps the configured level and format and
    * drops every line but errors, then {@code restoreLogging} puts the configured output back.
+   * The scratch gateway runs the configured operations settings ({@code ops}: the access log on
+   * or off, as configured) without their metrics listener, whose port is the served gateway's.
    */
-  static Result run(int statements, Runnable quietLogging, Runnable restoreLogging) {
+  static Result run(int statements, OpsSettings ops, Runnable quietLogging,
+      Runnable restoreLogging) {
     if (statements <= 0) {
       return new Result(0, 0, null);
     }
@@ -85,7 +91,8 @@ final class StartWarm {
     try {
       scratch = Files.createTempDirectory("transit-warm-");
       ResolvedConfig cfg = Main.load(DemoSetup.ensure(scratch, 0), 0);
-      GatewayServer gateway = GatewayServer.start(cfg);
+      GatewayServer gateway = GatewayServer.start(cfg, GatewayHooks.NONE,
+          new Operations(scratchOps(ops)));
       try {
         drive(gateway.port(), token(cfg), statements, served);
       } finally {
@@ -115,6 +122,12 @@ final class StartWarm {
           served[0], millis, failure);
     }
     return new Result(served[0], millis, failure);
+  }
+
+  /** {@code configured} without a metrics listener, and closing without a drain notice. */
+  static OpsSettings scratchOps(OpsSettings configured) {
+    return new OpsSettings(configured.metricsHost(), null, configured.logLevel(),
+        configured.logFormat(), configured.accessLog(), 0);
   }
 
   /** The demo caller's credential, from the file its configuration names (written at start). */

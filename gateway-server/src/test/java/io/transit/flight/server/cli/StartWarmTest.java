@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.transit.flight.server.ops.OpsSettings;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -29,7 +30,7 @@ class StartWarmTest {
     List<Path> before = scratchDirs();
     List<String> logging = new ArrayList<>();
     StartWarm.Result r =
-        StartWarm.run(20, () -> logging.add("quiet"), () -> logging.add("restored"));
+        StartWarm.run(20, OpsSettings.defaults(), () -> logging.add("quiet"), () -> logging.add("restored"));
     assertNull(r.failure(), r::toString);
     assertEquals(20, r.served(), "each statement admitted, executed and read, with its round trip");
     assertEquals(List.of("quiet", "restored"), logging);
@@ -44,7 +45,7 @@ class StartWarmTest {
     Thread.currentThread().interrupt();
     StartWarm.Result r;
     try {
-      r = StartWarm.run(1_000, () -> logging.add("quiet"), () -> logging.add("restored"));
+      r = StartWarm.run(1_000, OpsSettings.defaults(), () -> logging.add("quiet"), () -> logging.add("restored"));
     } finally {
       Thread.interrupted(); // the flag stays set for the caller; clear it for the next test
     }
@@ -55,9 +56,16 @@ class StartWarmTest {
   }
 
   @Test
+  void theScratchGatewayLogsAsConfiguredWithoutTheMetricsListener() {
+    OpsSettings served = new OpsSettings("127.0.0.1", 9464, "debug", "json", false, 5_000);
+    assertEquals(new OpsSettings("127.0.0.1", null, "debug", "json", false, 0),
+        StartWarm.scratchOps(served), "the port is the served gateway's; no drain notice");
+  }
+
+  @Test
   void noWarmUpDoesNothing() {
     List<String> logging = new ArrayList<>();
-    StartWarm.Result r = StartWarm.run(0, () -> logging.add("quiet"), () -> logging.add("x"));
+    StartWarm.Result r = StartWarm.run(0, OpsSettings.defaults(), () -> logging.add("quiet"), () -> logging.add("x"));
     assertEquals(new StartWarm.Result(0, 0, null), r);
     assertFalse(logging.contains("quiet"));
   }
