@@ -2,7 +2,6 @@ package io.transit.flight.nativequery.embedded;
 
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -68,10 +67,8 @@ public record DuckSettings(long memoryLimitBytes, int threads, Path tempDirector
    */
   public void apply(Connection db, Path stateDir) throws SQLException, IOException {
     Path temp = tempDirectoryUnder(stateDir);
-    if (!Files.isDirectory(temp)) {
-      // Spilled operator state holds rows of the Tables: as private as the rest of the state.
-      PrivateFiles.directories(temp);
-    }
+    // Spilled operator state holds rows of the Tables: as private as the rest of the state.
+    PrivateFiles.directories(temp);
     try (Statement s = db.createStatement()) {
       s.execute("SET memory_limit = '" + memoryLimitBytes + "B'");
       s.execute("SET threads = " + threads);

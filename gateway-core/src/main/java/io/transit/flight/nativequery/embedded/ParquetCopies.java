@@ -50,9 +50,7 @@ final class ParquetCopies {
   static List<Path> of(DuckDBConnection db, Publication p,
       List<FileIdentity> identities, Path dir, BufferAllocator allocator)
       throws SQLException, IOException {
-    if (!Files.isDirectory(dir)) {
-      PrivateFiles.directories(dir);
-    }
+    PrivateFiles.directories(dir);
     List<Path> copies = new ArrayList<>();
     for (FileIdentity id : identities) {
       Path copy = dir.resolve(copyKey(p, id) + ".parquet");
