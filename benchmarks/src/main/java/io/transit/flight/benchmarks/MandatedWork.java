@@ -332,14 +332,17 @@ public final class MandatedWork {
     // (it then carries the result too), else the terminal one; either holds a small result's
     // segment with its manifest and status and makes the chain's deferred records durable.
     // Admission signs every command and the bundle's proof, the engine verifies both, and
-    // GetFlightInfo signs the ticket DoGet verifies.
+    // GetFlightInfo signs the ticket DoGet checks: presented to the gateway that issued it, the
+    // ticket's signature is recognised rather than verified on the curve (docs/tickets.md,
+    // check 4), so it counts as no verification, here and in the GetTableTypes round trip.
     // Every command before the submit is recorded (deferred, docs/admission.md §10) before the
     // next is sent: the profile's "recorded requester outcome".
     json.append("\"per_statement\":{\"commands\":").append(commands)
         .append(",\"durable_commits\":").append(1)
         .append(",\"deferred_commits\":").append(commands - 1)
         .append(",\"signs\":").append(commands + 2)
-        .append(",\"verifies\":").append(commands + 2).append("},");
+        .append(",\"verifies\":").append(commands + 1)
+        .append(",\"ticket_verifies\":").append(0).append("},");
   }
 
   /** Runs {@code op} for {@code warmup} ns untimed, then for {@code budget} ns; the median. */
