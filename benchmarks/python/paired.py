@@ -3,13 +3,13 @@ in steady state. The small-statement changes of issue 19 are worth tens of micro
 spread of three ``scripts/bench`` runs, so docs/performance.md decides them this way.
 
     .venv-bench/bin/python benchmarks/python/paired.py pair ROOT_A ROOT_B [--blocks 16]
-        [--per-block 200] [--warmup 6000] [--java-opts-a ...] [--java-opts-b ...]
+        [--per-block 200] [--warmup 6000] [--java-opts-a=...] [--java-opts-b=...]
     .venv-bench/bin/python benchmarks/python/paired.py profile ROOT [--warmup 8000]
         [--statements 4000] [--interval-us 500] [--out FILE]
     .venv-bench/bin/python benchmarks/python/paired.py first ROOT [--warm-up 0] [--blocks 12]
-        [--per-block 250]
+        [--per-block 250] [--java-opts=...]
     .venv-bench/bin/python benchmarks/python/paired.py tail ROOT [--warmup 6000]
-        [--statements 3000]
+        [--statements 3000] [--java-opts=...]
 
 ``ROOT_A`` and ``ROOT_B`` are checkouts, each built (``mvn package -DskipTests``), e.g. ``git
 worktree add /tmp/a <commit>`` beside this one. Both daemons serve hard-linked copies of the
@@ -22,6 +22,9 @@ in each, every daemon (A first in even rounds, B first in odd ones) answers a bl
 block preceded by 5 untimed calls. It prints each side's p50 and p99 and, per kind, the median over
 rounds of (B's block median − A's) with the number of rounds B was faster. Run it twice with the
 roots swapped: on two processors the daemon in one place can be faster whatever it runs.
+
+A ``--java-opts`` value that starts with ``-XX:`` is given with ``=`` (``--java-opts=-XX:...``), so
+that argparse does not take it for an option of its own.
 
 ``profile``: one daemon started with async-profiler's agent loaded but idle (so attaching later
 deoptimises nothing), ``--warmup`` statements, then CPU sampling over ``--statements`` statements
@@ -164,7 +167,8 @@ def profile(a) -> int:
 
 def first(a) -> int:
     t = time.perf_counter()
-    d = start(a.root.resolve(), a.work / "F", a.source, "", ("--warm-up", str(a.warm_up)))
+    d = start(a.root.resolve(), a.work / "F", a.source, a.java_opts,
+              ("--warm-up", str(a.warm_up)))
     serving = time.perf_counter() - t
     medians, compiled, compiling = [], [], []
     try:
@@ -226,7 +230,7 @@ def tail(a) -> int:
         port = s.getsockname()[1]
     state = a.work / "T"
     gc_log = a.work / "tail-gc.log"
-    d = start(a.root.resolve(), state, a.source, f"-Xlog:gc:file={gc_log}:time",
+    d = start(a.root.resolve(), state, a.source, f"-Xlog:gc:file={gc_log}:time {a.java_opts}",
               ("--metrics-port", str(port)))
     url = f"http://127.0.0.1:{port}/metrics"
     timed = []
@@ -314,10 +318,12 @@ def main() -> int:
     fi.add_argument("--warm-up", type=int, default=0, help="the daemon's run --warm-up N")
     fi.add_argument("--blocks", type=int, default=12)
     fi.add_argument("--per-block", type=int, default=250)
+    fi.add_argument("--java-opts", default="", help="TRANSIT_JAVA_OPTS of the daemon")
     ta = sub.add_parser("tail", help="one checkout's slow statements and where they wait")
     ta.add_argument("root", type=Path)
     ta.add_argument("--warmup", type=int, default=6000)
     ta.add_argument("--statements", type=int, default=3000)
+    ta.add_argument("--java-opts", default="", help="TRANSIT_JAVA_OPTS of the daemon")
     a = p.parse_args()
     if not (a.source / "data" / "bench.parquet").exists():
         p.error(f"{a.source}/data/bench.parquet is missing: run scripts/bench once first")
