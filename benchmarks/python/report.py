@@ -249,11 +249,10 @@ def floors(r: dict) -> str:
         f"({_count(per['durable_commits'], 'durable commit')}: the submit's with its early "
         "result, or else the terminal status with a small result; it makes the chain's "
         "deferred records durable with it, docs/admission.md §10); "
-        f"{per['commands']} command signatures, the bundle's proof and the ticket signed, and "
-        "the same verified but the ticket"
-        + (", which DoGet verifies too. " if _ticket_verifies(per) else
-           ", whose signature DoGet recognises as its own (docs/tickets.md, check 4; so does "
-           "the round trip's). ")
+        f"{per['commands']} command signatures, the bundle's proof and the ticket signed; "
+        + ("all of them verified, the ticket by DoGet. " if _ticket_verifies(per) else
+           "the commands and the proof verified, and the ticket's signature recognised by DoGet "
+           "as the gateway's own (docs/tickets.md, check 4; the round trip's too). ")
         + "The commit is one small row in SQLite WAL with synchronous=FULL and 1 KiB pages on the "
         "journal's filesystem — cheaper than any real journal transaction; a deferred record is the same "
         "row with synchronous=NORMAL (no fsync), one for each command before the submit. The "
