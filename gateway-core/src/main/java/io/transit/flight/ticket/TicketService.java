@@ -5,13 +5,10 @@ import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
-import java.nio.ByteBuffer;
 import java.security.MessageDigest;
 import java.time.Clock;
 import java.time.DateTimeException;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -40,7 +37,8 @@ import java.util.concurrent.atomic.LongAdder;
  * ticket either way, and no verdict differs from full verification.
  *
  * <p>Thread-safe: gRPC handler threads call {@link #issue} and {@link #verify} concurrently; the
- * remembered signatures are guarded by their map's monitor, everything else is immutable. Every
+ * remembered signatures are guarded by their own monitor ({@link IssuedSignatures}), everything
+ * else is immutable. Every
  * array passed in is read, never kept; every array returned is new.
  */
 public final class TicketService {
@@ -49,8 +47,9 @@ public final class TicketService {
 
   /**
    * Tickets whose signatures are remembered, the oldest forgotten first: a DoGet follows its
-   * GetFlightInfo within milliseconds, and this is seconds of tickets at hundreds a second, for
-   * about 0.2 MB. A ticket forgotten is verified in full, so the size decides only the cost.
+   * GetFlightInfo within milliseconds, and this is seconds of tickets at hundreds a second, in
+   * about 0.1 MB allocated once. A ticket forgotten is verified in full, so the size decides only
+   * the cost.
    */
   static final int ISSUED_CAPACITY = 1024;
 
@@ -58,14 +57,8 @@ public final class TicketService {
   private final Ed25519.PublicKey publicKey;
   private final TransitDefinition definition;
   private final Clock clock;
-  // @GuardedBy("issued"): signed digest -> the signature issue() computed over it.
-  private final Map<ByteBuffer, byte[]> issued =
-      new LinkedHashMap<>(64, 0.75f, false) {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<ByteBuffer, byte[]> eldest) {
-          return size() > ISSUED_CAPACITY;
-        }
-      };
+  // Each signed digest and the signature issue() computed over it (guarded by its own monitor).
+  private final IssuedSignatures issued = new IssuedSignatures(ISSUED_CAPACITY);
   // Full verifications run (tests: which tickets were recognised).
   private final LongAdder curveVerifications = new LongAdder();
 
@@ -130,9 +123,7 @@ public final class TicketService {
     byte[] digest = signedDigest(ticket, signedLength);
     byte[] signature = ticketKey.sign(digest);
     System.arraycopy(signature, 0, ticket, signedLength, signature.length);
-    synchronized (issued) {
-      issued.put(ByteBuffer.wrap(digest), signature);
-    }
+    issued.remember(digest, signature);
     return ticket;
   }
 
@@ -202,11 +193,7 @@ public final class TicketService {
 
   /** Whether this service issued exactly this signature over exactly this digest (class doc). */
   private boolean issuedHere(byte[] digest, byte[] signature) {
-    byte[] remembered;
-    synchronized (issued) {
-      remembered = issued.get(ByteBuffer.wrap(digest));
-    }
-    return remembered != null && MessageDigest.isEqual(remembered, signature);
+    return issued.contains(digest, signature);
   }
 
   private boolean verifyOnCurve(byte[] digest, byte[] signature) {

@@ -69,7 +69,7 @@ public final class JvmOptions {
    * For a daemon: the serial collector with a young generation of {@link #youngBytes}. A
    * statement allocates about 3 MB, nearly all of it the Ed25519 library's short-lived field
    * elements, and almost nothing survives (the live heap stays near 16 MB, a collection copies
-   * about 30 KB), so a young collection's pause (about 0.8 ms on two vCPUs) is nearly all fixed
+   * about 0.1 MB), so a young collection's pause (about 1 ms on two vCPUs) is mostly fixed
    * cost — the threads' stacks, the old generation's dirty cards, the JVM's weak handles — and
    * the young generation's size decides how often it is paid. In paired runs on two vCPUs with
    * the heap on huge pages ({@link #hugePages}) 256 MiB was 0.11–0.17 ms a statement faster than
