@@ -43,6 +43,8 @@ def args_parser():
                    help="P2 statements before timing (the JIT compiles the serving path meanwhile)")
     p.add_argument("--no-settle", dest="settle", action="store_false",
                    help="time P2 right after --warmup, without waiting for the JIT to go quiet")
+    p.add_argument("--java-opts", default="",
+                   help="more JVM options for the main daemon (probes: -Xmn…, -XX:…; use --java-opts=…)")
     p.add_argument("--warmup-reads", type=int, default=2,
                    help="untimed P1 reads of each server before timing")
     p.add_argument("--readers", type=int, default=64, help="P4 concurrent slow readers")
@@ -229,12 +231,17 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
     def table_types():
         client.metadata(measure.flightsql.get_table_types())
 
+    def compiles():
+        return deployment.compiles(gw.pid)
+
+    def compiler_seconds():
+        return deployment.compiler_seconds(gw.pid)
+
     def warm(one):
         """The fixed warm-up, then (unless --no-settle) more until the JIT is quiet."""
         for _ in range(a.warmup):
             one()
-        return measure.settle(one, lambda: deployment.compiles(gw.pid),
-                              lambda: deployment.compiler_seconds(gw.pid)) if a.settle else None
+        return measure.settle(one, compiles, compiler_seconds) if a.settle else None
 
     settled = warm(statement)
     if settled:
@@ -246,23 +253,42 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
     # The gateway's own cheapest round trip: the same two RPCs, authentication and a signed,
     # verified ticket, but no admission (the P2 floor in report.floors builds on it).
     rt_settled = warm(table_types)
+    # The rounds below alternate the two. Warming the round trip after the statement recompiles
+    # the code they share with a wider profile, and the first statements after it then paid for
+    # the JIT's next recompilation inside the timed blocks (the eighteenth round's runs: up to 31
+    # of the first 100 over 1.5 × the median). Settle on the alternation itself, as a daemon
+    # serving both kinds of call runs.
+    mix_settled = (measure.settle(lambda: (statement(), table_types()), compiles,
+                                  compiler_seconds) if a.settle else None)
+
+    def timed_block(one, n, rewarm, jit_log, kind):
+        """A closed loop's latencies, and the JIT's work during it (compilations, CPU s)."""
+        c0, s0 = compiles(), compiler_seconds()
+        t0 = time.perf_counter()
+        lat = measure.closed_loop(one, n, rewarm)["latencies_ms"]
+        wall = time.perf_counter() - t0
+        c1, s1 = compiles(), compiler_seconds()
+        jit_log.append({"kind": kind, "compiles": c1 - c0,
+                        "compiler_share": round((s1 - s0) / wall, 4)})
+        return lat
     # Timed in rounds: a block of statements, a block of round trips and a slice of the floor's
     # single operations, so that the statement and its floor see the same minutes of the host.
     floor = FloorSlices(a, state)
     rounds = max(1, a.floor_rounds)
     per = max(1, a.statements // rounds)
-    stmt_lat, rt_lat, slices = [], [], []
+    stmt_lat, rt_lat, slices, jit_blocks = [], [], [], []
     # After a slice the daemon has idled for seconds: its first calls are ~10 % slower (caches,
     # parked threads), so each block starts with a few untimed ones.
     rewarm = min(10, a.warmup)
     try:
         for _ in range(rounds):
-            stmt_lat += measure.closed_loop(statement, per, rewarm)["latencies_ms"]
-            rt_lat += measure.closed_loop(table_types, per, rewarm)["latencies_ms"]
+            stmt_lat += timed_block(statement, per, rewarm, jit_blocks, "statement")
+            rt_lat += timed_block(table_types, per, rewarm, jit_blocks, "round_trip")
             slices.append(floor.slice())
     finally:
         floor.close()
-    p2_gw = dict(measure.summary(stmt_lat), settle=settled)
+    p2_gw = dict(measure.summary(stmt_lat), settle=settled, mix_settle=mix_settled,
+                 jit_blocks=jit_blocks)
     p2_rt = dict(measure.summary(rt_lat), settle=rt_settled)
 
     def canned():
@@ -365,6 +391,8 @@ def main() -> int:
     java_opts = f"-Xlog:gc,safepoint:file={out / 'gateway-gc.log'}:time,uptime,tags"
     if a.cpu_profile:
         java_opts += " " + cpu_profile.java_option(cpu_profile.agent(root), collapsed)
+    if a.java_opts:
+        java_opts += " " + a.java_opts
     gw = deployment.gateway(config, log, java_opts)
     peer = Peer(parquet)
     sql_peer = None

@@ -88,15 +88,20 @@ def table(r: dict) -> str:
         f"Rows: {m['rows']:,} × 4 int64 (P1 payload {m['rows'] * 32 / 1e9:.2f} GB); "
         f"P1 runs: {m['runs']} (after {m.get('warmup_reads', 1)} untimed reads of each server); "
         f"P2 statements: {p2['gateway']['n']} (after {m.get('warmup', 0)} untimed"
-        + _settled(p2["gateway"].get("settle")) + ")"
+        + _settled(p2["gateway"].get("settle")) + _mix_settled(p2["gateway"].get("mix_settle"))
+        + ")"
         + (f", timed in {len(p2['floor_slices'])} rounds, each a block of statements, a block "
-           "of GetTableTypes round trips and a slice of the floor's single operations."
+           "of GetTableTypes round trips and a slice of the floor's single operations"
+           + _jit_while_timed(p2["gateway"].get("jit_blocks")) + "."
            if p2.get("floor_slices") else "."),
         f"Gateway statement for P1 (admission + execution + retention, once): "
         f"{p1['gateway_statement_s']:.2f} s.",
         f"Loopback ceiling (iperf3, one TCP stream): {ceiling}.",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['mem_gib']:.0f} GiB; load average "
-        f"{m['load_before']} before, {m['load_after']} after.",
+        f"{m['load_before']} before, {m['load_after']} after."
+        + (f" The main daemon ran with the extra JVM options `{m['args']['java_opts']}` "
+           "(--java-opts): a probe, not the launcher's settings."
+           if m.get("args", {}).get("java_opts") else ""),
     ]
     return "\n".join(head + body + notes) + "\n"
 
@@ -275,6 +280,28 @@ def _settled(s) -> str:
     return (f", then {s['statements']} more in {s['seconds']:g} s {how}: its compiler threads "
             f"under {s['quiet_share']:.0%} of a block's wall time in two {s['block_s']:g} s "
             f"blocks in a row; the peer gets the fixed warm-up only")
+
+
+def _mix_settled(s) -> str:
+    if not s:
+        return ""
+    how = "until the JIT was quiet again" if s["settled"] else "without the JIT going quiet (limit)"
+    return (f"; then, after the round trip's warm-up, {s['statements']} statements each followed "
+            f"by a round trip, as the rounds alternate them, in {s['seconds']:g} s {how}")
+
+
+def _jit_while_timed(blocks) -> str:
+    """The JIT's work during the timed blocks: results written before it was recorded have none."""
+    if not blocks:
+        return ""
+    parts = []
+    for kind, label in (("statement", "statement blocks"), ("round_trip", "round-trip blocks")):
+        mine = [b for b in blocks if b["kind"] == kind]
+        if mine:
+            parts.append(f"{'/'.join(str(b['compiles']) for b in mine)} compilations in the "
+                         f"{label} (compiler threads at most "
+                         f"{max(b['compiler_share'] for b in mine):.1%} of a block's wall time)")
+    return "; JIT while timed: " + ", ".join(parts)
 
 
 def _mib(n):

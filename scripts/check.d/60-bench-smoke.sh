@@ -20,6 +20,10 @@ r = json.loads((out / "results.json").read_text())
 assert {"p1", "p2", "p3", "p4", "mandated", "iperf3"} <= r.keys(), r.keys()
 assert r["p1"]["gateway"]["gb_per_s"] > 0 and r["p1"]["peer"]["gb_per_s"] > 0
 assert len(r["p2"]["gateway"]["latencies_ms"]) == 20 and r["p2"]["gateway"]["settle"] is None
+assert r["p2"]["gateway"]["mix_settle"] is None
+jit = r["p2"]["gateway"]["jit_blocks"]
+assert [b["kind"] for b in jit] == ["statement", "round_trip"] * 5 and all(
+    b["compiles"] >= 0 and b["compiler_share"] >= 0 for b in jit), jit
 assert r["p2"]["gateway_metadata_round_trip"]["p50_ms"] > 0
 assert len(r["p2"]["floor_slices"]) == 5 and all(
     x["verify_ns"] > 0 and x["durable_commit_ns"] > 0 and x["deferred_commit_ns"] > 0
