@@ -53,6 +53,10 @@ public class TicketBenchmark {
     Arrays.fill(manifest, (byte) 0xA0);
     reference = new StatementReference(42, manifest);
     expiry = System.currentTimeMillis() + TimeUnit.DAYS.toMillis(1);
+    // A serving gateway's memory of issued tickets is full; the one presented is among the newest.
+    for (int i = 1; i < 1024; i++) {
+      service.issue(scope, declaration, expiry + i, reference);
+    }
     ticket = issue();
     replica = new TicketService(Ed25519.fromSeed(Fixtures.seed(9)),
         TransitDefinition.of("bench", 1, Fixtures.SERVICE), Clock.systemUTC());
