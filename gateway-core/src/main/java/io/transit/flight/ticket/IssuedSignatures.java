@@ -10,14 +10,14 @@ import java.util.Arrays;
  * <p>Why flat arrays: a pair lives for about a thousand statements, long enough to survive every
  * young collection until it is tenured. As objects (a map entry, a key, two arrays: about 220 B
  * a ticket) the remembered pairs were the daemon's young survivors, copied by each collection
- * some fifteen times, and the serial collector's pause grew by 0.25–0.35 ms (median 0.98 ms
- * without them, 1.21–1.37 ms with them, bench runs of 2026-12-04). Here remembering a pair
+ * some fifteen times, and the serial collector's pause grew by 0.2–0.4 ms (median 0.98 ms
+ * without them, 1.16–1.37 ms with them, bench runs of 2026-12-04). Here remembering a pair
  * writes bytes into arrays that were tenured long ago and allocates nothing.
  *
  * <p>A look-up compares the digest's first eight bytes against the slots in use, newest first
  * (a DoGet presents the ticket its GetFlightInfo was issued moments before, so it is usually found
- * within a few slots; a miss scans all of them, about 0.5 µs for 1,024, against the 0.15 ms of the
- * curve check that follows), and the whole pair only where those match; the signature is compared
+ * within a few slots; a miss scans all of them, well under a microsecond for 1,024, against the
+ * 0.15 ms of the curve check that follows), and the whole pair only where those match; the signature is compared
  * in constant time.
  *
  * <p>Threads: {@link #remember} and {@link #contains} may be called from any thread (gRPC handler

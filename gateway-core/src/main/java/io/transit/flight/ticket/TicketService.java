@@ -38,8 +38,7 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Thread-safe: gRPC handler threads call {@link #issue} and {@link #verify} concurrently; the
  * remembered signatures are guarded by their own monitor ({@link IssuedSignatures}), everything
- * else is immutable. Every
- * array passed in is read, never kept; every array returned is new.
+ * else is immutable. Every array passed in is read, never kept; every array returned is new.
  */
 public final class TicketService {
   /** Domain of the signed digest; {@link Digests#domainSha256} adds the trailing NUL. */
