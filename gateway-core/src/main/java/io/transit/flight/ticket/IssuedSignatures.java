@@ -14,11 +14,11 @@ import java.util.Arrays;
  * without them, 1.16–1.37 ms with them, bench runs of 2026-12-04). Here remembering a pair
  * writes bytes into arrays that were tenured long ago and allocates nothing.
  *
- * <p>A look-up compares the digest's first eight bytes against the slots in use, newest first
- * (a DoGet presents the ticket its GetFlightInfo was issued moments before, so it is usually found
- * within a few slots; a miss scans all of them, well under a microsecond for 1,024, against the
- * 0.15 ms of the curve check that follows), and the whole pair only where those match; the signature is compared
- * in constant time.
+ * <p>A look-up compares the digest's first eight bytes against the slots in use, newest first,
+ * and the whole pair only where those match; the signature is compared in constant time. A DoGet
+ * presents the ticket its GetFlightInfo was issued moments before, so it is usually found within
+ * a few slots; a miss scans all of them, well under a microsecond for 1,024, against the 0.15 ms
+ * of the curve check that follows.
  *
  * <p>Threads: {@link #remember} and {@link #contains} may be called from any thread (gRPC handler
  * threads issuing and verifying tickets); every field below is guarded by {@code this}. The
