@@ -193,6 +193,30 @@ class FloorSlices:
             raise RuntimeError(f"MandatedWork --serve exited {self.proc.returncode}")
 
 
+def _statements_since(gw: deployment.Daemon, line: int, since: float, expected: int) -> list:
+    """The statements (``measure.statement_calls``) the daemon logged from output line ``line``
+    on that started at ``since`` or later. The launcher's pump reads the daemon's output a moment
+    after it is written, so this waits up to 2 s for ``expected`` of them."""
+    deadline = time.monotonic() + 2
+    while True:
+        calls = measure.access_calls(list(gw.output)[line:])
+        # A logged start is cut to the millisecond: it may read up to 1 ms early.
+        pairs = [p for p in measure.statement_calls(calls) if p[0][0] >= since - 1.5e-3]
+        if len(pairs) >= expected or time.monotonic() > deadline:
+            return pairs
+        time.sleep(0.05)
+
+
+def _timed_only(pairs: list, rounds: int, rewarm: int, per: int) -> list:
+    """The rounds' statements (``measure.statement_calls``) without each block's ``rewarm``
+    untimed ones: ``rounds`` blocks of ``rewarm + per`` statements, in order. The list unchanged
+    when it does not hold that many (``statement_split`` then says so)."""
+    block = rewarm + per
+    if len(pairs) != rounds * block:
+        return pairs
+    return [pair for i, pair in enumerate(pairs) if i % block >= rewarm]
+
+
 def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
              parquet: Path, state: Path) -> dict:
     client = measure.GatewayClient(gw.uri, gw.token(deployment.CALLER))
@@ -261,11 +285,21 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
     mix_settled = (measure.settle(lambda: (statement(), table_types()), compiles,
                                   compiler_seconds) if a.settle else None)
 
+    starts = []
+
+    def started_statement():
+        starts.append(time.time())
+        statement()
+
     def timed_block(one, n, rewarm, jit_log, kind):
         """A closed loop's latencies, and the JIT's work during it (compilations, CPU s)."""
         c0, s0 = compiles(), compiler_seconds()
         t0 = time.perf_counter()
+        mark = len(starts)
         lat = measure.closed_loop(one, n, rewarm)["latencies_ms"]
+        # Every statement of the block was started through started_statement, the untimed
+        # re-warm ones first; only the timed ones are kept.
+        del starts[mark:len(starts) - n]
         wall = time.perf_counter() - t0
         c1, s1 = compiles(), compiler_seconds()
         jit_log.append({"kind": kind, "compiles": c1 - c0,
@@ -280,15 +314,21 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
     # After a slice the daemon has idled for seconds: its first calls are ~10 % slower (caches,
     # parked threads), so each block starts with a few untimed ones.
     rewarm = min(10, a.warmup)
+    # The launcher's pump may not have read the last few lines yet: start a little before.
+    log_from, rounds_t0 = max(0, len(gw.output) - 200), time.time()
     try:
         for _ in range(rounds):
-            stmt_lat += timed_block(statement, per, rewarm, jit_blocks, "statement")
+            stmt_lat += timed_block(started_statement, per, rewarm, jit_blocks, "statement")
             rt_lat += timed_block(table_types, per, rewarm, jit_blocks, "round_trip")
             slices.append(floor.slice())
     finally:
         floor.close()
+    pairs = _statements_since(gw, log_from, rounds_t0, rounds * (rewarm + per))
+    where = measure.statement_split(
+        starts, stmt_lat, _timed_only(pairs, rounds, rewarm, per),
+        measure.collector_pauses((out / "gateway-gc.log").read_text().splitlines()))
     p2_gw = dict(measure.summary(stmt_lat), settle=settled, mix_settle=mix_settled,
-                 jit_blocks=jit_blocks)
+                 jit_blocks=jit_blocks, where=where)
     p2_rt = dict(measure.summary(rt_lat), settle=rt_settled)
 
     def canned():
@@ -412,7 +452,7 @@ def main() -> int:
 
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
     md = ["# scripts/bench results", "", report.table(results), "", report.floors(results), "",
-          report.latency_targets(results)]
+          report.latency_targets(results), "", report.where_p2(results)]
     for png in report.plots(results, out):
         md.append(f"![{png.stem}]({png.name})")
     if a.jfr and (out / "p1.jfr").exists():
@@ -425,7 +465,8 @@ def main() -> int:
         md += ["", "## Where the gateway's CPU goes (async-profiler)", "", cpu]
     (out / "results.md").write_text("\n".join(md) + "\n")
     print("\n" + report.table(results) + "\n" + report.floors(results) + "\n"
-          + report.latency_targets(results) + f"\nwritten: {out / 'results.md'}", flush=True)
+          + report.latency_targets(results) + "\n" + report.where_p2(results)
+          + f"\nwritten: {out / 'results.md'}", flush=True)
     return 0
 
 

@@ -1,6 +1,8 @@
 """Measurements through one PyArrow Flight client, the same code path for gateway and peer."""
 
+import datetime
 import json
+import re
 import statistics
 import sys
 import threading
@@ -150,6 +152,90 @@ def summary(lat: list) -> dict:
     """Latencies in milliseconds, in the order taken, with their percentiles."""
     return {"n": len(lat), "p50_ms": percentile(lat, 50), "p99_ms": percentile(lat, 99),
             "mean_ms": statistics.fmean(lat), "latencies_ms": lat}
+
+
+def _instant(stamp: str) -> float:
+    """Seconds since the epoch of a log timestamp (the access log's ``…Z``, the JVM's ``…+0000``)."""
+    return datetime.datetime.fromisoformat(stamp.replace("+0000", "Z").replace("Z", "+00:00")
+                                           ).timestamp()
+
+
+def access_calls(lines) -> list:
+    """The daemon's GetFlightInfo and DoGet calls from its text access log, in the order logged:
+    (start s, end s, method, duration ms, admitted). A line is written when its call's stream
+    closes, at millisecond resolution; the start is that instant less the call's duration."""
+    calls = []
+    for line in lines:
+        m = re.match(r"(\S+) INFO  access - rpc .*method=(GetFlightInfo|DoGet) .*duration_ms=([0-9.]+)",
+                     line)
+        if m:
+            end, ms = _instant(m.group(1)), float(m.group(3))
+            calls.append((end - ms / 1e3, end, m.group(2), ms, "admission=accepted" in line))
+    return calls
+
+
+def collector_pauses(lines) -> list:
+    """The collector's pauses from a JVM log written with ``-Xlog:gc…:time`` (other decorations
+    may follow the time): (start s, end s), the end at millisecond resolution."""
+    pauses = []
+    for line in lines:
+        m = re.match(r"\[(\S+?)\](?:\[[^\]]*\])*\s*GC\(\d+\) Pause.* ([0-9.]+)ms$", line.strip())
+        if m:
+            end = _instant(m.group(1))
+            pauses.append((end - float(m.group(2)) / 1e3, end))
+    return pauses
+
+
+def statement_calls(calls: list) -> list:
+    """Each admitted GetFlightInfo of ``access_calls`` with the DoGet logged after it: one
+    statement's two calls, for a single closed-loop client."""
+    pairs, pending = [], None
+    for c in calls:
+        if c[2] == "GetFlightInfo" and c[4]:
+            pending = c
+        elif c[2] == "DoGet" and pending is not None:
+            pairs.append((pending, c))
+            pending = None
+    return pairs
+
+
+def statement_split(starts: list, latencies_ms: list, pairs: list, pauses: list) -> dict:
+    """Where each timed statement's time went, by the daemon's own account.
+
+    ``starts`` and ``latencies_ms`` are the client's timed statements (wall-clock start, latency);
+    ``pairs`` their calls (``statement_calls``) from the same stretch of the access log, in the
+    same order. Returns, for GetFlightInfo, DoGet and the rest (the client, the transport and the
+    hand-offs before and after the daemon's handlers) their percentiles, and how many statements
+    a collector pause overlapped; or ``{"matched": 0}`` with the reason when the log does not
+    line up with the statements (then nothing is inferred).
+    """
+    if len(pairs) != len(starts):
+        return {"matched": 0, "why": f"{len(pairs)} statements in the access log, "
+                                     f"{len(starts)} timed by the client"}
+    # The log's instants are cut to the millisecond and written a little after each call
+    # closes, so a call's logged start sits within a millisecond or so of its statement's; a
+    # list shifted by one statement would sit at least a statement's latency away.
+    offsets = sorted(g[0] - t for t, (g, _) in zip(starts, pairs))
+    bound = max(1.2e-3, statistics.median(latencies_ms) / 2e3) if starts else 0
+    if starts and abs(offsets[len(offsets) // 2]) > bound:
+        return {"matched": 0, "why": f"the logged calls start {offsets[len(offsets) // 2] * 1e3:.1f} ms "
+                                     "from their statements (median)"}
+    gfi = [g[3] for g, _ in pairs]
+    doget = [d[3] for _, d in pairs]
+    rest = [ms - a - b for ms, a, b in zip(latencies_ms, gfi, doget)]
+
+    def spread(xs):
+        return {f"p{q}_ms": percentile(xs, q) for q in (50, 90, 99)}
+
+    hit = [any(s <= t + ms / 1e3 + 5e-4 and e >= t - 5e-4 for s, e in pauses)
+           for t, ms in zip(starts, latencies_ms)]
+    slowest = sorted(range(len(starts)), key=lambda i: -latencies_ms[i])[:max(1, len(starts) // 100)]
+    clear = [ms for ms, h in zip(latencies_ms, hit) if not h]
+    return {"matched": len(pairs), "get_flight_info": spread(gfi), "do_get": spread(doget),
+            "rest": spread(rest), "statement": spread(latencies_ms),
+            "paused": sum(hit), "slowest": len(slowest),
+            "slowest_paused": sum(hit[i] for i in slowest),
+            "p99_ms_without_paused": percentile(clear, 99) if clear else None}
 
 
 def settle(one_statement, compiles, compiler_seconds, block_s: float = 5.0,

@@ -44,7 +44,6 @@ many overlapped a collection.
 
 import argparse
 import collections
-import datetime
 import os
 import re
 import shutil
@@ -220,10 +219,6 @@ def _slow_commits(url: str) -> tuple:
     return float(buckets["+Inf"]), float(buckets["+Inf"]) - float(buckets["0.001"])
 
 
-def _instant(stamp: str) -> float:
-    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
 def tail(a) -> int:
     with socket.socket() as s:  # a free loopback port for the metrics listener
         s.bind(("127.0.0.1", 0))
@@ -261,19 +256,8 @@ def tail(a) -> int:
         print(f"  {key:30s} {run / n / 1e3:10.0f} {wait / n / 1e3:24.0f}")
     print(f"  journal commits: {commits1[0] - commits0[0]:.0f}, slower than 1 ms: "
           f"{commits1[1] - commits0[1]:.0f}")
-    pauses = []
-    for line in gc_log.read_text().splitlines():
-        m = re.match(r"\[(\S+)\] GC\(\d+\) Pause.* ([0-9.]+)ms$", line)
-        if m:
-            end = _instant(m.group(1).replace("+0000", "Z"))
-            pauses.append((end - float(m.group(2)) / 1e3, end))
-    calls = []
-    for line in (state / "gateway.log").read_text().splitlines():
-        m = re.match(r"(\S+) INFO  access - rpc .*method=(GetFlightInfo|DoGet) .*duration_ms=([0-9.]+)",
-                     line)
-        if m:
-            end = _instant(m.group(1))
-            calls.append((end - float(m.group(3)) / 1e3, end, m.group(2), float(m.group(3))))
+    pauses = measure.collector_pauses(gc_log.read_text().splitlines())
+    calls = [c[:4] for c in measure.access_calls((state / "gateway.log").read_text().splitlines())]
     slowest = sorted(timed, key=lambda x: -x[1])[:max(1, n // 100)]
     gc_hit, split = 0, collections.defaultdict(list)
     for t, ms in slowest:

@@ -177,6 +177,35 @@ def latency_targets(r: dict) -> str:
     return "\n".join(head + [f"| {' | '.join(row)} |" for row in rows]) + "\n"
 
 
+def where_p2(r: dict) -> str:
+    """Where P2's timed statements spent their time: the daemon's two calls (its access log), the
+    rest outside them, and the collector's pauses (its log) — what a p99 above its floor is made
+    of."""
+    w = r["p2"]["gateway"].get("where")
+    if not w:
+        return ""
+    if not w["matched"]:
+        return f"P2's statements were not matched to the daemon's access log: {w['why']}.\n"
+    rows = [("the statement, at the client", w["statement"]),
+            ("the daemon's GetFlightInfo (admission, the engine's run, the ticket)",
+             w["get_flight_info"]),
+            ("the daemon's DoGet", w["do_get"]),
+            ("the rest: the client, the transport and the hand-offs outside the daemon's calls",
+             w["rest"])]
+    head = ["| P2's timed statements, where the time went | p50 ms | p90 ms | p99 ms |",
+            "|---|---:|---:|---:|"]
+    lines = [f"| {label} | {x['p50_ms']:.2f} | {x['p90_ms']:.2f} | {x['p99_ms']:.2f} |"
+             for label, x in rows]
+    clear = w["p99_ms_without_paused"]
+    note = (f"A collector pause overlapped {w['paused']} of the {w['matched']} statements and "
+            f"{w['slowest_paused']} of the {w['slowest']} slowest (1 %)"
+            + (f"; without those {w['paused']} the p99 is {clear:.2f} ms. " if clear else ". ")
+            + "Each percentile is taken on its own, so the rows need not add up; the daemon's "
+            "calls are timed from its access log (a line per call, written when its stream "
+            "closes) and the pauses from its `-Xlog:gc` log, both at millisecond resolution.")
+    return "\n".join(head + lines + ["", note]) + "\n"
+
+
 def floors(r: dict) -> str:
     """The P1 cap and P2 floor that the mandated work alone sets, beside the targets.
 

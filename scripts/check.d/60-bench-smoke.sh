@@ -25,6 +25,10 @@ jit = r["p2"]["gateway"]["jit_blocks"]
 assert [b["kind"] for b in jit] == ["statement", "round_trip"] * 5 and all(
     b["compiles"] >= 0 and b["compiler_share"] >= 0 for b in jit), jit
 assert r["p2"]["gateway_metadata_round_trip"]["p50_ms"] > 0
+where = r["p2"]["gateway"]["where"]  # the timed statements matched to the daemon's access log
+assert where["matched"] == 20, where
+assert all(where[k]["p50_ms"] > 0 for k in ("get_flight_info", "do_get", "statement")), where
+assert 0 <= where["slowest_paused"] <= where["slowest"] == 1 and where["paused"] >= 0, where
 assert len(r["p2"]["floor_slices"]) == 5 and all(
     x["verify_ns"] > 0 and x["durable_commit_ns"] > 0 and x["deferred_commit_ns"] > 0
     and x["engine_run_ns"] > 0 for x in r["p2"]["floor_slices"]), r["p2"]["floor_slices"]
@@ -47,7 +51,7 @@ for row in ("| P1 bulk DoGet GB/s", "| P2 statement p50 ms", "| P3 filtered SUM"
             "| floor, same run", "| P1 cap: SHA-256", "| P2 floor p50",
             "| P2 statement p50 ms vs DuckDB Flight SQL peer",
             "| P3 filtered SUM ms vs DuckDB Flight SQL peer", "| P2 p50 against its floor p50",
-            "| P2 p99 against the canned round trip"):
+            "| P2 p99 against the canned round trip", "| the daemon's GetFlightInfo"):
     assert row in md, row
 assert (out / "gateway-gc.log").read_text().strip(), "the daemon's GC and safepoint log"
 for png in ("p1_bulk", "p2_latency", "p3_compute", "p4_memory"):
