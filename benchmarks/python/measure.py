@@ -238,8 +238,12 @@ def statement_split(starts: list, latencies_ms: list, pairs: list, pauses: list)
             "p99_ms_without_paused": percentile(clear, 99) if clear else None}
 
 
+# The JIT is quiet while its compiler threads use at most this share of the wall time.
+QUIET_SHARE = 0.02
+
+
 def settle(one_statement, compiles, compiler_seconds, block_s: float = 5.0,
-           quiet_share: float = 0.02, limit_s: float = 600.0) -> dict:
+           quiet_share: float = QUIET_SHARE, limit_s: float = 600.0) -> dict:
     """Runs ``one_statement`` in blocks of ``block_s`` seconds until the JIT is quiet: two blocks
     in a row in which the daemon's compiler threads used less than ``quiet_share`` of the block's
     wall time (``compiler_seconds()`` is their CPU so far), or ``limit_s`` seconds. A long-running

@@ -325,11 +325,17 @@ def _jit_while_timed(blocks) -> str:
         return ""
     parts = []
     for kind, label in (("statement", "statement blocks"), ("round_trip", "round-trip blocks")):
-        mine = [b for b in blocks if b["kind"] == kind]
+        mine = [b for b in blocks if b["kind"] == kind and b.get("kept", True)]
         if mine:
             parts.append(f"{'/'.join(str(b['compiles']) for b in mine)} compilations in the "
                          f"{label} (compiler threads at most "
                          f"{max(b['compiler_share'] for b in mine):.1%} of a block's wall time)")
+    aside = [b for b in blocks if not b.get("kept", True)]
+    if aside:
+        parts.append(f"{len(aside)} block(s) set aside and run again because the compiler threads "
+                     f"used more than 2 % of their wall time ("
+                     + ", ".join(f"{b['kind'].replace('_', ' ')} {b['compiler_share']:.1%}"
+                                 for b in aside) + ")")
     return "; JIT while timed: " + ", ".join(parts)
 
 

@@ -23,7 +23,7 @@ assert len(r["p2"]["gateway"]["latencies_ms"]) == 20 and r["p2"]["gateway"]["set
 assert r["p2"]["gateway"]["mix_settle"] is None
 jit = r["p2"]["gateway"]["jit_blocks"]
 assert [b["kind"] for b in jit] == ["statement", "round_trip"] * 5 and all(
-    b["compiles"] >= 0 and b["compiler_share"] >= 0 for b in jit), jit
+    b["compiles"] >= 0 and b["compiler_share"] >= 0 and b["kept"] for b in jit), jit
 assert r["p2"]["gateway_metadata_round_trip"]["p50_ms"] > 0
 where = r["p2"]["gateway"]["where"]  # the timed statements matched to the daemon's access log
 assert where["matched"] == 20, where
