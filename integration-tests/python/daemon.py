@@ -92,7 +92,7 @@ class Daemon:
     def __init__(self, state_dir: Path, port: int = 0, faults: str = None, configured: bool = False,
                  log_file: Path = None, java_opts: str = None, remove_on_close: Path = None,
                  command: list = None, env: dict = None, object_store: "Versitygw" = None,
-                 bucket: str = "segments"):
+                 bucket: str = "segments", stderr_unread: bool = False):
         self.state_dir = Path(state_dir)
         self.port = port
         self.faults = faults
@@ -109,6 +109,9 @@ class Daemon:
         # is written at each start), else in the state directory.
         self.object_store = object_store
         self.bucket = bucket
+        # Standard error to a pipe this harness does not read (a stalled log reader); only
+        # standard output is pumped into ``output``.
+        self.stderr_unread = stderr_unread
         self.proc = None
         self.output = []
         self.uris = []
@@ -239,8 +242,9 @@ class Daemon:
         started = time.perf_counter()
         # env and scripts/gateway exec, so this pid is the JVM's (RSS, jcmd, the state lock).
         self.proc = subprocess.Popen(["/usr/bin/env", hangup] + argv,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env=env)
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE if self.stderr_unread
+                                     else subprocess.STDOUT, text=True, env=env)
         self.uris = []
         ready = threading.Event()
         proc = self.proc

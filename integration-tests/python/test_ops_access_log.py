@@ -1,17 +1,21 @@
 """The access log: exactly one line per RPC of a scripted session, each parsed as JSON in JSON
 mode, carrying caller, method, status, diagnostic code, duration, bytes, the statement's
 correlation and the request id the client received; authentication failures logged without the
-credential (issue 17)."""
+credential (issue 17); and a standard error nobody reads, which costs log lines, not service."""
 
 import json
+import re
+import socket
+import threading
 import time
 
 import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
-from calls import Caller
+from calls import Caller, options
 from daemon import Daemon
+from ops_support import sample, scrape
 
 SQL = "SELECT COUNT(*), SUM(a) FROM primitive WHERE a > 2"
 BAD_TOKEN = "tfg_" + "q" * 40
@@ -105,3 +109,55 @@ def test_access_log_one_json_line_per_rpc(tmp_path):
         assert not any(BAD_TOKEN in line or d.token("primitive") in line for line in d.output)
     finally:
         assert d.stop() == 0
+
+
+def test_an_unread_standard_error_does_not_stop_the_daemon(tmp_path):
+    """A log reader that stops reading (a full pipe): the daemon keeps answering, its lines past
+    the queue are dropped and counted in ``transit_log_lines_dropped_total``, and once the reader
+    reads again the next lines say how many were lost. Before the lines had a writer thread of
+    their own, the first access line that did not fit the pipe stopped a Netty event loop, and
+    every call on it waited for the deadline."""
+    d = Daemon(tmp_path / "state").start()
+    assert d.stop() == 0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = d.config()
+    cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": port}, "log": {"access": True}}
+    d.write_config(cfg)
+    d.stderr_unread = True
+    d.start()
+    proc = d.proc
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    try:
+        c = Caller(d, "primitive")
+        quick = options(d, "primitive")
+        # A 64 KiB pipe holds about 300 access lines and the queue 8,192: well past both.
+        calls = 12_000
+        started = time.monotonic()
+        for _ in range(calls):
+            list(c.client.do_action(fl.Action("GetSessionOptions", b""), quick))
+        assert time.monotonic() - started < 120
+        dropped = sample(scrape(port), "transit_log_lines_dropped_total")
+        assert dropped > 0
+
+        reader.start()
+        report = re.compile(r"(\d+) log lines dropped: the log output did not keep up")
+        deadline = time.monotonic() + 30
+        while not any(report.search(l) for l in list(lines)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reported = sum(int(m.group(1)) for l in list(lines) if (m := report.search(l)))
+        assert reported > 0, "".join(list(lines)[-20:])
+        assert reported <= dropped
+        c.next_sequence()
+        deadline = time.monotonic() + 30
+        while (sum("method=DoAction" in l for l in list(lines)) == 0
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        assert any("method=DoAction" in l for l in list(lines))
+    finally:
+        assert d.stop() == 0
+        if reader.is_alive():
+            reader.join(10)  # EOF follows the exit
+        proc.stderr.close()

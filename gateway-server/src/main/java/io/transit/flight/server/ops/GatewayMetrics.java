@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -54,6 +55,9 @@ public final class GatewayMetrics implements AutoCloseable {
     for (String outcome : new String[] {"accepted", "replayed", "conflict", "gap", "busy", "failed"}) {
       admissionCounter(outcome);
     }
+    counter("transit.log.lines.dropped",
+        "log lines dropped because standard error did not keep up",
+        QueuedConsoleAppender.DROPPED_TOTAL, AtomicLong::get);
   }
 
   /** One finished RPC: count and latency by method and status code. */

@@ -7,12 +7,12 @@ import ch.qos.logback.classic.encoder.PatternLayoutEncoder;
 import ch.qos.logback.classic.filter.ThresholdFilter;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.Appender;
-import ch.qos.logback.core.ConsoleAppender;
-import ch.qos.logback.core.OutputStreamAppender;
 import ch.qos.logback.core.encoder.Encoder;
 import ch.qos.logback.core.filter.Filter;
 import java.io.OutputStream;
 import java.util.Locale;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,13 +22,19 @@ import org.slf4j.LoggerFactory;
  * at the configured root level. An operator's own {@code -Dlogback.configurationFile} wins and is
  * left untouched.
  *
+ * <p>Lines are written by {@link QueuedConsoleAppender}'s own thread, never by the thread that
+ * logs: a standard error nobody reads drops lines (counted) instead of stopping the daemon.
+ *
  * <p>Called on the main thread before the daemon starts, and again on reload; Logback's context
- * swaps appenders atomically enough for log lines in flight (at worst one line in the old format).
+ * swaps appenders atomically enough for log lines in flight (at worst one line in the old format,
+ * or, in the instant of the swap, one lost: Logback drops a line sent to a stopped appender).
  */
 public final class LogSetup {
   /** The text layout; {@code %kvp{NONE}} prints key=value pairs unquoted. */
   static final String PATTERN =
       "%d{yyyy-MM-dd'T'HH:mm:ss.SSSX,UTC} %-5level %logger{0} - %msg %kvp{NONE}%n";
+
+  private static final AtomicBoolean EXIT_HOOK = new AtomicBoolean();
 
   private LogSetup() {}
 
@@ -37,7 +43,7 @@ public final class LogSetup {
     if (ctx == null) {
       return;
     }
-    install(ctx, level, console(ctx, encoder(ctx, format), null));
+    install(ctx, level, console(ctx, "transit", encoder(ctx, format), LogSetup::standardError, null));
   }
 
   /**
@@ -52,16 +58,40 @@ public final class LogSetup {
     if (ctx == null) {
       return;
     }
-    OutputStreamAppender<ILoggingEvent> dropped = new OutputStreamAppender<>();
-    dropped.setContext(ctx);
-    dropped.setName("transit-discarded");
-    dropped.setEncoder(encoder(ctx, format));
-    dropped.setOutputStream(OutputStream.nullOutputStream());
-    dropped.start();
     ThresholdFilter errors = new ThresholdFilter();
     errors.setLevel("ERROR");
     errors.start();
-    install(ctx, level, dropped, console(ctx, encoder(ctx, format), errors));
+    install(ctx, level,
+        console(ctx, "transit-discarded", encoder(ctx, format), OutputStream::nullOutputStream,
+            null),
+        console(ctx, "transit", encoder(ctx, format), LogSetup::standardError, errors));
+  }
+
+  /** The current standard error at each write: {@code System.setErr} (tests) redirects it. */
+  private static OutputStream standardError() {
+    return System.err;
+  }
+
+  /** Log lines dropped because standard error did not keep up, since the JVM started. */
+  public static long droppedLines() {
+    return QueuedConsoleAppender.DROPPED_TOTAL.get();
+  }
+
+  /**
+   * Writes out every queued line, and from then on writes each line on its caller's thread: at
+   * the JVM's exit (a shutdown hook, registered with the first appenders), so that the last lines
+   * — the shutdown report — are not left in a queue. Any thread; idempotent.
+   */
+  static void drainAtExit() {
+    LoggerContext ctx = context();
+    if (ctx == null) {
+      return;
+    }
+    ctx.getLogger(Logger.ROOT_LOGGER_NAME).iteratorForAppenders().forEachRemaining(a -> {
+      if (a instanceof QueuedConsoleAppender q) {
+        q.writeThrough();
+      }
+    });
   }
 
   /** Logback's context, or null when an operator's own configuration file decides. */
@@ -87,13 +117,10 @@ public final class LogSetup {
     return text;
   }
 
-  private static ConsoleAppender<ILoggingEvent> console(LoggerContext ctx,
-      Encoder<ILoggingEvent> encoder, Filter<ILoggingEvent> filter) {
-    ConsoleAppender<ILoggingEvent> out = new ConsoleAppender<>();
-    out.setContext(ctx);
-    out.setName("transit");
-    out.setTarget("System.err");
-    out.setEncoder(encoder);
+  private static QueuedConsoleAppender console(LoggerContext ctx, String name,
+      Encoder<ILoggingEvent> encoder, Supplier<OutputStream> output,
+      Filter<ILoggingEvent> filter) {
+    QueuedConsoleAppender out = new QueuedConsoleAppender(ctx, name, encoder, output);
     if (filter != null) {
       out.addFilter(filter);
     }
@@ -110,5 +137,8 @@ public final class LogSetup {
       root.addAppender(a);
     }
     root.setLevel(Level.toLevel(level.toUpperCase(Locale.ROOT), Level.INFO));
+    if (EXIT_HOOK.compareAndSet(false, true)) {
+      Runtime.getRuntime().addShutdownHook(new Thread(LogSetup::drainAtExit, "transit-log-exit"));
+    }
   }
 }

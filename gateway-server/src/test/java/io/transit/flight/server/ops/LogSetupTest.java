@@ -1,19 +1,33 @@
 package io.transit.flight.server.ops;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Logging as configured, and the warm-up's variant that writes every line and shows errors only. */
+/**
+ * Logging as configured, the warm-up's variant that writes every line and shows errors only, and
+ * standard error written from the appender's own thread: a stalled reader never holds up a
+ * logging thread, and the exit writes out what is queued.
+ */
 class LogSetupTest {
+  private static final long WAIT_MS = 10_000;
   private final ByteArrayOutputStream err = new ByteArrayOutputStream();
   private PrintStream saved;
 
@@ -30,11 +44,22 @@ class LogSetupTest {
   }
 
   private String shown() {
-    return err.toString(StandardCharsets.UTF_8);
+    synchronized (err) {
+      return err.toString(StandardCharsets.UTF_8);
+    }
+  }
+
+  /** Lines reach standard error from the writer thread: wait for them, bounded. */
+  private static void within(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(WAIT_MS);
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() < deadline, "not within " + WAIT_MS + " ms: " + what);
+      Thread.sleep(5);
+    }
   }
 
   @Test
-  void aWarmUpKeepsTheConfiguredLevelButShowsOnlyErrors() {
+  void aWarmUpKeepsTheConfiguredLevelButShowsOnlyErrors() throws InterruptedException {
     LogSetup.applyDiscarding("info", "text");
     Logger log = LoggerFactory.getLogger("transit.access");
     // The level is the configured one, so the serving path writes (and formats) its lines.
@@ -42,21 +67,101 @@ class LogSetupTest {
     log.info("rpc method=GetFlightInfo status=OK");
     log.warn("a scratch gateway's warning");
     log.error("a scratch gateway's failure");
+    within(() -> shown().contains("failure"), "the error line");
+    assertTrue(shown().contains("ERROR"), shown());
     assertFalse(shown().contains("GetFlightInfo"), shown());
     assertFalse(shown().contains("warning"), shown());
-    assertTrue(shown().contains("ERROR") && shown().contains("failure"), shown());
 
     LogSetup.apply("info", "text");
     log.info("rpc method=DoGet status=OK");
-    assertTrue(shown().contains("INFO  access - rpc method=DoGet status=OK"), shown());
+    within(() -> shown().contains("INFO  access - rpc method=DoGet status=OK"), shown());
   }
 
   @Test
-  void theDiscardingVariantFormatsJsonAsConfigured() {
+  void theDiscardingVariantFormatsJsonAsConfigured() throws InterruptedException {
     LogSetup.applyDiscarding("debug", "json");
     Logger log = LoggerFactory.getLogger(LogSetupTest.class);
     assertTrue(log.isDebugEnabled());
     log.error("shown as json");
-    assertTrue(shown().contains("\"message\":\"shown as json\""), shown());
+    within(() -> shown().contains("\"message\":\"shown as json\""), shown());
+  }
+
+  /**
+   * A reader that stops reading: every logging call returns at once, lines past the queue's
+   * capacity are dropped and counted, and once the output moves again the next line written says
+   * how many were lost, followed by the lines logged since.
+   */
+  @Test
+  void aStalledOutputDropsLinesInsteadOfHoldingTheLoggingThread() throws Exception {
+    CountDownLatch moving = new CountDownLatch(1);
+    OutputStream stalled = new OutputStream() {
+      @Override
+      public void write(int b) {
+        write(new byte[] {(byte) b}, 0, 1);
+      }
+
+      @Override
+      public void write(byte[] b, int off, int len) {
+        try {
+          if (!moving.await(WAIT_MS, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("the test never released the output");
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        synchronized (err) {
+          err.write(b, off, len);
+        }
+      }
+    };
+    System.setErr(new PrintStream(stalled, true, StandardCharsets.UTF_8));
+    LogSetup.apply("info", "text");
+    Logger log = LoggerFactory.getLogger("transit.access");
+    long droppedBefore = LogSetup.droppedLines();
+    int lines = 3 * QueuedConsoleAppender.CAPACITY;
+    // Before the queue, the first line's write would have held this thread until the release.
+    assertTimeoutPreemptively(Duration.ofMillis(WAIT_MS), () -> {
+      for (int i = 0; i < lines; i++) {
+        log.info("rpc n={}", i);
+      }
+    });
+    long dropped = LogSetup.droppedLines() - droppedBefore;
+    // The writer holds one batch in its stalled write; the queue holds at most its capacity.
+    assertTrue(dropped >= lines - QueuedConsoleAppender.CAPACITY - 512L, "dropped " + dropped);
+
+    moving.countDown();
+    Pattern report = Pattern.compile("(\\d+) log lines dropped: the log output did not keep up");
+    // The report goes out with the batch after the stalled one, which makes room in the queue.
+    within(() -> report.matcher(shown()).find(), "the report of the dropped lines");
+    log.info("after the stall");
+    within(() -> shown().contains("after the stall"), "the line logged after the stall");
+    Matcher m = report.matcher(shown());
+    assertTrue(m.find(), shown());
+    assertEquals(dropped, Long.parseLong(m.group(1)));
+    assertTrue(shown().indexOf(m.group()) < shown().indexOf("after the stall"));
+    assertTrue(shown().contains("rpc n=0 "), "the first lines were queued, not dropped");
+  }
+
+  /**
+   * The JVM's exit hook writes out every queued line in order, and a line logged after it (the
+   * shutdown report of another hook) is written before its logging call returns.
+   */
+  @Test
+  void theExitWritesOutTheQueueThenWritesOnTheCallersThread() {
+    LogSetup.apply("info", "text");
+    Logger log = LoggerFactory.getLogger("transit.access");
+    for (int i = 0; i < 100; i++) {
+      log.info("queued n={}", i);
+    }
+    LogSetup.drainAtExit();
+    String out = shown();
+    int last = -1;
+    for (int i = 0; i < 100; i++) {
+      int at = out.indexOf("queued n=" + i + " ");
+      assertTrue(at > last, "line " + i + " missing or out of order");
+      last = at;
+    }
+    log.info("after the exit's drain");
+    assertTrue(shown().contains("after the exit's drain"), shown());
   }
 }
