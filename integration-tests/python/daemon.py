@@ -332,6 +332,23 @@ class Daemon:
             return "reloaded"
         return next(l for l in reversed(list(self.output)) if REFUSED in l).strip()
 
+    def saw(self, needle: str, timeout: float = 10.0) -> None:
+        """Waits (bounded) for a line containing ``needle``: the daemon's log lines are written
+        by a thread of its own, a few milliseconds after the call that logged them returned."""
+        wait_until(lambda: self._count(needle) > 0, timeout, f"a log line with {needle!r}")
+
+    def quiet_log(self, quiet: float = 0.3, timeout: float = 30.0) -> None:
+        """Waits (bounded) until no line has arrived for ``quiet`` seconds: every line of the
+        calls made so far is in ``output`` (the writer thread picks lines up within 100 ms)."""
+        end = time.monotonic() + timeout
+        seen, since = len(self.output), time.monotonic()
+        while time.monotonic() - since < quiet:
+            if time.monotonic() > end:
+                raise AssertionError(f"the daemon's log did not quiet down within {timeout:.0f}s")
+            time.sleep(0.02)
+            if len(self.output) != seen:
+                seen, since = len(self.output), time.monotonic()
+
     def _count(self, needle: str) -> int:
         return sum(needle in line for line in list(self.output))
 

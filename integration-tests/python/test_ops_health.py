@@ -40,7 +40,7 @@ def test_health_serving_after_start_not_serving_while_draining(tmp_path):
         assert seen[-1] == "NOT_SERVING", seen
         # During the notice the listener still serves calls: an edge routes away first.
         assert Caller(d, "primitive").next_sequence() == 1
-        assert any("draining: health NOT_SERVING" in line for line in d.output)
+        d.saw("draining: health NOT_SERVING")
         assert d.proc.wait(30) == 0
     finally:
         d.stop()

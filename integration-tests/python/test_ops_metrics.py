@@ -46,6 +46,8 @@ def test_metrics_after_known_workload(tmp_path):
                    for o in ("accepted", "replayed", "conflict", "gap", "busy"))
         assert sample(before, "transit_allocator_limit_bytes") > 0
         assert before[("transit_early_runs_adopted_total", frozenset())] == 0
+        # Present from the start; a daemon whose standard error is read drops no line.
+        assert before[("transit_log_lines_dropped_total", frozenset())] == 0
 
         c = Caller(d, "primitive")
         seq = c.next_sequence()                                   # DoAction OK

@@ -232,6 +232,7 @@ def test_malformed_protobuf_on_every_rpc_gets_a_definite_status_and_a_trailer(d)
     for t in tallies:
         for k, v in t.items():
             total[k] = total.get(k, 0) + v
+    d.quiet_log()  # every line of the fuzz's calls, before they are measured and searched
     log_growth = sum(len(line) for line in d.output) - log_before
     print(f"fuzz: {sum(total.values())} requests in {elapsed:.1f} s, statuses {sorted(total.items())}, "
           f"log growth {log_growth} bytes")

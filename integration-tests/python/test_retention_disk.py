@@ -216,7 +216,7 @@ def test_a_query_whose_outcome_cannot_commit_runs_again_once_the_journal_has_roo
     assert not pending.done()
     filler.unlink()
     ticket = C.ticket_of(pending.result())
-    assert any("recorded its outcome on run" in line for line in d.output)
+    d.saw("recorded its outcome on run")
     # The rerun's result is the statement's answer: the same bytes as a fresh statement's.
     assert read_all(ch, d, ticket) == read_all(ch, d, C.flight_info(ch, d, slice_sql(3)))
     # The retried sequence replays the recorded result; no namespace ran twice.

@@ -29,6 +29,7 @@ final class CheckConfig implements Callable<Integer> {
   public Integer call() throws ConfigException, IOException {
     LogSetup.apply("warn", "text"); // the verdict is the output; engine chatter is not
     check(config);
+    LogSetup.flush(); // any warning before the verdict
     System.out.println("configuration ok: " + config);
     return Main.OK;
   }

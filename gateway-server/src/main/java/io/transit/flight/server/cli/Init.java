@@ -112,6 +112,7 @@ final class Init implements Callable<Integer> {
     ResolvedConfig.Caller c = cfg.callers().get(0);
     state.loadOrCreateCredential(c.credentialFile());
     state.loadOrCreateKey(c.principalKeyFile());
+    LogSetup.flush(); // any warning before the summary
     System.out.println("wrote " + config + ": table " + name + " (" + columns.size()
         + " columns) for caller " + caller + ", credential in " + c.credentialFile());
     System.out.println("serve it: transit-flight run --config " + config);

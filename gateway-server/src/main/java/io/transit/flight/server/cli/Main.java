@@ -243,6 +243,8 @@ public final class Main implements Callable<Integer> {
         log.warn("reload refused, previous configuration stays: {}", e.toString());
       }
     });
+    // The lines logged while starting (the metrics listener's port) come before the notice.
+    LogSetup.flush();
     ConnectionHelp.print(out, cfg, server.port(), configFile, demo);
     stopRequested.await();
     server.close();

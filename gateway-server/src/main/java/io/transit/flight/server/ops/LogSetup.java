@@ -12,6 +12,7 @@ import ch.qos.logback.core.filter.Filter;
 import java.io.OutputStream;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -78,18 +79,31 @@ public final class LogSetup {
   }
 
   /**
+   * Writes out every line queued so far, on the calling thread: before the daemon prints to
+   * standard output what must follow its log lines (the serving notice after the metrics
+   * listener's line, where both go to one journal or terminal). Any thread.
+   */
+  public static void flush() {
+    forEachQueued(QueuedConsoleAppender::flush);
+  }
+
+  /**
    * Writes out every queued line, and from then on writes each line on its caller's thread: at
    * the JVM's exit (a shutdown hook, registered with the first appenders), so that the last lines
    * — the shutdown report — are not left in a queue. Any thread; idempotent.
    */
   static void drainAtExit() {
+    forEachQueued(QueuedConsoleAppender::writeThrough);
+  }
+
+  private static void forEachQueued(Consumer<QueuedConsoleAppender> action) {
     LoggerContext ctx = context();
     if (ctx == null) {
       return;
     }
     ctx.getLogger(Logger.ROOT_LOGGER_NAME).iteratorForAppenders().forEachRemaining(a -> {
       if (a instanceof QueuedConsoleAppender q) {
-        q.writeThrough();
+        action.accept(q);
       }
     });
   }

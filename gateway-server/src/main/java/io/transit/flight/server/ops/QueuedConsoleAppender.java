@@ -37,6 +37,8 @@ import java.util.function.Supplier;
  *   <li>the writer, {@code transit-log} (a daemon thread) — the only thread that encodes and
  *       writes while the appender runs; it owns {@code batch} and {@code bytes}, under
  *       {@code writing}.</li>
+ *   <li>{@link #flush} — a thread that must print after the lines logged so far (the main
+ *       thread's serving notice): drains the queue itself under {@code writing}.</li>
  *   <li>{@link #stop} (Logback, when {@link LogSetup} replaces the appenders: the main thread or
  *       the SIGHUP handler) and {@link #writeThrough} (the JVM's exit): end the writer after a
  *       last drain, waiting for it at most {@value #STOP_WAIT_MS} ms — an output that does not
@@ -126,9 +128,12 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
     writeNow(null);
   }
 
-  /** Lines waiting for the writer (tests). */
-  int queued() {
-    return queue.size();
+  /**
+   * Writes out every line queued so far on the calling thread, after the batch the writer may be
+   * writing (waiting for it at most {@value #STOP_WAIT_MS} ms).
+   */
+  void flush() {
+    writeNow(null);
   }
 
   private void endWriter() {

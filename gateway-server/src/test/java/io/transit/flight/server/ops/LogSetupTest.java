@@ -142,6 +142,16 @@ class LogSetupTest {
     assertTrue(shown().contains("rpc n=0 "), "the first lines were queued, not dropped");
   }
 
+  /** What was logged before a flush is on standard error when it returns (the serving notice). */
+  @Test
+  void aFlushWritesEveryLineLoggedBeforeIt() {
+    LogSetup.apply("info", "text");
+    Logger log = LoggerFactory.getLogger("transit.metrics");
+    log.info("metrics on http://127.0.0.1:1/metrics");
+    LogSetup.flush();
+    assertTrue(shown().contains("metrics on http://127.0.0.1:1/metrics"), shown());
+  }
+
   /**
    * The JVM's exit hook writes out every queued line in order, and a line logged after it (the
    * shutdown report of another hook) is written before its logging call returns.
