@@ -37,6 +37,7 @@ import io.transit.flight.threads.LastIdlePool;
 import io.transit.flight.server.transport.ConnectionBudget;
 import io.transit.flight.server.flight.ClientFaultLog;
 import io.transit.flight.server.flight.MalformedRequests;
+import io.transit.flight.server.flight.StreamDeadline;
 import io.transit.flight.server.transport.Listeners;
 import io.transit.flight.ticket.TicketService;
 import io.transit.flight.ticket.TransitDefinition;
@@ -47,7 +48,6 @@ import java.time.Duration;
 import java.time.Clock;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -141,11 +141,7 @@ public final class GatewayServer implements AutoCloseable {
             Duration.ofMillis(limits.creditStallMs()), RESIDENT_BATCHES));
     this.producers = LastIdlePool.create("transit-producer", limits.producerThreads());
 
-    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "transit-deadlines");
-      t.setDaemon(true);
-      return t;
-    });
+    this.timer = StreamDeadline.timer();
     TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
         admission, engine, new CatalogResults(
             new SqlInfoCatalog(VERSION, SqlInfoCatalog.runningArrowVersion())),

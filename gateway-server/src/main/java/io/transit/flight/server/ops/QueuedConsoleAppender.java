@@ -50,7 +50,7 @@ import java.util.function.Supplier;
 final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEvent> {
   /** Lines queued at most: about 2 MB of access lines, several seconds of a busy daemon's. */
   static final int CAPACITY = 8192;
-  static final long BUSY_PARK_MS = 5;
+  static final long BUSY_PARK_MS = 20;
   static final long IDLE_PARK_MS = 100;
   static final long STOP_WAIT_MS = 2_000;
   /** Lines dropped by every instance since the JVM started (the metric; any thread). */

@@ -1,0 +1,41 @@
+package io.transit.flight.server.flight;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** The deadline timer: a deadline cancelled before it is due leaves nothing queued behind it. */
+class StreamDeadlineTest {
+  @Test
+  void aCancelledDeadlineLeavesTheTimersQueueAtOnce() throws InterruptedException {
+    ScheduledExecutorService timer = StreamDeadline.timer();
+    try {
+      // As many streams' 10-minute data deadlines as a second of small statements opens, each
+      // cancelled when its stream closes.
+      List<ScheduledFuture<?>> deadlines = new ArrayList<>();
+      for (int i = 0; i < 1_000; i++) {
+        deadlines.add(timer.schedule(() -> { }, 10, TimeUnit.MINUTES));
+      }
+      ScheduledThreadPoolExecutor pool = (ScheduledThreadPoolExecutor) timer;
+      assertEquals(1_000, pool.getQueue().size());
+      deadlines.forEach(d -> d.cancel(false));
+      assertEquals(0, pool.getQueue().size(), "cancelled deadlines still queued");
+
+      // A deadline that is due still fires.
+      CountDownLatch fired = new CountDownLatch(1);
+      timer.schedule(fired::countDown, 1, TimeUnit.MILLISECONDS);
+      assertTrue(fired.await(10, TimeUnit.SECONDS));
+    } finally {
+      timer.shutdownNow();
+      assertTrue(timer.awaitTermination(10, TimeUnit.SECONDS));
+    }
+  }
+}
