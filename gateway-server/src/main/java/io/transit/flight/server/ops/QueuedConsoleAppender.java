@@ -99,8 +99,7 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
     }
     event.prepareForDeferredProcessing();
     if (!queue.offer(event)) {
-      unreported.incrementAndGet();
-      DROPPED_TOTAL.incrementAndGet();
+      dropped();
       return;
     }
     if (event.getLevel().isGreaterOrEqual(Level.WARN)) {
@@ -175,23 +174,31 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
       // Once the output has stalled a caller, later callers do not wait for it again.
       if (!(stalled ? writing.tryLock() : writing.tryLock(STOP_WAIT_MS, TimeUnit.MILLISECONDS))) {
         stalled = true;
-        unreported.incrementAndGet();
-        DROPPED_TOTAL.incrementAndGet();
+        if (event != null) {
+          dropped();
+        }
         return;
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      if (event != null) {
+        dropped();
+      }
       return;
     }
     try {
       if (event != null && !queue.offer(event)) {
-        unreported.incrementAndGet();
-        DROPPED_TOTAL.incrementAndGet();
+        dropped();
       }
       drain();
     } finally {
       writing.unlock();
     }
+  }
+
+  private void dropped() {
+    unreported.incrementAndGet();
+    DROPPED_TOTAL.incrementAndGet();
   }
 
   /** Under {@code writing}: encodes and writes every queued line; returns how many. */
