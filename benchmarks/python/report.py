@@ -8,6 +8,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display on a server
 import matplotlib.pyplot as plt  # noqa: E402
 
+import measure  # noqa: E402
+
 MIB = 1024 * 1024
 
 
@@ -333,7 +335,7 @@ def _jit_while_timed(blocks) -> str:
     aside = [b for b in blocks if not b.get("kept", True)]
     if aside:
         parts.append(f"{len(aside)} block(s) set aside and run again because the compiler threads "
-                     f"used more than 2 % of their wall time ("
+                     f"used more than {measure.QUIET_SHARE * 100:g} % of their wall time ("
                      + ", ".join(f"{b['kind'].replace('_', ' ')} {b['compiler_share']:.1%}"
                                  for b in aside) + ")")
     return "; JIT while timed: " + ", ".join(parts)

@@ -334,7 +334,7 @@ class Daemon:
 
     def saw(self, needle: str, timeout: float = 10.0) -> None:
         """Waits (bounded) for a line containing ``needle``: the daemon's log lines are written
-        by a thread of its own, a few milliseconds after the call that logged them returned."""
+        by a thread of its own, up to about 100 ms after the call that logged them returned."""
         wait_until(lambda: self._count(needle) > 0, timeout, f"a log line with {needle!r}")
 
     def quiet_log(self, quiet: float = 0.3, timeout: float = 30.0) -> None:

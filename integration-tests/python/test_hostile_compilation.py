@@ -47,6 +47,9 @@ def schema_call(ch, daemon, sql, caller="primitive", timeout=30):
 def test_nesting_hidden_behind_a_comment_is_refused_in_milliseconds(d):
     ch = C.channel(d)
     try:
+        # A plain GetSchema first: the daemon's first call of a kind costs 0.3-0.5 s on a slow
+        # host (docs/performance.md, "The first call of each kind"); the bound is the refusal's.
+        schema_call(ch, d, "SELECT id FROM primitive WHERE id = 1")
         start = time.monotonic()
         code, details, diag = C.failure(schema_call, ch, d, HIDDEN)
         took = time.monotonic() - start
@@ -121,28 +124,35 @@ def test_other_callers_are_answered_within_a_second_while_the_pool_size_of_hosti
         finally:
             ch.close()
 
+    def other_calls(ch, i):
+        return (("GetSessionOptions", lambda: C.next_sequence(ch, d, "mixed")),
+                ("GetCatalogs", lambda: ch.unary_unary(C.GET_FLIGHT_INFO)(
+                    flightsql.flight_descriptor(flightsql.get_catalogs()),
+                    metadata=d.auth("mixed"), timeout=30)),
+                ("statement", lambda: C.flight_info(ch, d, f"SELECT COUNT(*) FROM mixed WHERE id > {i}",
+                                                    caller="mixed", timeout=30)))
+
+    # The other caller is connected and has made each call once before the hostile load starts:
+    # a call's first run in a daemon costs 0.3-0.6 s on a slow host unloaded (class loading and
+    # interpreted code; docs/performance.md, "The first call of each kind"), and that, on two
+    # cores the hostile load keeps busy, is not what this test is about: whether the service
+    # pool keeps threads for other callers.
+    ch = C.channel(d)
+    for _, call in other_calls(ch, -1):
+        call()
     threads = [threading.Thread(target=hostile, args=(i,)) for i in range(SERVICE_POOL)]
     for t in threads:
         t.start()
     slowest = {}
     try:
         time.sleep(1.0)  # let the hostile callers fill the pool first
-        ch = C.channel(d)
-        try:
-            for i in range(5):
-                for name, call in (
-                        ("GetSessionOptions", lambda: C.next_sequence(ch, d, "mixed")),
-                        ("GetCatalogs", lambda: ch.unary_unary(C.GET_FLIGHT_INFO)(
-                            flightsql.flight_descriptor(flightsql.get_catalogs()),
-                            metadata=d.auth("mixed"), timeout=30)),
-                        ("statement", lambda: C.flight_info(ch, d, f"SELECT COUNT(*) FROM mixed WHERE id > {i}",
-                                                            caller="mixed", timeout=30))):
-                    start = time.monotonic()
-                    call()
-                    slowest[name] = max(slowest.get(name, 0.0), time.monotonic() - start)
-        finally:
-            ch.close()
+        for i in range(5):
+            for name, call in other_calls(ch, i):
+                start = time.monotonic()
+                call()
+                slowest[name] = max(slowest.get(name, 0.0), time.monotonic() - start)
     finally:
+        ch.close()
         stop.set()
         for t in threads:
             t.join(120)
