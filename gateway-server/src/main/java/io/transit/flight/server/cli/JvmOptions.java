@@ -4,10 +4,14 @@ import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ConfigLoader;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateDirectory;
+import java.io.File;
 import java.io.IOException;
+import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.CodeSource;
 import java.time.Instant;
+import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
@@ -26,11 +30,16 @@ import java.util.regex.Pattern;
  *
  * <p>For a daemon command whose state directory it can name (the configuration's
  * {@code state_dir}, or the demo's directory), also {@code -Djava.io.tmpdir=STATE/tmp}, creating
- * that directory (0700): DuckDB, sqlite-jdbc and Netty extract their native libraries into the
- * JVM's temporary directory at every start and only remove them at a clean exit, so a daemon
- * killed with -9 would leave them in {@code /tmp} for good (55 MB for DuckDB alone). Under the
- * state directory the daemon empties them at its next start, once it holds the state lock
+ * that directory (0700): a library unpacked into the JVM's temporary directory at start (Netty's
+ * transport; DuckDB's and sqlite-jdbc's where the build did not take theirs out, 55 MB for
+ * DuckDB alone) is removed only at a clean exit, so a daemon killed with -9 would leave it in
+ * {@code /tmp} for good. Under the state directory the daemon empties it at its next start, once
+ * it holds the state lock
  * ({@link io.transit.flight.server.config.StateDirectory#emptyTemporary}).
+ *
+ * <p>For every command, when the build put DuckDB's and SQLite's native libraries beside their
+ * jars ({@code lib/native}, gateway-server's {@code native-libraries.xml}), the properties that
+ * make the drivers load them there ({@link #nativeLibraries}).
  *
  * <p>For a daemon command, also the JIT's lower compile thresholds ({@link #JIT_THRESHOLDS}) and
  * the collector with its young generation ({@link #collector}) and, where the kernel offers them,
@@ -118,6 +127,53 @@ public final class JvmOptions {
     }
   }
 
+  /** The names the drivers look for in the native directory (native-libraries.xml). */
+  static final String DUCKDB_LIBRARY = "libduckdb_java.so";
+  static final String SQLITE_LIBRARY = "libsqlitejdbc.so";
+
+  /**
+   * The JVM options that load the drivers' native libraries from {@code dir} where it holds them:
+   * {@code dir} ahead of {@code libraryPath} (the JVM's default {@code java.library.path}), where
+   * DuckDB's driver, whose jar the build emptied of libraries, looks once it finds none in its
+   * jar; {@code org.sqlite.lib.path} and {@code .name}, which SQLite's driver reads before it
+   * would unpack its own. Otherwise each driver inflates its library into the temporary directory
+   * at every start: 57 MB, about 0.5 s on two vCPUs, for DuckDB's alone.
+   */
+  static String nativeLibraries(Path dir, String libraryPath) {
+    StringBuilder out = new StringBuilder();
+    if (Files.isRegularFile(dir.resolve(DUCKDB_LIBRARY))) {
+      out.append("-Djava.library.path=").append(dir);
+      if (libraryPath != null && !libraryPath.isEmpty()) {
+        out.append(File.pathSeparator).append(libraryPath);
+      }
+    }
+    if (Files.isRegularFile(dir.resolve(SQLITE_LIBRARY))) {
+      out.append(out.length() > 0 ? " " : "").append("-Dorg.sqlite.lib.path=").append(dir)
+          .append(" -Dorg.sqlite.lib.name=").append(SQLITE_LIBRARY);
+    }
+    return out.toString();
+  }
+
+  /**
+   * {@code native/} beside the jar that holds DuckDB's driver (gateway-server's {@code
+   * target/lib}, the distribution's {@code lib}); empty when that jar cannot be found. The class
+   * is looked up without initialising it, so no library is loaded here.
+   */
+  static Optional<Path> nativeDir() {
+    try {
+      Class<?> driver = Class.forName("org.duckdb.DuckDBDriver", false,
+          JvmOptions.class.getClassLoader());
+      CodeSource source = driver.getProtectionDomain().getCodeSource();
+      if (source == null || source.getLocation() == null) {
+        return Optional.empty();
+      }
+      Path jar = Path.of(source.getLocation().toURI());
+      return Optional.ofNullable(jar.getParent()).map(d -> d.resolve("native"));
+    } catch (ClassNotFoundException | URISyntaxException | RuntimeException e) {
+      return Optional.empty();
+    }
+  }
+
   public static void main(String[] args) {
     String config = option(args, "--config");
     Path file = config != null ? Path.of(config)
@@ -139,6 +195,9 @@ public final class JvmOptions {
       }
     }
     StringBuilder out = new StringBuilder("-Xmx").append(heap);
+    nativeDir().map(d -> nativeLibraries(d, System.getProperty("java.library.path")))
+        .filter(o -> !o.isEmpty())
+        .ifPresent(o -> out.append(' ').append(o));
     if (daemon && state != null) {
       try {
         Path tmp = StateDirectory.createTemporaryDir(state.toAbsolutePath());

@@ -1,6 +1,7 @@
 package io.transit.flight.server.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -8,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -81,6 +83,30 @@ class JvmOptionsTest {
     assertEquals("-Xmx1073741824" + daemon(1L << 30), run("run", "--config", config.toString()),
         "a file that does not load: the default (and the JVM's own temporary directory); the"
             + " daemon reports the error itself");
+  }
+
+  @Test
+  void theDriversLoadTheirNativeLibrariesWhereTheBuildPutThem() throws Exception {
+    Path nativeDir = Files.createDirectory(dir.resolve("native"));
+    assertEquals("", JvmOptions.nativeLibraries(nativeDir, "/usr/lib"),
+        "no libraries there (a build on another platform): the drivers unpack their own");
+    Files.writeString(nativeDir.resolve(JvmOptions.SQLITE_LIBRARY), "");
+    assertEquals("-Dorg.sqlite.lib.path=" + nativeDir + " -Dorg.sqlite.lib.name=libsqlitejdbc.so",
+        JvmOptions.nativeLibraries(nativeDir, "/usr/lib"));
+    Files.writeString(nativeDir.resolve(JvmOptions.DUCKDB_LIBRARY), "");
+    assertEquals("-Djava.library.path=" + nativeDir + ":/usr/lib"
+            + " -Dorg.sqlite.lib.path=" + nativeDir + " -Dorg.sqlite.lib.name=libsqlitejdbc.so",
+        JvmOptions.nativeLibraries(nativeDir, "/usr/lib"),
+        "ahead of the JVM's default path, which stays searched");
+    assertEquals("-Djava.library.path=" + nativeDir
+            + " -Dorg.sqlite.lib.path=" + nativeDir + " -Dorg.sqlite.lib.name=libsqlitejdbc.so",
+        JvmOptions.nativeLibraries(nativeDir, ""));
+    Path found = JvmOptions.nativeDir().orElseThrow();
+    assertEquals("native", found.getFileName().toString());
+    try (Stream<Path> beside = Files.list(found.getParent())) {
+      assertTrue(beside.anyMatch(p -> p.getFileName().toString().startsWith("duckdb_jdbc-")),
+          "beside the driver's jar: " + found);
+    }
   }
 
   @Test
