@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -26,14 +27,22 @@ import java.util.Optional;
  * would refuse it anyway; the name just makes a fresh one be dumped). When there is none, the
  * first daemon to claim it ({@code .claim}, created atomically) runs with {@code
  * -XX:ArchiveClassesAtExit} and the JVM writes the archive when that daemon exits; concurrent
- * starts meanwhile run without one. A claim older than {@link #STALE_CLAIM} without an archive
- * (a daemon killed before it could exit) is taken over. Claiming removes other builds' archives. {@code -Xshare:auto} (the default) makes
- * the JVM ignore an archive it cannot map, so a damaged file costs only the speed-up.
+ * starts meanwhile run without one. The daemon marks its claim once it serves ({@link
+ * #markServing}); an archive whose claim is unmarked was written by a daemon that exited before
+ * serving, with hardly any of the gateway's classes in it, and the next start dumps it again
+ * instead of mapping it. A claim older than {@link #STALE_CLAIM} without an archive (a daemon
+ * killed before it could exit) is taken over. Claiming removes other builds' archives. {@code
+ * -Xshare:auto} (the default) makes the JVM ignore an archive it cannot map, so a damaged file
+ * costs only the speed-up.
  *
- * <p>Runs in the launcher's short JVM ({@link JvmOptions}), on its main thread.
+ * <p>{@link #options} runs in the launcher's short JVM ({@link JvmOptions}), on its main thread;
+ * {@link #markServing} in the daemon's JVM, on its main thread.
  */
 final class CdsArchive {
   static final Duration STALE_CLAIM = Duration.ofHours(1);
+  /** The system property naming a dumping daemon's claim, for {@link #markServing}. */
+  static final String CLAIM = "transit.cds.claim";
+  private static final String SERVING = "serving\n";
   /** The JVM's CDS warnings (a class it will not archive, a refused archive) are not the log's. */
   private static final String QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off";
 
@@ -58,15 +67,23 @@ final class CdsArchive {
         return Optional.empty();
       }
       Path archive = dir.resolve("transit-" + key(classPath, jvmVersion) + ".jsa");
-      if (Files.isRegularFile(archive) && Files.size(archive) > 0) {
-        return Optional.of("-XX:SharedArchiveFile=" + archive + " " + QUIET);
-      }
       Path claim = dir.resolve(archive.getFileName() + ".claim");
-      if (mayDump && claimed(claim, now)) {
-        prune(dir, archive, claim);
-        return Optional.of("-XX:ArchiveClassesAtExit=" + archive + " " + QUIET);
+      if (Files.isRegularFile(archive) && Files.size(archive) > 0) {
+        if (served(claim)) {
+          return Optional.of("-XX:SharedArchiveFile=" + archive + " " + QUIET);
+        }
+        // Its dumper exited before it served (a bad option, a refused configuration): the
+        // archive holds little beyond the command line's classes, so it is dumped again.
+        if (!mayDump || !discarded(archive, now)) {
+          return Optional.empty();
+        }
+        Files.write(claim, new byte[0]); // the claim is ours: the discard above was
+      } else if (!mayDump || !claimed(claim, now)) {
+        return Optional.empty();
       }
-      return Optional.empty();
+      prune(dir, archive, claim);
+      return Optional.of("-XX:ArchiveClassesAtExit=" + archive + " " + QUIET + " -D" + CLAIM
+          + "=" + claim);
     } catch (IOException | RuntimeException e) {
       return Optional.empty(); // no archive: the daemon starts as it always did
     }
@@ -95,10 +112,48 @@ final class CdsArchive {
     } catch (FileAlreadyExistsException e) {
       FileTime at = Files.getLastModifiedTime(claim);
       if (Duration.between(at.toInstant(), now).compareTo(STALE_CLAIM) > 0) {
-        Files.setLastModifiedTime(claim, FileTime.from(now));
+        Files.write(claim, new byte[0]); // the new claimant marks it again once it serves
         return true;
       }
       return false;
+    }
+  }
+
+  /**
+   * Moves an archive that no serving daemon dumped out of the way; true for the one start whose
+   * move succeeded (concurrent starts see it gone and run without an archive). The moved file
+   * is removed by {@link #prune}.
+   */
+  private static boolean discarded(Path archive, Instant now) {
+    try {
+      String aside = archive.getFileName() + ".discarded-" + now.toEpochMilli() + "-"
+          + ProcessHandle.current().pid();
+      Files.move(archive, archive.resolveSibling(aside), StandardCopyOption.ATOMIC_MOVE);
+      return true;
+    } catch (IOException | RuntimeException e) {
+      return false;
+    }
+  }
+
+  private static boolean served(Path claim) throws IOException {
+    return Files.isRegularFile(claim)
+        && SERVING.equals(Files.readString(claim, StandardCharsets.UTF_8));
+  }
+
+  /**
+   * Marks this daemon's claim once it serves, so that the archive the JVM writes at its exit is
+   * mapped by later starts; a daemon that exits before (a bad option, a refused configuration)
+   * leaves the claim unmarked and its archive is dumped again. Does nothing for a daemon that
+   * does not dump ({@code claim} null or empty). Called by the daemon's main thread.
+   */
+  static void markServing(String claim) {
+    if (claim == null || claim.isEmpty()) {
+      return;
+    }
+    try {
+      Files.writeString(Path.of(claim), SERVING, StandardCharsets.UTF_8);
+    } catch (IOException | RuntimeException e) {
+      // Only the speed-up is at stake: the next start dumps the archive again.
     }
   }
 

@@ -246,6 +246,8 @@ public final class Main implements Callable<Integer> {
     // The lines logged while starting (the metrics listener's port) come before the notice.
     LogSetup.flush();
     ConnectionHelp.print(out, cfg, server.port(), configFile, demo);
+    // Only now is the class-data-sharing archive this JVM may write at its exit worth mapping.
+    CdsArchive.markServing(System.getProperty(CdsArchive.CLAIM));
     stopRequested.await();
     server.close();
     // A leak or an undrained stream at shutdown is a defect worth a failing exit status.

@@ -26,10 +26,50 @@ class CdsArchiveTest {
         first);
     assertTrue(CdsArchive.options(cds, cp, "17.0.15", now).isEmpty(),
         "claimed by the first daemon, which has not exited yet");
-    Path archive = Path.of(first.split(" ")[0].substring("-XX:ArchiveClassesAtExit=".length()));
+    Path archive = dumpedBy(first);
+    assertTrue(first.endsWith(" -D" + CdsArchive.CLAIM + "=" + archive + ".claim"), first);
+    CdsArchive.markServing(claimOf(first));
     Files.write(archive, new byte[] {1});
     assertEquals("-XX:SharedArchiveFile=" + archive + " -Xlog:cds=off -Xlog:cds+dynamic=off",
         CdsArchive.options(cds, cp, "17.0.15", now).orElseThrow());
+  }
+
+  @Test
+  void anArchiveWhoseDaemonExitedBeforeServingIsDumpedAgain() throws Exception {
+    String cp = Files.writeString(dir.resolve("a.jar"), "classes").toString();
+    Path cds = dir.resolve("cds");
+    Instant now = Instant.now();
+    String refused = CdsArchive.options(cds, cp, "17", now).orElseThrow();
+    Path archive = dumpedBy(refused);
+    Files.write(archive, new byte[] {1}); // what its JVM wrote at exit 64, never marked
+    String again = CdsArchive.options(cds, cp, "17", now).orElseThrow();
+    assertEquals(refused, again, "the next start claims it again");
+    assertFalse(Files.exists(archive), "the unserved archive is not mapped by anyone");
+    try (var left = Files.list(cds)) {
+      assertEquals(1, left.count(), "only the claim is left");
+    }
+    assertTrue(CdsArchive.options(cds, cp, "17", now).isEmpty(), "claimed by the second start");
+    assertTrue(CdsArchive.options(cds, cp, "17", now, false).isEmpty());
+    CdsArchive.markServing(claimOf(again));
+    Files.write(archive, new byte[] {2});
+    assertTrue(CdsArchive.options(cds, cp, "17", now).orElseThrow()
+        .startsWith("-XX:SharedArchiveFile=" + archive));
+  }
+
+  @Test
+  void aDaemonThatDoesNotDumpMarksNothing() {
+    CdsArchive.markServing(null);
+    CdsArchive.markServing("");
+    CdsArchive.markServing(dir.resolve("no-such-dir").resolve("x.claim").toString());
+  }
+
+  private static Path dumpedBy(String options) {
+    return Path.of(options.split(" ")[0].substring("-XX:ArchiveClassesAtExit=".length()));
+  }
+
+  private static String claimOf(String options) {
+    String flag = "-D" + CdsArchive.CLAIM + "=";
+    return options.substring(options.indexOf(flag) + flag.length());
   }
 
   @Test
@@ -79,7 +119,8 @@ class CdsArchiveTest {
     assertTrue(CdsArchive.options(cds, cp, "17", now, false).isEmpty(), "no archive, no claim");
     String first = CdsArchive.options(cds, cp, "17", now).orElseThrow();
     assertTrue(first.startsWith("-XX:ArchiveClassesAtExit="), "the claim was left for a dumper");
-    Path archive = Path.of(first.split(" ")[0].substring("-XX:ArchiveClassesAtExit=".length()));
+    Path archive = dumpedBy(first);
+    CdsArchive.markServing(claimOf(first));
     Files.write(archive, new byte[] {1});
     assertTrue(CdsArchive.options(cds, cp, "17", now, false).orElseThrow()
         .startsWith("-XX:SharedArchiveFile=" + archive));
