@@ -86,6 +86,26 @@ def test_bad_protobuf_any_and_bad_ticket(d):
     C.healthy_query(d)
 
 
+def test_a_path_no_service_serves_gets_unimplemented_and_the_trailer(d):
+    """gRPC itself would answer "Method not found: <the caller's path>" without a trailer."""
+    ch = grpc.insecure_channel(f"127.0.0.1:{d.port}")
+    paths = ["/invented.Service/Method", "/arrow.flight.protocol.FlightService/NoSuchMethod",
+             "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "/noslash",
+             "/" + "x" * 4000]
+    for path in paths:  # no credential: a method that does not exist checks none
+        seen = C.failure(ch.unary_unary(path), b"\x0a\x01", timeout=30)
+        assert seen.code == grpc.StatusCode.UNIMPLEMENTED, path[:80]
+        assert seen.diagnostic["code"] == "flight.unknown_method"
+        assert len(seen.message) <= 128 and "xxxx" not in seen.message
+    # A stream that keeps sending after the refusal: its messages are dropped, nothing leaks.
+    stream = ch.stream_stream("/invented.Service/Stream")
+    seen = C.failure(lambda: list(stream(iter([b"m" * 1000] * 50), metadata=d.auth(),
+                                          timeout=30)))
+    assert seen.code == grpc.StatusCode.UNIMPLEMENTED and seen.diagnostic is not None
+    ch.close()
+    C.healthy_query(d)
+
+
 def test_oversized_header_list_closes_that_connection(d):
     ch = C.channel(d)
     md = d.auth() + [("x-padding", "p" * 20000)]

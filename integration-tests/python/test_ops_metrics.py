@@ -3,6 +3,7 @@ admission outcomes, and the stream, engine, budget and reload meters moving (iss
 
 import time
 
+import grpc
 import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
@@ -15,6 +16,7 @@ from ops_support import metrics_port, sample, scrape
 # segments are files and the retained-segment gauges move.
 ROWS = 20_000
 SQL = f"SELECT id, a FROM primitive WHERE id < {ROWS}"
+INVENTED = 50
 
 
 def settled(port, done, timeout=10.0):
@@ -65,7 +67,18 @@ def test_metrics_after_known_workload(tmp_path):
             with pytest.raises(fl.FlightUnauthenticatedError):
                 c.client.get_flight_info(fl.FlightDescriptor.for_command(b"x"), bad)
 
+        # Paths the daemon does not serve, each name new: one series for all of them, so a
+        # caller (unauthenticated, too) cannot mint a timer a call.
+        with grpc.insecure_channel(f"127.0.0.1:{d.port}") as ch:
+            for i in range(INVENTED):
+                call = ch.unary_unary(f"/invented.Service/Method{i}",
+                                      request_serializer=bytes, response_deserializer=bytes)
+                with pytest.raises(grpc.RpcError) as e:
+                    call(b"", timeout=10)
+                assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
         expected = {
+            ("unknown", "UNIMPLEMENTED"): INVENTED,
             ("DoAction", "OK"): 1,
             ("GetFlightInfo", "OK"): 2,
             ("DoGet", "OK"): 1,
@@ -76,7 +89,8 @@ def test_metrics_after_known_workload(tmp_path):
         s = settled(port, lambda s: all(rpc(s, *k) == v for k, v in expected.items()))
         counted = {k: rpc(s, *k) for k in expected}
         assert counted == expected
-        assert sum(v for (n, _), v in s.items() if n == "transit_rpc_seconds_count") == 8
+        assert sum(v for (n, _), v in s.items() if n == "transit_rpc_seconds_count") == 8 + INVENTED
+        assert not any("Method" in v for _, labels in s for k, v in labels if k == "method")
         admissions = {o: sample(s, "transit_admission_total", outcome=o)
                       for o in ("accepted", "replayed", "conflict", "gap", "busy", "failed")}
         assert admissions == {"accepted": 1, "replayed": 1, "conflict": 1, "gap": 1, "busy": 0,

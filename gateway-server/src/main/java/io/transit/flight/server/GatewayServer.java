@@ -37,6 +37,7 @@ import io.transit.flight.threads.LastIdlePool;
 import io.transit.flight.server.transport.ConnectionBudget;
 import io.transit.flight.server.flight.ClientFaultLog;
 import io.transit.flight.server.flight.MalformedRequests;
+import io.transit.flight.server.flight.UnknownMethods;
 import io.transit.flight.server.flight.StreamDeadline;
 import io.transit.flight.server.transport.Listeners;
 import io.transit.flight.ticket.TicketService;
@@ -156,18 +157,19 @@ public final class GatewayServer implements AutoCloseable {
     this.connections = new ConnectionBudget(limits.maxConnections(), errors,
         new AuthenticationBudget(limits.unauthenticatedConnectionMs(),
             limits.maxConnectionIdleMs()));
+    ClientFaultLog faults = new ClientFaultLog(TimeUnit.SECONDS.toNanos(10));
     // ops: the last interceptor runs first — request id, then authentication, then the caller tap.
     this.server = Listeners.build(cfg,
         ServerInterceptors.intercept(
             // Parsed inside the call so that a malformed message gets a status and a trailer.
             MalformedRequests.guard(FlightGrpcUtils.createFlightService(allocator, producer,
-                ServerAuthHandler.NO_OP, flightExecutor).bindService(), errors,
-                new ClientFaultLog(TimeUnit.SECONDS.toNanos(10))),
+                ServerAuthHandler.NO_OP, flightExecutor).bindService(), errors, faults),
             connections.authentication(), // after authentication: the call authenticated
             ops.observer().callerTap(), new AuthInterceptor(authorization, errors),
             ops.observer().requestId()),
         serviceExecutor, connections,
-        new Listeners.Extras(List.of(ops.healthService()), ops.observer()));
+        new Listeners.Extras(List.of(ops.healthService()), ops.observer(),
+            new UnknownMethods(errors, faults, List.of(ops.observer().requestId()))));
     OpsGauges.register(ops.metrics(), allocator, streams, connections, embedded,
         state.engineDir().resolve("segments"));
   }

@@ -7,7 +7,8 @@
  * {@link io.transit.flight.server.flight.ResponseBudget}) and completeness check ({@link
  * io.transit.flight.server.flight.Coverage}); malformed request messages ({@link
  * io.transit.flight.server.flight.MalformedRequests}, logged by {@link
- * io.transit.flight.server.flight.ClientFaultLog}) and each caller's share of live streams
+ * io.transit.flight.server.flight.ClientFaultLog}), paths no service serves ({@link
+ * io.transit.flight.server.flight.UnknownMethods}) and each caller's share of live streams
  * ({@link io.transit.flight.server.flight.StreamShares}).
  *
  * <p>Threads: deadlines and the header are read on gRPC's service executor; a stream's sender,

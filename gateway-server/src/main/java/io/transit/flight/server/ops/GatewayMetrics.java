@@ -17,6 +17,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -47,6 +49,13 @@ public final class GatewayMetrics implements AutoCloseable {
       .description("journal (SQLite) commit latency").publishPercentileHistogram()
       .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofSeconds(10))
       .register(registry);
+  /**
+   * The RPC and statement timers by their tags, so that a call records into its timer without
+   * building the meter's id again (a builder, tags and a registry look-up a call). Method names,
+   * status codes and admission outcomes are a few dozen values in all.
+   */
+  private final Map<String, Map<String, Timer>> rpcTimers = new ConcurrentHashMap<>();
+  private final Map<String, Timer> statementTimers = new ConcurrentHashMap<>();
   private HttpServer http; // main-thread confined
   private ExecutorService httpThread;
 
@@ -62,9 +71,17 @@ public final class GatewayMetrics implements AutoCloseable {
 
   /** One finished RPC: count and latency by method and status code. */
   void rpc(String method, String status, long nanos) {
-    Timer.builder("transit.rpc").description("RPCs by method and gRPC status code")
-        .tags("method", method, "status", status).publishPercentileHistogram()
-        .register(registry).record(nanos, TimeUnit.NANOSECONDS);
+    Map<String, Timer> byStatus = rpcTimers.get(method);
+    if (byStatus == null) {
+      byStatus = rpcTimers.computeIfAbsent(method, m -> new ConcurrentHashMap<>());
+    }
+    Timer timer = byStatus.get(status);
+    if (timer == null) {
+      timer = byStatus.computeIfAbsent(status, s -> Timer.builder("transit.rpc")
+          .description("RPCs by method and gRPC status code")
+          .tags("method", method, "status", s).publishPercentileHistogram().register(registry));
+    }
+    timer.record(nanos, TimeUnit.NANOSECONDS);
   }
 
   void admission(String outcome) {
@@ -73,10 +90,13 @@ public final class GatewayMetrics implements AutoCloseable {
 
   /** A statement's GetFlightInfo: compile, admission and the retained result. */
   void statement(String outcome, long nanos) {
-    Timer.builder("transit.statement")
-        .description("statement GetFlightInfo (compile, admission, result) by admission outcome")
-        .tag("outcome", outcome).publishPercentileHistogram().register(registry)
-        .record(nanos, TimeUnit.NANOSECONDS);
+    Timer timer = statementTimers.get(outcome);
+    if (timer == null) {
+      timer = statementTimers.computeIfAbsent(outcome, o -> Timer.builder("transit.statement")
+          .description("statement GetFlightInfo (compile, admission, result) by admission outcome")
+          .tag("outcome", o).publishPercentileHistogram().register(registry));
+    }
+    timer.record(nanos, TimeUnit.NANOSECONDS);
   }
 
   void streamed(long bytes, long batches) {

@@ -4,17 +4,23 @@ import io.grpc.Context;
 import io.grpc.ForwardingServerCall.SimpleForwardingServerCall;
 import io.grpc.Grpc;
 import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerStreamTracer;
 import io.grpc.Status;
+import io.grpc.health.v1.HealthGrpc;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.auth.CallerBinding;
 import java.net.SocketAddress;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.apache.arrow.flight.impl.FlightServiceGrpc;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.spi.LoggingEventBuilder;
@@ -42,6 +48,15 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
   private static final String DO_GET = "arrow.flight.protocol.FlightService/DoGet";
   private static final String HEALTH = "grpc.health.v1.Health/";
   private static final String STATEMENT_INFO = "arrow.flight.protocol.FlightService/GetFlightInfo";
+  /** The full method names the daemon serves: the Flight service's and the health service's. */
+  private static final Set<String> SERVED = Stream.of(FlightServiceGrpc.getServiceDescriptor(),
+          HealthGrpc.getServiceDescriptor())
+      .flatMap(d -> d.getMethods().stream()).map(MethodDescriptor::getFullMethodName)
+      .collect(Collectors.toUnmodifiableSet());
+  /** The metrics' method label of every call to a path the daemon does not serve. */
+  static final String UNKNOWN = "unknown";
+  /** An unserved path is logged whole up to here: the caller chose its length. */
+  private static final int MAX_LOGGED_METHOD = 128;
 
   private final GatewayMetrics metrics;
   private final AuthFailureLog authFailures;
@@ -93,13 +108,17 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
   private void finished(RequestRecord r, Status status) {
     long nanos = System.nanoTime() - r.startNanos;
     String method = r.method.substring(r.method.lastIndexOf('/') + 1);
+    // A path the daemon does not serve is the caller's to choose: one label for all of them, or
+    // every invented name would be a new timer (heap and scrape growing with each call).
+    boolean served = SERVED.contains(r.method);
+    String label = served ? method : UNKNOWN;
     String code = status.getCode().name();
     String diagnostic = r.diagnostic;
     if (diagnostic == null && status.getDescription() != null) {
       Matcher m = CODE.matcher(status.getDescription());
       diagnostic = m.find() ? m.group(1) : null;
     }
-    metrics.rpc(method, code, nanos);
+    metrics.rpc(label, code, nanos);
     if (r.admission != null) {
       metrics.admission(r.admission);
       if (r.method.equals(STATEMENT_INFO)) {
@@ -119,7 +138,8 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
     LoggingEventBuilder line = access.atInfo()
         .addKeyValue("request_id", r.id)
         .addKeyValue("caller", r.caller != null ? r.caller : "-")
-        .addKeyValue("method", method)
+        .addKeyValue("method", served ? method : r.method.length() <= MAX_LOGGED_METHOD
+            ? r.method : r.method.substring(0, MAX_LOGGED_METHOD) + "...")
         .addKeyValue("status", code)
         .addKeyValue("code", diagnostic != null ? diagnostic : "-")
         .addKeyValue("duration_ms", TimeUnit.NANOSECONDS.toMicros(nanos) / 1000.0)

@@ -1,6 +1,7 @@
 package io.transit.flight.server.transport;
 
 import io.grpc.Server;
+import io.grpc.HandlerRegistry;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.ServerStreamTracer;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
@@ -101,9 +102,11 @@ public final class Listeners {
 
   /**
    * Served beside the Flight service on every listener, outside its interceptors (the health
-   * service answers without a credential), and a stream tracer that sees every call.
+   * service answers without a credential), a stream tracer that sees every call, and the answer
+   * to any other path ({@code fallback}, consulted after the services).
    */
-  public record Extras(List<ServerServiceDefinition> services, ServerStreamTracer.Factory tracer) {}
+  public record Extras(List<ServerServiceDefinition> services, ServerStreamTracer.Factory tracer,
+      HandlerRegistry fallback) {}
 
   /** Builds (does not start) the listeners of {@code cfg}. */
   public static Listeners build(ResolvedConfig cfg, ServerServiceDefinition service,
@@ -122,6 +125,7 @@ public final class Listeners {
     if (extras != null) {
       extras.services().forEach(b::addService);
       b.addStreamTracerFactory(extras.tracer());
+      b.fallbackHandlerRegistry(extras.fallback());
     }
     return b.addService(service)
         .executor(executor)
