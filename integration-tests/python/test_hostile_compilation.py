@@ -138,13 +138,13 @@ def test_other_callers_are_answered_within_a_second_while_the_pool_size_of_hosti
     # cores the hostile load keeps busy, is not what this test is about: whether the service
     # pool keeps threads for other callers.
     ch = C.channel(d)
-    for _, call in other_calls(ch, -1):
-        call()
     threads = [threading.Thread(target=hostile, args=(i,)) for i in range(SERVICE_POOL)]
-    for t in threads:
-        t.start()
     slowest = {}
     try:
+        for _, call in other_calls(ch, -1):
+            call()
+        for t in threads:
+            t.start()
         time.sleep(1.0)  # let the hostile callers fill the pool first
         for i in range(5):
             for name, call in other_calls(ch, i):
@@ -155,7 +155,8 @@ def test_other_callers_are_answered_within_a_second_while_the_pool_size_of_hosti
         ch.close()
         stop.set()
         for t in threads:
-            t.join(120)
+            if t.ident is not None:  # started
+                t.join(120)
     assert not any(t.is_alive() for t in threads) and not errors, errors
     assert len(hostile_answers) >= SERVICE_POOL, hostile_answers
     assert set(hostile_answers) <= {"ok", grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED}, \

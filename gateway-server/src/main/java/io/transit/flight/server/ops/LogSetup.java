@@ -10,6 +10,8 @@ import ch.qos.logback.core.Appender;
 import ch.qos.logback.core.encoder.Encoder;
 import ch.qos.logback.core.filter.Filter;
 import java.io.OutputStream;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
@@ -26,9 +28,10 @@ import org.slf4j.LoggerFactory;
  * <p>Lines are written by {@link QueuedConsoleAppender}'s own thread, never by the thread that
  * logs: a standard error nobody reads drops lines (counted) instead of stopping the daemon.
  *
- * <p>Called on the main thread before the daemon starts, and again on reload; Logback's context
- * swaps appenders atomically enough for log lines in flight (at worst one line in the old format,
- * or, in the instant of the swap, one lost: Logback drops a line sent to a stopped appender).
+ * <p>Called on the main thread before the daemon starts, and again on reload (the SIGHUP
+ * handler), never concurrently. A reload reconfigures the standard error appender in place
+ * instead of replacing it, so a line logged during the reload is written once, in the old format
+ * or the new.
  */
 public final class LogSetup {
   /** The text layout; {@code %kvp{NONE}} prints key=value pairs unquoted. */
@@ -36,6 +39,10 @@ public final class LogSetup {
       "%d{yyyy-MM-dd'T'HH:mm:ss.SSSX,UTC} %-5level %logger{0} - %msg %kvp{NONE}%n";
 
   private static final AtomicBoolean EXIT_HOOK = new AtomicBoolean();
+  /** The appender writing to standard error, kept across reloads. */
+  private static final String STANDARD_ERROR = "transit";
+  /** The warm-up's appender: every line formatted, then dropped. */
+  private static final String DISCARDED = "transit-discarded";
 
   private LogSetup() {}
 
@@ -44,7 +51,7 @@ public final class LogSetup {
     if (ctx == null) {
       return;
     }
-    install(ctx, level, console(ctx, "transit", encoder(ctx, format), LogSetup::standardError, null));
+    install(ctx, level, encoder(ctx, format), null, null);
   }
 
   /**
@@ -62,10 +69,8 @@ public final class LogSetup {
     ThresholdFilter errors = new ThresholdFilter();
     errors.setLevel("ERROR");
     errors.start();
-    install(ctx, level,
-        console(ctx, "transit-discarded", encoder(ctx, format), OutputStream::nullOutputStream,
-            null),
-        console(ctx, "transit", encoder(ctx, format), LogSetup::standardError, errors));
+    install(ctx, level, encoder(ctx, format), errors,
+        console(ctx, DISCARDED, encoder(ctx, format), OutputStream::nullOutputStream, null));
   }
 
   /** The current standard error at each write: {@code System.setErr} (tests) redirects it. */
@@ -142,13 +147,37 @@ public final class LogSetup {
     return out;
   }
 
-  @SafeVarargs
-  private static void install(LoggerContext ctx, String level,
-      Appender<ILoggingEvent>... appenders) {
+  /**
+   * Standard error's appender ({@value #STANDARD_ERROR}) writes with {@code encoder} and passes
+   * what {@code filter} accepts; {@code discarded}, when not null, is the warm-up's second
+   * appender. The standard error appender is reconfigured in place when it exists, so a reload
+   * neither loses nor repeats a line; every other appender (Logback's default console at the
+   * first call, the warm-up's) is removed after it.
+   */
+  private static void install(LoggerContext ctx, String level, Encoder<ILoggingEvent> encoder,
+      Filter<ILoggingEvent> filter, Appender<ILoggingEvent> discarded) {
     ch.qos.logback.classic.Logger root = ctx.getLogger(Logger.ROOT_LOGGER_NAME);
-    root.detachAndStopAllAppenders();
-    for (Appender<ILoggingEvent> a : appenders) {
-      root.addAppender(a);
+    Appender<ILoggingEvent> standardError;
+    if (root.getAppender(STANDARD_ERROR) instanceof QueuedConsoleAppender q && q.isStarted()) {
+      q.reconfigure(encoder, filter);
+      standardError = q;
+    } else {
+      standardError = console(ctx, STANDARD_ERROR, encoder, LogSetup::standardError, filter);
+      root.addAppender(standardError);
+    }
+    if (discarded != null) {
+      root.addAppender(discarded);
+    }
+    // Added before the others go, so that no line finds the root logger without an appender.
+    List<Appender<ILoggingEvent>> others = new ArrayList<>();
+    root.iteratorForAppenders().forEachRemaining(a -> {
+      if (a != standardError && a != discarded) {
+        others.add(a);
+      }
+    });
+    for (Appender<ILoggingEvent> a : others) {
+      root.detachAppender(a);
+      a.stop();
     }
     root.setLevel(Level.toLevel(level.toUpperCase(Locale.ROOT), Level.INFO));
     if (EXIT_HOOK.compareAndSet(false, true)) {

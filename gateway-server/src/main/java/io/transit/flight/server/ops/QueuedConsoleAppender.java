@@ -6,6 +6,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.LoggingEvent;
 import ch.qos.logback.core.UnsynchronizedAppenderBase;
 import ch.qos.logback.core.encoder.Encoder;
+import ch.qos.logback.core.filter.Filter;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -39,8 +40,9 @@ import java.util.function.Supplier;
  *       {@code writing}.</li>
  *   <li>{@link #flush} — a thread that must print after the lines logged so far (the main
  *       thread's serving notice): drains the queue itself under {@code writing}.</li>
- *   <li>{@link #stop} (Logback, when {@link LogSetup} replaces the appenders: the main thread or
- *       the SIGHUP handler) and {@link #writeThrough} (the JVM's exit): end the writer after a
+ *   <li>{@link #reconfigure} (a reload: the main thread or the SIGHUP handler) swaps the encoder
+ *       under {@code writing}.</li>
+ *   <li>{@link #stop} (when {@link LogSetup} removes the appender: the main thread) and {@link #writeThrough} (the JVM's exit): end the writer after a
  *       last drain, waiting for it at most {@value #STOP_WAIT_MS} ms — an output that does not
  *       take the last lines must not hold up the exit. After {@link #writeThrough}, {@link
  *       #append} encodes and writes on the calling thread under {@code writing}, waiting for it
@@ -56,7 +58,8 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
   /** Lines dropped by every instance since the JVM started (the metric; any thread). */
   static final AtomicLong DROPPED_TOTAL = new AtomicLong();
 
-  private final Encoder<ILoggingEvent> encoder;
+  // @GuardedBy("writing") for writes; read by the writing thread under it.
+  private Encoder<ILoggingEvent> encoder;
   private final Supplier<OutputStream> output;
   private final ArrayBlockingQueue<ILoggingEvent> queue = new ArrayBlockingQueue<>(CAPACITY);
   /** Dropped since the last report line; any thread adds, the writing thread takes. */
@@ -115,6 +118,29 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
   public void stop() {
     endWriter();
     super.stop();
+  }
+
+  /**
+   * Writes every later line with {@code next} (started) and passes only what {@code filter}
+   * accepts (null: every line), without replacing the appender: a reload that replaced it lost
+   * the lines logged in the instant between the two, and the old one's queue could keep a line
+   * offered after its last drain. Lines already queued are written with {@code next}. The main
+   * thread or the SIGHUP handler; waits for a batch being written.
+   */
+  void reconfigure(Encoder<ILoggingEvent> next, Filter<ILoggingEvent> filter) {
+    Encoder<ILoggingEvent> previous;
+    writing.lock();
+    try {
+      previous = encoder;
+      encoder = next;
+    } finally {
+      writing.unlock();
+    }
+    clearAllFilters();
+    if (filter != null) {
+      addFilter(filter);
+    }
+    previous.stop();
   }
 
   /**

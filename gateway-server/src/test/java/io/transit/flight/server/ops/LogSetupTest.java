@@ -12,6 +12,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -140,6 +143,51 @@ class LogSetupTest {
     assertEquals(dropped, Long.parseLong(m.group(1)));
     assertTrue(shown().indexOf(m.group()) < shown().indexOf("after the stall"));
     assertTrue(shown().contains("rpc n=0 "), "the first lines were queued, not dropped");
+  }
+
+  /**
+   * SIGHUP reloads while another thread logs: every line is written exactly once, in the old
+   * format or the new (replacing the appender lost the lines of the instant between the two).
+   */
+  @Test
+  void aReloadNeitherLosesNorRepeatsALine() throws Exception {
+    LogSetup.apply("info", "text");
+    Logger log = LoggerFactory.getLogger("transit.access");
+    long droppedBefore = LogSetup.droppedLines();
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicInteger logged = new AtomicInteger();
+    CountDownLatch started = new CountDownLatch(1);
+    Thread logging = new Thread(() -> {
+      started.countDown();
+      for (int i = 0; !stop.get(); i++) {
+        log.info("line " + i + " end"); // whole: the json encoder writes the template
+        logged.incrementAndGet();
+        if (i % 50 == 49) { // well below what the queue takes between two of the writer's batches
+          LockSupport.parkNanos(1_000_000);
+        }
+      }
+    }, "logging");
+    logging.start();
+    assertTrue(started.await(WAIT_MS, TimeUnit.MILLISECONDS));
+    int reloads = 40;
+    for (int r = 0; r < reloads; r++) {
+      LogSetup.apply("info", r % 2 == 0 ? "json" : "text");
+      LockSupport.parkNanos(2_000_000);
+    }
+    stop.set(true);
+    logging.join(WAIT_MS);
+    assertFalse(logging.isAlive());
+    LogSetup.flush();
+    assertEquals(0, LogSetup.droppedLines() - droppedBefore, "the test's own pace was too fast");
+    int lines = logged.get();
+    int[] seen = new int[lines];
+    Matcher m = Pattern.compile("line (\\d+) end").matcher(shown());
+    while (m.find()) {
+      seen[Integer.parseInt(m.group(1))]++;
+    }
+    for (int i = 0; i < lines; i++) {
+      assertEquals(1, seen[i], "line " + i + " of " + lines + ", " + reloads + " reloads");
+    }
   }
 
   /** What was logged before a flush is on standard error when it returns (the serving notice). */
