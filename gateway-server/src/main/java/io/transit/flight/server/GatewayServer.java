@@ -33,12 +33,12 @@ import io.transit.flight.server.ops.OpsSettings;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.sql.TransitSqlProducer;
 import io.transit.flight.server.transport.AuthenticationBudget;
+import io.transit.flight.threads.DeadlineTimer;
 import io.transit.flight.threads.LastIdlePool;
 import io.transit.flight.server.transport.ConnectionBudget;
 import io.transit.flight.server.flight.ClientFaultLog;
 import io.transit.flight.server.flight.MalformedRequests;
 import io.transit.flight.server.flight.UnknownMethods;
-import io.transit.flight.server.flight.StreamDeadline;
 import io.transit.flight.server.transport.Listeners;
 import io.transit.flight.ticket.TicketService;
 import io.transit.flight.ticket.TransitDefinition;
@@ -142,7 +142,7 @@ public final class GatewayServer implements AutoCloseable {
             Duration.ofMillis(limits.creditStallMs()), RESIDENT_BATCHES));
     this.producers = LastIdlePool.create("transit-producer", limits.producerThreads());
 
-    this.timer = StreamDeadline.timer();
+    this.timer = DeadlineTimer.create();
     TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
         admission, engine, new CatalogResults(
             new SqlInfoCatalog(VERSION, SqlInfoCatalog.runningArrowVersion())),

@@ -6,7 +6,6 @@ import io.transit.flight.diagnostic.GatewayException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -22,24 +21,6 @@ import java.util.concurrent.TimeUnit;
  */
 public final class StreamDeadline {
   private StreamDeadline() {}
-
-  /**
-   * The daemon's deadline timer, one daemon thread {@code transit-deadlines}: the data deadlines
-   * of DoGet streams and the compile budgets ({@code CompileGate}). Nearly every deadline is
-   * cancelled long before it is due, so a cancelled one leaves the queue at once: by default a
-   * cancelled task stays queued until its delay has passed, and each DoGet left its 10-minute
-   * deadline behind (72 bytes a statement, about 240,000 tasks at 400 statements a second, moved
-   * through the young generation into the old one).
-   */
-  public static ScheduledExecutorService timer() {
-    ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
-      Thread t = new Thread(r, "transit-deadlines");
-      t.setDaemon(true);
-      return t;
-    });
-    timer.setRemoveOnCancelPolicy(true);
-    return timer;
-  }
 
   public static void bound(FlightServerChannel channel, Deadlines deadlines, ScheduledExecutorService timer) {
     long budgetNanos = deadlines.dataBudgetNanos();

@@ -1,4 +1,4 @@
-package io.transit.flight.server.flight;
+package io.transit.flight.threads;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -13,10 +13,10 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** The deadline timer: a deadline cancelled before it is due leaves nothing queued behind it. */
-class StreamDeadlineTest {
+class DeadlineTimerTest {
   @Test
   void aCancelledDeadlineLeavesTheTimersQueueAtOnce() throws InterruptedException {
-    ScheduledExecutorService timer = StreamDeadline.timer();
+    ScheduledExecutorService timer = DeadlineTimer.create();
     try {
       // As many streams' 10-minute data deadlines as a second of small statements opens, each
       // cancelled when its stream closes.
