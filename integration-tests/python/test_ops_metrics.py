@@ -1,6 +1,7 @@
 """The Prometheus endpoint after a known workload: exact RPC counts by method and status, exact
 admission outcomes, and the stream, engine, budget and reload meters moving (issue 17)."""
 
+import socket
 import time
 
 import grpc
@@ -123,4 +124,57 @@ def test_metrics_after_known_workload(tmp_path):
         assert sample(s, "transit_reloads_total", result="ok") == 1
         assert sample(s, "transit_reloads_total", result="refused") == 1
     finally:
+        assert d.stop() == 0
+
+
+def http_exchange(port, request: bytes) -> bytes:
+    """One raw request on its own connection; everything the listener answered before it closed
+    the connection (bounded)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+        c.sendall(request)
+        out = b""
+        while chunk := c.recv(65536):
+            out += chunk
+        return out
+
+
+def test_the_listener_answers_scrapes_while_connections_never_finish_their_request(tmp_path):
+    """The JDK's HTTP server, which served the metrics until 2026-12-05, read a request on its
+    one thread with no time bound: a single connection that sent half a request stopped every
+    scrape after it, for good."""
+    d = Daemon(tmp_path / "state").start()
+    assert d.stop() == 0
+    cfg = d.config()
+    cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": 0}}
+    d.write_config(cfg)
+    d.start()
+    stalled = []
+    try:
+        port = metrics_port(d.output)
+        for _ in range(200):
+            c = socket.create_connection(("127.0.0.1", port), timeout=15)
+            c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+            stalled.append(c)
+        started = time.monotonic()
+        for _ in range(5):
+            s = scrape(port)
+            assert sample(s, "transit_admission_total", outcome="accepted") == 0
+        assert time.monotonic() - started < 5.0, "five scrapes beside 200 stalled requests"
+        # Each stalled connection is closed by the listener (end of file, before our timeout).
+        assert all(c.recv(1024) == b"" for c in stalled)
+
+        assert http_exchange(port, b"GET /other HTTP/1.1\r\nHost: x\r\n\r\n").startswith(
+            b"HTTP/1.1 404 ")
+        assert http_exchange(port, b"POST /metrics HTTP/1.1\r\nHost: x\r\n"
+                                   b"Content-Length: 0\r\n\r\n").startswith(b"HTTP/1.1 405 ")
+        head = http_exchange(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ") and head.endswith(b"\r\n\r\n")
+        for junk in (b"\x16\x03\x01\x02\x00" + bytes(range(256)) + b"\r\n\r\n",
+                     b"GET /metrics HTTP/1.1\r\nX: " + b"y" * 20000 + b"\r\n\r\n"):
+            answer = http_exchange(port, junk)
+            assert answer == b"" or answer.startswith(b"HTTP/1.1 4"), answer[:80]
+        assert scrape(port)
+    finally:
+        for c in stalled:
+            c.close()
         assert d.stop() == 0

@@ -1,6 +1,5 @@
 package io.transit.flight.server.ops;
 
-import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -9,9 +8,6 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,8 +15,6 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.ToDoubleFunction;
@@ -30,8 +24,8 @@ import java.util.function.ToDoubleFunction;
  * configured, the HTTP listener that serves them at {@code /metrics}.
  *
  * <p>Threads: meters are recorded from any thread (Micrometer's meters are thread-safe); gauges
- * are read by the scrape, on the listener's single thread; {@link #start} and {@link #close} run
- * on the daemon's main/shutdown thread.
+ * are read by the scrape, on the listener's event loop; {@link #start} and {@link #close} run on
+ * the daemon's main/shutdown thread.
  */
 public final class GatewayMetrics implements AutoCloseable {
   private final PrometheusMeterRegistry registry =
@@ -56,8 +50,7 @@ public final class GatewayMetrics implements AutoCloseable {
    */
   private final Map<String, Map<String, Timer>> rpcTimers = new ConcurrentHashMap<>();
   private final Map<String, Timer> statementTimers = new ConcurrentHashMap<>();
-  private HttpServer http; // main-thread confined
-  private ExecutorService httpThread;
+  private MetricsListener listener; // main-thread confined
 
   public GatewayMetrics() {
     // Every outcome is present from the start, at zero, so a rate() alert sees the series.
@@ -143,36 +136,24 @@ public final class GatewayMetrics implements AutoCloseable {
   }
 
   /**
-   * Serves {@code /metrics} on {@code host:port} (0 picks a port); returns the bound port.
+   * Serves {@code /metrics} on {@code host:port} (0 picks a port, {@link MetricsListener});
+   * returns the bound port.
    */
   public int start(String host, int port) throws IOException {
-    http = HttpServer.create(new InetSocketAddress(host, port), 16);
-    httpThread = Executors.newSingleThreadExecutor(r -> {
-      Thread t = new Thread(r, "transit-metrics");
-      t.setDaemon(true);
-      return t;
-    });
-    http.setExecutor(httpThread);
-    http.createContext("/metrics", exchange -> {
-      try (exchange) {
-        byte[] body = scrape().getBytes(StandardCharsets.UTF_8);
-        exchange.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-        exchange.sendResponseHeaders(200, body.length);
-        try (OutputStream out = exchange.getResponseBody()) {
-          out.write(body);
-        }
-      }
-    });
-    http.start();
-    return http.getAddress().getPort();
+    listener = new MetricsListener(this::scrape);
+    try {
+      return listener.start(host, port);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted while binding the metrics listener", e);
+    }
   }
 
   @Override
   public void close() {
-    if (http != null) {
-      http.stop(0);
-      httpThread.shutdownNow();
-      http = null;
+    if (listener != null) {
+      listener.close();
+      listener = null;
     }
     registry.close();
   }
