@@ -163,7 +163,8 @@ public final class GatewayServer implements AutoCloseable {
         ServerInterceptors.intercept(
             // Parsed inside the call so that a malformed message gets a status and a trailer.
             MalformedRequests.guard(FlightGrpcUtils.createFlightService(allocator, producer,
-                ServerAuthHandler.NO_OP, flightExecutor).bindService(), errors, faults),
+                ServerAuthHandler.NO_OP, flightExecutor).bindService(), errors, faults,
+                limits.maxInboundMessageBytes()),
             connections.authentication(), // after authentication: the call authenticated
             ops.observer().callerTap(), new AuthInterceptor(authorization, errors),
             ops.observer().requestId()),

@@ -56,23 +56,24 @@ public final class MalformedRequests {
 
   /** {@code service} with every request parsed inside the call, failures answered as above. */
   public static ServerServiceDefinition guard(ServerServiceDefinition service, ErrorMapper errors,
-      ClientFaultLog faults) {
+      ClientFaultLog faults, int maxMessageBytes) {
     ServerServiceDefinition.Builder b = ServerServiceDefinition.builder(service.getServiceDescriptor().getName());
     for (ServerMethodDefinition<?, ?> m : service.getMethods()) {
-      b.addMethod(guardMethod(m, errors, faults));
+      b.addMethod(guardMethod(m, errors, faults, maxMessageBytes));
     }
     return b.build();
   }
 
   private static <Q, R> ServerMethodDefinition<InputStream, R> guardMethod(
-      ServerMethodDefinition<Q, R> def, ErrorMapper errors, ClientFaultLog faults) {
+      ServerMethodDefinition<Q, R> def, ErrorMapper errors, ClientFaultLog faults,
+      int maxMessageBytes) {
     MethodDescriptor<Q, R> typed = def.getMethodDescriptor();
     MethodDescriptor<InputStream, R> raw =
         typed.toBuilder(RAW, typed.getResponseMarshaller()).build();
     ServerCallHandler<InputStream, R> handler = (call, headers) -> {
       Typed<Q, R> inner = new Typed<>(call, typed);
       ServerCall.Listener<Q> next = def.getServerCallHandler().startCall(inner, headers);
-      return new Parsing<>(inner, next, typed, errors, faults);
+      return new Parsing<>(inner, next, typed, errors, faults, maxMessageBytes);
     };
     return ServerMethodDefinition.create(raw, handler);
   }
@@ -84,15 +85,17 @@ public final class MalformedRequests {
     private final MethodDescriptor<Q, R> method;
     private final ErrorMapper errors;
     private final ClientFaultLog faults;
+    private final int maxMessageBytes;
     private final boolean flightData;
 
     Parsing(Typed<Q, R> call, ServerCall.Listener<Q> next, MethodDescriptor<Q, R> method,
-        ErrorMapper errors, ClientFaultLog faults) {
+        ErrorMapper errors, ClientFaultLog faults, int maxMessageBytes) {
       this.call = call;
       this.next = next;
       this.method = method;
       this.errors = errors;
       this.faults = faults;
+      this.maxMessageBytes = maxMessageBytes;
       // Protobuf messages have protobuf's marshaller; FlightData has Arrow's own.
       this.flightData =
           !(method.getRequestMarshaller() instanceof MethodDescriptor.PrototypeMarshaller);
@@ -109,6 +112,14 @@ public final class MalformedRequests {
         parsed = method.parseRequest(flightData ? checkedFlightData(message) : message);
       } catch (RuntimeException | java.io.IOException | StackOverflowError e) {
         close(message);
+        if (Status.fromThrowable(e).getCode() == Status.Code.RESOURCE_EXHAUSTED) {
+          // A compressed message that inflates past the bound: gRPC's decompressing stream
+          // stops at max_inbound_message_bytes while it is read here.
+          refuse(GatewayException.of(Cause.BUDGET_EXHAUSTED, "flight.message_too_large",
+                  "the request message, decompressed, is over max_inbound_message_bytes")
+              .with("bound", "message").with("limit", maxMessageBytes));
+          return;
+        }
         refuse("flight.invalid_protobuf", "the request message is not valid protobuf for "
             + method.getBareMethodName());
         return;
@@ -141,10 +152,14 @@ public final class MalformedRequests {
     }
 
     private void refuse(String code, String message) {
+      refuse(GatewayException.of(Cause.INVALID_PROTOBUF, code, message));
+    }
+
+    private void refuse(GatewayException refusal) {
       CallerBinding caller = AuthInterceptor.CALLER.get();
-      faults.fault(caller != null ? caller.name() : "-", method.getFullMethodName(), code);
-      StatusRuntimeException s = errors.toGrpc(
-          GatewayException.of(Cause.INVALID_PROTOBUF, code, message));
+      faults.fault(caller != null ? caller.name() : "-", method.getFullMethodName(),
+          refusal.code());
+      StatusRuntimeException s = errors.toGrpc(refusal);
       call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
     }
 

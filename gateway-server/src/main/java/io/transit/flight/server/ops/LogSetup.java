@@ -18,6 +18,7 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.bridge.SLF4JBridgeHandler;
 
 /**
  * Points Logback at standard error in the configured format ({@code text}: one line with
@@ -26,7 +27,8 @@ import org.slf4j.LoggerFactory;
  * left untouched.
  *
  * <p>Lines are written by {@link QueuedConsoleAppender}'s own thread, never by the thread that
- * logs: a standard error nobody reads drops lines (counted) instead of stopping the daemon.
+ * logs: a standard error nobody reads drops lines (counted) instead of stopping the daemon. The
+ * libraries' java.util.logging records (gRPC, its Netty) take the same way.
  *
  * <p>Called on the main thread before the daemon starts, and again on reload (the SIGHUP
  * handler), never concurrently. A reload reconfigures the standard error appender in place
@@ -39,6 +41,20 @@ public final class LogSetup {
       "%d{yyyy-MM-dd'T'HH:mm:ss.SSSX,UTC} %-5level %logger{0} - %msg %kvp{NONE}%n";
 
   private static final AtomicBoolean EXIT_HOOK = new AtomicBoolean();
+  private static final AtomicBoolean JUL_ROUTED = new AtomicBoolean();
+  /**
+   * gRPC's reports of a peer's bad input, each with a stack trace, logged on the Netty event loop
+   * for every message or connection: a request message over {@code max_inbound_message_bytes}
+   * (WARNING; the call's status and access line say it) and a connection that is not HTTP/2 or
+   * breaks its framing ("Transport failed", INFO; the peer loses only its connection). Only
+   * SEVERE passes from the first, WARNING from the second. Held here because
+   * java.util.logging keeps its loggers weakly, and a collected one would forget its level.
+   */
+  private static final java.util.logging.Logger[] PEER_FAULTS = {
+      quiet("io.grpc.netty.shaded.io.grpc.netty.NettyServerStream",
+          java.util.logging.Level.SEVERE),
+      quiet("io.grpc.netty.shaded.io.grpc.netty.NettyServerTransport.connections",
+          java.util.logging.Level.WARNING)};
   /** The appender writing to standard error, kept across reloads. */
   private static final String STANDARD_ERROR = "transit";
   /** The warm-up's appender: every line formatted, then dropped. */
@@ -71,6 +87,12 @@ public final class LogSetup {
     errors.start();
     install(ctx, level, encoder(ctx, format), errors,
         console(ctx, DISCARDED, encoder(ctx, format), OutputStream::nullOutputStream, null));
+  }
+
+  private static java.util.logging.Logger quiet(String name, java.util.logging.Level level) {
+    java.util.logging.Logger logger = java.util.logging.Logger.getLogger(name);
+    logger.setLevel(level);
+    return logger;
   }
 
   /** The current standard error at each write: {@code System.setErr} (tests) redirects it. */
@@ -180,6 +202,12 @@ public final class LogSetup {
       a.stop();
     }
     root.setLevel(Level.toLevel(level.toUpperCase(Locale.ROOT), Level.INFO));
+    if (JUL_ROUTED.compareAndSet(false, true)) {
+      // gRPC and its Netty log through java.util.logging, whose console handler wrote to
+      // standard error directly: unformatted, past the queue, on the logging thread.
+      SLF4JBridgeHandler.removeHandlersForRootLogger();
+      SLF4JBridgeHandler.install();
+    }
     if (EXIT_HOOK.compareAndSet(false, true)) {
       Runtime.getRuntime().addShutdownHook(new Thread(LogSetup::drainAtExit, "transit-log-exit"));
     }
