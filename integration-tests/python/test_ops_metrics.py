@@ -35,13 +35,19 @@ def rpc(s, method, status):
     return sample(s, "transit_rpc_seconds_count", method=method, status=status)
 
 
-def test_metrics_after_known_workload(tmp_path):
+def metrics_daemon(tmp_path):
+    """A demo daemon, restarted with its metrics listener on a free loopback port; returns it
+    with its configuration."""
     d = Daemon(tmp_path / "state").start()
     assert d.stop() == 0
     cfg = d.config()
     cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": 0}}
     d.write_config(cfg)
-    d.start()
+    return d.start(), cfg
+
+
+def test_metrics_after_known_workload(tmp_path):
+    d, cfg = metrics_daemon(tmp_path)
     try:
         port = metrics_port(d.output)
         before = scrape(port)
@@ -142,12 +148,7 @@ def test_the_listener_answers_scrapes_while_connections_never_finish_their_reque
     """The JDK's HTTP server, which served the metrics until 2026-12-05, read a request on its
     one thread with no time bound: a single connection that sent half a request stopped every
     scrape after it, for good."""
-    d = Daemon(tmp_path / "state").start()
-    assert d.stop() == 0
-    cfg = d.config()
-    cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": 0}}
-    d.write_config(cfg)
-    d.start()
+    d, _ = metrics_daemon(tmp_path)
     stalled = []
     try:
         port = metrics_port(d.output)

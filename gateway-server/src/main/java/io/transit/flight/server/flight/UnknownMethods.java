@@ -35,18 +35,6 @@ public final class UnknownMethods extends HandlerRegistry {
   static final String CODE = "flight.unknown_method";
   private static final String MESSAGE = "no such method: the gateway serves Arrow Flight (SQL)"
       + " and gRPC health";
-  private static final MethodDescriptor.Marshaller<InputStream> RAW =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(InputStream value) {
-          return value;
-        }
-
-        @Override
-        public InputStream parse(InputStream stream) {
-          return stream;
-        }
-      };
 
   private final ErrorMapper errors;
   private final ClientFaultLog faults;
@@ -63,7 +51,8 @@ public final class UnknownMethods extends HandlerRegistry {
   @Override
   public ServerMethodDefinition<?, ?> lookupMethod(String methodName, String authority) {
     MethodDescriptor<InputStream, InputStream> method =
-        MethodDescriptor.<InputStream, InputStream>newBuilder(RAW, RAW)
+        MethodDescriptor.<InputStream, InputStream>newBuilder(MalformedRequests.RAW,
+                MalformedRequests.RAW)
             .setType(MethodDescriptor.MethodType.UNKNOWN).setFullMethodName(methodName).build();
     ServerCallHandler<InputStream, InputStream> handler = this::refuse;
     for (ServerInterceptor i : interceptors) {
