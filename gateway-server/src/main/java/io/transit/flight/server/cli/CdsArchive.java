@@ -77,7 +77,7 @@ final class CdsArchive {
         if (!mayDump || !discarded(archive, now)) {
           return Optional.empty();
         }
-        Files.write(claim, new byte[0]); // the claim is ours: the discard above was
+        Files.write(claim, new byte[0]); // ours: this start's move took the archive
       } else if (!mayDump || !claimed(claim, now)) {
         return Optional.empty();
       }

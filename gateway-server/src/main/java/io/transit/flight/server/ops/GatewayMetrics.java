@@ -141,12 +141,7 @@ public final class GatewayMetrics implements AutoCloseable {
    */
   public int start(String host, int port) throws IOException {
     listener = new MetricsListener(this::scrape);
-    try {
-      return listener.start(host, port);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IOException("interrupted while binding the metrics listener", e);
-    }
+    return listener.start(host, port);
   }
 
   @Override

@@ -3,6 +3,7 @@ package io.transit.flight.server.ops;
 import io.grpc.netty.shaded.io.netty.bootstrap.ServerBootstrap;
 import io.grpc.netty.shaded.io.netty.buffer.Unpooled;
 import io.grpc.netty.shaded.io.netty.channel.Channel;
+import io.grpc.netty.shaded.io.netty.channel.ChannelFuture;
 import io.grpc.netty.shaded.io.netty.channel.ChannelFutureListener;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
 import io.grpc.netty.shaded.io.netty.channel.ChannelInitializer;
@@ -24,6 +25,7 @@ import io.grpc.netty.shaded.io.netty.handler.codec.http.HttpVersion;
 import io.grpc.netty.shaded.io.netty.handler.codec.http.QueryStringDecoder;
 import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import io.grpc.netty.shaded.io.netty.util.concurrent.ScheduledFuture;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
@@ -61,9 +63,9 @@ final class MetricsListener implements AutoCloseable {
   }
 
   /** Binds {@code host:port} (0 picks one); returns the bound port. */
-  int start(String host, int port) throws InterruptedException {
+  int start(String host, int port) throws IOException {
     loop = new NioEventLoopGroup(1, new DefaultThreadFactory("transit-metrics", true));
-    server = new ServerBootstrap().group(loop).channel(NioServerSocketChannel.class)
+    ChannelFuture bound = new ServerBootstrap().group(loop).channel(NioServerSocketChannel.class)
         .option(ChannelOption.SO_BACKLOG, 16)
         .childHandler(new ChannelInitializer<SocketChannel>() {
           @Override
@@ -83,7 +85,13 @@ final class MetricsListener implements AutoCloseable {
                 new HttpObjectAggregator(MAX_HEAD_BYTES), new Exchange());
           }
         })
-        .bind(new InetSocketAddress(host, port)).sync().channel();
+        .bind(new InetSocketAddress(host, port)).awaitUninterruptibly();
+    if (!bound.isSuccess()) {
+      close();
+      throw new IOException("metrics listener: cannot bind " + host + ":" + port + ": "
+          + bound.cause().getMessage(), bound.cause());
+    }
+    server = bound.channel();
     return ((InetSocketAddress) server.localAddress()).getPort();
   }
 
@@ -92,7 +100,9 @@ final class MetricsListener implements AutoCloseable {
     if (loop == null) {
       return;
     }
-    server.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
+    if (server != null) {
+      server.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
     loop.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
     loop = null;
   }

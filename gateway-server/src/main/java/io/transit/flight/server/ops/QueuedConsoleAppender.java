@@ -42,9 +42,10 @@ import java.util.function.Supplier;
  *       thread's serving notice): drains the queue itself under {@code writing}.</li>
  *   <li>{@link #reconfigure} (a reload: the main thread or the SIGHUP handler) swaps the encoder
  *       under {@code writing}.</li>
- *   <li>{@link #stop} (when {@link LogSetup} removes the appender: the main thread) and {@link #writeThrough} (the JVM's exit): end the writer after a
- *       last drain, waiting for it at most {@value #STOP_WAIT_MS} ms — an output that does not
- *       take the last lines must not hold up the exit. After {@link #writeThrough}, {@link
+ *   <li>{@link #stop} (when {@link LogSetup} removes the appender: the main thread) and {@link
+ *       #writeThrough} (the JVM's exit): end the writer after a last drain, waiting for it at
+ *       most {@value #STOP_WAIT_MS} ms — an output that does not take the last lines must not
+ *       hold up the exit. After {@link #writeThrough}, {@link
  *       #append} encodes and writes on the calling thread under {@code writing}, waiting for it
  *       at most as long, so the shutdown's own lines still reach the output in order.</li>
  * </ul>
@@ -58,7 +59,7 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
   /** Lines dropped by every instance since the JVM started (the metric; any thread). */
   static final AtomicLong DROPPED_TOTAL = new AtomicLong();
 
-  // @GuardedBy("writing") for writes; read by the writing thread under it.
+  // @GuardedBy("writing"): swapped by reconfigure, used by whichever thread writes.
   private Encoder<ILoggingEvent> encoder;
   private final Supplier<OutputStream> output;
   private final ArrayBlockingQueue<ILoggingEvent> queue = new ArrayBlockingQueue<>(CAPACITY);
