@@ -48,7 +48,12 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
   private static final String DO_GET = "arrow.flight.protocol.FlightService/DoGet";
   private static final String HEALTH = "grpc.health.v1.Health/";
   private static final String STATEMENT_INFO = "arrow.flight.protocol.FlightService/GetFlightInfo";
-  /** The full method names the daemon serves: the Flight service's and the health service's. */
+  /**
+   * The full method names the daemon serves: the Flight service's and the health service's. A
+   * fixed list rather than a mark set by the fallback for unknown paths: a stream the caller
+   * resets before gRPC looks its method up closes without any handler running, and its invented
+   * name would then become a label.
+   */
   private static final Set<String> SERVED = Stream.of(FlightServiceGrpc.getServiceDescriptor(),
           HealthGrpc.getServiceDescriptor())
       .flatMap(d -> d.getMethods().stream()).map(MethodDescriptor::getFullMethodName)
