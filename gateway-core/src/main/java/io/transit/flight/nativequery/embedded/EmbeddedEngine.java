@@ -338,9 +338,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     public boolean finish(NativeCommand submit, long correlation, long attempt)
         throws SQLException {
       // Read, not taken: this work may run again (a journal retry); the run ends after the commit.
-      QueryRunner.Computed c = earlyRuns.ready(submit.getPrincipal(), submit.getNamespace(),
-          submit.getSubmit().getBundleSha256().toByteArray(), 0);
-      return c != null && runner.recordAccepted(correlation, attempt, c);
+      byte[] bundleSha256 = submit.getSubmit().getBundleSha256().toByteArray();
+      QueryRunner.Computed c =
+          earlyRuns.ready(submit.getPrincipal(), submit.getNamespace(), bundleSha256, 0);
+      return c != null && runner.recordAccepted(correlation, submit.getPrincipal(),
+          submit.getNamespace(), bundleSha256, attempt, c);
     }
   }
 

@@ -34,6 +34,15 @@ public final class JournalRows {
       + " message = ?, manifest_sha256 = ?, total_rows = ?, limit_amount = ?,"
       + " required_amount = ?, failed_column = ?, failed_bound = ?, manifest = ?,"
       + " result_bytes = ?, finished_ms = ? WHERE correlation = ? AND state = ? AND attempt = ?";
+  /**
+   * A lease claim, fenced by the row's own attempt (the UPDATE takes the row's write lock, so of
+   * two concurrent claims the second sees the first's expiry and changes nothing); returns the new
+   * attempt, no row when not claimed. Parameters: owner, holder, until, correlation, the ACCEPTED
+   * state, now, owner.
+   */
+  public static final String CLAIM = "UPDATE queries SET lease_owner = ?, lease_holder = ?,"
+      + " lease_until_ms = ?, attempt = attempt + 1 WHERE correlation = ? AND state = ?"
+      + " AND (lease_until_ms <= ? OR lease_owner = ?) RETURNING attempt";
   public static final String RENEW = "UPDATE queries SET lease_until_ms = ? WHERE correlation = ?"
       + " AND state = ? AND attempt = ? AND lease_owner = ?";
   public static final String EXPIRED_LEASES = "SELECT correlation FROM queries WHERE state = ?"

@@ -290,20 +290,31 @@ final class QueryRunner {
    * the bundle the query names, as the query's terminal status, manifest and inline segments —
    * the rows its own run would commit later, so that one commit holds the acceptance and the
    * result. True when recorded; false, with nothing written, when the result is not {@link
-   * #wholeInline} or the query row is not that bundle's accepted query under {@code attempt}.
+   * #wholeInline}, is not for {@code bundleSha256}, or the query row is no longer ACCEPTED under
+   * {@code attempt} (the terminal update is fenced by both).
+   *
+   * <p>The accepted row is not read back: the same transaction inserted it a moment ago, from the
+   * submit's principal, namespace and bundle digest, with every other field at its default — which
+   * is the status {@link #accepted} builds.
    */
-  boolean recordAccepted(long correlation, long attempt, Computed computed) throws SQLException {
-    if (!wholeInline(computed)) {
+  boolean recordAccepted(long correlation, long principal, long namespace, byte[] bundleSha256,
+      long attempt, Computed computed) throws SQLException {
+    if (!wholeInline(computed) || !Arrays.equals(computed.bundleSha256(), bundleSha256)) {
       return false;
     }
-    JournalStore.SavedQuery q = journal.query(correlation).orElse(null);
-    if (q == null || q.status().getState() != QueryStatus.State.ACCEPTED
-        || !Arrays.equals(computed.bundleSha256(), q.bundleSha256())) {
-      return false;
-    }
-    Succeeded ok = succeeded(correlation, q.status(), computed);
+    Succeeded ok = succeeded(correlation, accepted(correlation, principal, namespace), computed);
     return recordTerminal(ok.status(), ok.manifest(), ok.resultBytes(), ok.inline(), attempt,
         System.currentTimeMillis());
+  }
+
+  /** The status of a query row as {@link JournalStore#insertAccepted} writes it. */
+  static QueryStatus accepted(long correlation, long principal, long namespace) {
+    return QueryStatus.newBuilder()
+        .setCorrelation(correlation)
+        .setPrincipal(principal)
+        .setNamespace(namespace)
+        .setState(QueryStatus.State.ACCEPTED)
+        .build();
   }
 
   /** Results dropped unpublished because their attempt was fenced, since open. */

@@ -463,17 +463,16 @@ final class SqliteJournal implements JournalStore {
   /** A fresh correlation: durable and monotonic (the counter commits with the query row). */
   @Override
   public long allocateCorrelation() throws SQLException {
-    long next = 1;
-    PreparedStatement p = prepared("SELECT value FROM counters WHERE name = 'correlation'");
+    // One statement instead of a read and a write: the counter row exists after the first query.
+    PreparedStatement p = prepared(
+        "UPDATE counters SET value = value + 1 WHERE name = 'correlation' RETURNING value");
     try (ResultSet r = p.executeQuery()) {
       if (r.next()) {
-        next = r.getLong(1) + 1;
+        return r.getLong(1);
       }
     }
-    if (update("UPDATE counters SET value = ? WHERE name = 'correlation'", next) == 0) {
-      update("INSERT INTO counters (name, value) VALUES ('correlation', ?)", next);
-    }
-    return next;
+    update("INSERT INTO counters (name, value) VALUES ('correlation', 1)");
+    return 1;
   }
 
   @Override
@@ -496,20 +495,9 @@ final class SqliteJournal implements JournalStore {
   @Override
   public java.util.OptionalLong claim(long correlation, long owner, String holder,
       long nowMillis, long untilMillis) throws SQLException {
-    // The row's own attempt is the fencing token: the UPDATE takes the row's write lock, so of two
-    // concurrent claims the second sees the first's expiry and changes nothing.
-    if (update("UPDATE queries SET lease_owner = ?, lease_holder = ?, lease_until_ms = ?,"
-            + " attempt = attempt + 1 WHERE correlation = ? AND state = ?"
-            + " AND (lease_until_ms <= ? OR lease_owner = ?)",
-        owner, holder, untilMillis, correlation, QueryStatus.State.ACCEPTED.name(), nowMillis,
-        owner) == 0) {
-      return java.util.OptionalLong.empty();
-    }
-    PreparedStatement p = prepared("SELECT attempt FROM queries WHERE correlation = ?");
-    p.setLong(1, correlation);
-    try (ResultSet r = p.executeQuery()) {
-      r.next();
-      return java.util.OptionalLong.of(r.getLong(1));
+    try (ResultSet r = bound(JournalRows.CLAIM, owner, holder, untilMillis, correlation,
+        QueryStatus.State.ACCEPTED.name(), nowMillis, owner).executeQuery()) {
+      return r.next() ? java.util.OptionalLong.of(r.getLong(1)) : java.util.OptionalLong.empty();
     }
   }
 
@@ -737,11 +725,16 @@ final class SqliteJournal implements JournalStore {
   }
 
   private int update(String sql, Object... args) throws SQLException {
+    return bound(sql, args).executeUpdate();
+  }
+
+  /** The cached statement for {@code sql} with {@code args} bound in order. */
+  private PreparedStatement bound(String sql, Object... args) throws SQLException {
     PreparedStatement p = prepared(sql);
     for (int i = 0; i < args.length; i++) {
       p.setObject(i + 1, args[i]);
     }
-    return p.executeUpdate();
+    return p;
   }
 
   /** One daemon owns the state directory, hence this file (docs/configuration.md). */

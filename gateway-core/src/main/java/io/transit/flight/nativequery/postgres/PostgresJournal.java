@@ -483,9 +483,7 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public java.util.OptionalLong claim(long correlation, long owner, String holder, long nowMillis,
       long untilMillis) throws SQLException {
-    return read("UPDATE queries SET lease_owner = ?, lease_holder = ?, lease_until_ms = ?,"
-            + " attempt = attempt + 1 WHERE correlation = ? AND state = ?"
-            + " AND (lease_until_ms <= ? OR lease_owner = ?) RETURNING attempt",
+    return read(JournalRows.CLAIM,
         r -> r.next() ? java.util.OptionalLong.of(r.getLong(1)) : java.util.OptionalLong.empty(),
         owner, text(holder), untilMillis, correlation, QueryStatus.State.ACCEPTED.name(),
         nowMillis, owner);
