@@ -52,7 +52,7 @@ def test_metrics_after_known_workload(tmp_path):
         port = metrics_port(d.output)
         before = scrape(port)
         assert all(sample(before, "transit_admission_total", outcome=o) == 0
-                   for o in ("accepted", "replayed", "conflict", "gap", "busy"))
+                   for o in ("accepted", "replayed", "conflict", "gap", "pruned", "busy"))
         assert sample(before, "transit_allocator_limit_bytes") > 0
         assert before[("transit_early_runs_adopted_total", frozenset())] == 0
         # Present from the start; a daemon whose standard error is read drops no line.
@@ -99,9 +99,10 @@ def test_metrics_after_known_workload(tmp_path):
         assert sum(v for (n, _), v in s.items() if n == "transit_rpc_seconds_count") == 8 + INVENTED
         assert not any("Method" in v for _, labels in s for k, v in labels if k == "method")
         admissions = {o: sample(s, "transit_admission_total", outcome=o)
-                      for o in ("accepted", "replayed", "conflict", "gap", "busy", "failed")}
-        assert admissions == {"accepted": 1, "replayed": 1, "conflict": 1, "gap": 1, "busy": 0,
-                              "failed": 0}
+                      for o in ("accepted", "replayed", "conflict", "gap", "pruned", "busy",
+                                "failed")}
+        assert admissions == {"accepted": 1, "replayed": 1, "conflict": 1, "gap": 1, "pruned": 0,
+                              "busy": 0, "failed": 0}
         assert sample(s, "transit_statement_seconds_count", outcome="accepted") == 1
         assert sample(s, "transit_statement_seconds_count", outcome="replayed") == 1
         # Latency histograms: buckets for the RPC series.

@@ -183,7 +183,16 @@ def resume_pending(credential: _Credential, policy: RetryPolicy, attempt, next_a
         if credential.pending is None:
             raise errors.InterfaceError("no statement of this credential has an unknown outcome")
         sequence, sql = credential.pending
-        result = retrying(lambda: attempt(sequence, sql), policy)
+        try:
+            result = retrying(lambda: attempt(sequence, sql), policy)
+        except Error as e:
+            if e.code == "query.history_pruned":
+                # The gateway forgot the statement's history (its history bound): its outcome
+                # can no longer be learned, and no resend ever runs it, so the credential is
+                # released; the error says so.
+                credential.pending = None
+                credential.next = e.facts.get("next_sequence")
+            raise
         credential.pending = None
         credential.next = next_after(result)
         return result

@@ -41,6 +41,12 @@ public enum QueryCode {
    * correlation treats it as missing evidence. Never recorded: the engine answers it on reads.
    */
   UNKNOWN_RESULT("query.unknown_result", Cause.ACCESS_DENIED),
+  /**
+   * A used sequence whose record the history bound forgot (docs/limits.md "What the journal
+   * keeps"): the command is refused, never decided again, and what it decided once is no longer
+   * known here. Never recorded: the engine answers it on a command's send.
+   */
+  HISTORY_PRUNED("query.history_pruned", Cause.PRECONDITION),
   INTERNAL("query.internal", Cause.INTERNAL);
 
   private final String code;

@@ -97,8 +97,7 @@ public final class Bindings {
         .withRecipient(cfg.service())
         .withMemoryLimitBytes(e.allocatorBytes())
         .withDuck(new DuckSettings(e.memoryLimitBytes(), e.threads(), e.tempDir()))
-        .withRetention(e.retention().maxAge(), e.retention().maxBytes(),
-            e.retention().interval())
+        .withRetention(e.retention())
         .withSegments(cfg.segments())
         .withLease(e.lease().lease(), e.lease().scan());
   }

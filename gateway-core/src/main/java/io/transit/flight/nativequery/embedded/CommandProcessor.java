@@ -3,8 +3,10 @@ package io.transit.flight.nativequery.embedded;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.NativeSignatures;
 import io.transit.flight.nativequery.PrincipalRights;
@@ -18,7 +20,8 @@ import java.util.Optional;
 /**
  * Decides and records one signed native command: authenticity and send right first (nothing is
  * recorded for a failure there), then, in one journal transaction, replay, conflict, gap, or the
- * upload state machine and its recorded ACCEPTED / REJECTED outcome. Called on the sending thread;
+ * upload state machine and its recorded ACCEPTED / REJECTED outcome; a used sequence whose
+ * record the history bound forgot is refused, not decided again. Called on the sending thread;
  * the journal's transaction serializes concurrent senders.
  *
  * <p>Durability (docs/admission.md §10): every command commits {@link
@@ -172,6 +175,15 @@ final class CommandProcessor {
       Optional<JournalStore.Recorded> rec = journal.command(principal, sequence);
       if (rec.isPresent() && Arrays.equals(rec.get().commandSha256(), digest)) {
         return new Result(recorded(rec.get().outcome()), 0, 0, true, null, false);
+      }
+      if (rec.isEmpty() && Long.compareUnsigned(sequence, firstSequence) >= 0) {
+        // Every sequence from the first to the next was recorded: this one was, and the history
+        // bound has forgotten it (Retention#forgetHistory).
+        throw QueryCode.HISTORY_PRUNED.failure("the record of this used sequence was pruned")
+            .withOutcome(Outcome.UNKNOWN)
+            .withActions(Action.USE_NEXT_SEQUENCE)
+            .with(Fact.unsigned("sequence", sequence))
+            .with(Fact.unsigned("namespace", command.getNamespace()));
       }
       throw conflict(command, rec.isPresent()
           ? "different command bytes at a used native sequence"

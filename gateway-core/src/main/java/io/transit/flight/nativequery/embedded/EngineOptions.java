@@ -102,9 +102,14 @@ public record EngineOptions(
    * in total (oldest first), swept every {@code interval}.
    */
   public EngineOptions withRetention(Duration maxAge, long maxBytes, Duration interval) {
+    return withRetention(new RetentionPolicy(maxAge, maxBytes, interval));
+  }
+
+  /** These options with {@code policy}'s result retention and history bound. */
+  public EngineOptions withRetention(RetentionPolicy policy) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
-        new RetentionPolicy(maxAge, maxBytes, interval), segments, lease);
+        policy, segments, lease);
   }
 
   /** These options with proofs checked against {@code serviceId} (0: not checked). */

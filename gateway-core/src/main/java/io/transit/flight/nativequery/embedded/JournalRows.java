@@ -64,6 +64,21 @@ public final class JournalRows {
       "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
           + " total_rows, limit_amount, required_amount, failed_column, released, manifest,"
           + " failed_bound FROM queries WHERE correlation = ?";
+  /**
+   * One range of the retention index a page of {@code finishedBefore} reads: state, released
+   * (as each journal stores it), cutoff, limit. The ranges, in this order: released succeeded
+   * results, then failed queries unreleased and released.
+   */
+  public static final String FINISHED_BEFORE = "SELECT correlation, principal, namespace"
+      + " FROM queries WHERE state = ? AND released = ? AND finished_ms < ?"
+      + " ORDER BY finished_ms, correlation LIMIT ?";
+  public static final String DELETE_COMMAND =
+      "DELETE FROM commands WHERE principal = ? AND sequence = ?";
+  public static final String DELETE_QUERY = "DELETE FROM queries WHERE correlation = ?";
+  public static final String DELETE_UPLOAD =
+      "DELETE FROM uploads WHERE principal = ? AND namespace = ?";
+  public static final String DELETE_PARTS =
+      "DELETE FROM upload_parts WHERE principal = ? AND namespace = ?";
   public static final String RIGHTS_EPOCH = "SELECT epoch FROM rights_head WHERE id = 1";
   public static final String RIGHTS_CURRENT = "SELECT v.epoch, v.content_sha256, v.document"
       + " FROM rights_head h JOIN rights_versions v ON v.epoch = h.epoch WHERE h.id = 1";
@@ -122,6 +137,16 @@ public final class JournalRows {
   /** A row of a retained-results query: correlation, finish time, result bytes. */
   public static JournalStore.Retained retained(ResultSet r) throws SQLException {
     return new JournalStore.Retained(r.getLong(1), r.getLong(2), r.getLong(3));
+  }
+
+  /** The (state, released) ranges of {@link #FINISHED_BEFORE}, in the order they are read. */
+  public static final QueryStatus.State[] FINISHED_STATES = {
+    QueryStatus.State.SUCCEEDED, QueryStatus.State.FAILED, QueryStatus.State.FAILED};
+  public static final boolean[] FINISHED_RELEASED = {true, false, true};
+
+  /** A row of {@link #FINISHED_BEFORE}: correlation, principal, namespace. */
+  public static JournalStore.Finished finished(ResultSet r) throws SQLException {
+    return new JournalStore.Finished(r.getLong(1), r.getLong(2), r.getLong(3));
   }
 
   /** A row of {@link #RIGHTS_CURRENT}. */

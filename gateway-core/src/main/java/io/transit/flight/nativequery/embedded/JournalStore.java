@@ -251,6 +251,29 @@ public interface JournalStore extends AutoCloseable {
 
   Optional<SavedQuery> query(long correlation) throws SQLException;
 
+  // The history bound (RetentionPolicy#historyAge; docs/limits.md "What the journal keeps").
+
+  /** A finished statement whose history may be forgotten: its query, principal and namespace. */
+  record Finished(long correlation, long principal, long namespace) {}
+
+  /**
+   * At most {@code limit} queries that finished before {@code cutoffMillis} and either succeeded
+   * with their result released or failed: the statements whose history the sweep may forget.
+   * Read in the retention index's order (state, released, finish time, correlation), a range at
+   * a time, so a page costs its own rows however long the backlog (a forgotten query is gone
+   * from the index), and two sweeps on a shared journal lock the rows they share in one order.
+   */
+  List<Finished> finishedBefore(long cutoffMillis, int limit) throws SQLException;
+
+  /**
+   * Deletes the query row of {@code f}, its inline segments, its upload and the upload's parts.
+   * The principal's next sequence stays, so no sequence is ever expected again.
+   */
+  void forget(Finished f) throws SQLException;
+
+  /** Deletes the command recorded at {@code principal}'s {@code sequence}, if any. */
+  void forgetCommand(long principal, long sequence) throws SQLException;
+
   // The deployment's rights (docs/deployment.md "Shared rights"): a versioned document, opaque to
   // the journal, of which one version is current. Epochs start at 1 and only grow; 0 means none
   // was ever recorded.

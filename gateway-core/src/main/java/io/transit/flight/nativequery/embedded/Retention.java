@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.embedded;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.ResultManifest;
 import io.transit.flight.proto.SegmentRef;
 import java.io.IOException;
@@ -26,9 +27,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The retention policy's enforcer: releases the oldest retained results past the maximum age or
- * past the maximum total bytes (in the journal, as {@link EmbeddedEngine#release} does), then
- * removes segment files no unreleased manifest names. The journal commits first and files go
- * after it, so a crash in between leaves only unreferenced files, removed by the next sweep.
+ * past the maximum total bytes (in the journal, as {@link EmbeddedEngine#release} does), forgets
+ * the history of statements past the history age when the policy bounds it ({@link
+ * #forgetHistory}), then removes segment files no unreleased manifest names. The journal commits
+ * first and files go after it, so a crash in between leaves only unreferenced files, removed by
+ * the next sweep.
  *
  * <p>Threads: {@link #sweep} runs on the single {@code native-retention} thread ({@link #start})
  * or, in tests, on the caller, one at a time. Query runners hold {@link #writing()} (the read
@@ -51,10 +54,15 @@ final class Retention implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Retention.class);
 
   /**
-   * What one sweep did: results released, files removed, and whether it read the retained
-   * manifests to look for unreferenced files (see {@link #removeUnreferenced}).
+   * What one sweep did: results released, files removed, whether it read the retained manifests
+   * to look for unreferenced files (see {@link #removeUnreferenced}), and statements whose
+   * history it forgot.
    */
-  record Swept(int released, int removed, boolean manifestsRead) {}
+  record Swept(int released, int removed, boolean manifestsRead, int forgotten) {
+    Swept(int released, int removed, boolean manifestsRead) {
+      this(released, removed, manifestsRead, 0);
+    }
+  }
 
   /** Skipped: the manifests were not read, so nothing was removed. */
   private static final int NOT_READ = -1;
@@ -63,6 +71,13 @@ final class Retention implements AutoCloseable {
   static final int RELEASE_PAGE = 256;
   /** At most this many sweeps in a row skip the manifest read (see removeUnreferenced). */
   static final int FULL_READ_EVERY = 30;
+  /** Finished statements one transaction of {@link #forgetHistory} forgets at most. */
+  static final int FORGET_PAGE = 64;
+  /**
+   * Transactions of {@link #forgetHistory} one sweep runs at most: a backlog (the bound just
+   * turned on over a long history) is worked off over several sweeps, not in one long one.
+   */
+  static final int FORGET_PAGES_PER_SWEEP = 256;
 
   private final JournalStore journal;
   private final SegmentStore segments;
@@ -207,6 +222,10 @@ final class Retention implements AutoCloseable {
     if (released > 0) {
       releases.incrementAndGet();
     }
+    long forgetStarted = System.nanoTime();
+    int forgotten = policy.forgetsHistory() ? forgetHistory(now - policy.historyAge().toMillis())
+        : 0;
+    long forgetNanos = System.nanoTime() - forgetStarted;
     readNanos = 0;
     heldNanos = 0;
     int removed = removeUnreferenced();
@@ -217,7 +236,67 @@ final class Retention implements AutoCloseable {
           + "read aside in {} ms; writers' lock held {} ms)", released, releaseNanos / 1_000_000,
           Math.max(removed, 0), readNanos / 1_000_000, heldNanos / 1_000_000);
     }
-    return new Swept(released, Math.max(removed, 0), removed != NOT_READ);
+    if (forgotten > 0) {
+      log.info("retention forgot the history of {} statements in {} ms", forgotten,
+          forgetNanos / 1_000_000);
+    }
+    return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgotten);
+  }
+
+  /**
+   * Forgets the history of statements that finished before {@code cutoff} and whose result is
+   * released or that failed: their query row, upload and parts, and the command records of
+   * their chain, a page per transaction. The chain's records go only when they are the
+   * contiguous begin, parts, seal and submit the gateway sends (the record at the submit's place
+   * names this query's correlation); a chain another client interleaved keeps its records, which
+   * go on answering their retries. No principal's next sequence changes, so a retry of a
+   * forgotten command finds no record below it and is refused {@code query.history_pruned}
+   * (CommandProcessor), never decided again. Deferred commits: a forgetting a crash loses is
+   * done again by the next sweep. Returns the statements forgotten.
+   */
+  private int forgetHistory(long cutoff) throws SQLException {
+    int total = 0;
+    for (int page = 0; page < FORGET_PAGES_PER_SWEEP; page++) {
+      int n = journal.transaction(JournalStore.Durability.DEFERRED, () -> {
+        List<JournalStore.Finished> finished = journal.finishedBefore(cutoff, FORGET_PAGE);
+        for (JournalStore.Finished f : finished) {
+          forgetChain(f);
+          journal.forget(f);
+        }
+        return finished.size();
+      });
+      total += n;
+      if (n < FORGET_PAGE) {
+        break;
+      }
+    }
+    return total;
+  }
+
+  /** Inside {@link #forgetHistory}'s transaction: the command records of {@code f}'s chain. */
+  private void forgetChain(JournalStore.Finished f) throws SQLException {
+    Optional<JournalStore.Upload> upload = journal.upload(f.principal(), f.namespace());
+    if (upload.isEmpty()) {
+      return;
+    }
+    // begin at the namespace, one command per part, the seal, the submit
+    long submit = f.namespace() + upload.get().partCount() + 2;
+    Optional<JournalStore.Recorded> recorded = journal.command(f.principal(), submit);
+    if (recorded.isEmpty() || !acceptedAs(recorded.get(), f.correlation())) {
+      return;
+    }
+    for (long s = f.namespace(); s != submit + 1; s++) {
+      journal.forgetCommand(f.principal(), s);
+    }
+  }
+
+  private static boolean acceptedAs(JournalStore.Recorded recorded, long correlation) {
+    try {
+      CommandOutcome o = CommandOutcome.parseFrom(recorded.outcome());
+      return o.getKind() == CommandOutcome.Kind.ACCEPTED && o.getCorrelation() == correlation;
+    } catch (InvalidProtocolBufferException e) {
+      return false; // not provably this chain's: kept
+    }
   }
 
   /**

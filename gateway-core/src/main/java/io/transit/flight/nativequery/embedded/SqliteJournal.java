@@ -653,6 +653,35 @@ final class SqliteJournal implements JournalStore {
   }
 
   @Override
+  public List<Finished> finishedBefore(long cutoffMillis, int limit) throws SQLException {
+    List<Finished> out = new ArrayList<>();
+    for (int i = 0; i < JournalRows.FINISHED_STATES.length && out.size() < limit; i++) {
+      PreparedStatement p = bound(JournalRows.FINISHED_BEFORE,
+          JournalRows.FINISHED_STATES[i].name(), JournalRows.FINISHED_RELEASED[i] ? 1 : 0,
+          cutoffMillis, limit - out.size());
+      try (ResultSet r = p.executeQuery()) {
+        while (r.next()) {
+          out.add(JournalRows.finished(r));
+        }
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public void forget(Finished f) throws SQLException {
+    update(JournalRows.DELETE_INLINE, f.correlation());
+    update(JournalRows.DELETE_QUERY, f.correlation());
+    update(JournalRows.DELETE_PARTS, f.principal(), f.namespace());
+    update(JournalRows.DELETE_UPLOAD, f.principal(), f.namespace());
+  }
+
+  @Override
+  public void forgetCommand(long principal, long sequence) throws SQLException {
+    update(JournalRows.DELETE_COMMAND, principal, sequence);
+  }
+
+  @Override
   public void storeInline(long correlation, int index, byte[] data) throws SQLException {
     update(JournalRows.INSERT_INLINE, correlation, index, data);
   }

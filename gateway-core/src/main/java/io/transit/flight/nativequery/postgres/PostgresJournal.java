@@ -553,6 +553,36 @@ public final class PostgresJournal implements JournalStore {
   }
 
   @Override
+  public List<Finished> finishedBefore(long cutoffMillis, int limit) throws SQLException {
+    List<Finished> out = new ArrayList<>();
+    for (int i = 0; i < JournalRows.FINISHED_STATES.length && out.size() < limit; i++) {
+      out.addAll(read(JournalRows.FINISHED_BEFORE, r -> {
+        List<Finished> range = new ArrayList<>();
+        while (r.next()) {
+          range.add(JournalRows.finished(r));
+        }
+        return range;
+      }, JournalRows.FINISHED_STATES[i].name(), JournalRows.FINISHED_RELEASED[i], cutoffMillis,
+          limit - out.size()));
+    }
+    return out;
+  }
+
+  @Override
+  public void forget(Finished f) throws SQLException {
+    write(JournalRows.DELETE_INLINE, f.correlation());
+    write(JournalRows.DELETE_QUERY, f.correlation());
+    write(JournalRows.DELETE_PARTS, f.principal(), f.namespace());
+    write(JournalRows.DELETE_UPLOAD, f.principal(), f.namespace());
+  }
+
+  @Override
+  public void forgetCommand(long principal, long sequence) throws SQLException {
+    // Held with the statement's other deletes: the page's next read or its commit sends them.
+    write(JournalRows.DELETE_COMMAND, principal, sequence);
+  }
+
+  @Override
   public void storeInline(long correlation, int index, byte[] data) throws SQLException {
     write(JournalRows.INSERT_INLINE, correlation, index, data);
   }

@@ -280,6 +280,75 @@ public abstract class JournalStoreContract {
   }
 
   @Test
+  void onlyFinishedReleasedOrFailedStatementsPastTheCutoffAreForgottenAndTheirRowsGoWhole()
+      throws Exception {
+    // Four statements of principal 7 finished at 1,000 (released), 1,500 (failed), 2,000
+    // (released) and 1,200 (succeeded, still retained); one more still running.
+    long principal = 7;
+    long[] at = {1_000, 1_500, 2_000, 1_200};
+    long[] c = new long[at.length + 1];
+    for (int i = 0; i < c.length; i++) {
+      long ns = 100 + 10L * i;
+      c[i] = journal.transaction(() -> {
+        journal.beginUpload(principal, ns, 3, 1, bytes("digest"));
+        journal.addPart(principal, ns, 0, bytes("abc"));
+        journal.recordCommand(principal, ns, bytes("sha-" + ns), bytes("outcome"));
+        journal.setNextSequence(principal, ns + 1);
+        long n = journal.allocateCorrelation();
+        journal.insertAccepted(n, principal, ns, bytes("digest"));
+        return n;
+      });
+    }
+    journal.transaction(() -> {
+      for (int i = 0; i < at.length; i++) {
+        QueryStatus.Builder s = QueryStatus.newBuilder().setCorrelation(c[i]);
+        if (i == 1) {
+          s.setState(QueryStatus.State.FAILED).setCode("query.budget_exhausted");
+          assertTrue(journal.finish(s.build(), null, 0, at[i], 0));
+        } else {
+          s.setState(QueryStatus.State.SUCCEEDED)
+              .setManifestSha256(ByteString.copyFrom(new byte[32]));
+          assertTrue(journal.finish(s.build(), bytes("m"), 10, at[i], 0));
+        }
+      }
+      journal.storeInline(c[0], 0, bytes("segment"));
+      assertTrue(journal.release(c[0]));
+      assertTrue(journal.release(c[2]));
+      return null;
+    });
+    assertEquals(Set.of(new JournalStore.Finished(c[0], principal, 100),
+            new JournalStore.Finished(c[1], principal, 110)),
+        new HashSet<>(journal.transaction(() -> journal.finishedBefore(1_600, 10))),
+        "released or failed, and before the cutoff");
+    assertEquals(1, journal.transaction(() -> journal.finishedBefore(1_600, 1)).size());
+    assertEquals(3, journal.transaction(() -> journal.finishedBefore(Long.MAX_VALUE, 10)).size(),
+        "never a retained result nor a running query");
+
+    long next = journal.transaction(() -> journal.nextSequence(principal, 1));
+    journal.transaction(JournalStore.Durability.DEFERRED, () -> {
+      journal.forget(new JournalStore.Finished(c[0], principal, 100));
+      journal.forgetCommand(principal, 100);
+      journal.forgetCommand(principal, 101); // none there: nothing happens
+      return null;
+    });
+    journal.transaction(() -> {
+      assertTrue(journal.query(c[0]).isEmpty());
+      assertTrue(journal.upload(principal, 100).isEmpty());
+      assertEquals(0, journal.assembled(principal, 100).length);
+      assertTrue(journal.command(principal, 100).isEmpty());
+      assertTrue(journal.inlineSegment(c[0], 0).isEmpty());
+      // The neighbours are untouched, and the next sequence stays where it was.
+      assertTrue(journal.query(c[1]).isPresent());
+      assertArrayEquals(bytes("abc"), journal.assembled(principal, 110));
+      assertTrue(journal.command(principal, 110).isPresent());
+      assertEquals(next, journal.nextSequence(principal, 1));
+      return null;
+    });
+    assertEquals(List.of(new JournalStore.Finished(c[1], principal, 110)),
+        journal.transaction(() -> journal.finishedBefore(1_600, 10)));
+  }
+
+  @Test
   void retainedIsOldestFirst() throws Exception {
     long[] finished = {3_000, 1_000, 2_000};
     List<Long> cs = new ArrayList<>();

@@ -8,12 +8,18 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
+import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.Publication;
+import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.RequestBundle;
 import io.transit.flight.proto.ResultManifest;
 import io.transit.flight.proto.SegmentRef;
+import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.query.LogicalType;
 import io.transit.flight.query.QueryPlan;
 import io.transit.flight.query.QueryPlan.Literal;
@@ -293,6 +299,76 @@ class RetentionTest {
     QueryStatus kept = engine.awaitQuery(access(), left.get(0).getCorrelation(), System.nanoTime());
     assertEquals(results.get(0).getTotalRows(), kept.getTotalRows());
     assertEquals(new Retention.Swept(0, 0, false), engine.sweepRetention());
+  }
+
+  @Test
+  void aStatementPastTheHistoryAgeIsForgottenAndItsRetryIsRefusedNeverRunAgain() throws Exception {
+    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofMillis(200),
+        1L << 40, Duration.ofHours(1), Duration.ofMillis(200))));
+    RequestBundle oldBundle = bundle(demo.get(0).declaration(), INLINE, roomyBudgets());
+    List<SignedCommand> old = chain(engine.nextSequence(PRINCIPAL), oldBundle, 200);
+    QueryStatus first = runChain(old);
+    Thread.sleep(400);
+    List<SignedCommand> young = chain(engine.nextSequence(PRINCIPAL),
+        bundle(demo.get(0).declaration(), SMALL, roomyBudgets()), 200);
+    QueryStatus second = runChain(young);
+    long next = engine.nextSequence(PRINCIPAL);
+    assertEquals(old.size() + young.size(), journalRows("commands"));
+
+    Retention.Swept swept = engine.sweepRetention();
+    assertEquals(1, swept.released(), "the old result first");
+    assertEquals(1, swept.forgotten(), "then its history; the young statement keeps both");
+    assertEquals(young.size(), journalRows("commands"));
+    assertEquals(1, journalRows("queries"));
+    assertEquals(1, journalRows("uploads"));
+    assertEquals(young.size() - 3, journalRows("upload_parts"));
+    assertEquals(0, inlineRows(first.getCorrelation()));
+
+    // Every command of the forgotten chain is refused, none decided again.
+    for (SignedCommand c : old) {
+      GatewayException e = assertThrows(GatewayException.class, () -> engine.send(c));
+      assertEquals(QueryCode.HISTORY_PRUNED, e.queryCode());
+      assertEquals(Cause.PRECONDITION, e.kind());
+      assertEquals(Outcome.UNKNOWN, e.outcome());
+      assertEquals(List.of(Action.USE_NEXT_SEQUENCE), e.actions());
+    }
+    assertEquals(QueryCode.UNKNOWN_RESULT, assertThrows(GatewayException.class,
+        () -> engine.readManifest(access(), first.getCorrelation())).queryCode());
+    assertEquals(next, engine.nextSequence(PRINCIPAL), "the next sequence never moves back");
+    assertEquals(1, journalRows("queries"), "nothing was admitted again");
+    // The young chain still replays, and the next statement runs.
+    CommandOutcome replay = engine.send(young.get(young.size() - 1));
+    assertEquals(second.getCorrelation(), replay.getCorrelation());
+    assertEquals(second.getManifestSha256(),
+        com.google.protobuf.ByteString.copyFrom(Digests.sha256(
+            engine.readManifest(access(), second.getCorrelation()))));
+    assertEquals(SMALL_ROWS, run(SMALL).getTotalRows());
+    Retention.Swept again = engine.sweepRetention();
+    assertEquals(0, again.released());
+    assertEquals(0, again.forgotten(), "nothing more is past either bound");
+  }
+
+  private QueryStatus runChain(List<SignedCommand> chain) throws Exception {
+    CommandOutcome last = null;
+    for (SignedCommand c : chain) {
+      last = engine.send(c);
+      assertEquals(CommandOutcome.Kind.ACCEPTED, last.getKind(), last.getMessage());
+    }
+    QueryStatus s = engine.awaitQuery(access(), last.getCorrelation(),
+        System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
+    assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
+    return s;
+  }
+
+  /** Rows of one journal table, read through a second connection. */
+  private long journalRows(String table) throws Exception {
+    try (Connection c = DriverManager.getConnection(
+            "jdbc:sqlite:" + state.resolve("journal.sqlite").toAbsolutePath());
+        Statement st = c.createStatement();
+        java.sql.ResultSet r = st.executeQuery("SELECT COUNT(*) FROM " + table)) {
+      r.next();
+      return r.getLong(1);
+    }
   }
 
   /** Rows of the journal's inline table for one result, read through a second connection. */

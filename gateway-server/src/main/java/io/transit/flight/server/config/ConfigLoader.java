@@ -76,7 +76,7 @@ public final class ConfigLoader {
 
     Limits limits = (raw.limits() != null ? raw.limits() : Limits.defaults()).withDefaults();
     validateLimits(limits);
-    ResolvedConfig.Engine engine = engine(raw.engine(), raw.jvm(), stateDir);
+    ResolvedConfig.Engine engine = engine(raw.engine(), raw.jvm(), stateDir, ttl);
     ResolvedConfig.Journal journal = journal(raw.journal(), stateDir);
 
     Map<String, ResolvedConfig.Publication> pubs = new LinkedHashMap<>();
@@ -123,8 +123,9 @@ public final class ConfigLoader {
 
   /** Engine and JVM sizing with the machine-sized defaults of {@link DuckSettings}. */
   private static ResolvedConfig.Engine engine(GatewayConfig.Engine e, GatewayConfig.Jvm jvm,
-      Path stateDir) throws ConfigException {
-    GatewayConfig.Engine raw = e != null ? e : new GatewayConfig.Engine(null, null, null, null, null, null, null, null, null);
+      Path stateDir, long ticketTtl) throws ConfigException {
+    GatewayConfig.Engine raw = e != null ? e : new GatewayConfig.Engine(null, null, null, null,
+        null, null, null, null, null, null);
     long memory = raw.memoryLimitBytes() != null ? raw.memoryLimitBytes()
         : DuckSettings.defaultMemoryLimitBytes();
     check(memory >= DuckSettings.MIN_MEMORY_LIMIT_BYTES, "engine.memory_limit_bytes", memory,
@@ -156,8 +157,16 @@ public final class ConfigLoader {
         : l.scan().toMillis();
     check(scan >= LeasePolicy.MIN_SCAN.toMillis() && scan <= lease, "engine.lease_scan_ms", scan,
         LeasePolicy.MIN_SCAN.toMillis() + "..lease_ms");
+    // Absent or 0: every statement's history is kept. Otherwise it outlives the result's age and
+    // the longest-lived ticket after it (a replayed GetFlightInfo signs one until the result is
+    // released), so a ticket that still verifies names a query the journal still knows.
+    long history = raw.historyMaxAgeMs() != null ? raw.historyMaxAgeMs() : 0;
+    long least = age > Long.MAX_VALUE - ticketTtl ? Long.MAX_VALUE : age + ticketTtl;
+    check(history == 0 || history >= least, "engine.history_max_age_ms", history,
+        "0 or >= retention_max_age_ms + deployment.ticket_ttl_ms (" + least + ")");
     return new ResolvedConfig.Engine(memory, threads, temp, allocator, heap, new RetentionPolicy(
-        java.time.Duration.ofMillis(age), bytes, java.time.Duration.ofMillis(every)),
+        java.time.Duration.ofMillis(age), bytes, java.time.Duration.ofMillis(every),
+        java.time.Duration.ofMillis(history)),
         new LeasePolicy(java.time.Duration.ofMillis(lease), java.time.Duration.ofMillis(scan)));
   }
 

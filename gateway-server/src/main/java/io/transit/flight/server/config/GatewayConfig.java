@@ -53,8 +53,9 @@ public record GatewayConfig(
   /**
    * The embedded engine's own resources: DuckDB's memory limit, threads and spill directory, and
    * the Arrow allocator its queries write results through, and the retained results' maximum age
-   * and total bytes (with the sweep interval), and the execution lease with its takeover scan
-   * interval. Absent fields take defaults sized for the machine (docs/limits.md).
+   * and total bytes (with the sweep interval), the execution lease with its takeover scan
+   * interval, and how long finished statements' history is kept (absent: for good). Absent fields
+   * take defaults sized for the machine (docs/limits.md).
    */
   public record Engine(
       @JsonProperty("memory_limit_bytes") Long memoryLimitBytes,
@@ -65,7 +66,8 @@ public record GatewayConfig(
       @JsonProperty("retention_max_bytes") Long retentionMaxBytes,
       @JsonProperty("retention_check_ms") Long retentionCheckMs,
       @JsonProperty("lease_ms") Long leaseMs,
-      @JsonProperty("lease_scan_ms") Long leaseScanMs) {}
+      @JsonProperty("lease_scan_ms") Long leaseScanMs,
+      @JsonProperty("history_max_age_ms") Long historyMaxAgeMs) {}
 
   /**
    * Where the engine's journal lives: {@code sqlite} (the default: a file in the state directory)

@@ -54,7 +54,8 @@ public final class GatewayMetrics implements AutoCloseable {
 
   public GatewayMetrics() {
     // Every outcome is present from the start, at zero, so a rate() alert sees the series.
-    for (String outcome : new String[] {"accepted", "replayed", "conflict", "gap", "busy", "failed"}) {
+    for (String outcome : new String[] {
+        "accepted", "replayed", "conflict", "gap", "pruned", "busy", "failed"}) {
       admissionCounter(outcome);
     }
     counter("transit.log.lines.dropped",

@@ -29,7 +29,7 @@ public final class RequestRecord {
   volatile String peer;
   volatile String caller;
   volatile String diagnostic; // the code of a refusal, e.g. query.sequence_gap
-  volatile String admission; // accepted | replayed | conflict | gap | busy | failed
+  volatile String admission; // accepted | replayed | conflict | gap | pruned | busy | failed
   volatile String correlation; // unsigned decimal
 
   RequestRecord(String method, long startNanos) {
@@ -59,11 +59,13 @@ public final class RequestRecord {
   public static void refused(GatewayException e) {
     RequestRecord r = current();
     if (r != null) {
-      // By type: the engine's conflict and gap; ADMISSION_BUSY is, from admission, the limiter's.
+      // By type: the engine's conflict, gap and forgotten history; ADMISSION_BUSY is, from admission, the limiter's.
       if (e.queryCode() == QueryCode.NAMESPACE_CONFLICT) {
         r.admission = "conflict";
       } else if (e.queryCode() == QueryCode.SEQUENCE_GAP) {
         r.admission = "gap";
+      } else if (e.queryCode() == QueryCode.HISTORY_PRUNED) {
+        r.admission = "pruned";
       } else if (e.kind() == Cause.ADMISSION_BUSY) {
         r.admission = "busy";
       } else {

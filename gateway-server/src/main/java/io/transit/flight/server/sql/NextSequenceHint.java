@@ -8,7 +8,8 @@ import java.util.function.LongSupplier;
 
 /**
  * Tells the authenticated caller its next native sequence when a statement fails for want of a
- * usable one: {@code sequence.missing} and {@code query.namespace_conflict} get the number fact
+ * usable one: {@code sequence.missing}, {@code query.namespace_conflict} and {@code
+ * query.history_pruned} get the number fact
  * {@code next_sequence} and a message ending {@code "; next sequence N"}. ({@code
  * query.sequence_gap} already names it as {@code expected_sequence}.) Only the caller whose
  * credential authenticated the call is told, and only its own sequence; the gateway still never
@@ -26,6 +27,7 @@ final class NextSequenceHint {
 
   static boolean applies(GatewayException failure) {
     return failure.queryCode() == QueryCode.NAMESPACE_CONFLICT
+        || failure.queryCode() == QueryCode.HISTORY_PRUNED
         || SequenceHeader.MISSING.equals(failure.code());
   }
 

@@ -61,7 +61,8 @@ class ConfigLoaderTest {
     assertTrue(c.callers().get(0).hasRole());
     assertEquals(new ResolvedConfig.Engine(2L << 30, 4,
         c.stateDir().resolve("engine/duckdb-tmp"), 1L << 30, 1L << 30,
-        new RetentionPolicy(Duration.ofDays(7), 10L << 30, Duration.ofSeconds(10)),
+        new RetentionPolicy(Duration.ofDays(7), 10L << 30, Duration.ofSeconds(10),
+            Duration.ofDays(30)),
         LeasePolicy.defaults()), c.engine());
   }
 
@@ -103,6 +104,15 @@ class ConfigLoaderTest {
     assertMessage("engine.threads", engine.replace("\"threads\": 1", "\"threads\": 0"));
     assertMessage("jvm.heap_bytes", engine.replace("268435456", "1024"));
     assertMessage("unknown field", engine.replace("\"threads\"", "\"thread\""));
+    // The history bound: absent or 0 keeps every statement's history; otherwise at least the
+    // result's age plus the ticket lifetime (60 s + the default hour here).
+    String history = engine.replace("\"lease_ms\"", "\"history_max_age_ms\": %d, \"lease_ms\"");
+    assertEquals(new RetentionPolicy(Duration.ofMinutes(1), 1L << 20, Duration.ofMillis(500),
+        Duration.ofMillis(3_660_000)), load(history.formatted(3_660_000)).engine().retention());
+    assertEquals(Duration.ZERO, load(history.formatted(0)).engine().retention().historyAge());
+    assertEquals(Duration.ZERO, load(engine).engine().retention().historyAge());
+    assertMessage("engine.history_max_age_ms", history.formatted(3_659_999));
+    assertMessage("engine.history_max_age_ms", history.formatted(-1));
   }
 
   @Test

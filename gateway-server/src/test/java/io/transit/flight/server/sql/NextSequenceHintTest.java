@@ -54,7 +54,8 @@ class NextSequenceHintTest {
         QueryCode.NAMESPACE_CONFLICT.failure(
             "the sequence is below the principal's first native sequence"),
         QueryCode.NAMESPACE_CONFLICT.failure("different command bytes at a used native sequence"),
-        QueryCode.NAMESPACE_CONFLICT.failure("the namespace is already used"));
+        QueryCode.NAMESPACE_CONFLICT.failure("the namespace is already used"),
+        QueryCode.HISTORY_PRUNED.failure("the record of this used sequence was pruned"));
     for (GatewayException failure : longest) {
       GatewayException told = NextSequenceHint.tell(failure, () -> LAST);
       String wire = GrpcMessage.of(told.code(), told.getMessage());

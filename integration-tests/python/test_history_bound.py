@@ -1,0 +1,118 @@
+"""The journal's history bound against the real daemon (docs/limits.md, "What the journal
+keeps"), on the SQLite and the PostgreSQL journal: with `engine.history_max_age_ms` set,
+statements whose results were released and whose history passed the bound are forgotten, so the
+journal's rows stop growing with the statements answered; a retry at a forgotten sequence is
+refused FAILED_PRECONDITION `query.history_pruned` with the Diagnostic v1 trailer and the
+caller's next sequence, and is never run again; the next sequence still works."""
+
+import time
+
+import grpc
+import pytest
+import transit_flight as tf
+
+import calls as C
+from diagnostic_clients import facts
+from tcp_proxy import TcpProxy
+
+RESULT_AGE_MS = 1_000
+TICKET_TTL_MS = 1_000
+# The least the configuration takes: the result's age plus the longest-lived ticket.
+HISTORY_MS = RESULT_AGE_MS + TICKET_TTL_MS
+SQL = "SELECT COUNT(*) FROM primitive WHERE a < 1000"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def bounded(request, configured, tmp_path):
+    """A daemon with the history bound, on the embedded journal and on a PostgreSQL one."""
+    overrides = {"deployment": {"ticket_ttl_ms": TICKET_TTL_MS},
+                 "engine": {"retention_max_age_ms": RESULT_AGE_MS, "retention_check_ms": 100,
+                            "history_max_age_ms": HISTORY_MS}}
+    if request.param == "postgresql":
+        postgres = request.getfixturevalue("postgres")
+        overrides["journal"] = postgres.journal_config(postgres.create_database())
+    d = configured(tmp_path, overrides).start()
+    try:
+        yield d
+    finally:
+        if d.alive():
+            d.stop()
+
+
+def forgotten(journal, principal, sequence):
+    """Waits until the journal holds no query of ``principal`` at ``sequence`` nor its record."""
+    deadline = time.monotonic() + 30
+    while sequence in journal.queries(principal) or journal.commands(principal):
+        assert time.monotonic() < deadline, "the history outlived engine.history_max_age_ms"
+        time.sleep(0.2)
+
+
+def test_a_forgotten_statement_is_refused_on_retry_and_its_rows_are_gone(bounded):
+    d = bounded
+    ch = C.channel(d)
+    principal = d.principal("primitive")
+    journal = d.journal()
+    first = C.next_sequence(ch, d)
+    tickets = [C.flight_info(ch, d, SQL, sequence=first)]
+    for _ in range(4):
+        tickets.append(C.flight_info(ch, d, SQL))
+    assert C.drain(ch, d, "primitive", tickets[0]) >= 1
+    following = C.next_sequence(ch, d)
+    assert journal.commands(principal) == following - first
+
+    # Released after RESULT_AGE_MS, forgotten after HISTORY_MS: every row of the five goes.
+    forgotten(journal, principal, first)
+    assert journal.query_rows() == 0
+    assert journal.next_sequence(principal) == following
+
+    refused = C.failure(C.flight_info, ch, d, SQL, sequence=first)
+    assert refused.code == grpc.StatusCode.FAILED_PRECONDITION, refused
+    diag = refused.diagnostic
+    assert diag["code"] == "query.history_pruned", diag
+    assert diag["outcome"] == "unknown", diag
+    assert diag["actions"] == ["use_next_sequence"], diag
+    f = facts(diag)
+    assert int(f["next_sequence"]["value"]) == following, f
+    assert int(f["sequence"]["value"]) == first, f
+    assert refused.message.endswith(f"; next sequence {following}"), refused.message
+    assert len(refused.message.encode()) <= 128
+
+    # Refused, not decided again: nothing was recorded, the next sequence did not move.
+    assert journal.query_rows() == 0 and journal.commands(principal) == 0
+    assert C.next_sequence(ch, d) == following
+    again = C.flight_info(ch, d, SQL, sequence=following)
+    assert C.drain(ch, d, "primitive", again) >= 1
+    assert journal.queries(principal).keys() == {following}
+    ch.close()
+    d.assert_clean_stop()
+
+
+def test_the_python_package_releases_a_credential_whose_pending_statement_was_forgotten(bounded):
+    """A statement whose answers were all lost leaves the credential blocked (unknown outcome);
+    once the gateway has forgotten it, resume() says so and the credential goes on."""
+    d = bounded
+    principal = d.principal("primitive")
+    proxy = TcpProxy(d.port)
+    try:
+        conn = tf.connect(proxy.uri, token_file=d.state_dir / "credentials" / "primitive.token",
+                          timeout=2, retry=tf.RetryPolicy(total=2, initial_backoff=0.2,
+                                                          max_backoff=0.5))
+        conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 1")
+        sequence = conn.next_sequence()
+        proxy.hold()  # the statement runs; every answer is lost
+        with pytest.raises(tf.OutcomeUnknownError) as raised:
+            conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 11")
+        assert raised.value.sequence == sequence
+        proxy.cut()
+        forgotten(d.journal(), principal, sequence)
+        with pytest.raises(tf.FailedPreconditionError) as pruned:
+            conn.resume()
+        assert pruned.value.code == "query.history_pruned", pruned.value
+        assert pruned.value.outcome == "unknown"
+        with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM primitive WHERE id < 12")
+            assert cur.fetchone() == (12,) and cur.sequence > sequence
+        conn.close()
+    finally:
+        proxy.close()
+    d.assert_clean_stop()
