@@ -40,7 +40,8 @@ def bounded(request, configured, tmp_path):
 
 
 def forgotten(journal, principal, sequence):
-    """Waits until the journal holds no query of ``principal`` at ``sequence`` nor its record."""
+    """Waits until the journal holds no query of ``principal`` at ``sequence`` and no command
+    record of ``principal`` at all: every statement it sent so far is forgotten."""
     deadline = time.monotonic() + 30
     while sequence in journal.queries(principal) or journal.commands(principal):
         assert time.monotonic() < deadline, "the history outlived engine.history_max_age_ms"

@@ -5,8 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.CommandOutcome;
+import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.query.LogicalType;
@@ -18,6 +21,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -25,7 +31,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Kills a process that is admitting and executing queries with SIGKILL at an arbitrary moment,
  * then reopens its state: every outcome the child reported replays byte for byte, the journal
- * continues at a consistent sequence and accepted queries finish.
+ * continues at a consistent sequence and accepted queries finish. With the history bound on, the
+ * child's sweep forgets statements all along, and every statement is found whole or forgotten
+ * whole.
  */
 class JournalCrashTest {
   @TempDir Path data;
@@ -35,12 +43,22 @@ class JournalCrashTest {
   static final QueryPlan PLAN =
       new QueryPlan(List.of(column("big", LogicalType.UINT64, false)), null, null, false);
 
-  /** The child: admits queries forever, printing each recorded outcome. */
+  /** Results released after this, and statements forgotten after as long again. */
+  static final Duration FORGET_AFTER = Duration.ofMillis(200);
+
+  /**
+   * The child: admits queries forever, printing each recorded outcome; with a third argument
+   * {@code forget}, under a history bound its sweep (every 50 ms) keeps reaching.
+   */
   public static void main(String[] args) throws Exception {
     Path stateDir = Path.of(args[0]);
     Publication cells = new Publication(DemoData.declaration(DemoData.CELLS, 3),
         List.of(Path.of(args[1])), "parquet");
-    EmbeddedEngine engine = EmbeddedEngine.open(stateDir, EngineOptions.defaults(),
+    EngineOptions options = args.length > 2 && args[2].equals("forget")
+        ? EngineOptions.defaults().withRetention(new RetentionPolicy(FORGET_AFTER, 1L << 40,
+            Duration.ofMillis(50), FORGET_AFTER))
+        : EngineOptions.defaults();
+    EmbeddedEngine engine = EmbeddedEngine.open(stateDir, options,
         List.of(cells), List.of(fullRights()), new TablePlanner().put(SQL, PLAN));
     long first = engine.nextSequence(PRINCIPAL);
     while (true) {
@@ -53,27 +71,44 @@ class JournalCrashTest {
     }
   }
 
-  @Test
-  void killMinusNineLeavesAConsistentJournal() throws Exception {
-    Publication cells = DemoData.generate(data).get(2);
-    ProcessBuilder pb = new ProcessBuilder(
+  /**
+   * Starts the child, reads its acknowledgements until it has given {@code count} and {@code
+   * running} has passed since the first, then kills it with SIGKILL.
+   */
+  private List<String[]> acknowledgedThenKilled(Publication cells, int count, Duration running,
+      String... mode) throws Exception {
+    List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "--add-opens=java.base/java.nio=ALL-UNNAMED",
         "-cp", System.getProperty("java.class.path"),
-        JournalCrashTest.class.getName(), state.toString(), cells.files().get(0).toString());
+        JournalCrashTest.class.getName(), state.toString(), cells.files().get(0).toString()));
+    command.addAll(List.of(mode));
+    ProcessBuilder pb = new ProcessBuilder(command);
     pb.redirectError(ProcessBuilder.Redirect.DISCARD);
     Process child = pb.start();
     List<String[]> acknowledged = new ArrayList<>();
     try (BufferedReader out = new BufferedReader(
         new InputStreamReader(child.getInputStream(), StandardCharsets.US_ASCII))) {
       String line;
-      while (acknowledged.size() < 40 && (line = out.readLine()) != null) {
+      long until = 0;
+      while ((acknowledged.size() < count || System.nanoTime() < until)
+          && (line = out.readLine()) != null) {
+        if (acknowledged.isEmpty()) {
+          until = System.nanoTime() + running.toNanos();
+        }
         acknowledged.add(line.split(" "));
       }
       child.destroyForcibly(); // SIGKILL: no shutdown hooks, no close
       assertTrue(child.waitFor(30, TimeUnit.SECONDS));
     }
-    assertEquals(40, acknowledged.size(), "the child acknowledged 40 commands");
+    assertTrue(acknowledged.size() >= count, "the child acknowledged " + acknowledged.size());
+    return acknowledged;
+  }
+
+  @Test
+  void killMinusNineLeavesAConsistentJournal() throws Exception {
+    Publication cells = DemoData.generate(data).get(2);
+    List<String[]> acknowledged = acknowledgedThenKilled(cells, 40, Duration.ZERO);
 
     try (EmbeddedEngine engine = EmbeddedEngine.open(state, EngineOptions.defaults(),
         List.of(cells), List.of(fullRights()), new TablePlanner().put(SQL, PLAN))) {
@@ -98,6 +133,58 @@ class JournalCrashTest {
       // The journal continues: a fresh upload at the next sequence is accepted.
       long corr = admit(engine, next,
           bundle(cells.declaration(), SQL, roomyBudgets()));
+      assertEquals(QueryStatus.State.SUCCEEDED,
+          engine.awaitQuery(access(), corr, deadline).getState());
+    }
+  }
+
+  @Test
+  void killMinusNineWhileTheSweepForgetsLeavesEveryStatementWholeOrForgottenWhole()
+      throws Exception {
+    Publication cells = DemoData.generate(data).get(2);
+    // Two seconds of statements, each forgotten 0.4 s after it finished: the kill lands among
+    // the sweep's forgetting transactions.
+    List<String[]> acknowledged =
+        acknowledgedThenKilled(cells, 40, Duration.ofSeconds(2), "forget");
+
+    // Reopened with the history kept: nothing more is forgotten while the test reads.
+    try (EmbeddedEngine engine = EmbeddedEngine.open(state, EngineOptions.defaults(),
+        List.of(cells), List.of(fullRights()), new TablePlanner().put(SQL, PLAN))) {
+      long next = engine.nextSequence(PRINCIPAL);
+      // Per namespace: how its acknowledged commands answer now, replayed or pruned.
+      Map<Long, Boolean> pruned = new HashMap<>();
+      List<Long> correlations = new ArrayList<>();
+      long last = 0;
+      for (String[] ack : acknowledged) {
+        SignedCommand c = SignedCommand.parseFrom(Base64.getDecoder().decode(ack[0]));
+        NativeCommand command = NativeCommand.parseFrom(c.getCommand());
+        long namespace = command.getNamespace();
+        last = Math.max(last, command.getSequence());
+        boolean gone;
+        try {
+          CommandOutcome replayed = engine.send(c);
+          assertArrayEquals(Base64.getDecoder().decode(ack[1]), replayed.toByteArray());
+          gone = false;
+          if (replayed.getCorrelation() != 0) {
+            correlations.add(replayed.getCorrelation());
+          }
+        } catch (GatewayException e) {
+          assertEquals(QueryCode.HISTORY_PRUNED, e.queryCode(), e.getMessage());
+          gone = true;
+        }
+        Boolean before = pruned.putIfAbsent(namespace, gone);
+        assertTrue(before == null || before == gone,
+            "namespace " + namespace + " is partly forgotten");
+      }
+      assertTrue(pruned.containsValue(true), "the child's sweep forgot nothing: " + pruned);
+      assertTrue(next > last, "next " + next + " after " + last);
+      assertEquals(next, engine.nextSequence(PRINCIPAL), "no refusal moved the next sequence");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      for (long correlation : correlations) {
+        QueryStatus.State state = engine.awaitQuery(access(), correlation, deadline).getState();
+        assertEquals(QueryStatus.State.SUCCEEDED, state);
+      }
+      long corr = admit(engine, next, bundle(cells.declaration(), SQL, roomyBudgets()));
       assertEquals(QueryStatus.State.SUCCEEDED,
           engine.awaitQuery(access(), corr, deadline).getState());
     }
