@@ -96,3 +96,28 @@ class TcpProxy:
     def close(self):
         self._listener.close()
         self.cut()
+
+
+def pending_statement(upstream_port: int, token_file, sql: str):
+    """A ``transit_flight`` connection through a new TcpProxy whose statement ``sql`` ran but
+    whose every answer was lost: returns (proxy, connection, the OutcomeUnknownError). The
+    connection's timeouts and retries are short, so this takes seconds; the proxy is cut (new
+    connections work) and the caller closes both."""
+    import pytest
+    import transit_flight as tf
+
+    proxy = TcpProxy(upstream_port)
+    try:
+        conn = tf.connect(proxy.uri, token_file=token_file, timeout=2,
+                          retry=tf.RetryPolicy(total=2, initial_backoff=0.2, max_backoff=0.5))
+        conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 1")
+        sequence = conn.next_sequence()
+        proxy.hold()  # the statement runs; each attempt ends at its 2 s deadline
+        with pytest.raises(tf.OutcomeUnknownError) as raised:
+            conn.execute(sql)
+        assert raised.value.sequence == sequence
+        proxy.cut()
+        return proxy, conn, raised.value
+    except BaseException:
+        proxy.close()
+        raise

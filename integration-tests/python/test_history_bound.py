@@ -13,7 +13,7 @@ import transit_flight as tf
 
 import calls as C
 from diagnostic_clients import facts
-from tcp_proxy import TcpProxy
+from tcp_proxy import pending_statement
 
 RESULT_AGE_MS = 1_000
 TICKET_TTL_MS = 1_000
@@ -92,27 +92,18 @@ def test_the_python_package_releases_a_credential_whose_pending_statement_was_fo
     """A statement whose answers were all lost leaves the credential blocked (unknown outcome);
     once the gateway has forgotten it, resume() says so and the credential goes on."""
     d = bounded
-    principal = d.principal("primitive")
-    proxy = TcpProxy(d.port)
+    proxy, conn, lost = pending_statement(d.port, d.state_dir / "credentials" / "primitive.token",
+                                          "SELECT COUNT(*) FROM primitive WHERE id < 11")
     try:
-        conn = tf.connect(proxy.uri, token_file=d.state_dir / "credentials" / "primitive.token",
-                          timeout=2, retry=tf.RetryPolicy(total=2, initial_backoff=0.2,
-                                                          max_backoff=0.5))
-        conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 1")
-        sequence = conn.next_sequence()
-        proxy.hold()  # the statement runs; every answer is lost
-        with pytest.raises(tf.OutcomeUnknownError) as raised:
-            conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 11")
-        assert raised.value.sequence == sequence
-        proxy.cut()
-        forgotten(d.journal(), principal, sequence)
+        forgotten(d.journal(), d.principal("primitive"), lost.sequence)
         with pytest.raises(tf.FailedPreconditionError) as pruned:
             conn.resume()
         assert pruned.value.code == "query.history_pruned", pruned.value
         assert pruned.value.outcome == "unknown"
-        with conn.cursor() as cur:
-            cur.execute("SELECT COUNT(*) FROM primitive WHERE id < 12")
-            assert cur.fetchone() == (12,) and cur.sequence > sequence
+        # The credential goes on, at a sequence after the forgotten statement's.
+        assert conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 12").to_pylist() == [
+            {"COUNT(*)": 12}]
+        assert conn.next_sequence() > lost.sequence
         conn.close()
     finally:
         proxy.close()

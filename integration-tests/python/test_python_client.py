@@ -14,7 +14,7 @@ import flightsql
 import transit_flight as tf
 from calls import channel, info_fields, sql_info
 from daemon import Daemon, wait_until
-from tcp_proxy import TcpProxy
+from tcp_proxy import TcpProxy, pending_statement
 
 THREADS, STATEMENTS = 8, 200
 
@@ -231,23 +231,16 @@ def app_next(caller, sql, sequence):
 
 
 def test_unknown_outcome_blocks_the_credential_until_resumed(gateway, primitive):
-    proxy = TcpProxy(gateway.port)
+    proxy, conn, lost = pending_statement(gateway.port, token_file(gateway),
+                                          "SELECT COUNT(*) FROM primitive WHERE id < 11")
     try:
-        conn = tf.connect(proxy.uri, token_file=token_file(gateway), timeout=5,
-                          retry=tf.RetryPolicy(total=2, initial_backoff=0.2, max_backoff=0.5))
-        conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 1")
-        sequence = conn.next_sequence()
-        proxy.hold()  # every answer is lost, each attempt ends at its 5 s deadline
-        with pytest.raises(tf.OutcomeUnknownError) as raised:
-            conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 11")
-        assert (raised.value.sequence, raised.value.status) == (sequence, "DEADLINE_EXCEEDED")
-        proxy.cut()
+        assert lost.status == "DEADLINE_EXCEEDED"
         with pytest.raises(tf.OutcomeUnknownError):
             conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 12")
         assert conn.resume().to_pylist() == [{"COUNT(*)": 11}]
         with conn.cursor() as cur:
             cur.execute("SELECT COUNT(*) FROM primitive WHERE id < 12")
-            assert cur.fetchone() == (12,) and cur.sequence > sequence
+            assert cur.fetchone() == (12,) and cur.sequence > lost.sequence
         conn.close()
     finally:
         proxy.close()

@@ -4,6 +4,8 @@ import com.google.protobuf.ByteString;
 import io.transit.flight.proto.QueryStatus;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The row SQL and result-set mappings the two journals share ({@link SqliteJournal} and {@code
@@ -74,11 +76,27 @@ public final class JournalRows {
       + " ORDER BY finished_ms, correlation LIMIT ?";
   public static final String DELETE_COMMAND =
       "DELETE FROM commands WHERE principal = ? AND sequence = ?";
-  public static final String DELETE_QUERY = "DELETE FROM queries WHERE correlation = ?";
-  public static final String DELETE_UPLOAD =
+  private static final String DELETE_QUERY = "DELETE FROM queries WHERE correlation = ?";
+  private static final String DELETE_UPLOAD =
       "DELETE FROM uploads WHERE principal = ? AND namespace = ?";
-  public static final String DELETE_PARTS =
+  private static final String DELETE_PARTS =
       "DELETE FROM upload_parts WHERE principal = ? AND namespace = ?";
+
+  /** Runs one write of the caller's journal in its current transaction. */
+  public interface Write {
+    void run(String sql, Object... args) throws SQLException;
+  }
+
+  /**
+   * {@link JournalStore#forget}: the query row and its inline segments, the upload and its
+   * parts, through {@code write}.
+   */
+  public static void forget(JournalStore.Finished f, Write write) throws SQLException {
+    write.run(DELETE_INLINE, f.correlation());
+    write.run(DELETE_QUERY, f.correlation());
+    write.run(DELETE_PARTS, f.principal(), f.namespace());
+    write.run(DELETE_UPLOAD, f.principal(), f.namespace());
+  }
   public static final String RIGHTS_EPOCH = "SELECT epoch FROM rights_head WHERE id = 1";
   public static final String RIGHTS_CURRENT = "SELECT v.epoch, v.content_sha256, v.document"
       + " FROM rights_head h JOIN rights_versions v ON v.epoch = h.epoch WHERE h.id = 1";
@@ -140,13 +158,36 @@ public final class JournalRows {
   }
 
   /** The (state, released) ranges of {@link #FINISHED_BEFORE}, in the order they are read. */
-  public static final QueryStatus.State[] FINISHED_STATES = {
+  private static final QueryStatus.State[] FINISHED_STATES = {
     QueryStatus.State.SUCCEEDED, QueryStatus.State.FAILED, QueryStatus.State.FAILED};
-  public static final boolean[] FINISHED_RELEASED = {true, false, true};
+  private static final boolean[] FINISHED_RELEASED = {true, false, true};
 
-  /** A row of {@link #FINISHED_BEFORE}: correlation, principal, namespace. */
-  public static JournalStore.Finished finished(ResultSet r) throws SQLException {
-    return new JournalStore.Finished(r.getLong(1), r.getLong(2), r.getLong(3));
+  /** Runs {@link #FINISHED_BEFORE} for one range and returns its result set's rows. */
+  public interface FinishedRange {
+    List<JournalStore.Finished> read(String state, boolean released, int limit)
+        throws SQLException;
+  }
+
+  /**
+   * {@link JournalStore#finishedBefore}: the ranges in order, through {@code range}, until
+   * {@code limit} rows.
+   */
+  public static List<JournalStore.Finished> finishedBefore(int limit, FinishedRange range)
+      throws SQLException {
+    List<JournalStore.Finished> out = new ArrayList<>();
+    for (int i = 0; i < FINISHED_STATES.length && out.size() < limit; i++) {
+      out.addAll(range.read(FINISHED_STATES[i].name(), FINISHED_RELEASED[i], limit - out.size()));
+    }
+    return out;
+  }
+
+  /** The rows of a {@link #FINISHED_BEFORE} result set: correlation, principal, namespace. */
+  public static List<JournalStore.Finished> finished(ResultSet r) throws SQLException {
+    List<JournalStore.Finished> out = new ArrayList<>();
+    while (r.next()) {
+      out.add(new JournalStore.Finished(r.getLong(1), r.getLong(2), r.getLong(3)));
+    }
+    return out;
   }
 
   /** A row of {@link #RIGHTS_CURRENT}. */

@@ -654,26 +654,17 @@ final class SqliteJournal implements JournalStore {
 
   @Override
   public List<Finished> finishedBefore(long cutoffMillis, int limit) throws SQLException {
-    List<Finished> out = new ArrayList<>();
-    for (int i = 0; i < JournalRows.FINISHED_STATES.length && out.size() < limit; i++) {
-      PreparedStatement p = bound(JournalRows.FINISHED_BEFORE,
-          JournalRows.FINISHED_STATES[i].name(), JournalRows.FINISHED_RELEASED[i] ? 1 : 0,
-          cutoffMillis, limit - out.size());
-      try (ResultSet r = p.executeQuery()) {
-        while (r.next()) {
-          out.add(JournalRows.finished(r));
-        }
+    return JournalRows.finishedBefore(limit, (state, released, rows) -> {
+      try (ResultSet r = bound(JournalRows.FINISHED_BEFORE, state, released ? 1 : 0,
+          cutoffMillis, rows).executeQuery()) {
+        return JournalRows.finished(r);
       }
-    }
-    return out;
+    });
   }
 
   @Override
   public void forget(Finished f) throws SQLException {
-    update(JournalRows.DELETE_INLINE, f.correlation());
-    update(JournalRows.DELETE_QUERY, f.correlation());
-    update(JournalRows.DELETE_PARTS, f.principal(), f.namespace());
-    update(JournalRows.DELETE_UPLOAD, f.principal(), f.namespace());
+    JournalRows.forget(f, this::update);
   }
 
   @Override

@@ -554,26 +554,13 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public List<Finished> finishedBefore(long cutoffMillis, int limit) throws SQLException {
-    List<Finished> out = new ArrayList<>();
-    for (int i = 0; i < JournalRows.FINISHED_STATES.length && out.size() < limit; i++) {
-      out.addAll(read(JournalRows.FINISHED_BEFORE, r -> {
-        List<Finished> range = new ArrayList<>();
-        while (r.next()) {
-          range.add(JournalRows.finished(r));
-        }
-        return range;
-      }, JournalRows.FINISHED_STATES[i].name(), JournalRows.FINISHED_RELEASED[i], cutoffMillis,
-          limit - out.size()));
-    }
-    return out;
+    return JournalRows.finishedBefore(limit, (state, released, rows) -> read(
+        JournalRows.FINISHED_BEFORE, JournalRows::finished, state, released, cutoffMillis, rows));
   }
 
   @Override
   public void forget(Finished f) throws SQLException {
-    write(JournalRows.DELETE_INLINE, f.correlation());
-    write(JournalRows.DELETE_QUERY, f.correlation());
-    write(JournalRows.DELETE_PARTS, f.principal(), f.namespace());
-    write(JournalRows.DELETE_UPLOAD, f.principal(), f.namespace());
+    JournalRows.forget(f, this::write); // held: the page's next read or its commit sends them
   }
 
   @Override

@@ -49,7 +49,7 @@ public abstract class JournalStoreContract {
     }
   }
 
-  private static byte[] bytes(String s) {
+  protected static byte[] bytes(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
