@@ -81,22 +81,6 @@ public final class JournalRows {
       "DELETE FROM uploads WHERE principal = ? AND namespace = ?";
   private static final String DELETE_PARTS =
       "DELETE FROM upload_parts WHERE principal = ? AND namespace = ?";
-
-  /** Runs one write of the caller's journal in its current transaction. */
-  public interface Write {
-    void run(String sql, Object... args) throws SQLException;
-  }
-
-  /**
-   * {@link JournalStore#forget}: the query row and its inline segments, the upload and its
-   * parts, through {@code write}.
-   */
-  public static void forget(JournalStore.Finished f, Write write) throws SQLException {
-    write.run(DELETE_INLINE, f.correlation());
-    write.run(DELETE_QUERY, f.correlation());
-    write.run(DELETE_PARTS, f.principal(), f.namespace());
-    write.run(DELETE_UPLOAD, f.principal(), f.namespace());
-  }
   public static final String RIGHTS_EPOCH = "SELECT epoch FROM rights_head WHERE id = 1";
   public static final String RIGHTS_CURRENT = "SELECT v.epoch, v.content_sha256, v.document"
       + " FROM rights_head h JOIN rights_versions v ON v.epoch = h.epoch WHERE h.id = 1";
@@ -188,6 +172,22 @@ public final class JournalRows {
       out.add(new JournalStore.Finished(r.getLong(1), r.getLong(2), r.getLong(3)));
     }
     return out;
+  }
+
+  /** Runs one write of the caller's journal in its current transaction. */
+  public interface Write {
+    void run(String sql, Object... args) throws SQLException;
+  }
+
+  /**
+   * {@link JournalStore#forget}: the query row and its inline segments, the upload and its
+   * parts, through {@code write}.
+   */
+  public static void forget(JournalStore.Finished f, Write write) throws SQLException {
+    write.run(DELETE_INLINE, f.correlation());
+    write.run(DELETE_QUERY, f.correlation());
+    write.run(DELETE_PARTS, f.principal(), f.namespace());
+    write.run(DELETE_UPLOAD, f.principal(), f.namespace());
   }
 
   /** A row of {@link #RIGHTS_CURRENT}. */

@@ -560,7 +560,7 @@ public final class PostgresJournal implements JournalStore {
 
   @Override
   public void forget(Finished f) throws SQLException {
-    JournalRows.forget(f, this::write); // held: the page's next read or its commit sends them
+    JournalRows.forget(f, this::write); // held, as forgetCommand's are
   }
 
   @Override

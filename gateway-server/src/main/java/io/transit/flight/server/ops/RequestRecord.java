@@ -59,7 +59,8 @@ public final class RequestRecord {
   public static void refused(GatewayException e) {
     RequestRecord r = current();
     if (r != null) {
-      // By type: the engine's conflict, gap and forgotten history; ADMISSION_BUSY is, from admission, the limiter's.
+      // By type: the engine's conflict, gap and forgotten history; ADMISSION_BUSY is, from
+      // admission, the limiter's.
       if (e.queryCode() == QueryCode.NAMESPACE_CONFLICT) {
         r.admission = "conflict";
       } else if (e.queryCode() == QueryCode.SEQUENCE_GAP) {

@@ -9,11 +9,10 @@ import java.util.function.LongSupplier;
 /**
  * Tells the authenticated caller its next native sequence when a statement fails for want of a
  * usable one: {@code sequence.missing}, {@code query.namespace_conflict} and {@code
- * query.history_pruned} get the number fact
- * {@code next_sequence} and a message ending {@code "; next sequence N"}. ({@code
- * query.sequence_gap} already names it as {@code expected_sequence}.) Only the caller whose
- * credential authenticated the call is told, and only its own sequence; the gateway still never
- * picks a sequence for it.
+ * query.history_pruned} get the number fact {@code next_sequence} and a message ending {@code
+ * "; next sequence N"}. ({@code query.sequence_gap} already names it as {@code
+ * expected_sequence}.) Only the caller whose credential authenticated the call is told, and only
+ * its own sequence; the gateway still never picks a sequence for it.
  *
  * <p>The engine's conflict is recognised by type ({@link GatewayException#queryCode()}). The
  * missing header is recognised by its code, {@link SequenceHeader#MISSING}: the header's four
