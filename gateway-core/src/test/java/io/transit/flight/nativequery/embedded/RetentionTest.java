@@ -303,12 +303,14 @@ class RetentionTest {
 
   @Test
   void aStatementPastTheHistoryAgeIsForgottenAndItsRetryIsRefusedNeverRunAgain() throws Exception {
-    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofMillis(200),
-        1L << 40, Duration.ofHours(1), Duration.ofMillis(200))));
+    // Both bounds 1 s: the old statement is past them at the sweep, the young one (finished
+    // just before it) is not, with room for a slow host.
+    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
+        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
     RequestBundle oldBundle = bundle(demo.get(0).declaration(), INLINE, roomyBudgets());
     List<SignedCommand> old = chain(engine.nextSequence(PRINCIPAL), oldBundle, 200);
     QueryStatus first = runChain(old);
-    Thread.sleep(400);
+    Thread.sleep(1_500);
     List<SignedCommand> young = chain(engine.nextSequence(PRINCIPAL),
         bundle(demo.get(0).declaration(), SMALL, roomyBudgets()), 200);
     QueryStatus second = runChain(young);
