@@ -18,11 +18,11 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
-import java.util.List;
-import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -48,7 +48,7 @@ class JournalCrashTest {
 
   /**
    * The child: admits queries forever, printing each recorded outcome; with a third argument
-   * {@code forget}, under a history bound its sweep (every 50 ms) keeps reaching.
+   * {@code forget}, under a history bound whose sweep (every 50 ms) forgets them as they age.
    */
   public static void main(String[] args) throws Exception {
     Path stateDir = Path.of(args[0]);
