@@ -31,7 +31,8 @@ assert all(where[k]["p50_ms"] > 0 for k in ("get_flight_info", "do_get", "statem
 assert 0 <= where["slowest_paused"] <= where["slowest"] == 1 and where["paused"] >= 0, where
 assert len(r["p2"]["floor_slices"]) == 5 and all(
     x["verify_ns"] > 0 and x["durable_commit_ns"] > 0 and x["deferred_commit_ns"] > 0
-    and x["engine_run_ns"] > 0 for x in r["p2"]["floor_slices"]), r["p2"]["floor_slices"]
+    and x["engine_run_ns"] > 0 and len(x["sequence_us"]) >= 5 and min(x["sequence_us"]) > 0
+    for x in r["p2"]["floor_slices"]), r["p2"]["floor_slices"]
 assert r["mandated"]["deferred_commit_ns"] > 0 and r["mandated"]["engine_run_ns"] > 0
 assert len(r["p2"]["sql_peer"]["latencies_ms"]) == 20 and r["p2"]["sql_peer"]["p50_ms"] > 0
 assert set(r["p3"]) == {"filtered SUM", "filtered COUNT"}

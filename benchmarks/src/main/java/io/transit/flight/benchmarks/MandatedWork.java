@@ -58,9 +58,10 @@ import org.apache.arrow.memory.RootAllocator;
  * <p>Usage: {@code MandatedWork --dir DIR [--parquet FILE] [--seconds S] [--serve [--warmup W]]}
  * (DIR is created and emptied of its own files at the end). With {@code --serve} it times only a
  * statement's operations (sign, verify, durable and deferred commit, the engine's run with {@code
- * --parquet}): warmed up once for W seconds each (default S), then
- * one slice of S seconds each per line read on stdin, answered with one JSON line, until stdin
- * ends. {@code scripts/bench} asks
+ * --parquet}) and the rest of a statement's work besides its round trip as one sequence ({@link
+ * StatementWork#sequence}): warmed up once for W seconds each (default S), then one slice of S
+ * seconds each per line read on stdin, answered with one JSON line (the medians, and every
+ * sequence's time), until stdin ends. {@code scripts/bench} asks
  * for a slice between P2's blocks of statements, so the floor is timed in the same minutes as the
  * statements it bounds: this host's speed drifts over minutes by as much as the target's margin.
  */
@@ -127,6 +128,9 @@ public final class MandatedWork {
       if (parquet != null) {
         median(warmup, 0, work::engineRun);
       }
+      PerStatement per = PerStatement.of();
+      LongSupplier sequence = () -> work.sequence(per);
+      median(warmup, 0, sequence);
       System.out.println("{\"ready\":true}");
       while (in.readLine() != null) {
         System.out.println("{\"sign_ns\":" + median(0, budget, work::sign)
@@ -134,6 +138,7 @@ public final class MandatedWork {
             + ",\"durable_commit_ns\":" + median(0, budget, work::commit)
             + ",\"deferred_commit_ns\":" + median(0, budget, work::deferredCommit)
             + (parquet == null ? "" : ",\"engine_run_ns\":" + median(0, budget, work::engineRun))
+            + ",\"sequence_us\":" + samplesMicros(budget, sequence)
             + "}");
       }
     }
@@ -208,6 +213,7 @@ public final class MandatedWork {
     private final Connection duck; // null without a Parquet file
     private final PreparedStatement count;
     private long rows = -1;
+    private int commitsSinceCheckpoint;
 
     StatementWork(Path dir, Path parquet) throws SQLException, IOException {
       this.dir = dir;
@@ -217,6 +223,7 @@ public final class MandatedWork {
         s.execute("PRAGMA page_size=" + EmbeddedEngine.NEW_JOURNAL_PAGE_BYTES);
         s.execute("PRAGMA journal_mode=WAL");
         s.execute("PRAGMA synchronous=FULL");
+        s.execute("PRAGMA wal_autocheckpoint=0");
         s.execute("CREATE TABLE record(id INTEGER PRIMARY KEY, body BLOB NOT NULL)");
       }
       connection.setAutoCommit(false);
@@ -224,6 +231,7 @@ public final class MandatedWork {
       deferred = DriverManager.getConnection("jdbc:sqlite:" + dir.resolve(DB));
       try (Statement s = deferred.createStatement()) {
         s.execute("PRAGMA synchronous=NORMAL");
+        s.execute("PRAGMA wal_autocheckpoint=0");
       }
       deferred.setAutoCommit(false);
       deferredInsert = deferred.prepareStatement("INSERT INTO record(body) VALUES (?)");
@@ -256,11 +264,15 @@ public final class MandatedWork {
     }
 
     long commit() {
-      return commit(connection, insert);
+      long t = commit(connection, insert);
+      checkpointIfDue(1);
+      return t;
     }
 
     long deferredCommit() {
-      return commit(deferred, deferredInsert);
+      long t = commit(deferred, deferredInsert);
+      checkpointIfDue(1);
+      return t;
     }
 
     private long commit(Connection c, PreparedStatement p) {
@@ -273,6 +285,53 @@ public final class MandatedWork {
       } catch (SQLException e) {
         throw new IllegalStateException(e);
       }
+    }
+
+    /**
+     * Untimed, as the journal's own checkpoints run on a thread of their own ({@code
+     * WalCheckpointer}): every 128 commits a PASSIVE checkpoint, so that no timed commit copies
+     * the WAL into the database (SQLite's automatic checkpoint, off here, would inside a commit).
+     */
+    private void checkpointIfDue(int commits) {
+      commitsSinceCheckpoint += commits;
+      if (commitsSinceCheckpoint < COMMITS_PER_CHECKPOINT) {
+        return;
+      }
+      commitsSinceCheckpoint = 0;
+      try (Statement s = connection.createStatement()) {
+        s.execute("PRAGMA wal_checkpoint(PASSIVE)");
+      } catch (SQLException e) {
+        throw new IllegalStateException(e);
+      }
+    }
+
+    /**
+     * A statement's mandated work besides the round trip, one after another: the commands and
+     * the bundle's proof signed and verified, the records before the submit (deferred), the
+     * engine's run, the durable commit. The ticket's signature is the GetTableTypes round
+     * trip's, so it is not in here. Timed as one, so that its spread is the mandated work's own
+     * on this host, which the floor's p99 takes.
+     */
+    long sequence(PerStatement per) {
+      long t0 = System.nanoTime();
+      for (int i = 0; i < per.signs() - 1; i++) {
+        sign();
+      }
+      for (int i = 0; i < per.verifies() - per.ticketVerifies(); i++) {
+        verify();
+      }
+      for (int i = 0; i < per.deferredCommits(); i++) {
+        commit(deferred, deferredInsert);
+      }
+      if (count != null) {
+        engineRun();
+      }
+      for (int i = 0; i < per.durableCommits(); i++) {
+        commit(connection, insert);
+      }
+      long t = System.nanoTime() - t0;
+      checkpointIfDue(per.deferredCommits() + per.durableCommits());
+      return t;
     }
 
     /** The statement's SQL run in DuckDB, its one row read; every run must count the same. */
@@ -319,30 +378,56 @@ public final class MandatedWork {
     }
 
     private static final String DB = "commit-floor.sqlite";
+    /** The journal's checkpoint cadence, {@code WalCheckpointer.COMMITS_PER_CHECKPOINT}. */
+    private static final int COMMITS_PER_CHECKPOINT = 128;
   }
 
-  /** How many of each a statement costs, from the real chain of a one-row statement. */
+  /**
+   * How many of each a statement costs, from the real chain of a one-row statement. One durable
+   * commit (docs/admission.md §10): the submit's when its early result is ready (it then carries
+   * the result too), else the terminal one; either holds a small result's segment with its
+   * manifest and status and makes the chain's deferred records durable. Every command before the
+   * submit is recorded (deferred, docs/admission.md §10) before the next is sent: the profile's
+   * "recorded requester outcome". Admission signs every command and the bundle's proof, the
+   * engine verifies both, and GetFlightInfo signs the ticket DoGet checks: presented to the
+   * gateway that issued it, the ticket's signature is recognised rather than verified on the
+   * curve (docs/tickets.md, check 4), so it counts as no verification, here and in the
+   * GetTableTypes round trip.
+   */
+  record PerStatement(int commands, int durableCommits, int deferredCommits, int signs,
+      int verifies, int ticketVerifies) {
+    static PerStatement of() {
+      TableDeclaration table = DemoData.declaration(DemoData.PRIMITIVE, 1);
+      int commands = CommandChain.derive(
+              Fixtures.bundle(table, "SELECT COUNT(*) FROM " + DemoData.PRIMITIVE),
+              Fixtures.PRINCIPAL, Fixtures.KEY, 1, CommandChain.DEFAULT_PART_BYTES)
+          .commands().size();
+      return new PerStatement(commands, 1, commands - 1, commands + 2, commands + 1, 0);
+    }
+  }
+
   private static void perStatement(StringBuilder json) {
-    TableDeclaration table = DemoData.declaration(DemoData.PRIMITIVE, 1);
-    int commands = CommandChain.derive(
-            Fixtures.bundle(table, "SELECT COUNT(*) FROM " + DemoData.PRIMITIVE),
-            Fixtures.PRINCIPAL, Fixtures.KEY, 1, CommandChain.DEFAULT_PART_BYTES)
-        .commands().size();
-    // One durable commit (docs/admission.md §10): the submit's when its early result is ready
-    // (it then carries the result too), else the terminal one; either holds a small result's
-    // segment with its manifest and status and makes the chain's deferred records durable.
-    // Admission signs every command and the bundle's proof, the engine verifies both, and
-    // GetFlightInfo signs the ticket DoGet checks: presented to the gateway that issued it, the
-    // ticket's signature is recognised rather than verified on the curve (docs/tickets.md,
-    // check 4), so it counts as no verification, here and in the GetTableTypes round trip.
-    // Every command before the submit is recorded (deferred, docs/admission.md §10) before the
-    // next is sent: the profile's "recorded requester outcome".
-    json.append("\"per_statement\":{\"commands\":").append(commands)
-        .append(",\"durable_commits\":").append(1)
-        .append(",\"deferred_commits\":").append(commands - 1)
-        .append(",\"signs\":").append(commands + 2)
-        .append(",\"verifies\":").append(commands + 1)
-        .append(",\"ticket_verifies\":").append(0).append("},");
+    PerStatement per = PerStatement.of();
+    json.append("\"per_statement\":{\"commands\":").append(per.commands())
+        .append(",\"durable_commits\":").append(per.durableCommits())
+        .append(",\"deferred_commits\":").append(per.deferredCommits())
+        .append(",\"signs\":").append(per.signs())
+        .append(",\"verifies\":").append(per.verifies())
+        .append(",\"ticket_verifies\":").append(per.ticketVerifies()).append("},");
+  }
+
+  /** Runs {@code op} for {@code budget} ns (at least 5 times): each run's figure in µs, in order. */
+  private static String samplesMicros(long budget, LongSupplier op) {
+    StringBuilder out = new StringBuilder("[");
+    long end = System.nanoTime() + budget;
+    for (int n = 0; n < 5 || System.nanoTime() - end < 0; n++) {
+      out.append(n == 0 ? "" : ",").append(fmtMicros(op.getAsLong()));
+    }
+    return out.append(']').toString();
+  }
+
+  private static String fmtMicros(long nanos) {
+    return String.format(Locale.ROOT, "%.1f", nanos / 1e3);
   }
 
   /** Runs {@code op} for {@code warmup} ns untimed, then for {@code budget} ns; the median. */
