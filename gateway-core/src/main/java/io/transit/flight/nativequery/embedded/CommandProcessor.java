@@ -212,7 +212,8 @@ final class CommandProcessor {
       outcome.setKind(CommandOutcome.Kind.REJECTED).setCode(r.code()).setMessage(r.getMessage());
     }
     CommandOutcome recorded = outcome.build();
-    journal.recordCommand(principal, sequence, digest, recorded.toByteArray());
+    journal.recordCommand(principal, sequence, command.getNamespace(), digest,
+        recorded.toByteArray());
     journal.setNextSequence(principal, sequence + 1);
     // The claim commits with the acceptance: leasing costs an accepted query no commit.
     long start = applied.correlation();

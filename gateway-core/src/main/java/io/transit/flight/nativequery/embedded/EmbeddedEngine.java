@@ -150,7 +150,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.verifiers = SignaturePool.forProcessors();
     SignatureVerdicts verdicts = new SignatureVerdicts(verifiers);
     UploadValidator uploads = new UploadValidator(journal, rights, requester, planner, options,
-        verdicts);
+        verdicts, System::currentTimeMillis);
     // Queued queries hold leases too: a scan claims no more than a few per execution thread.
     this.leases = new Leases(journal, options.lease(), System::currentTimeMillis,
         () -> options.faults().renewLeases(), 4 * options.executionThreads());

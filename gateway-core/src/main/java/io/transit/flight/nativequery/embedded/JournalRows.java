@@ -19,14 +19,14 @@ public final class JournalRows {
 
   public static final String SELECT_COMMAND =
       "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?";
-  public static final String INSERT_COMMAND =
-      "INSERT INTO commands (principal, sequence, command_sha256, outcome) VALUES (?, ?, ?, ?)";
+  public static final String INSERT_COMMAND = "INSERT INTO commands (principal, sequence,"
+      + " namespace, command_sha256, outcome) VALUES (?, ?, ?, ?, ?)";
   public static final String SELECT_UPLOAD =
       "SELECT declared_bytes, part_count, bundle_sha256, received_parts, received_bytes, state"
           + " FROM uploads WHERE principal = ? AND namespace = ?";
   public static final String INSERT_UPLOAD =
       "INSERT INTO uploads (principal, namespace, declared_bytes, part_count, bundle_sha256,"
-          + " received_parts, received_bytes, state) VALUES (?, ?, ?, ?, ?, 0, 0, ?)";
+          + " received_parts, received_bytes, state, begun_ms) VALUES (?, ?, ?, ?, ?, 0, 0, ?, ?)";
   public static final String SET_UPLOAD_STATE =
       "UPDATE uploads SET state = ? WHERE principal = ? AND namespace = ?";
   public static final String SELECT_PARTS = "SELECT data FROM upload_parts"
@@ -76,6 +76,14 @@ public final class JournalRows {
       + " ORDER BY finished_ms, correlation LIMIT ?";
   public static final String DELETE_COMMAND =
       "DELETE FROM commands WHERE principal = ? AND sequence = ?";
+  public static final String DELETE_NAMED_COMMAND =
+      "DELETE FROM commands WHERE principal = ? AND sequence = ? AND namespace = ?";
+  /**
+   * A page of {@code abandonedBefore}, from the uploads' begin-time index: cutoff, the submitted
+   * state, limit.
+   */
+  public static final String ABANDONED_BEFORE = "SELECT principal, namespace FROM uploads"
+      + " WHERE begun_ms < ? AND state <> ? ORDER BY begun_ms, principal, namespace LIMIT ?";
   private static final String DELETE_QUERY = "DELETE FROM queries WHERE correlation = ?";
   private static final String DELETE_UPLOAD =
       "DELETE FROM uploads WHERE principal = ? AND namespace = ?";
@@ -186,8 +194,23 @@ public final class JournalRows {
   public static void forget(JournalStore.Finished f, Write write) throws SQLException {
     write.run(DELETE_INLINE, f.correlation());
     write.run(DELETE_QUERY, f.correlation());
-    write.run(DELETE_PARTS, f.principal(), f.namespace());
-    write.run(DELETE_UPLOAD, f.principal(), f.namespace());
+    forgetUpload(f.principal(), f.namespace(), write);
+  }
+
+  /** {@link JournalStore#forgetUpload}: the upload's parts and its row, through {@code write}. */
+  public static void forgetUpload(long principal, long namespace, Write write)
+      throws SQLException {
+    write.run(DELETE_PARTS, principal, namespace);
+    write.run(DELETE_UPLOAD, principal, namespace);
+  }
+
+  /** The rows of an {@link #ABANDONED_BEFORE} result set: principal, namespace. */
+  public static List<JournalStore.Abandoned> abandoned(ResultSet r) throws SQLException {
+    List<JournalStore.Abandoned> out = new ArrayList<>();
+    while (r.next()) {
+      out.add(new JournalStore.Abandoned(r.getLong(1), r.getLong(2)));
+    }
+    return out;
   }
 
   /** A row of {@link #RIGHTS_CURRENT}. */

@@ -139,13 +139,18 @@ public interface JournalStore extends AutoCloseable {
   /** The command recorded at this principal's sequence, if any. */
   Optional<Recorded> command(long principal, long sequence) throws SQLException;
 
-  void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
+  /**
+   * Records the outcome of the command at {@code principal}'s {@code sequence}, with the namespace
+   * the command names (the history bound forgets a chain's records by it).
+   */
+  void recordCommand(long principal, long sequence, long namespace, byte[] sha256, byte[] outcome)
       throws SQLException;
 
   Optional<Upload> upload(long principal, long namespace) throws SQLException;
 
-  void beginUpload(long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
-      throws SQLException;
+  /** An upload begun at {@code begunMillis} (wall clock; the history bound's input). */
+  void beginUpload(long principal, long namespace, long declaredBytes, int parts, byte[] sha256,
+      long begunMillis) throws SQLException;
 
   void addPart(long principal, long namespace, int index, byte[] data) throws SQLException;
 
@@ -273,6 +278,32 @@ public interface JournalStore extends AutoCloseable {
 
   /** Deletes the command recorded at {@code principal}'s {@code sequence}, if any. */
   void forgetCommand(long principal, long sequence) throws SQLException;
+
+  /**
+   * Deletes the command recorded at {@code principal}'s {@code sequence} if it named {@code
+   * namespace} (records from before the namespace was kept name none and stay).
+   */
+  void forgetCommand(long principal, long sequence, long namespace) throws SQLException;
+
+  /** An upload that never reached an accepted submit: its principal and namespace. */
+  record Abandoned(long principal, long namespace) {}
+
+  /**
+   * At most {@code limit} uploads begun before {@code cutoffMillis} that are not submitted (open,
+   * sealed, or sealed with a rejected submit), oldest first, in the order of their index (begin
+   * time, principal, namespace).
+   */
+  List<Abandoned> abandonedBefore(long cutoffMillis, int limit) throws SQLException;
+
+  /**
+   * Inside a transaction, before any other row of the principal is touched in it: makes the
+   * principal's admission wait for the transaction (a shared journal locks the principal's row,
+   * as a command's decision does; the embedded journal's single writer already does).
+   */
+  void lockPrincipal(long principal) throws SQLException;
+
+  /** Deletes an upload's row and its parts. */
+  void forgetUpload(long principal, long namespace) throws SQLException;
 
   // The deployment's rights (docs/deployment.md "Shared rights"): a versioned document, opaque to
   // the journal, of which one version is current. Epochs start at 1 and only grow; 0 means none

@@ -8,6 +8,8 @@ import io.transit.flight.proto.SegmentRef;
 import java.io.IOException;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
@@ -256,37 +258,106 @@ final class Retention implements AutoCloseable {
    */
   private int forgetHistory(long cutoff) throws SQLException {
     int total = 0;
-    for (int page = 0; page < FORGET_PAGES_PER_SWEEP; page++) {
-      int n = journal.transaction(JournalStore.Durability.DEFERRED, () -> {
-        List<JournalStore.Finished> finished = journal.finishedBefore(cutoff, FORGET_PAGE);
-        for (JournalStore.Finished f : finished) {
-          forgetChain(f);
-          journal.forget(f);
-        }
-        return finished.size();
-      });
+    int pages = 0;
+    int n;
+    do {
+      n = journal.transaction(JournalStore.Durability.DEFERRED, () -> forgetFinished(cutoff));
       total += n;
-      if (n < FORGET_PAGE) {
+      pages++;
+    } while (n == FORGET_PAGE && pages < FORGET_PAGES_PER_SWEEP);
+    if (n == FORGET_PAGE) {
+      // Uploads only once the finished statements are caught up: until then the begin-time
+      // index also holds their submitted uploads, which a page of unsubmitted ones reads past.
+      return total;
+    }
+    while (pages < FORGET_PAGES_PER_SWEEP) {
+      int[] page = journal.transaction(JournalStore.Durability.DEFERRED,
+          () -> forgetAbandoned(cutoff));
+      total += page[1];
+      pages++;
+      if (page[0] < FORGET_PAGE) {
         break;
       }
     }
     return total;
   }
 
-  /** Inside {@link #forgetHistory}'s transaction: the command records of {@code f}'s chain. */
-  private void forgetChain(JournalStore.Finished f) throws SQLException {
-    Optional<JournalStore.Upload> upload = journal.upload(f.principal(), f.namespace());
+  /** One page of finished statements, inside its transaction: how many it forgot. */
+  private int forgetFinished(long cutoff) throws SQLException {
+    List<JournalStore.Finished> finished = journal.finishedBefore(cutoff, FORGET_PAGE);
+    for (JournalStore.Finished f : finished) {
+      forgetChain(f.principal(), f.namespace(), f.correlation());
+      journal.forget(f);
+    }
+    return finished.size();
+  }
+
+  /**
+   * One page of unsubmitted uploads, inside its transaction: how many it read, and how many of
+   * them it forgot (a submit decided since the read keeps its upload).
+   */
+  private int[] forgetAbandoned(long cutoff) throws SQLException {
+    List<JournalStore.Abandoned> page = new ArrayList<>(
+        journal.abandonedBefore(cutoff, FORGET_PAGE));
+    // Principals' rows in one order, so two replicas' sweeps never wait on each other in a
+    // cycle; each locked before any other row of its own, as a command's decision takes it.
+    page.sort(Comparator.comparing(JournalStore.Abandoned::principal, Long::compareUnsigned)
+        .thenComparing(JournalStore.Abandoned::namespace, Long::compareUnsigned));
+    int forgotten = 0;
+    for (int k = 0; k < page.size(); k++) {
+      JournalStore.Abandoned a = page.get(k);
+      if (k == 0 || page.get(k - 1).principal() != a.principal()) {
+        journal.lockPrincipal(a.principal());
+      }
+      forgotten += forgetAbandoned(a) ? 1 : 0;
+    }
+    return new int[] {page.size(), forgotten};
+  }
+
+  /**
+   * Inside {@link #forgetHistory}'s transaction, the principal locked: an upload that never
+   * reached an accepted submit, with its chain's records, if it is still unsubmitted (a submit
+   * decided since the page was read leaves it to the finished statements).
+   */
+  private boolean forgetAbandoned(JournalStore.Abandoned a) throws SQLException {
+    Optional<JournalStore.Upload> upload = journal.upload(a.principal(), a.namespace());
+    if (upload.isEmpty() || upload.get().state() == JournalStore.UploadState.SUBMITTED) {
+      return false;
+    }
+    forgetChain(a.principal(), a.namespace(), 0);
+    // The begin: the upload at a namespace was begun by the command at that sequence
+    // (UploadValidator), so its record goes even when it names no namespace (recorded earlier).
+    journal.forgetCommand(a.principal(), a.namespace());
+    journal.forgetUpload(a.principal(), a.namespace());
+    return true;
+  }
+
+  /**
+   * Inside {@link #forgetHistory}'s transaction: the command records of the chain of the upload
+   * at {@code namespace} — begin at the namespace, one command per part, the seal, the submit.
+   * Within that run, each record that names the namespace; and every record of the run when
+   * the submit's place holds the accepted submit of {@code correlation} (records from before the
+   * namespace was kept name none; for them that is the proof the run is this chain's alone).
+   * Records of the chain outside the run (another client's commands interleaved) stay.
+   */
+  private void forgetChain(long principal, long namespace, long correlation)
+      throws SQLException {
+    Optional<JournalStore.Upload> upload = journal.upload(principal, namespace);
     if (upload.isEmpty()) {
       return;
     }
-    // begin at the namespace, one command per part, the seal, the submit
-    long submit = f.namespace() + upload.get().partCount() + 2;
-    Optional<JournalStore.Recorded> recorded = journal.command(f.principal(), submit);
-    if (recorded.isEmpty() || !acceptedAs(recorded.get(), f.correlation())) {
-      return;
+    long submit = namespace + upload.get().partCount() + 2;
+    boolean wholeRun = false;
+    if (correlation != 0) {
+      Optional<JournalStore.Recorded> recorded = journal.command(principal, submit);
+      wholeRun = recorded.isPresent() && acceptedAs(recorded.get(), correlation);
     }
-    for (long s = f.namespace(); s != submit + 1; s++) {
-      journal.forgetCommand(f.principal(), s);
+    for (long s = namespace; s != submit + 1; s++) {
+      if (wholeRun) {
+        journal.forgetCommand(principal, s);
+      } else {
+        journal.forgetCommand(principal, s, namespace);
+      }
     }
   }
 

@@ -82,15 +82,21 @@ final class SqliteJournal implements JournalStore {
   // Added by the retention policy and the execution leases; a journal written before them gains
   // them at open. An ACCEPTED row without a lease (lease_until_ms 0) is claimable at once.
   private static final String[][] ADDED_COLUMNS = {
-    {"finished_ms", "ALTER TABLE queries ADD COLUMN finished_ms BIGINT NOT NULL DEFAULT 0"},
-    {"result_bytes", "ALTER TABLE queries ADD COLUMN result_bytes BIGINT NOT NULL DEFAULT 0"},
-    {"lease_owner", "ALTER TABLE queries ADD COLUMN lease_owner BIGINT NOT NULL DEFAULT 0"},
-    {"lease_holder",
+    {"queries", "finished_ms",
+        "ALTER TABLE queries ADD COLUMN finished_ms BIGINT NOT NULL DEFAULT 0"},
+    {"queries", "result_bytes", "ALTER TABLE queries ADD COLUMN result_bytes BIGINT NOT NULL DEFAULT 0"},
+    {"queries", "lease_owner", "ALTER TABLE queries ADD COLUMN lease_owner BIGINT NOT NULL DEFAULT 0"},
+    {"queries", "lease_holder",
         "ALTER TABLE queries ADD COLUMN lease_holder VARCHAR(256) NOT NULL DEFAULT ''"},
-    {"lease_until_ms", "ALTER TABLE queries ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0"},
-    {"attempt", "ALTER TABLE queries ADD COLUMN attempt BIGINT NOT NULL DEFAULT 0"},
+    {"queries", "lease_until_ms", "ALTER TABLE queries ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0"},
+    {"queries", "attempt", "ALTER TABLE queries ADD COLUMN attempt BIGINT NOT NULL DEFAULT 0"},
     // The exceeded bound of a budget failure, for its diagnostic (issue 15 item 6).
-    {"failed_bound", "ALTER TABLE queries ADD COLUMN failed_bound VARCHAR(64) NOT NULL DEFAULT ''"},
+    {"queries", "failed_bound",
+        "ALTER TABLE queries ADD COLUMN failed_bound VARCHAR(64) NOT NULL DEFAULT ''"},
+    // The history bound's (Retention#forgetHistory): the namespace a command named (none in
+    // records from before it), and when an upload was begun.
+    {"commands", "namespace", "ALTER TABLE commands ADD COLUMN namespace BIGINT"},
+    {"uploads", "begun_ms", "ALTER TABLE uploads ADD COLUMN begun_ms BIGINT NOT NULL DEFAULT 0"},
   };
   // The takeover scan reads ACCEPTED rows by lease expiry; without it each scan reads every row.
   private static final String LEASE_INDEX =
@@ -99,6 +105,9 @@ final class SqliteJournal implements JournalStore {
   // this index alone; without it each sweep sorts every row under the journal's monitor.
   private static final String RETAINED_INDEX = "CREATE INDEX IF NOT EXISTS queries_retained ON"
       + " queries (state, released, finished_ms, correlation, result_bytes)";
+  // The history bound reads unsubmitted uploads oldest first (JournalRows.ABANDONED_BEFORE).
+  private static final String BEGUN_INDEX = "CREATE INDEX IF NOT EXISTS uploads_begun ON"
+      + " uploads (begun_ms, principal, namespace)";
   /**
    * The page size of a new journal. A statement's four transactions rewrite about thirty pages
    * (each a WAL frame, copied, checksummed and then flushed by the submit's fsync) to change a few
@@ -200,27 +209,35 @@ final class SqliteJournal implements JournalStore {
   }
 
   /**
-   * Adds the retention columns to an older journal. Results finished before have no recorded time:
-   * they count as finished now, so an upgrade does not expire every earlier result at once.
+   * Adds the retention and history columns to an older journal. Results finished before have no
+   * recorded time: they count as finished now, so an upgrade does not expire every earlier result
+   * at once.
    */
   private static void addMissingColumns(Statement s) throws SQLException {
     java.util.Set<String> have = new java.util.HashSet<>();
-    try (ResultSet r = s.executeQuery("PRAGMA table_info(queries)")) {
-      while (r.next()) {
-        have.add(r.getString("name"));
+    for (String table : new String[] {"queries", "commands", "uploads"}) {
+      try (ResultSet r = s.executeQuery("PRAGMA table_info(" + table + ")")) {
+        while (r.next()) {
+          have.add(table + "." + r.getString("name"));
+        }
       }
     }
     for (String[] c : ADDED_COLUMNS) {
-      if (!have.contains(c[0])) {
-        s.execute(c[1]);
+      if (!have.contains(c[0] + "." + c[1])) {
+        s.execute(c[2]);
       }
     }
-    if (!have.contains("finished_ms")) {
-      s.execute("UPDATE queries SET finished_ms = " + System.currentTimeMillis()
-          + " WHERE state <> 'ACCEPTED'");
+    long now = System.currentTimeMillis();
+    if (!have.contains("queries.finished_ms")) {
+      s.execute("UPDATE queries SET finished_ms = " + now + " WHERE state <> 'ACCEPTED'");
+    }
+    if (!have.contains("uploads.begun_ms")) {
+      // Likewise: an upload from before counts as begun now, not as older than any bound.
+      s.execute("UPDATE uploads SET begun_ms = " + now);
     }
     s.execute(LEASE_INDEX);
     s.execute(RETAINED_INDEX);
+    s.execute(BEGUN_INDEX);
   }
 
   /**
@@ -407,9 +424,9 @@ final class SqliteJournal implements JournalStore {
   }
 
   @Override
-  public void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
-      throws SQLException {
-    update(JournalRows.INSERT_COMMAND, principal, sequence, sha256, outcome);
+  public void recordCommand(long principal, long sequence, long namespace, byte[] sha256,
+      byte[] outcome) throws SQLException {
+    update(JournalRows.INSERT_COMMAND, principal, sequence, namespace, sha256, outcome);
   }
 
   @Override
@@ -423,11 +440,10 @@ final class SqliteJournal implements JournalStore {
   }
 
   @Override
-  public void beginUpload(
-      long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
-      throws SQLException {
+  public void beginUpload(long principal, long namespace, long declaredBytes, int parts,
+      byte[] sha256, long begunMillis) throws SQLException {
     update(JournalRows.INSERT_UPLOAD, principal, namespace, declaredBytes, parts, sha256,
-        UploadState.OPEN.name());
+        UploadState.OPEN.name(), begunMillis);
   }
 
   @Override
@@ -670,6 +686,28 @@ final class SqliteJournal implements JournalStore {
   @Override
   public void forgetCommand(long principal, long sequence) throws SQLException {
     update(JournalRows.DELETE_COMMAND, principal, sequence);
+  }
+
+  @Override
+  public void forgetCommand(long principal, long sequence, long namespace) throws SQLException {
+    update(JournalRows.DELETE_NAMED_COMMAND, principal, sequence, namespace);
+  }
+
+  @Override
+  public List<Abandoned> abandonedBefore(long cutoffMillis, int limit) throws SQLException {
+    try (ResultSet r = bound(JournalRows.ABANDONED_BEFORE, cutoffMillis,
+        UploadState.SUBMITTED.name(), limit).executeQuery()) {
+      return JournalRows.abandoned(r);
+    }
+  }
+
+  /** Nothing to lock: this journal's transactions already run one at a time. */
+  @Override
+  public void lockPrincipal(long principal) {}
+
+  @Override
+  public void forgetUpload(long principal, long namespace) throws SQLException {
+    JournalRows.forgetUpload(principal, namespace, this::update);
   }
 
   @Override

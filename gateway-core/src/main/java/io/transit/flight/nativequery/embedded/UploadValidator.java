@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
 import java.util.Arrays;
 import java.util.Optional;
+import java.util.function.LongSupplier;
 
 /**
  * The upload state machine of one principal's namespaces: begin → parts in index order → seal
@@ -54,10 +55,13 @@ final class UploadValidator {
   private final Planner planner;
   private final EngineOptions options;
   private final SignatureVerdicts proofs;
+  /** Wall-clock milliseconds: an upload's begin time (the history bound's input). */
+  private final LongSupplier clock;
 
   UploadValidator(JournalStore journal, RightsRegistry rights, RequesterCheck requester,
-      Planner planner, EngineOptions options, SignatureVerdicts proofs) {
+      Planner planner, EngineOptions options, SignatureVerdicts proofs, LongSupplier clock) {
     this.proofs = proofs;
+    this.clock = clock;
     this.journal = journal;
     this.rights = rights;
     this.requester = requester;
@@ -113,7 +117,7 @@ final class UploadValidator {
       throw new Rejection(QueryCode.INVALID_COMMAND, "bundle_sha256 must be 32 bytes");
     }
     journal.beginUpload(c.getPrincipal(), c.getNamespace(), b.getBundleBytes(), b.getPartCount(),
-        b.getBundleSha256().toByteArray());
+        b.getBundleSha256().toByteArray(), clock.getAsLong());
   }
 
   private JournalStore.Upload upload(NativeCommand c, JournalStore.UploadState expected)

@@ -372,7 +372,7 @@ public final class PostgresJournal implements JournalStore {
    */
   @Override
   public long nextSequence(long principal, long first) throws SQLException {
-    Optional<Long> locked = lockPrincipal(principal);
+    Optional<Long> locked = lockedNext(principal);
     if (locked.isPresent()) {
       return locked.get();
     }
@@ -380,11 +380,11 @@ public final class PostgresJournal implements JournalStore {
     // do nothing; the lock below (in the same round trip) then finds its row.
     write("INSERT INTO principals (principal, next_sequence) VALUES (?, ?)"
         + " ON CONFLICT (principal) DO NOTHING", principal, first);
-    return lockPrincipal(principal).orElseThrow(
+    return lockedNext(principal).orElseThrow(
         () -> new SQLException("the principal's row vanished while being locked"));
   }
 
-  private Optional<Long> lockPrincipal(long principal) throws SQLException {
+  private Optional<Long> lockedNext(long principal) throws SQLException {
     return read("SELECT next_sequence FROM principals WHERE principal = ? FOR UPDATE",
         r -> r.next() ? Optional.of(r.getLong(1)) : Optional.empty(), principal);
   }
@@ -404,9 +404,9 @@ public final class PostgresJournal implements JournalStore {
   }
 
   @Override
-  public void recordCommand(long principal, long sequence, byte[] sha256, byte[] outcome)
-      throws SQLException {
-    write(JournalRows.INSERT_COMMAND, principal, sequence, sha256, outcome);
+  public void recordCommand(long principal, long sequence, long namespace, byte[] sha256,
+      byte[] outcome) throws SQLException {
+    write(JournalRows.INSERT_COMMAND, principal, sequence, namespace, sha256, outcome);
   }
 
   @Override
@@ -417,11 +417,10 @@ public final class PostgresJournal implements JournalStore {
   }
 
   @Override
-  public void beginUpload(
-      long principal, long namespace, long declaredBytes, int parts, byte[] sha256)
-      throws SQLException {
+  public void beginUpload(long principal, long namespace, long declaredBytes, int parts,
+      byte[] sha256, long begunMillis) throws SQLException {
     write(JournalRows.INSERT_UPLOAD, principal, namespace, declaredBytes, parts, sha256,
-        UploadState.OPEN.name());
+        UploadState.OPEN.name(), begunMillis);
   }
 
   /** One statement: the part and the upload's counters. */
@@ -567,6 +566,28 @@ public final class PostgresJournal implements JournalStore {
   public void forgetCommand(long principal, long sequence) throws SQLException {
     // Held with the statement's other deletes: the page's next read or its commit sends them.
     write(JournalRows.DELETE_COMMAND, principal, sequence);
+  }
+
+  @Override
+  public void forgetCommand(long principal, long sequence, long namespace) throws SQLException {
+    write(JournalRows.DELETE_NAMED_COMMAND, principal, sequence, namespace);
+  }
+
+  @Override
+  public List<Abandoned> abandonedBefore(long cutoffMillis, int limit) throws SQLException {
+    return read(JournalRows.ABANDONED_BEFORE, JournalRows::abandoned, cutoffMillis,
+        UploadState.SUBMITTED.name(), limit);
+  }
+
+  /** The principal's row lock, which every command's decision takes first (nextSequence). */
+  @Override
+  public void lockPrincipal(long principal) throws SQLException {
+    lockedNext(principal);
+  }
+
+  @Override
+  public void forgetUpload(long principal, long namespace) throws SQLException {
+    JournalRows.forgetUpload(principal, namespace, this::write); // held, as forgetCommand's are
   }
 
   @Override

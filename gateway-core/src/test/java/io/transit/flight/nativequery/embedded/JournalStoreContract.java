@@ -74,9 +74,9 @@ public abstract class JournalStoreContract {
     IllegalStateException thrown = assertThrows(IllegalStateException.class,
         () -> journal.transaction(() -> {
           journal.nextSequence(7, 1);
-          journal.recordCommand(7, 1, bytes("sha"), bytes("outcome"));
+          journal.recordCommand(7, 1, 1, bytes("sha"), bytes("outcome"));
           journal.setNextSequence(7, 2);
-          journal.beginUpload(7, 1, 10, 1, bytes("bundle"));
+          journal.beginUpload(7, 1, 10, 1, bytes("bundle"), 0);
           throw new IllegalStateException("the decision failed");
         }));
     assertEquals("the decision failed", thrown.getMessage());
@@ -91,12 +91,12 @@ public abstract class JournalStoreContract {
   @Test
   void aSequenceIsRecordedOnceAndTheLoserRollsBackWhole() throws Exception {
     journal.transaction(() -> {
-      journal.recordCommand(MAX_U64, MAX_U64 - 1, bytes("first"), bytes("outcome-1"));
+      journal.recordCommand(MAX_U64, MAX_U64 - 1, MAX_U64 - 1, bytes("first"), bytes("outcome-1"));
       return null;
     });
     assertThrows(SQLException.class, () -> journal.transaction(() -> {
       journal.setNextSequence(MAX_U64, 77);
-      journal.recordCommand(MAX_U64, MAX_U64 - 1, bytes("second"), bytes("outcome-2"));
+      journal.recordCommand(MAX_U64, MAX_U64 - 1, MAX_U64 - 1, bytes("second"), bytes("outcome-2"));
       return null;
     }));
     JournalStore.Recorded r = journal.transaction(() -> journal.command(MAX_U64, MAX_U64 - 1))
@@ -115,14 +115,14 @@ public abstract class JournalStoreContract {
       List<Object> out = new ArrayList<>();
       journal.setNextSequence(5, 40);
       out.add(journal.nextSequence(5, 1));
-      journal.beginUpload(5, 50, 4, 2, bytes("sha"));
+      journal.beginUpload(5, 50, 4, 2, bytes("sha"), 0);
       journal.addPart(5, 50, 0, bytes("ab"));
       journal.addPart(5, 50, 1, bytes("cd"));
       journal.setUploadState(5, 50, JournalStore.UploadState.SEALED);
       JournalStore.Upload u = journal.upload(5, 50).orElseThrow();
       out.add(u.receivedParts() + "/" + u.receivedBytes() + "/" + u.state());
       out.add(new String(journal.assembled(5, 50), StandardCharsets.UTF_8));
-      journal.recordCommand(5, 39, bytes("cmd"), bytes("outcome"));
+      journal.recordCommand(5, 39, 39, bytes("cmd"), bytes("outcome"));
       out.add(new String(journal.command(5, 39).orElseThrow().outcome(), StandardCharsets.UTF_8));
       long c = journal.allocateCorrelation();
       journal.insertAccepted(c, 5, 50, bytes("sha"));
@@ -141,7 +141,7 @@ public abstract class JournalStoreContract {
   void uploadAssemblesPartsInIndexOrderAndCountsThem() throws Exception {
     journal.transaction(() -> {
       assertTrue(journal.upload(3, 30).isEmpty());
-      journal.beginUpload(3, 30, 9, 3, bytes("sha-of-bundle"));
+      journal.beginUpload(3, 30, 9, 3, bytes("sha-of-bundle"), 0);
       return null;
     });
     for (int i : new int[] {2, 0, 1}) {
@@ -290,9 +290,9 @@ public abstract class JournalStoreContract {
     for (int i = 0; i < c.length; i++) {
       long ns = 100 + 10L * i;
       c[i] = journal.transaction(() -> {
-        journal.beginUpload(principal, ns, 3, 1, bytes("digest"));
+        journal.beginUpload(principal, ns, 3, 1, bytes("digest"), 0);
         journal.addPart(principal, ns, 0, bytes("abc"));
-        journal.recordCommand(principal, ns, bytes("sha-" + ns), bytes("outcome"));
+        journal.recordCommand(principal, ns, ns, bytes("sha-" + ns), bytes("outcome"));
         journal.setNextSequence(principal, ns + 1);
         long n = journal.allocateCorrelation();
         journal.insertAccepted(n, principal, ns, bytes("digest"));
@@ -349,6 +349,61 @@ public abstract class JournalStoreContract {
   }
 
   @Test
+  void unsubmittedUploadsPastTheCutoffAreListedOldestFirstAndTheirNamedRecordsGo()
+      throws Exception {
+    // Principal 9: an open upload begun at 1,000 (begin at 20, its part at 21), a sealed one
+    // begun at 1,100 whose submit was rejected (30..33), a submitted one begun at 900 (40), and
+    // an open one begun at 5,000 (50). Sequence 22 holds another namespace's command.
+    long principal = 9;
+    journal.transaction(() -> {
+      journal.lockPrincipal(principal); // a principal without a row yet: nothing to wait for
+      journal.beginUpload(principal, 20, 6, 2, bytes("d20"), 1_000);
+      journal.addPart(principal, 20, 0, bytes("abc"));
+      journal.recordCommand(principal, 20, 20, bytes("b20"), bytes("o"));
+      journal.recordCommand(principal, 21, 20, bytes("p20"), bytes("o"));
+      journal.recordCommand(principal, 22, 90, bytes("x90"), bytes("o"));
+      journal.beginUpload(principal, 30, 3, 1, bytes("d30"), 1_100);
+      journal.addPart(principal, 30, 0, bytes("abc"));
+      journal.setUploadState(principal, 30, JournalStore.UploadState.SEALED);
+      for (long s = 30; s <= 33; s++) {
+        journal.recordCommand(principal, s, 30, bytes("c" + s), bytes("o"));
+      }
+      journal.beginUpload(principal, 40, 3, 1, bytes("d40"), 900);
+      journal.setUploadState(principal, 40, JournalStore.UploadState.SUBMITTED);
+      journal.beginUpload(principal, 50, 3, 1, bytes("d50"), 5_000);
+      journal.setNextSequence(principal, 60);
+      return null;
+    });
+    assertEquals(List.of(new JournalStore.Abandoned(principal, 20),
+            new JournalStore.Abandoned(principal, 30)),
+        journal.transaction(() -> journal.abandonedBefore(2_000, 10)),
+        "unsubmitted, begun before the cutoff, oldest first");
+    assertEquals(List.of(new JournalStore.Abandoned(principal, 20)),
+        journal.transaction(() -> journal.abandonedBefore(2_000, 1)));
+
+    journal.transaction(JournalStore.Durability.DEFERRED, () -> {
+      journal.lockPrincipal(principal);
+      for (long s = 20; s <= 23; s++) {
+        journal.forgetCommand(principal, s, 20);
+      }
+      journal.forgetUpload(principal, 20);
+      return null;
+    });
+    journal.transaction(() -> {
+      assertTrue(journal.upload(principal, 20).isEmpty());
+      assertEquals(0, journal.assembled(principal, 20).length);
+      assertTrue(journal.command(principal, 20).isEmpty());
+      assertTrue(journal.command(principal, 21).isEmpty());
+      assertTrue(journal.command(principal, 22).isPresent(), "another namespace's record stays");
+      assertTrue(journal.upload(principal, 30).isPresent());
+      assertEquals(60, journal.nextSequence(principal, 1));
+      return null;
+    });
+    assertEquals(List.of(new JournalStore.Abandoned(principal, 30)),
+        journal.transaction(() -> journal.abandonedBefore(2_000, 10)));
+  }
+
+  @Test
   void retainedIsOldestFirst() throws Exception {
     long[] finished = {3_000, 1_000, 2_000};
     List<Long> cs = new ArrayList<>();
@@ -395,9 +450,9 @@ public abstract class JournalStoreContract {
   void committedWorkSurvivesAReopen() throws Exception {
     long c = journal.transaction(() -> {
       journal.nextSequence(11, 1);
-      journal.recordCommand(11, 1, bytes("sha"), bytes("outcome"));
+      journal.recordCommand(11, 1, 1, bytes("sha"), bytes("outcome"));
       journal.setNextSequence(11, 2);
-      journal.beginUpload(11, 5, 3, 1, bytes("b"));
+      journal.beginUpload(11, 5, 3, 1, bytes("b"), 0);
       journal.addPart(11, 5, 0, bytes("abc"));
       long n = journal.allocateCorrelation();
       journal.insertAccepted(n, 11, 5, bytes("b"));

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The {@link JournalStore} contract against the shared PostgreSQL journal, on a private cluster
  * this class starts (skipped, loudly, only when the PostgreSQL binaries are missing); each test
  * gets a fresh database. Also what only a shared journal can show: two replicas' history sweeps
- * forgetting the same statements at the same moment.
+ * forgetting the same statements and unsubmitted uploads at the same moment.
  */
 class PostgresJournalContractTest extends JournalStoreContract {
   private static final int STATEMENTS = 600;
@@ -61,12 +61,23 @@ class PostgresJournalContractTest extends JournalStoreContract {
     return PostgresJournal.open(cluster.settings(database));
   }
 
-  /** Statement {@code i}'s rows as the engine leaves them once its result is released. */
+  /**
+   * Statement {@code i}'s rows as the engine leaves them once its result is released; every third
+   * statement's chain instead stops after its part, its upload never submitted.
+   */
   private static void finishedStatement(JournalStore j, int i) throws SQLException {
     long principal = 1 + i % PRINCIPALS;
     long ns = 1 + (long) (i / PRINCIPALS) * CHAIN;
-    j.beginUpload(principal, ns, 3, 1, bytes("digest"));
+    j.beginUpload(principal, ns, 3, 1, bytes("digest"), 0);
     j.addPart(principal, ns, 0, bytes("abc"));
+    if (i % 3 == 2) {
+      for (int k = 0; k < 2; k++) {
+        j.recordCommand(principal, ns + k, ns, bytes("sha-" + (ns + k)), bytes("accepted"));
+      }
+      j.setNextSequence(principal, ns + CHAIN);
+      return;
+    }
+    j.setUploadState(principal, ns, JournalStore.UploadState.SUBMITTED);
     long correlation = j.allocateCorrelation();
     for (int k = 0; k < CHAIN; k++) {
       CommandOutcome.Builder o = CommandOutcome.newBuilder().setPrincipal(principal)
@@ -74,7 +85,8 @@ class PostgresJournalContractTest extends JournalStoreContract {
       if (k == CHAIN - 1) {
         o.setCorrelation(correlation);
       }
-      j.recordCommand(principal, ns + k, bytes("sha-" + (ns + k)), o.build().toByteArray());
+      j.recordCommand(principal, ns + k, ns, bytes("sha-" + (ns + k)),
+          o.build().toByteArray());
     }
     j.setNextSequence(principal, ns + CHAIN);
     j.insertAccepted(correlation, principal, ns, bytes("digest"));
@@ -87,6 +99,7 @@ class PostgresJournalContractTest extends JournalStoreContract {
 
   @Test
   void twoReplicasForgettingAtOnceNeverDeadlockAndForgetEachStatementWhole() throws Exception {
+    // 400 finished statements and 200 uploads never submitted, over three principals.
     for (int from = 0; from < STATEMENTS; from += 50) {
       int first = from;
       journal.transaction(() -> {
@@ -126,6 +139,7 @@ class PostgresJournalContractTest extends JournalStoreContract {
       JournalStore j = journals.get(0);
       j.transaction(() -> {
         assertTrue(j.finishedBefore(Long.MAX_VALUE, 10).isEmpty());
+        assertTrue(j.abandonedBefore(Long.MAX_VALUE, 10).isEmpty());
         for (long p = 1; p <= PRINCIPALS; p++) {
           long next = 1 + (long) (STATEMENTS / PRINCIPALS) * CHAIN;
           assertEquals(next, j.nextSequence(p, 1), "principal " + p);

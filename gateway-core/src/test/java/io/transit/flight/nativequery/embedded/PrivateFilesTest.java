@@ -26,7 +26,7 @@ class PrivateFilesTest {
     Path file = dir.resolve("journal.sqlite");
     try (SqliteJournal journal = SqliteJournal.open(file)) {
       journal.transaction(() -> {
-        journal.recordCommand(7, 1, "sha".getBytes(StandardCharsets.UTF_8),
+        journal.recordCommand(7, 1, 1, "sha".getBytes(StandardCharsets.UTF_8),
             "outcome".getBytes(StandardCharsets.UTF_8));
         return null;
       });

@@ -350,6 +350,59 @@ class RetentionTest {
     assertEquals(0, again.forgotten(), "nothing more is past either bound");
   }
 
+  @Test
+  void uploadsNeverSubmittedArePastTheHistoryAgeForgottenAndTheirRetryIsRefused()
+      throws Exception {
+    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
+        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+    // One chain stops after its first part (open), one before its submit (sealed), one at a
+    // submit that is refused (its bundle's digest differs from the sealed one).
+    List<SignedCommand> open = chain(engine.nextSequence(PRINCIPAL),
+        bundle(demo.get(0).declaration(), INLINE, roomyBudgets()), 200);
+    sendAll(open.subList(0, 2), CommandOutcome.Kind.ACCEPTED);
+    List<SignedCommand> sealed = chain(engine.nextSequence(PRINCIPAL),
+        bundle(demo.get(0).declaration(), SMALL, roomyBudgets()), 200);
+    sendAll(sealed.subList(0, sealed.size() - 1), CommandOutcome.Kind.ACCEPTED);
+    long refusedAt = engine.nextSequence(PRINCIPAL);
+    List<SignedCommand> refused = chain(refusedAt,
+        bundle(demo.get(0).declaration(), SMALL, roomyBudgets()), 200);
+    sendAll(refused.subList(0, refused.size() - 1), CommandOutcome.Kind.ACCEPTED);
+    sendAll(List.of(sign(command(refusedAt + refused.size() - 1, refusedAt).setSubmit(
+            io.transit.flight.proto.SubmitQuery.newBuilder().setBundleSha256(
+                com.google.protobuf.ByteString.copyFrom(Digests.sha256(new byte[] {1})))))),
+        CommandOutcome.Kind.REJECTED);
+    Thread.sleep(1_500);
+    List<SignedCommand> young = chain(engine.nextSequence(PRINCIPAL),
+        bundle(demo.get(0).declaration(), SMALL, roomyBudgets()), 200);
+    runChain(young);
+    long next = engine.nextSequence(PRINCIPAL);
+    assertEquals(4, journalRows("uploads"));
+
+    Retention.Swept swept = engine.sweepRetention();
+    assertEquals(3, swept.forgotten(), "the three unsubmitted uploads, not the young statement");
+    assertEquals(1, journalRows("uploads"));
+    assertEquals(young.size() - 3, journalRows("upload_parts"));
+    assertEquals(young.size(), journalRows("commands"), "every record of the three chains");
+    for (List<SignedCommand> gone : List.of(open.subList(0, 2), sealed.subList(0,
+        sealed.size() - 1), refused.subList(0, refused.size() - 1))) {
+      for (SignedCommand c : gone) {
+        GatewayException e = assertThrows(GatewayException.class, () -> engine.send(c));
+        assertEquals(QueryCode.HISTORY_PRUNED, e.queryCode());
+      }
+    }
+    assertEquals(next, engine.nextSequence(PRINCIPAL), "the next sequence never moves back");
+    assertEquals(SMALL_ROWS, run(SMALL).getTotalRows());
+    assertEquals(0, engine.sweepRetention().forgotten(), "nothing more is past the bound");
+  }
+
+  private void sendAll(List<SignedCommand> commands, CommandOutcome.Kind expected)
+      throws Exception {
+    for (SignedCommand c : commands) {
+      CommandOutcome o = engine.send(c);
+      assertEquals(expected, o.getKind(), o.getMessage());
+    }
+  }
+
   private QueryStatus runChain(List<SignedCommand> chain) throws Exception {
     CommandOutcome last = null;
     for (SignedCommand c : chain) {

@@ -52,8 +52,8 @@ class SqliteJournalLayoutTest {
   /** A statement's rows in each keyed table, read back through the journal. */
   private static void recordAndReadAStatementsRows(SqliteJournal journal) throws Exception {
     journal.transaction(() -> {
-      journal.recordCommand(7, 1, bytes("sha"), bytes("outcome"));
-      journal.beginUpload(7, 3, 10, 1, bytes("bundle"));
+      journal.recordCommand(7, 1, 1, bytes("sha"), bytes("outcome"));
+      journal.beginUpload(7, 3, 10, 1, bytes("bundle"), 0);
       journal.addPart(7, 3, 0, bytes("0123456789"));
       journal.setUploadState(7, 3, JournalStore.UploadState.SEALED);
       long correlation = journal.allocateCorrelation();
@@ -79,7 +79,7 @@ class SqliteJournalLayoutTest {
     Path file = dir.resolve("new.sqlite");
     try (SqliteJournal journal = SqliteJournal.open(file)) {
       journal.transaction(() -> {
-        journal.recordCommand(1, 1, bytes("sha"), bytes("outcome"));
+        journal.recordCommand(1, 1, 1, bytes("sha"), bytes("outcome"));
         return null;
       });
     }
@@ -132,6 +132,35 @@ class SqliteJournalLayoutTest {
   }
 
   @Test
+  void aJournalFromBeforeTheHistoryColumnsCountsItsUploadsAsBegunAtTheUpgrade() throws Exception {
+    Path file = dir.resolve("before-history.sqlite");
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      journal.transaction(() -> null);
+    }
+    // Back to the tables as they were: no namespace on a record, no begin time on an upload.
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        Statement s = c.createStatement()) {
+      s.execute("DROP INDEX uploads_begun");
+      s.execute("ALTER TABLE commands DROP COLUMN namespace");
+      s.execute("ALTER TABLE uploads DROP COLUMN begun_ms");
+      s.execute("INSERT INTO commands VALUES (4, 20, x'01', x'02')");
+      s.execute("INSERT INTO uploads VALUES (4, 20, 3, 1, x'03', 0, 0, 'OPEN')");
+    }
+    long before = System.currentTimeMillis();
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      long after = System.currentTimeMillis();
+      journal.transaction(() -> {
+        assertTrue(journal.abandonedBefore(before, 10).isEmpty(), "not older than the upgrade");
+        assertEquals(List.of(new JournalStore.Abandoned(4, 20)),
+            journal.abandonedBefore(after + 1, 10));
+        journal.forgetCommand(4, 20, 20);
+        assertTrue(journal.command(4, 20).isPresent(), "a record naming no namespace stays");
+        return null;
+      });
+    }
+  }
+
+  @Test
   void aJournalWrittenWithDefaultPagesKeepsThemAndRecords() throws Exception {
     Path file = dir.resolve("old.sqlite");
     try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
@@ -143,7 +172,7 @@ class SqliteJournalLayoutTest {
 
     try (SqliteJournal journal = SqliteJournal.open(file)) {
       journal.transaction(() -> {
-        journal.recordCommand(7, 1, bytes("sha"), bytes("outcome"));
+        journal.recordCommand(7, 1, 1, bytes("sha"), bytes("outcome"));
         return null;
       });
     }

@@ -34,7 +34,7 @@ class SqliteJournalStatementsTest {
   void onlyAnSqlFailureDropsTheCachedStatements() throws Exception {
     try (SqliteJournal journal = SqliteJournal.open(dir.resolve("journal.sqlite"))) {
       journal.transaction(() -> {
-        journal.recordCommand(1, 1, bytes("sha"), bytes("outcome"));
+        journal.recordCommand(1, 1, 1, bytes("sha"), bytes("outcome"));
         return journal.command(1, 1);
       });
       int cached = journal.cachedStatements();
@@ -48,7 +48,7 @@ class SqliteJournalStatementsTest {
 
       // The same (principal, sequence) again: SQLite refuses it (primary key).
       assertThrows(SQLException.class, () -> journal.transaction(() -> {
-        journal.recordCommand(1, 1, bytes("other"), bytes("outcome"));
+        journal.recordCommand(1, 1, 1, bytes("other"), bytes("outcome"));
         return null;
       }));
       assertEquals(0, journal.cachedStatements(), "an SQLite failure drops the cache");
@@ -64,7 +64,7 @@ class SqliteJournalStatementsTest {
       CountDownLatch inside = new CountDownLatch(1);
       CountDownLatch done = new CountDownLatch(1);
       Future<Object> holder = pool.submit(() -> journal.transaction(() -> {
-        journal.recordCommand(1, 1, bytes("sha"), bytes("outcome"));
+        journal.recordCommand(1, 1, 1, bytes("sha"), bytes("outcome"));
         inside.countDown();
         try {
           assertTrue(done.await(10, TimeUnit.SECONDS));
@@ -94,7 +94,7 @@ class SqliteJournalStatementsTest {
       for (int i = 1; i <= commits; i++) {
         long seq = i;
         journal.transaction(JournalStore.Durability.DEFERRED, () -> {
-          journal.recordCommand(1, seq, bytes("sha" + seq), bytes("outcome"));
+          journal.recordCommand(1, seq, seq, bytes("sha" + seq), bytes("outcome"));
           return null;
         });
       }

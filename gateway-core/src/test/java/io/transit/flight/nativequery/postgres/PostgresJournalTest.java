@@ -104,7 +104,7 @@ class PostgresJournalTest {
       JournalStore.NotCommitted e = assertThrows(JournalStore.NotCommitted.class,
           () -> j.transaction(() -> {
             j.nextSequence(9, 1);
-            j.recordCommand(9, 1, new byte[] {1}, new byte[] {2});
+            j.recordCommand(9, 1, 1, new byte[] {1}, new byte[] {2});
             return null;
           }));
       assertEquals("55P03", e.getSQLState(), "lock_not_available");
@@ -123,7 +123,7 @@ class PostgresJournalTest {
           () -> j.transaction(() -> {
             j.nextSequence(1, 1);
             terminateJournalSessions(db);
-            j.recordCommand(1, 1, new byte[] {1}, new byte[] {2});
+            j.recordCommand(1, 1, 1, new byte[] {1}, new byte[] {2});
             return null;
           }));
       assertTrue(e.getSQLState() != null && (e.getSQLState().startsWith("57P")
@@ -303,7 +303,7 @@ class PostgresJournalTest {
       j.observeCommits(nanos -> commits.incrementAndGet());
       byte[] first = "first".getBytes(StandardCharsets.UTF_8);
       j.transaction(() -> {
-        j.recordCommand(9, 4, first, first);
+        j.recordCommand(9, 4, 4, first, first);
         return null;
       });
       for (JournalStore.Durability d : JournalStore.Durability.values()) {
@@ -313,7 +313,7 @@ class PostgresJournalTest {
         JournalStore.NotCommitted e = assertThrows(JournalStore.NotCommitted.class,
             () -> j.transaction(d, () -> {
               j.setNextSequence(9, 77);
-              j.recordCommand(9, 4, new byte[1], new byte[1]);
+              j.recordCommand(9, 4, 4, new byte[1], new byte[1]);
               return null;
             }), d.name());
         assertEquals("23505", e.getSQLState(), e.getMessage());
