@@ -416,7 +416,7 @@ public final class MandatedWork {
         .append(",\"ticket_verifies\":").append(per.ticketVerifies()).append("},");
   }
 
-  /** Runs {@code op} for {@code budget} ns (at least 5 times): each run's figure in µs, in order. */
+  /** Runs {@code op} for {@code budget} ns (at least 5 times): each run's figure in µs. */
   private static String samplesMicros(long budget, LongSupplier op) {
     StringBuilder out = new StringBuilder("[");
     long end = System.nanoTime() + budget;

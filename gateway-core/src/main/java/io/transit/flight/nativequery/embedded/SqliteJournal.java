@@ -79,16 +79,20 @@ final class SqliteJournal implements JournalStore {
         + " limit_amount BIGINT NOT NULL, required_amount BIGINT NOT NULL,"
         + " failed_column VARCHAR(256) NOT NULL, released INTEGER NOT NULL, manifest BLOB)",
   };
-  // Added by the retention policy and the execution leases; a journal written before them gains
-  // them at open. An ACCEPTED row without a lease (lease_until_ms 0) is claimable at once.
+  // Added by the retention policy, the execution leases and the history bound; a journal written
+  // before them gains them at open. An ACCEPTED row without a lease (lease_until_ms 0) is
+  // claimable at once.
   private static final String[][] ADDED_COLUMNS = {
     {"queries", "finished_ms",
         "ALTER TABLE queries ADD COLUMN finished_ms BIGINT NOT NULL DEFAULT 0"},
-    {"queries", "result_bytes", "ALTER TABLE queries ADD COLUMN result_bytes BIGINT NOT NULL DEFAULT 0"},
-    {"queries", "lease_owner", "ALTER TABLE queries ADD COLUMN lease_owner BIGINT NOT NULL DEFAULT 0"},
+    {"queries", "result_bytes",
+        "ALTER TABLE queries ADD COLUMN result_bytes BIGINT NOT NULL DEFAULT 0"},
+    {"queries", "lease_owner",
+        "ALTER TABLE queries ADD COLUMN lease_owner BIGINT NOT NULL DEFAULT 0"},
     {"queries", "lease_holder",
         "ALTER TABLE queries ADD COLUMN lease_holder VARCHAR(256) NOT NULL DEFAULT ''"},
-    {"queries", "lease_until_ms", "ALTER TABLE queries ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0"},
+    {"queries", "lease_until_ms",
+        "ALTER TABLE queries ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0"},
     {"queries", "attempt", "ALTER TABLE queries ADD COLUMN attempt BIGINT NOT NULL DEFAULT 0"},
     // The exceeded bound of a budget failure, for its diagnostic (issue 15 item 6).
     {"queries", "failed_bound",
