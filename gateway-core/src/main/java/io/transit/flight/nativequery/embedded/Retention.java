@@ -30,8 +30,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The retention policy's enforcer: releases the oldest retained results past the maximum age or
  * past the maximum total bytes (in the journal, as {@link EmbeddedEngine#release} does), forgets
- * the history of statements past the history age when the policy bounds it ({@link
- * #forgetHistory}), then removes segment files no unreleased manifest names. The journal commits
+ * the history of statements and unsubmitted uploads past the history age when the policy bounds
+ * it ({@link #forgetHistory}), then removes segment files no unreleased manifest names. The journal commits
  * first and files go after it, so a crash in between leaves only unreferenced files, removed by
  * the next sweep.
  *
@@ -57,8 +57,8 @@ final class Retention implements AutoCloseable {
 
   /**
    * What one sweep did: results released, files removed, whether it read the retained manifests
-   * to look for unreferenced files (see {@link #removeUnreferenced}), and statements whose
-   * history it forgot.
+   * to look for unreferenced files (see {@link #removeUnreferenced}), and statements and
+   * unsubmitted uploads whose history it forgot.
    */
   record Swept(int released, int removed, boolean manifestsRead, int forgotten) {
     Swept(int released, int removed, boolean manifestsRead) {
@@ -225,8 +225,9 @@ final class Retention implements AutoCloseable {
       releases.incrementAndGet();
     }
     long forgetStarted = System.nanoTime();
-    int forgotten = policy.forgetsHistory() ? forgetHistory(now - policy.historyAge().toMillis())
-        : 0;
+    int[] forgot = policy.forgetsHistory() ? forgetHistory(now - policy.historyAge().toMillis())
+        : new int[2];
+    int forgotten = forgot[0] + forgot[1];
     long forgetNanos = System.nanoTime() - forgetStarted;
     readNanos = 0;
     heldNanos = 0;
@@ -239,47 +240,48 @@ final class Retention implements AutoCloseable {
           Math.max(removed, 0), readNanos / 1_000_000, heldNanos / 1_000_000);
     }
     if (forgotten > 0) {
-      log.info("retention forgot the history of {} statements in {} ms", forgotten,
-          forgetNanos / 1_000_000);
+      log.info("retention forgot the history of {} statements and {} unsubmitted uploads in {} ms",
+          forgot[0], forgot[1], forgetNanos / 1_000_000);
     }
     return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgotten);
   }
 
   /**
    * Forgets the history of statements that finished before {@code cutoff} and whose result is
-   * released or that failed: their query row, upload and parts, and the command records of
-   * their chain, a page per transaction. The chain's records go only when they are the
-   * contiguous begin, parts, seal and submit the gateway sends (the record at the submit's place
-   * names this query's correlation); a chain another client interleaved keeps its records, which
-   * go on answering their retries. No principal's next sequence changes, so a retry of a
+   * released or that failed — their query row, upload and parts, and the command records of
+   * their chain ({@link #forgetChain}) — a page per transaction; then, once those are caught up,
+   * of uploads begun before it that never reached an accepted submit, with their parts and
+   * records ({@link #forgetAbandoned(JournalStore.Abandoned)}). At most {@link
+   * #FORGET_PAGES_PER_SWEEP} pages in all. No principal's next sequence changes, so a retry of a
    * forgotten command finds no record below it and is refused {@code query.history_pruned}
    * (CommandProcessor), never decided again. Deferred commits: a forgetting a crash loses is
-   * done again by the next sweep. Returns the statements forgotten.
+   * done again by the next sweep. Returns the statements and the uploads forgotten.
    */
-  private int forgetHistory(long cutoff) throws SQLException {
-    int total = 0;
+  private int[] forgetHistory(long cutoff) throws SQLException {
+    int statements = 0;
     int pages = 0;
     int n;
     do {
       n = journal.transaction(JournalStore.Durability.DEFERRED, () -> forgetFinished(cutoff));
-      total += n;
+      statements += n;
       pages++;
     } while (n == FORGET_PAGE && pages < FORGET_PAGES_PER_SWEEP);
+    int uploads = 0;
     if (n == FORGET_PAGE) {
       // Uploads only once the finished statements are caught up: until then the begin-time
       // index also holds their submitted uploads, which a page of unsubmitted ones reads past.
-      return total;
+      return new int[] {statements, uploads};
     }
     while (pages < FORGET_PAGES_PER_SWEEP) {
       int[] page = journal.transaction(JournalStore.Durability.DEFERRED,
           () -> forgetAbandoned(cutoff));
-      total += page[1];
+      uploads += page[1];
       pages++;
       if (page[0] < FORGET_PAGE) {
         break;
       }
     }
-    return total;
+    return new int[] {statements, uploads};
   }
 
   /** One page of finished statements, inside its transaction: how many it forgot. */

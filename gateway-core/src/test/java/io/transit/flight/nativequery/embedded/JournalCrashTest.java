@@ -48,7 +48,8 @@ class JournalCrashTest {
 
   /**
    * The child: admits queries forever, printing each recorded outcome; with a third argument
-   * {@code forget}, under a history bound whose sweep (every 50 ms) forgets them as they age.
+   * {@code forget}, under a history bound whose sweep (every 50 ms) forgets them as they age, and
+   * every third chain stops after its first part (an upload never submitted, forgotten too).
    */
   public static void main(String[] args) throws Exception {
     Path stateDir = Path.of(args[0]);
@@ -60,9 +61,12 @@ class JournalCrashTest {
         : EngineOptions.defaults();
     EmbeddedEngine engine = EmbeddedEngine.open(stateDir, options,
         List.of(cells), List.of(fullRights()), new TablePlanner().put(SQL, PLAN));
+    boolean abandoning = args.length > 2 && args[2].equals("forget");
     long first = engine.nextSequence(PRINCIPAL);
-    while (true) {
-      for (SignedCommand c : chain(first, bundle(cells.declaration(), SQL, roomyBudgets()), 64)) {
+    for (long n = 0; ; n++) {
+      List<SignedCommand> chain =
+          chain(first, bundle(cells.declaration(), SQL, roomyBudgets()), 64);
+      for (SignedCommand c : abandoning && n % 3 == 2 ? chain.subList(0, 2) : chain) {
         CommandOutcome o = engine.send(c);
         System.out.println(Base64.getEncoder().encodeToString(c.toByteArray()) + " "
             + Base64.getEncoder().encodeToString(o.toByteArray()));
@@ -153,12 +157,16 @@ class JournalCrashTest {
       long next = engine.nextSequence(PRINCIPAL);
       // Per namespace: how its acknowledged commands answer now, replayed or pruned.
       Map<Long, Boolean> pruned = new HashMap<>();
+      java.util.Set<Long> submitted = new java.util.HashSet<>();
       List<Long> correlations = new ArrayList<>();
       long last = 0;
       for (String[] ack : acknowledged) {
         SignedCommand c = SignedCommand.parseFrom(Base64.getDecoder().decode(ack[0]));
         NativeCommand command = NativeCommand.parseFrom(c.getCommand());
         long namespace = command.getNamespace();
+        if (command.getBodyCase() == NativeCommand.BodyCase.SUBMIT) {
+          submitted.add(namespace);
+        }
         last = Math.max(last, command.getSequence());
         boolean gone;
         try {
@@ -177,6 +185,9 @@ class JournalCrashTest {
             "namespace " + namespace + " is partly forgotten");
       }
       assertTrue(pruned.containsValue(true), "the child's sweep forgot nothing: " + pruned);
+      assertTrue(pruned.entrySet().stream()
+              .anyMatch(e -> e.getValue() && !submitted.contains(e.getKey())),
+          "the child's sweep forgot no upload left unsubmitted: " + pruned);
       assertTrue(next > last, "next " + next + " after " + last);
       assertEquals(next, engine.nextSequence(PRINCIPAL), "no refusal moved the next sequence");
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
