@@ -288,7 +288,10 @@ final class Retention implements AutoCloseable {
   private int forgetFinished(long cutoff) throws SQLException {
     List<JournalStore.Finished> finished = journal.finishedBefore(cutoff, FORGET_PAGE);
     for (JournalStore.Finished f : finished) {
-      forgetChain(f.principal(), f.namespace(), f.correlation());
+      Optional<JournalStore.Upload> upload = journal.upload(f.principal(), f.namespace());
+      if (upload.isPresent()) {
+        forgetChain(f.principal(), f.namespace(), upload.get().partCount(), f.correlation());
+      }
       journal.forget(f);
     }
     return finished.size();
@@ -326,7 +329,7 @@ final class Retention implements AutoCloseable {
     if (upload.isEmpty() || upload.get().state() == JournalStore.UploadState.SUBMITTED) {
       return false;
     }
-    forgetChain(a.principal(), a.namespace(), 0);
+    forgetChain(a.principal(), a.namespace(), upload.get().partCount(), 0);
     // The begin: the upload at a namespace was begun by the command at that sequence
     // (UploadValidator), so its record goes even when it names no namespace (recorded earlier).
     journal.forgetCommand(a.principal(), a.namespace());
@@ -336,19 +339,16 @@ final class Retention implements AutoCloseable {
 
   /**
    * Inside {@link #forgetHistory}'s transaction: the command records of the chain of the upload
-   * at {@code namespace} — begin at the namespace, one command per part, the seal, the submit.
+   * at {@code namespace} of {@code partCount} parts — begin at the namespace, one command per
+   * part, the seal, the submit.
    * Within that run, each record that names the namespace; and every record of the run when
    * the submit's place holds the accepted submit of {@code correlation} (records from before the
    * namespace was kept name none; for them that is the proof the run is this chain's alone).
    * Records of the chain outside the run (another client's commands interleaved) stay.
    */
-  private void forgetChain(long principal, long namespace, long correlation)
+  private void forgetChain(long principal, long namespace, int partCount, long correlation)
       throws SQLException {
-    Optional<JournalStore.Upload> upload = journal.upload(principal, namespace);
-    if (upload.isEmpty()) {
-      return;
-    }
-    long submit = namespace + upload.get().partCount() + 2;
+    long submit = namespace + partCount + 2;
     boolean wholeRun = false;
     if (correlation != 0) {
       Optional<JournalStore.Recorded> recorded = journal.command(principal, submit);
