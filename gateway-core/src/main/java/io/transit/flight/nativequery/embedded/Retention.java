@@ -31,9 +31,9 @@ import org.slf4j.LoggerFactory;
  * The retention policy's enforcer: releases the oldest retained results past the maximum age or
  * past the maximum total bytes (in the journal, as {@link EmbeddedEngine#release} does), forgets
  * the history of statements and unsubmitted uploads past the history age when the policy bounds
- * it ({@link #forgetHistory}), then removes segment files no unreleased manifest names. The journal commits
- * first and files go after it, so a crash in between leaves only unreferenced files, removed by
- * the next sweep.
+ * it ({@link #forgetHistory}), then removes segment files no unreleased manifest names. The
+ * journal commits first and files go after it, so a crash in between leaves only unreferenced
+ * files, removed by the next sweep.
  *
  * <p>Threads: {@link #sweep} runs on the single {@code native-retention} thread ({@link #start})
  * or, in tests, on the caller, one at a time. Query runners hold {@link #writing()} (the read

@@ -395,20 +395,19 @@ class RetentionTest {
     assertEquals(0, engine.sweepRetention().forgotten(), "nothing more is past the bound");
   }
 
-  private void sendAll(List<SignedCommand> commands, CommandOutcome.Kind expected)
+  /** Sends each command in turn, each decided {@code expected}; returns the last outcome. */
+  private CommandOutcome sendAll(List<SignedCommand> commands, CommandOutcome.Kind expected)
       throws Exception {
+    CommandOutcome o = null;
     for (SignedCommand c : commands) {
-      CommandOutcome o = engine.send(c);
+      o = engine.send(c);
       assertEquals(expected, o.getKind(), o.getMessage());
     }
+    return o;
   }
 
   private QueryStatus runChain(List<SignedCommand> chain) throws Exception {
-    CommandOutcome last = null;
-    for (SignedCommand c : chain) {
-      last = engine.send(c);
-      assertEquals(CommandOutcome.Kind.ACCEPTED, last.getKind(), last.getMessage());
-    }
+    CommandOutcome last = sendAll(chain, CommandOutcome.Kind.ACCEPTED);
     QueryStatus s = engine.awaitQuery(access(), last.getCorrelation(),
         System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
     assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
