@@ -16,6 +16,7 @@ import io.transit.flight.proto.SignedCommand;
 import java.sql.SQLException;
 import java.util.Arrays;
 import java.util.Optional;
+import java.util.function.LongSupplier;
 
 /**
  * Decides and records one signed native command: authenticity and send right first (nothing is
@@ -89,9 +90,13 @@ final class CommandProcessor {
   private final long firstSequence;
   private final Claimer claimer;
   private final Finisher finisher;
+  /** Wall-clock milliseconds: when a refusal was decided (the history bound's input). */
+  private final LongSupplier clock;
 
   CommandProcessor(JournalStore journal, RightsRegistry rights, UploadValidator uploads,
-      SignatureVerdicts verdicts, long firstSequence, Claimer claimer, Finisher finisher) {
+      SignatureVerdicts verdicts, long firstSequence, Claimer claimer, Finisher finisher,
+      LongSupplier clock) {
+    this.clock = clock;
     this.claimer = claimer;
     this.finisher = finisher;
     this.verdicts = verdicts;
@@ -212,8 +217,13 @@ final class CommandProcessor {
       outcome.setKind(CommandOutcome.Kind.REJECTED).setCode(r.code()).setMessage(r.getMessage());
     }
     CommandOutcome recorded = outcome.build();
-    journal.recordCommand(principal, sequence, command.getNamespace(), digest,
-        recorded.toByteArray());
+    if (recorded.getKind() == CommandOutcome.Kind.ACCEPTED) {
+      journal.recordCommand(principal, sequence, command.getNamespace(), digest,
+          recorded.toByteArray());
+    } else {
+      journal.recordRefusal(principal, sequence, command.getNamespace(), digest,
+          recorded.toByteArray(), clock.getAsLong());
+    }
     journal.setNextSequence(principal, sequence + 1);
     // The claim commits with the acceptance: leasing costs an accepted query no commit.
     long start = applied.correlation();

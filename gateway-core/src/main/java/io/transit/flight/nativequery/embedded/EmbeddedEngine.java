@@ -157,7 +157,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.commands = new CommandProcessor(journal, rights, uploads, verdicts,
         options.firstSequence(),
         options.deferExecution() ? CommandProcessor.Claimer.NONE : leases::claimAccepted,
-        options.deferExecution() ? CommandProcessor.Finisher.NONE : new EarlyFinisher());
+        options.deferExecution() ? CommandProcessor.Finisher.NONE : new EarlyFinisher(),
+        System::currentTimeMillis);
     this.reader = new ResultReader(journal, rights, segments);
     this.sessions = new DuckSessions(tables);
     this.retention = new Retention(journal, segments, options.retention(),

@@ -21,6 +21,16 @@ public final class JournalRows {
       "SELECT command_sha256, outcome FROM commands WHERE principal = ? AND sequence = ?";
   public static final String INSERT_COMMAND = "INSERT INTO commands (principal, sequence,"
       + " namespace, command_sha256, outcome) VALUES (?, ?, ?, ?, ?)";
+  public static final String INSERT_REFUSAL = "INSERT INTO commands (principal, sequence,"
+      + " namespace, command_sha256, outcome, refused_ms) VALUES (?, ?, ?, ?, ?, ?)";
+  /**
+   * A page of {@code forgetRefusedBefore}, from the index of refusals alone (refused_ms is none
+   * in every other record): cutoff, limit. {@code %s} is what the page's read adds (the shared
+   * journal's {@code FOR UPDATE SKIP LOCKED}).
+   */
+  public static final String FORGET_REFUSED = "DELETE FROM commands WHERE (principal, sequence)"
+      + " IN (SELECT principal, sequence FROM commands WHERE refused_ms IS NOT NULL"
+      + " AND refused_ms < ? ORDER BY refused_ms LIMIT ?%s)";
   public static final String SELECT_UPLOAD =
       "SELECT declared_bytes, part_count, bundle_sha256, received_parts, received_bytes, state"
           + " FROM uploads WHERE principal = ? AND namespace = ?";

@@ -146,6 +146,15 @@ public interface JournalStore extends AutoCloseable {
   void recordCommand(long principal, long sequence, long namespace, byte[] sha256, byte[] outcome)
       throws SQLException;
 
+  /**
+   * {@link #recordCommand} for a command whose outcome is a refusal (REJECTED), decided at {@code
+   * refusedMillis} (wall clock): the history bound forgets a refusal's record by that time
+   * ({@link #forgetRefusedBefore}), since a refused command may name no upload to be forgotten
+   * with.
+   */
+  void recordRefusal(long principal, long sequence, long namespace, byte[] sha256, byte[] outcome,
+      long refusedMillis) throws SQLException;
+
   Optional<Upload> upload(long principal, long namespace) throws SQLException;
 
   /** An upload begun at {@code begunMillis} (wall clock; the history bound's input). */
@@ -304,6 +313,16 @@ public interface JournalStore extends AutoCloseable {
 
   /** Deletes an upload's row and its parts. */
   void forgetUpload(long principal, long namespace) throws SQLException;
+
+  /**
+   * Deletes at most {@code limit} records of refusals decided before {@code cutoffMillis}
+   * ({@link #recordRefusal}), oldest first, read from an index of refusals alone, and returns how
+   * many it deleted. Touches no principal's row: a retry of a deleted record's sequence finds
+   * none below the next sequence, whichever side of the delete it reads. On a shared journal,
+   * records another transaction holds are skipped, left to the next page, so two replicas'
+   * sweeps never wait on each other here.
+   */
+  int forgetRefusedBefore(long cutoffMillis, int limit) throws SQLException;
 
   // The deployment's rights (docs/deployment.md "Shared rights"): a versioned document, opaque to
   // the journal, of which one version is current. Epochs start at 1 and only grow; 0 means none

@@ -30,10 +30,10 @@ import org.slf4j.LoggerFactory;
 /**
  * The retention policy's enforcer: releases the oldest retained results past the maximum age or
  * past the maximum total bytes (in the journal, as {@link EmbeddedEngine#release} does), forgets
- * the history of statements and unsubmitted uploads past the history age when the policy bounds
- * it ({@link #forgetHistory}), then removes segment files no unreleased manifest names. The
- * journal commits first and files go after it, so a crash in between leaves only unreferenced
- * files, removed by the next sweep.
+ * the history of statements, unsubmitted uploads and refused commands past the history age when
+ * the policy bounds it ({@link #forgetHistory}), then removes segment files no unreleased
+ * manifest names. The journal commits first and files go after it, so a crash in between leaves
+ * only unreferenced files, removed by the next sweep.
  *
  * <p>Threads: {@link #sweep} runs on the single {@code native-retention} thread ({@link #start})
  * or, in tests, on the caller, one at a time. Query runners hold {@link #writing()} (the read
@@ -57,8 +57,8 @@ final class Retention implements AutoCloseable {
 
   /**
    * What one sweep did: results released, files removed, whether it read the retained manifests
-   * to look for unreferenced files (see {@link #removeUnreferenced}), and statements and
-   * unsubmitted uploads whose history it forgot.
+   * to look for unreferenced files (see {@link #removeUnreferenced}), and how many statements,
+   * unsubmitted uploads and other refused commands' records it forgot.
    */
   record Swept(int released, int removed, boolean manifestsRead, int forgotten) {
     Swept(int released, int removed, boolean manifestsRead) {
@@ -226,8 +226,8 @@ final class Retention implements AutoCloseable {
     }
     long forgetStarted = System.nanoTime();
     int[] forgot = policy.forgetsHistory() ? forgetHistory(now - policy.historyAge().toMillis())
-        : new int[2];
-    int forgotten = forgot[0] + forgot[1];
+        : new int[3];
+    int forgotten = forgot[0] + forgot[1] + forgot[2];
     long forgetNanos = System.nanoTime() - forgetStarted;
     readNanos = 0;
     heldNanos = 0;
@@ -240,8 +240,9 @@ final class Retention implements AutoCloseable {
           Math.max(removed, 0), readNanos / 1_000_000, heldNanos / 1_000_000);
     }
     if (forgotten > 0) {
-      log.info("retention forgot the history of {} statements and {} unsubmitted uploads in {} ms",
-          forgot[0], forgot[1], forgetNanos / 1_000_000);
+      log.info("retention forgot the history of {} statements, {} unsubmitted uploads and {}"
+          + " other refused commands in {} ms", forgot[0], forgot[1], forgot[2],
+          forgetNanos / 1_000_000);
     }
     return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgotten);
   }
@@ -251,37 +252,47 @@ final class Retention implements AutoCloseable {
    * released or that failed — their query row, upload and parts, and the command records of
    * their chain ({@link #forgetChain}) — a page per transaction; then, once those are caught up,
    * of uploads begun before it that never reached an accepted submit, with their parts and
-   * records ({@link #forgetAbandoned(JournalStore.Abandoned)}). At most {@link
+   * records ({@link #forgetAbandoned(JournalStore.Abandoned)}); then the records of refusals
+   * decided before it that are still there ({@link JournalStore#forgetRefusedBefore}: a refusal
+   * may name no upload, or a chain's namespace beyond its run). At most {@link
    * #FORGET_PAGES_PER_SWEEP} pages in all. No principal's next sequence changes, so a retry of a
    * forgotten command finds no record below it and is refused {@code query.history_pruned}
    * (CommandProcessor), never decided again. Deferred commits: a forgetting a crash loses is
-   * done again by the next sweep. Returns the statements and the uploads forgotten.
+   * done again by the next sweep. Returns the statements, the uploads and the other refusals
+   * forgotten.
    */
   private int[] forgetHistory(long cutoff) throws SQLException {
-    int statements = 0;
+    int[] forgot = new int[3];
     int pages = 0;
     int n;
     do {
       n = journal.transaction(JournalStore.Durability.DEFERRED, () -> forgetFinished(cutoff));
-      statements += n;
+      forgot[0] += n;
       pages++;
     } while (n == FORGET_PAGE && pages < FORGET_PAGES_PER_SWEEP);
-    int uploads = 0;
-    if (n == FORGET_PAGE) {
-      // Uploads only once the finished statements are caught up: until then the begin-time
-      // index also holds their submitted uploads, which a page of unsubmitted ones reads past.
-      return new int[] {statements, uploads};
-    }
+    // Uploads only once the finished statements are caught up (a budget left): until then the
+    // begin-time index also holds their submitted uploads, which a page of unsubmitted ones
+    // reads past.
     while (pages < FORGET_PAGES_PER_SWEEP) {
       int[] page = journal.transaction(JournalStore.Durability.DEFERRED,
           () -> forgetAbandoned(cutoff));
-      uploads += page[1];
+      forgot[1] += page[1];
       pages++;
       if (page[0] < FORGET_PAGE) {
         break;
       }
     }
-    return new int[] {statements, uploads};
+    // Refusals last, so that those in a chain go with it, by name, before this reads them.
+    while (pages < FORGET_PAGES_PER_SWEEP) {
+      n = journal.transaction(JournalStore.Durability.DEFERRED,
+          () -> journal.forgetRefusedBefore(cutoff, FORGET_PAGE));
+      forgot[2] += n;
+      pages++;
+      if (n < FORGET_PAGE) {
+        break;
+      }
+    }
+    return forgot;
   }
 
   /** One page of finished statements, inside its transaction: how many it forgot. */

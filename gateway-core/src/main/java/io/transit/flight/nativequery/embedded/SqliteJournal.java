@@ -101,6 +101,8 @@ final class SqliteJournal implements JournalStore {
     // records from before it), and when an upload was begun.
     {"commands", "namespace", "ALTER TABLE commands ADD COLUMN namespace BIGINT"},
     {"uploads", "begun_ms", "ALTER TABLE uploads ADD COLUMN begun_ms BIGINT NOT NULL DEFAULT 0"},
+    // When a refusal was decided (none in every other record, and in refusals recorded before it).
+    {"commands", "refused_ms", "ALTER TABLE commands ADD COLUMN refused_ms BIGINT"},
   };
   // The takeover scan reads ACCEPTED rows by lease expiry; without it each scan reads every row.
   private static final String LEASE_INDEX =
@@ -112,6 +114,11 @@ final class SqliteJournal implements JournalStore {
   // The history bound reads unsubmitted uploads oldest first (JournalRows.ABANDONED_BEFORE).
   private static final String BEGUN_INDEX = "CREATE INDEX IF NOT EXISTS uploads_begun ON"
       + " uploads (begun_ms, principal, namespace)";
+  // The history bound reads refusals oldest first (JournalRows.FORGET_REFUSED). Partial: an
+  // accepted command, a statement's every command, adds no entry to it.
+  private static final String REFUSED_INDEX = "CREATE INDEX IF NOT EXISTS commands_refused ON"
+      + " commands (refused_ms) WHERE refused_ms IS NOT NULL";
+  private static final String FORGET_REFUSED = JournalRows.FORGET_REFUSED.formatted("");
   /**
    * The page size of a new journal. A statement's four transactions rewrite about thirty pages
    * (each a WAL frame, copied, checksummed and then flushed by the submit's fsync) to change a few
@@ -242,6 +249,7 @@ final class SqliteJournal implements JournalStore {
     s.execute(LEASE_INDEX);
     s.execute(RETAINED_INDEX);
     s.execute(BEGUN_INDEX);
+    s.execute(REFUSED_INDEX);
   }
 
   /**
@@ -431,6 +439,13 @@ final class SqliteJournal implements JournalStore {
   public void recordCommand(long principal, long sequence, long namespace, byte[] sha256,
       byte[] outcome) throws SQLException {
     update(JournalRows.INSERT_COMMAND, principal, sequence, namespace, sha256, outcome);
+  }
+
+  @Override
+  public void recordRefusal(long principal, long sequence, long namespace, byte[] sha256,
+      byte[] outcome, long refusedMillis) throws SQLException {
+    update(JournalRows.INSERT_REFUSAL, principal, sequence, namespace, sha256, outcome,
+        refusedMillis);
   }
 
   @Override
@@ -712,6 +727,11 @@ final class SqliteJournal implements JournalStore {
   @Override
   public void forgetUpload(long principal, long namespace) throws SQLException {
     JournalRows.forgetUpload(principal, namespace, this::update);
+  }
+
+  @Override
+  public int forgetRefusedBefore(long cutoffMillis, int limit) throws SQLException {
+    return update(FORGET_REFUSED, cutoffMillis, limit);
   }
 
   @Override

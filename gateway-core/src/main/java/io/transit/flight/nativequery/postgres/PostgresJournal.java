@@ -77,6 +77,10 @@ public final class PostgresJournal implements JournalStore {
 
   /** Where the migrations live on the class path. */
   static final String MIGRATIONS = "classpath:io/transit/flight/nativequery/postgres/migration";
+  // Rows another transaction holds (another replica's sweep, a chain being forgotten) are left
+  // to a later page rather than waited for.
+  private static final String FORGET_REFUSED =
+      JournalRows.FORGET_REFUSED.formatted(" FOR UPDATE SKIP LOCKED");
 
   private final HikariDataSource pool;
   // The transaction running on this thread; set and cleared by attempt().
@@ -410,6 +414,13 @@ public final class PostgresJournal implements JournalStore {
   }
 
   @Override
+  public void recordRefusal(long principal, long sequence, long namespace, byte[] sha256,
+      byte[] outcome, long refusedMillis) throws SQLException {
+    write(JournalRows.INSERT_REFUSAL, principal, sequence, namespace, sha256, outcome,
+        refusedMillis);
+  }
+
+  @Override
   public Optional<Upload> upload(long principal, long namespace) throws SQLException {
     return read(JournalRows.SELECT_UPLOAD,
         r -> r.next() ? Optional.of(JournalRows.upload(r)) : Optional.empty(),
@@ -588,6 +599,11 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public void forgetUpload(long principal, long namespace) throws SQLException {
     JournalRows.forgetUpload(principal, namespace, this::write); // held, as forgetCommand's are
+  }
+
+  @Override
+  public int forgetRefusedBefore(long cutoffMillis, int limit) throws SQLException {
+    return update(FORGET_REFUSED, cutoffMillis, limit);
   }
 
   @Override

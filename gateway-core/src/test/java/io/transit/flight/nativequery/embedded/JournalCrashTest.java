@@ -45,11 +45,15 @@ class JournalCrashTest {
 
   /** Results released after this, and statements forgotten after as long again. */
   static final Duration FORGET_AFTER = Duration.ofMillis(200);
+  /** Added to a sequence: a namespace no upload holds (the child's refused commands name one). */
+  static final long NO_UPLOAD = 1L << 40;
 
   /**
    * The child: admits queries forever, printing each recorded outcome; with a third argument
    * {@code forget}, under a history bound whose sweep (every 50 ms) forgets them as they age, and
-   * every third chain stops after its first part (an upload never submitted, forgotten too).
+   * every third chain stops after its first part (an upload never submitted, forgotten too),
+   * followed by a command refused for naming a namespace no upload holds (its record forgotten by
+   * its refusal's age).
    */
   public static void main(String[] args) throws Exception {
     Path stateDir = Path.of(args[0]);
@@ -66,7 +70,14 @@ class JournalCrashTest {
     for (long n = 0; ; n++) {
       List<SignedCommand> chain =
           chain(first, bundle(cells.declaration(), SQL, roomyBudgets()), 64);
-      for (SignedCommand c : abandoning && n % 3 == 2 ? chain.subList(0, 2) : chain) {
+      List<SignedCommand> sent = chain;
+      if (abandoning && n % 3 == 2) {
+        sent = new ArrayList<>(chain.subList(0, 2));
+        sent.add(sign(command(first + 2, first + NO_UPLOAD).setPart(
+            io.transit.flight.proto.UploadPart.newBuilder().setIndex(0)
+                .setData(com.google.protobuf.ByteString.copyFromUtf8("x")))));
+      }
+      for (SignedCommand c : sent) {
         CommandOutcome o = engine.send(c);
         System.out.println(Base64.getEncoder().encodeToString(c.toByteArray()) + " "
             + Base64.getEncoder().encodeToString(o.toByteArray()));
@@ -188,6 +199,8 @@ class JournalCrashTest {
       assertTrue(pruned.entrySet().stream()
               .anyMatch(e -> e.getValue() && !submitted.contains(e.getKey())),
           "the child's sweep forgot no upload left unsubmitted: " + pruned);
+      assertTrue(pruned.entrySet().stream().anyMatch(e -> e.getValue() && e.getKey() > NO_UPLOAD),
+          "the child's sweep forgot no refusal naming no upload: " + pruned);
       assertTrue(next > last, "next " + next + " after " + last);
       assertEquals(next, engine.nextSequence(PRINCIPAL), "no refusal moved the next sequence");
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

@@ -404,6 +404,40 @@ public abstract class JournalStoreContract {
   }
 
   @Test
+  void refusalsPastTheCutoffGoOldestFirstAPageAtATimeAndAcceptedRecordsStay() throws Exception {
+    // Principal 12: an accepted record (1), refusals decided at 300 (2), 100 (3) and 200 (4) —
+    // one naming no upload, one a namespace beyond any chain — and a young refusal at 5,000 (5).
+    long principal = 12;
+    journal.transaction(() -> {
+      journal.recordCommand(principal, 1, 1, bytes("a1"), bytes("accepted"));
+      journal.recordRefusal(principal, 2, 77, bytes("r2"), bytes("refused"), 300);
+      journal.recordRefusal(principal, 3, 3, bytes("r3"), bytes("refused"), 100);
+      journal.recordRefusal(principal, 4, 1, bytes("r4"), bytes("refused"), 200);
+      journal.recordRefusal(principal, 5, 5, bytes("r5"), bytes("refused"), 5_000);
+      journal.setNextSequence(principal, 6);
+      return null;
+    });
+    assertEquals(1, (int) journal.transaction(() -> journal.forgetRefusedBefore(1_000, 1)));
+    journal.transaction(() -> {
+      assertTrue(journal.command(principal, 3).isEmpty(), "the oldest refusal first");
+      assertTrue(journal.command(principal, 4).isPresent());
+      assertArrayEquals(bytes("refused"), journal.command(principal, 2).orElseThrow().outcome());
+      return null;
+    });
+    assertEquals(2, (int) journal.transaction(() -> journal.forgetRefusedBefore(1_000, 10)));
+    assertEquals(0, (int) journal.transaction(() -> journal.forgetRefusedBefore(1_000, 10)));
+    journal.transaction(() -> {
+      assertTrue(journal.command(principal, 2).isEmpty());
+      assertTrue(journal.command(principal, 4).isEmpty());
+      assertArrayEquals(bytes("accepted"), journal.command(principal, 1).orElseThrow().outcome(),
+          "an accepted record is not the refusals' to forget");
+      assertTrue(journal.command(principal, 5).isPresent(), "a refusal younger than the cutoff");
+      assertEquals(6, journal.nextSequence(principal, 1));
+      return null;
+    });
+  }
+
+  @Test
   void retainedIsOldestFirst() throws Exception {
     long[] finished = {3_000, 1_000, 2_000};
     List<Long> cs = new ArrayList<>();

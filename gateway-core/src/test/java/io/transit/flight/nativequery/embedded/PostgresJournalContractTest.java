@@ -63,7 +63,8 @@ class PostgresJournalContractTest extends JournalStoreContract {
 
   /**
    * Statement {@code i}'s rows as the engine leaves them once its result is released; every third
-   * statement's chain instead stops after its part, its upload never submitted.
+   * statement's chain instead stops after its part, its upload never submitted, and its next
+   * command is refused naming a namespace no upload holds.
    */
   private static void finishedStatement(JournalStore j, int i) throws SQLException {
     long principal = 1 + i % PRINCIPALS;
@@ -74,6 +75,7 @@ class PostgresJournalContractTest extends JournalStoreContract {
       for (int k = 0; k < 2; k++) {
         j.recordCommand(principal, ns + k, ns, bytes("sha-" + (ns + k)), bytes("accepted"));
       }
+      j.recordRefusal(principal, ns + 2, 0, bytes("sha-" + (ns + 2)), bytes("refused"), 0);
       j.setNextSequence(principal, ns + CHAIN);
       return;
     }
@@ -99,7 +101,8 @@ class PostgresJournalContractTest extends JournalStoreContract {
 
   @Test
   void twoReplicasForgettingAtOnceNeverDeadlockAndForgetEachStatementWhole() throws Exception {
-    // 400 finished statements and 200 uploads never submitted, over three principals.
+    // 400 finished statements, 200 uploads never submitted and 200 other refusals, over three
+    // principals.
     for (int from = 0; from < STATEMENTS; from += 50) {
       int first = from;
       journal.transaction(() -> {
@@ -134,7 +137,7 @@ class PostgresJournalContractTest extends JournalStoreContract {
       for (Future<Integer> f : swept) {
         forgotten += f.get(120, TimeUnit.SECONDS);
       }
-      assertTrue(forgotten >= STATEMENTS, "forgotten " + forgotten);
+      assertTrue(forgotten >= STATEMENTS + STATEMENTS / 3, "forgotten " + forgotten);
 
       JournalStore j = journals.get(0);
       j.transaction(() -> {

@@ -395,6 +395,44 @@ class RetentionTest {
     assertEquals(0, engine.sweepRetention().forgotten(), "nothing more is past the bound");
   }
 
+  @Test
+  void refusalsNamingNoUploadArePastTheHistoryAgeForgottenAndTheirRetryIsRefused()
+      throws Exception {
+    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
+        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+    // A part naming a namespace no upload holds, and a begin whose namespace is not its own
+    // sequence: refused, with no upload to be forgotten with.
+    long at = engine.nextSequence(PRINCIPAL);
+    List<SignedCommand> old = List.of(
+        sign(command(at, at + 1_000).setPart(io.transit.flight.proto.UploadPart.newBuilder()
+            .setIndex(0).setData(com.google.protobuf.ByteString.copyFromUtf8("x")))),
+        sign(command(at + 1, at).setBegin(io.transit.flight.proto.BeginUpload.newBuilder()
+            .setBundleBytes(1).setPartCount(1).setBundleSha256(
+                com.google.protobuf.ByteString.copyFrom(new byte[32])))));
+    sendAll(old, CommandOutcome.Kind.REJECTED);
+    Thread.sleep(1_500);
+    SignedCommand young = sign(command(at + 2, at + 2_000).setPart(
+        io.transit.flight.proto.UploadPart.newBuilder().setIndex(0)
+            .setData(com.google.protobuf.ByteString.copyFromUtf8("y"))));
+    sendAll(List.of(young), CommandOutcome.Kind.REJECTED);
+    long next = engine.nextSequence(PRINCIPAL);
+    assertEquals(3, journalRows("commands"));
+
+    Retention.Swept swept = engine.sweepRetention();
+    assertEquals(2, swept.forgotten(), "the two old refusals, not the young one");
+    assertEquals(1, journalRows("commands"));
+    for (SignedCommand c : old) {
+      GatewayException e = assertThrows(GatewayException.class, () -> engine.send(c));
+      assertEquals(QueryCode.HISTORY_PRUNED, e.queryCode());
+      assertEquals(Outcome.UNKNOWN, e.outcome());
+    }
+    CommandOutcome replay = engine.send(young);
+    assertEquals(CommandOutcome.Kind.REJECTED, replay.getKind(), "the young refusal replays");
+    assertEquals(next, engine.nextSequence(PRINCIPAL), "the next sequence never moves back");
+    assertEquals(SMALL_ROWS, run(SMALL).getTotalRows());
+    assertEquals(0, engine.sweepRetention().forgotten(), "nothing more is past the bound");
+  }
+
   /** Sends each command in turn, each decided {@code expected}; returns the last outcome. */
   private CommandOutcome sendAll(List<SignedCommand> commands, CommandOutcome.Kind expected)
       throws Exception {

@@ -132,15 +132,19 @@ class SqliteJournalLayoutTest {
   }
 
   @Test
-  void aJournalFromBeforeTheHistoryColumnsCountsItsUploadsAsBegunAtTheUpgrade() throws Exception {
+  void aJournalFromBeforeTheHistoryColumnsCountsItsUploadsAsBegunAtTheUpgradeAndKeepsItsRecords()
+      throws Exception {
     Path file = dir.resolve("before-history.sqlite");
     try (SqliteJournal journal = SqliteJournal.open(file)) {
       journal.transaction(() -> null);
     }
-    // Back to the tables as they were: no namespace on a record, no begin time on an upload.
+    // Back to the tables as they were: no namespace or refusal time on a record, no begin time
+    // on an upload.
     try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
         Statement s = c.createStatement()) {
       s.execute("DROP INDEX uploads_begun");
+      s.execute("DROP INDEX commands_refused");
+      s.execute("ALTER TABLE commands DROP COLUMN refused_ms");
       s.execute("ALTER TABLE commands DROP COLUMN namespace");
       s.execute("ALTER TABLE uploads DROP COLUMN begun_ms");
       s.execute("INSERT INTO commands VALUES (4, 20, x'01', x'02')");
@@ -155,6 +159,11 @@ class SqliteJournalLayoutTest {
             journal.abandonedBefore(after + 1, 10));
         journal.forgetCommand(4, 20, 20);
         assertTrue(journal.command(4, 20).isPresent(), "a record naming no namespace stays");
+        assertEquals(0, journal.forgetRefusedBefore(Long.MAX_VALUE, 10),
+            "a record from before names no refusal time");
+        assertTrue(journal.command(4, 20).isPresent());
+        journal.recordRefusal(4, 21, 99, bytes("sha"), bytes("refused"), after);
+        assertEquals(1, journal.forgetRefusedBefore(after + 1, 10), "one recorded since");
         return null;
       });
     }
