@@ -282,7 +282,8 @@ final class Retention implements AutoCloseable {
         break;
       }
     }
-    // Refusals last, so that those in a chain go with it, by name, before this reads them.
+    // Refusals last: those in a chain forgotten above went with it, by name. Any other is
+    // forgotten by its own age, like every record the bound forgets.
     while (pages < FORGET_PAGES_PER_SWEEP) {
       n = journal.transaction(JournalStore.Durability.DEFERRED,
           () -> journal.forgetRefusedBefore(cutoff, FORGET_PAGE));
