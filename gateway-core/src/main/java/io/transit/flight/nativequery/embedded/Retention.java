@@ -57,12 +57,22 @@ final class Retention implements AutoCloseable {
 
   /**
    * What one sweep did: results released, files removed, whether it read the retained manifests
-   * to look for unreferenced files (see {@link #removeUnreferenced}), and how many statements,
-   * unsubmitted uploads and other refused commands' records it forgot.
+   * to look for unreferenced files (see {@link #removeUnreferenced}), how many statements,
+   * unsubmitted uploads and other refused commands' records it forgot, and whether forgetting
+   * stopped at its budget with more past the bound ({@link #FORGET_PAGES_PER_SWEEP}).
    */
-  record Swept(int released, int removed, boolean manifestsRead, int forgotten) {
+  record Swept(int released, int removed, boolean manifestsRead, int forgotten, boolean behind) {
     Swept(int released, int removed, boolean manifestsRead) {
-      this(released, removed, manifestsRead, 0);
+      this(released, removed, manifestsRead, 0, false);
+    }
+  }
+
+  /** What {@link #forgetHistory} forgot, and whether it stopped at its budget. */
+  private record Forgot(int statements, int uploads, int refusals, boolean behind) {
+    static final Forgot NOTHING = new Forgot(0, 0, 0, false);
+
+    int total() {
+      return statements + uploads + refusals;
     }
   }
 
@@ -80,6 +90,12 @@ final class Retention implements AutoCloseable {
    * turned on over a long history) is worked off over several sweeps, not in one long one.
    */
   static final int FORGET_PAGES_PER_SWEEP = 256;
+  /**
+   * After a sweep whose forgetting stopped at its budget, the next comes this soon (or after the
+   * interval, when that is shorter): a backlog is then worked off at up to the budget a second,
+   * and between two sweeps the journal is the commands' alone for at least this long.
+   */
+  static final long CATCH_UP_MILLIS = 1_000;
 
   private final JournalStore journal;
   private final SegmentStore segments;
@@ -104,6 +120,8 @@ final class Retention implements AutoCloseable {
   // @GuardedBy("sweeping"): this sweep's manifest read and its hold of the write side (0: none).
   private long readNanos;
   private long heldNanos;
+  // @GuardedBy("this"): set by start(), shut down by close(); each timed sweep schedules the
+  // next on it (a schedule after close() is refused, which ends the chain).
   private ScheduledExecutorService timer;
 
   Retention(JournalStore journal, SegmentStore segments, RetentionPolicy policy,
@@ -170,15 +188,29 @@ final class Retention implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    long every = policy.interval().toMillis();
-    timer.scheduleWithFixedDelay(() -> {
-      try {
-        sweep();
-      } catch (SQLException | IOException | RuntimeException e) {
-        // The next sweep tries again; nothing is removed that a live manifest names.
-        log.warn("retention sweep failed: {}", e.toString());
-      }
-    }, every, every, TimeUnit.MILLISECONDS);
+    ScheduledExecutorService on = timer;
+    on.schedule(() -> timed(on), policy.interval().toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** A sweep on the timer's thread {@code on}, which then schedules the next one there. */
+  private void timed(ScheduledExecutorService on) {
+    long next = policy.interval().toMillis();
+    try {
+      next = nextDelayMillis(sweep(), next);
+    } catch (SQLException | IOException | RuntimeException e) {
+      // The next sweep tries again; nothing is removed that a live manifest names.
+      log.warn("retention sweep failed: {}", e.toString());
+    }
+    try {
+      on.schedule(() -> timed(on), next, TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.RejectedExecutionException closed) {
+      // close() shut the timer down: no next sweep.
+    }
+  }
+
+  /** The wait before the sweep after {@code swept}: sooner while forgetting is behind. */
+  static long nextDelayMillis(Swept swept, long intervalMillis) {
+    return swept.behind() ? Math.min(intervalMillis, CATCH_UP_MILLIS) : intervalMillis;
   }
 
   /**
@@ -225,9 +257,8 @@ final class Retention implements AutoCloseable {
       releases.incrementAndGet();
     }
     long forgetStarted = System.nanoTime();
-    int[] forgot = policy.forgetsHistory() ? forgetHistory(now - policy.historyAge().toMillis())
-        : new int[3];
-    int forgotten = forgot[0] + forgot[1] + forgot[2];
+    Forgot forgot = policy.forgetsHistory()
+        ? forgetHistory(now - policy.historyAge().toMillis()) : Forgot.NOTHING;
     long forgetNanos = System.nanoTime() - forgetStarted;
     readNanos = 0;
     heldNanos = 0;
@@ -239,12 +270,14 @@ final class Retention implements AutoCloseable {
           + "read aside in {} ms; writers' lock held {} ms)", released, releaseNanos / 1_000_000,
           Math.max(removed, 0), readNanos / 1_000_000, heldNanos / 1_000_000);
     }
-    if (forgotten > 0) {
+    if (forgot.total() > 0) {
       log.info("retention forgot the history of {} statements, {} unsubmitted uploads and {}"
-          + " other refused commands in {} ms", forgot[0], forgot[1], forgot[2],
-          forgetNanos / 1_000_000);
+          + " other refused commands in {} ms{}", forgot.statements(), forgot.uploads(),
+          forgot.refusals(), forgetNanos / 1_000_000,
+          forgot.behind() ? " (more past the bound: the next sweep comes sooner)" : "");
     }
-    return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgotten);
+    return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgot.total(),
+        forgot.behind());
   }
 
   /**
@@ -258,10 +291,9 @@ final class Retention implements AutoCloseable {
    * #FORGET_PAGES_PER_SWEEP} pages in all. No principal's next sequence changes, so a retry of a
    * forgotten command finds no record below it and is refused {@code query.history_pruned}
    * (CommandProcessor), never decided again. Deferred commits: a forgetting a crash loses is
-   * done again by the next sweep. Returns the statements, the uploads and the other refusals
-   * forgotten.
+   * done again by the next sweep.
    */
-  private int[] forgetHistory(long cutoff) throws SQLException {
+  private Forgot forgetHistory(long cutoff) throws SQLException {
     int[] forgot = new int[3];
     int pages = 0;
     int n;
@@ -270,6 +302,7 @@ final class Retention implements AutoCloseable {
       forgot[0] += n;
       pages++;
     } while (n == FORGET_PAGE && pages < FORGET_PAGES_PER_SWEEP);
+    boolean full = n == FORGET_PAGE;
     // Uploads only once the finished statements are caught up (a budget left): until then the
     // begin-time index also holds their submitted uploads, which a page of unsubmitted ones
     // reads past.
@@ -278,7 +311,8 @@ final class Retention implements AutoCloseable {
           () -> forgetAbandoned(cutoff));
       forgot[1] += page[1];
       pages++;
-      if (page[0] < FORGET_PAGE) {
+      full = page[0] == FORGET_PAGE;
+      if (!full) {
         break;
       }
     }
@@ -289,11 +323,13 @@ final class Retention implements AutoCloseable {
           () -> journal.forgetRefusedBefore(cutoff, FORGET_PAGE));
       forgot[2] += n;
       pages++;
-      if (n < FORGET_PAGE) {
+      full = n == FORGET_PAGE;
+      if (!full) {
         break;
       }
     }
-    return forgot;
+    // Out of budget on a full page: there may be more (a last full page may also have been all).
+    return new Forgot(forgot[0], forgot[1], forgot[2], full && pages == FORGET_PAGES_PER_SWEEP);
   }
 
   /** One page of finished statements, inside its transaction: how many it forgot. */

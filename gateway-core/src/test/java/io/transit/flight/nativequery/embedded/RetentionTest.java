@@ -433,6 +433,52 @@ class RetentionTest {
     assertEquals(0, engine.sweepRetention().forgotten(), "nothing more is past the bound");
   }
 
+  @Test
+  void aSweepThatStopsAtItsBudgetIsBehindAndTheTimerCatchesUpSooner() throws Exception {
+    int budget = Retention.FORGET_PAGES_PER_SWEEP * Retention.FORGET_PAGE;
+    // Two budgets and a little more of failed statements finished long ago: forgetting them all
+    // takes three sweeps.
+    int backlog = 2 * budget + 100;
+    RetentionPolicy bounded = new RetentionPolicy(Duration.ofSeconds(1), 1L << 40,
+        Duration.ofMillis(200), Duration.ofSeconds(1));
+    try (SqliteJournal journal = SqliteJournal.open(state.resolve("backlog.sqlite"))) {
+      journal.transaction(JournalStore.Durability.DEFERRED, () -> {
+        byte[] digest = new byte[32];
+        for (int i = 0; i < backlog; i++) {
+          long c = journal.allocateCorrelation();
+          journal.insertAccepted(c, 1, i + 1, digest);
+          assertTrue(journal.finish(QueryStatus.newBuilder().setCorrelation(c)
+              .setState(QueryStatus.State.FAILED).setCode("query.test").build(), null, 0,
+              1_000, 0));
+        }
+        return null;
+      });
+      Retention manual = new Retention(journal, new LocalSegmentStore(state.resolve("segments")),
+          bounded, () -> 1_000_000L, Duration.ofSeconds(2));
+      Retention.Swept first = manual.sweep();
+      assertEquals(budget, first.forgotten());
+      assertTrue(first.behind(), "stopped at its budget with more past the bound");
+      assertEquals(Retention.CATCH_UP_MILLIS, Retention.nextDelayMillis(first, 300_000));
+      assertEquals(200, Retention.nextDelayMillis(first, 200), "never later than the interval");
+      manual.close();
+
+      // The timer's sweeps go on past one that was behind, until nothing is.
+      Retention timed = new Retention(journal, new LocalSegmentStore(state.resolve("segments")),
+          bounded, () -> 1_000_000L, Duration.ofSeconds(2));
+      timed.start();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (!journal.transaction(() -> journal.finishedBefore(Long.MAX_VALUE, 1)).isEmpty()) {
+        assertTrue(System.nanoTime() < deadline, "the timer's sweeps stopped");
+        Thread.sleep(50);
+      }
+      Retention.Swept last = timed.sweep();
+      timed.close();
+      assertEquals(0, last.forgotten());
+      assertFalse(last.behind());
+      assertEquals(300_000, Retention.nextDelayMillis(last, 300_000));
+    }
+  }
+
   /** Sends each command in turn, each decided {@code expected}; returns the last outcome. */
   private CommandOutcome sendAll(List<SignedCommand> commands, CommandOutcome.Kind expected)
       throws Exception {
