@@ -612,6 +612,10 @@ class Journal:
     def commands(self, principal: int) -> int:
         return self._rows("SELECT COUNT(*) FROM commands WHERE principal = ?", principal)[0][0]
 
+    def uploads(self, principal: int) -> int:
+        """The principal's uploads, submitted or not (each with its parts)."""
+        return self._rows("SELECT COUNT(*) FROM uploads WHERE principal = ?", principal)[0][0]
+
     def rights_epoch(self) -> int:
         """The epoch of the deployment's rights the journal holds (0: none recorded)."""
         rows = self._rows("SELECT epoch FROM rights_head WHERE id = 1")

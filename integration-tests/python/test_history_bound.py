@@ -1,10 +1,12 @@
 """The journal's history bound against the real daemon (docs/limits.md, "What the journal
 keeps"), on the SQLite and the PostgreSQL journal: with `engine.history_max_age_ms` set,
 statements whose results were released and whose history passed the bound are forgotten, so the
-journal's rows stop growing with the statements answered; a retry at a forgotten sequence is
-refused FAILED_PRECONDITION `query.history_pruned` with the Diagnostic v1 trailer and the
-caller's next sequence, and is never run again; the next sequence still works."""
+journal's rows stop growing with the statements answered, and so is an upload a daemon killed
+mid-chain left unsubmitted; a retry at a forgotten sequence is refused FAILED_PRECONDITION
+`query.history_pruned` with the Diagnostic v1 trailer and the caller's next sequence, and is
+never run again; the next sequence still works."""
 
+import threading
 import time
 
 import grpc
@@ -12,6 +14,7 @@ import pytest
 import transit_flight as tf
 
 import calls as C
+from daemon import wait_until
 from diagnostic_clients import facts
 from tcp_proxy import pending_statement
 
@@ -85,6 +88,46 @@ def test_a_forgotten_statement_is_refused_on_retry_and_its_rows_are_gone(bounded
     assert C.drain(ch, d, "primitive", again) >= 1
     assert journal.queries(principal).keys() == {following}
     ch.close()
+    d.assert_clean_stop()
+
+
+def test_an_upload_left_by_a_daemon_killed_mid_chain_is_forgotten_and_its_retry_refused(bounded):
+    """Killed (SIGKILL) while a statement's submit is held before its record: its upload is
+    sealed and never submitted. Restarted, with no retry from the caller, the daemon forgets the
+    upload, its parts and its chain's records once they are older than the bound."""
+    d = bounded
+    principal = d.principal("primitive")
+    journal = d.journal()
+    d.stop()
+    d.faults = "submit-delay-ms:30000"
+    d.start()
+    ch = C.channel(d)
+    first = C.next_sequence(ch, d)
+    pending = threading.Thread(target=C.failure, args=(C.flight_info, ch, d, SQL),
+                               kwargs={"sequence": first}, daemon=True)
+    pending.start()
+    wait_until(lambda: any("before its record (test fault)" in line for line in list(d.output)),
+               30, "the submit to be held")
+    d.kill9()
+    pending.join(30)
+    ch.close()
+    assert journal.uploads(principal) == 1 and journal.query_rows() == 0
+    held = journal.commands(principal)
+    assert held >= 3, held  # begin, its parts, the seal: everything but the submit
+    following = journal.next_sequence(principal)
+
+    d.faults = None
+    d.start()
+    deadline = time.monotonic() + 30
+    while journal.uploads(principal) or journal.commands(principal):
+        assert time.monotonic() < deadline, "the unsubmitted upload outlived the bound"
+        time.sleep(0.2)
+    with C.channel(d) as again:
+        refused = C.failure(C.flight_info, again, d, SQL, sequence=first)
+        assert refused.code == grpc.StatusCode.FAILED_PRECONDITION, refused
+        assert refused.diagnostic["code"] == "query.history_pruned", refused.diagnostic
+        assert journal.next_sequence(principal) == following, "nothing was decided again"
+        assert C.drain(again, d, "primitive", C.flight_info(again, d, SQL, sequence=following)) >= 1
     d.assert_clean_stop()
 
 
