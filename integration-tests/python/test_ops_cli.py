@@ -1,6 +1,7 @@
 """The command line (issue 17): --help/--version exit 0, one-line usage errors, check-config
-refusing each data mismatch with exit 2 naming the file and column (run likewise), and
-init --parquet writing a configuration that run serves at once."""
+refusing each data mismatch with exit 2 naming the file and column (run likewise),
+init --parquet writing a configuration that run serves at once, and compact-journal giving the
+journal's space back only while no gateway runs."""
 
 import json
 import sqlite3
@@ -99,6 +100,47 @@ def test_init_then_run_answers_a_pyarrow_statement(initialized):
         assert d.stop() == 0
     r = gateway("init", "--parquet", str(data), "--config", str(config))
     assert r.returncode == 2 and "exists" in r.stderr
+
+
+def test_compact_journal_runs_only_while_the_gateway_is_stopped_and_keeps_every_row(initialized,
+                                                                                     tmp_path):
+    _, config = initialized
+    password = tmp_path / "journal.password"
+    password.write_text("unused\n")
+    password.chmod(0o600)
+    shared = variant(config, tmp_path, "shared.json", lambda p: None)
+    cfg = json.loads(shared.read_text())
+    cfg["journal"] = {"kind": "postgresql", "host": "127.0.0.1", "database": "journal",
+                      "user": "gw", "password_file": str(password)}
+    shared.write_text(json.dumps(cfg))
+    refused = gateway("compact-journal", f"--config={shared}")
+    assert refused.returncode == 2 and "journal.kind is postgresql" in refused.stderr, refused
+    state = config.parent / "state"
+    d = Daemon(state, command=[str(ROOT / "scripts" / "gateway"), "run", f"--config={config}"])
+    d.start()
+    try:
+        c = Caller(d, "ops")
+        for n in range(20):
+            table, _ = c.query(f"SELECT COUNT(*) FROM trips WHERE trip_id > {n}")
+            assert table.column(0).to_pylist() == [100 - n]
+        following = c.next_sequence()
+        busy = gateway("compact-journal", f"--config={config}")
+        assert busy.returncode == 2 and "in use by another gateway" in busy.stderr, busy.stderr
+    finally:
+        assert d.stop() == 0
+    r = gateway("compact-journal", f"--config={config}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("journal compacted: "), r.stdout
+    journal = state / "engine" / "journal.sqlite"
+    assert journal.stat().st_mode & 0o777 == 0o600
+    d.start()
+    try:
+        c = Caller(d, "ops")
+        assert c.next_sequence() == following, "every record kept"
+        table, _ = c.query("SELECT COUNT(*) FROM trips WHERE trip_id > 90")
+        assert table.column(0).to_pylist() == [10]
+    finally:
+        assert d.stop() == 0
 
 
 def variant(config, tmp_path, name, change):

@@ -193,7 +193,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       List<Publication> publications, Collection<PrincipalRights> rights, Planner planner)
       throws IOException, SQLException {
     PrivateFiles.directories(stateDir);
-    return open(stateDir, options, SqliteJournal.open(stateDir.resolve("journal.sqlite")),
+    return open(stateDir, options, SqliteJournal.open(stateDir.resolve(SqliteJournal.FILE)),
         publications, rights, planner);
   }
 

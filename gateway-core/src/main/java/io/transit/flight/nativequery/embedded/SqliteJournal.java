@@ -41,6 +41,8 @@ transactions whole. The row-level methods must only be called inside {@link #tra
  */
 final class SqliteJournal implements JournalStore {
   private static final Logger log = LoggerFactory.getLogger(SqliteJournal.class);
+  /** The journal's file name in the engine directory. */
+  static final String FILE = "journal.sqlite";
   // A journal created now keys its small-row tables by their primary key alone (WITHOUT ROWID;
   // queries by its rowid, INTEGER PRIMARY KEY): an insert then writes one B-tree page instead of
   // a table page and its key's index page: four of a statement's 37 WAL frames

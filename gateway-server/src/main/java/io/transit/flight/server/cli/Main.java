@@ -37,7 +37,7 @@ import picocli.CommandLine.Option;
     versionProvider = Main.Version.class,
     description = "Transit Flight Gateway: a Flight SQL gateway over published Tables.",
     subcommands = {Main.Run.class, Main.Demo.class, CheckConfig.class, Init.class,
-        CommandLine.HelpCommand.class},
+        CompactJournal.class, CommandLine.HelpCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:done", "1:runtime failure", "2:configuration refused",
         "3:stopped with a leak or an undrained stream", "64:usage error"})
