@@ -11,7 +11,7 @@ import java.nio.file.Path;
 import java.sql.SQLException;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 
 /**
  * {@code check-config}: everything {@code run} would refuse, without serving — the file, the
@@ -21,16 +21,14 @@ import picocli.CommandLine.Option;
 @Command(name = "check-config", mixinStandardHelpOptions = true,
     description = "Validate FILE and every data file it publishes; exit 2 when refused.")
 final class CheckConfig implements Callable<Integer> {
-  @Option(names = "--config", required = true, paramLabel = "FILE",
-      description = "the configuration file")
-  Path config;
+  @Mixin ConfigFile config = new ConfigFile();
 
   @Override
   public Integer call() throws ConfigException, IOException {
     LogSetup.apply("warn", "text"); // the verdict is the output; engine chatter is not
-    check(config);
+    check(config.path);
     LogSetup.flush(); // any warning before the verdict
-    System.out.println("configuration ok: " + config);
+    System.out.println("configuration ok: " + config.path);
     return Main.OK;
   }
 

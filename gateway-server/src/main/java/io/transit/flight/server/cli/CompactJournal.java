@@ -7,12 +7,11 @@ import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.server.config.StateLock;
 import io.transit.flight.server.ops.LogSetup;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.sql.SQLException;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 
 /**
  * {@code compact-journal}: gives the file system back the space the SQLite journal keeps after
@@ -24,14 +23,12 @@ import picocli.CommandLine.Option;
 @Command(name = "compact-journal", mixinStandardHelpOptions = true,
     description = "Give back the space the SQLite journal no longer uses (the gateway stopped).")
 final class CompactJournal implements Callable<Integer> {
-  @Option(names = "--config", required = true, paramLabel = "FILE",
-      description = "the configuration file")
-  Path config;
+  @Mixin ConfigFile config = new ConfigFile();
 
   @Override
   public Integer call() throws ConfigException, IOException {
     LogSetup.apply("warn", "text");
-    ResolvedConfig cfg = Main.load(config, null);
+    ResolvedConfig cfg = Main.load(config.path, null);
     if (cfg.journal().shared()) {
       throw new ConfigException("journal.kind is postgresql: the database reclaims its own space"
           + " (autovacuum; VACUUM FULL to shrink the files), see docs/operations.md");

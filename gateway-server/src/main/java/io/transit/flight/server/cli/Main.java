@@ -23,8 +23,8 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * The daemon's command line (picocli): {@code run}, {@code demo}, {@code check-config} and
- * {@code init}. Exit codes (docs/operations.md): 0 done, 1 runtime failure, 2 configuration
+ * The daemon's command line (picocli): {@code run}, {@code demo}, {@code check-config},
+ * {@code init} and {@code compact-journal}. Exit codes (docs/operations.md): 0 done, 1 runtime failure, 2 configuration
  * refused (including a missing or mismatching data file and a busy state directory), 3 stopped
  * with a leak or an undrained stream, 64 command-line usage error.
  *
@@ -167,9 +167,7 @@ public final class Main implements Callable<Integer> {
   @Command(name = "run", mixinStandardHelpOptions = true,
       description = "Serve the deployment configured in FILE.")
   static final class Run implements Callable<Integer> {
-    @Option(names = "--config", required = true, paramLabel = "FILE",
-        description = "the configuration file (docs/configuration.md)")
-    Path config;
+    @Mixin ConfigFile config = new ConfigFile();
     @Mixin OpsOptions ops = new OpsOptions();
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
@@ -177,7 +175,7 @@ public final class Main implements Callable<Integer> {
     public Integer call() throws Exception {
       int warmUp = ops.warmUp(spec);
       ops.earlyLogging();
-      return serve(config, System.out, false, null, ops, warmUp);
+      return serve(config.path, System.out, false, null, ops, warmUp);
     }
   }
 

@@ -1,6 +1,6 @@
 /**
  * The daemon's command line ({@link io.transit.flight.server.cli.Main}, picocli): run, demo,
- * check-config, init; exit codes in docs/operations.md. SIGTERM drains, SIGHUP reloads.
+ * check-config, init, compact-journal; exit codes in docs/operations.md. SIGTERM drains, SIGHUP reloads.
  * {@link io.transit.flight.server.cli.JvmOptions} runs first, in its own JVM, for the launcher:
  * the heap and, through {@code CdsArchive}, the class-data-sharing archive to map or dump.
  * {@code StartWarm} ({@code --warm-up N}) serves statements from a scratch demo gateway before
