@@ -45,20 +45,25 @@ public final class JournalCompaction {
     Files.deleteIfExists(copy); // what an interrupted compaction left
     long before = Files.size(journal) + sizeOrZero(wal);
     long free;
-    try (Connection c = SqliteJournal.sideConnection(journal, "PRAGMA busy_timeout=10000");
-        Statement s = c.createStatement()) {
-      free = single(s, "PRAGMA freelist_count");
-      // The copy reads through the WAL anyway; checkpointed first, the WAL is empty when the
-      // connection closes, and the rename below cannot meet frames of the old file.
-      checkpoint(s);
-      PrivateFiles.file(copy); // VACUUM INTO accepts an empty file: created 0600 first
-      try (var p = c.prepareStatement("VACUUM INTO ?")) {
-        p.setString(1, copy.toAbsolutePath().toString());
-        p.execute();
+    try {
+      try (Connection c = SqliteJournal.sideConnection(journal, "PRAGMA busy_timeout=10000");
+          Statement s = c.createStatement()) {
+        free = single(s, "PRAGMA freelist_count");
+        // The copy reads through the WAL anyway; checkpointed first, the WAL is empty when the
+        // connection closes, and the rename below cannot meet frames of the old file.
+        checkpoint(s);
+        PrivateFiles.file(copy); // VACUUM INTO accepts an empty file: created 0600 first
+        try (var p = c.prepareStatement("VACUUM INTO ?")) {
+          p.setString(1, copy.toAbsolutePath().toString());
+          p.execute();
+        }
       }
-    }
-    try (FileChannel f = FileChannel.open(copy, StandardOpenOption.WRITE)) {
-      f.force(true);
+      try (FileChannel f = FileChannel.open(copy, StandardOpenOption.WRITE)) {
+        f.force(true);
+      }
+    } catch (IOException | SQLException | RuntimeException e) {
+      Files.deleteIfExists(copy); // a full disk, say: its space back, the journal untouched
+      throw e;
     }
     // Closed and checkpointed, SQLite removed the WAL and its index; a WAL left must be empty,
     // or it would be replayed over the renamed copy.

@@ -92,4 +92,15 @@ class JournalCompactionTest {
         () -> JournalCompaction.compact(dir.resolve("elsewhere")));
     assertTrue(missing.getMessage().contains("no journal to compact"), missing.getMessage());
   }
+
+  @Test
+  void aFileThatIsNoJournalIsLeftAsItWasWithNoCopy() throws Exception {
+    byte[] garbage = new byte[8192];
+    java.util.Arrays.fill(garbage, (byte) 'x');
+    Path file = dir.resolve(SqliteJournal.FILE);
+    Files.write(file, garbage);
+    assertThrows(java.sql.SQLException.class, () -> JournalCompaction.compact(dir));
+    assertArrayEquals(garbage, Files.readAllBytes(file));
+    assertFalse(Files.exists(dir.resolve(SqliteJournal.FILE + ".compact")));
+  }
 }
