@@ -294,12 +294,14 @@ final class Retention implements AutoCloseable {
    * done again by the next sweep.
    */
   private Forgot forgetHistory(long cutoff) throws SQLException {
-    int[] forgot = new int[3];
+    int statements = 0;
+    int uploads = 0;
+    int refusals = 0;
     int pages = 0;
     int n;
     do {
       n = journal.transaction(JournalStore.Durability.DEFERRED, () -> forgetFinished(cutoff));
-      forgot[0] += n;
+      statements += n;
       pages++;
     } while (n == FORGET_PAGE && pages < FORGET_PAGES_PER_SWEEP);
     boolean full = n == FORGET_PAGE;
@@ -309,7 +311,7 @@ final class Retention implements AutoCloseable {
     while (pages < FORGET_PAGES_PER_SWEEP) {
       int[] page = journal.transaction(JournalStore.Durability.DEFERRED,
           () -> forgetAbandoned(cutoff));
-      forgot[1] += page[1];
+      uploads += page[1];
       pages++;
       full = page[0] == FORGET_PAGE;
       if (!full) {
@@ -321,7 +323,7 @@ final class Retention implements AutoCloseable {
     while (pages < FORGET_PAGES_PER_SWEEP) {
       n = journal.transaction(JournalStore.Durability.DEFERRED,
           () -> journal.forgetRefusedBefore(cutoff, FORGET_PAGE));
-      forgot[2] += n;
+      refusals += n;
       pages++;
       full = n == FORGET_PAGE;
       if (!full) {
@@ -329,7 +331,7 @@ final class Retention implements AutoCloseable {
       }
     }
     // Out of budget on a full page: there may be more (a last full page may also have been all).
-    return new Forgot(forgot[0], forgot[1], forgot[2], full && pages == FORGET_PAGES_PER_SWEEP);
+    return new Forgot(statements, uploads, refusals, full && pages == FORGET_PAGES_PER_SWEEP);
   }
 
   /** One page of finished statements, inside its transaction: how many it forgot. */
