@@ -1,9 +1,10 @@
-"""Hostile peers against one daemon: raw HTTP/2 garbage, truncated frames, bad protobuf, an
-oversized header list, a second concurrent stream on one connection, thousands of cancels. Each
+"""Hostile peers against one daemon: raw HTTP/2 garbage, truncated frames, bad protobuf, catalog
+filters of many wildcards, malformed health requests, an oversized header list, a second concurrent stream on one connection, thousands of cancels. Each
 gets a clean status or loses only its own connection; a follow-up query succeeds after each, and
 the daemon ends with zero allocated bytes (its shutdown accounting, exit status 0)."""
 
 import threading
+import time
 
 import grpc
 import h2.errors
@@ -14,6 +15,7 @@ import pytest
 import calls as C
 import h2raw as H
 import flightsql
+from ops_support import HEALTH_CHECK, health
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -102,6 +104,46 @@ def test_a_path_no_service_serves_gets_unimplemented_and_the_trailer(d):
     seen = C.failure(lambda: list(stream(iter([b"m" * 1000] * 50), metadata=d.auth(),
                                           timeout=30)))
     assert seen.code == grpc.StatusCode.UNIMPLEMENTED and seen.diagnostic is not None
+    ch.close()
+    C.healthy_query(d)
+
+
+def test_catalog_filters_of_many_wildcards_are_answered_at_once(d):
+    """LIKE patterns of hundreds of % that cannot match. Matched as a regular expression, each
+    would backtrack through every split of the name among its %s and hold a service thread for
+    longer than the universe; the gateway answers each in pattern x name steps, with no rows."""
+    ch = C.channel(d)
+    hopeless = "%" * 900 + "#"
+    commands = [flightsql.get_tables(schema_pattern=hopeless),
+                flightsql.get_tables(table_pattern="%_" * 450 + "#"),
+                flightsql.get_db_schemas(pattern=hopeless)]
+    for command in commands:
+        started = time.monotonic()
+        info = C.info(ch, d, "primitive", command, timeout=30)
+        assert C.read_result(d, "primitive", info) == []
+        assert time.monotonic() - started < 10
+    ch.close()
+    C.healthy_query(d)
+
+
+def test_the_unauthenticated_health_service_answers_bad_requests_with_a_status_and_a_trailer(d):
+    """Health is parsed inside the call as the Flight service is: a request that is not protobuf
+    gets INVALID_ARGUMENT with the trailer (gRPC's own parse would answer UNKNOWN and log a stack
+    trace per request), and a Check of a long unknown name a bounded NOT_FOUND."""
+    ch = grpc.insecure_channel(f"127.0.0.1:{d.port}")
+    check = ch.unary_unary(HEALTH_CHECK)
+    watch = ch.unary_stream("/grpc.health.v1.Health/Watch")
+    for body in (b"\x0a\x05a", b"\x0a\x01\xff", b"\x13" * 5000):
+        for call in (lambda b: check(b, timeout=30), lambda b: list(watch(b, timeout=30))):
+            seen = C.failure(call, body)  # no credential: health needs none
+            assert seen.code == grpc.StatusCode.INVALID_ARGUMENT, (body[:8], seen.code)
+            assert seen.diagnostic["code"] == "flight.invalid_protobuf"
+            assert len(seen.message) <= 128
+    name = "n" * 10000
+    seen = C.failure(check, flightsql._field_bytes(1, name.encode()), timeout=30)
+    assert seen.code == grpc.StatusCode.NOT_FOUND
+    assert len(seen.message) <= 128 and seen.message.startswith("unknown service")
+    assert health(d.port) == "SERVING"
     ch.close()
     C.healthy_query(d)
 

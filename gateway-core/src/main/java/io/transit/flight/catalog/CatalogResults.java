@@ -9,9 +9,9 @@ import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
-import java.util.regex.Pattern;
 import org.apache.arrow.flight.sql.FlightSqlProducer.Schemas;
 import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetCatalogs;
 import org.apache.arrow.flight.sql.impl.FlightSql.CommandGetDbSchemas;
@@ -167,25 +167,64 @@ public final class CatalogResults {
     return !set || catalog.equals(t.getCatalog());
   }
 
-  /** SQL LIKE with {@code %} and {@code _} ({@code \} escapes either); unset matches all. */
+  /** {@link #likeTokens}' wildcards: negative, so never equal to a code point. */
+  private static final int ANY = -1;
+  private static final int ONE = -2;
+
+  /**
+   * SQL LIKE with {@code %} and {@code _} ({@code \} escapes either); unset matches all. Matched
+   * over code points by one pass that, on a mismatch, resumes after the last {@code %} one
+   * character further on: at most pattern × value steps whatever the caller sends (a regular
+   * expression would backtrack through every way of splitting the value among the {@code %}s,
+   * exponentially many for a pattern of many).
+   */
   static boolean likeMatches(boolean set, String pattern, String value) {
     if (!set) {
       return true;
     }
-    StringBuilder re = new StringBuilder();
-    for (int i = 0; i < pattern.length(); i++) {
-      char ch = pattern.charAt(i);
-      if (ch == '\\' && i + 1 < pattern.length()) {
-        re.append(Pattern.quote(String.valueOf(pattern.charAt(++i))));
-      } else if (ch == '%') {
-        re.append(".*");
-      } else if (ch == '_') {
-        re.append('.');
+    int[] tokens = likeTokens(pattern);
+    int[] chars = value.codePoints().toArray();
+    int p = 0;
+    int v = 0;
+    int lastAny = -1; // the last % passed (its token index), -1 before any
+    int anyEnd = 0; // where the part of the value that % matches ends now
+    while (v < chars.length) {
+      if (p < tokens.length && (tokens[p] == ONE || tokens[p] == chars[v])) {
+        p++;
+        v++;
+      } else if (p < tokens.length && tokens[p] == ANY) {
+        lastAny = p++;
+        anyEnd = v;
+      } else if (lastAny >= 0) {
+        p = lastAny + 1;
+        v = ++anyEnd;
       } else {
-        re.append(Pattern.quote(String.valueOf(ch)));
+        return false;
       }
     }
-    return Pattern.compile(re.toString(), Pattern.DOTALL).matcher(value).matches();
+    while (p < tokens.length && tokens[p] == ANY) {
+      p++;
+    }
+    return p == tokens.length;
+  }
+
+  /** The pattern's code points, with unescaped {@code %} as {@link #ANY} and {@code _} as {@link #ONE}. */
+  private static int[] likeTokens(String pattern) {
+    int[] cps = pattern.codePoints().toArray();
+    int[] tokens = new int[cps.length];
+    int n = 0;
+    for (int i = 0; i < cps.length; i++) {
+      if (cps[i] == '\\' && i + 1 < cps.length) {
+        tokens[n++] = cps[++i];
+      } else if (cps[i] == '%') {
+        tokens[n++] = ANY;
+      } else if (cps[i] == '_') {
+        tokens[n++] = ONE;
+      } else {
+        tokens[n++] = cps[i];
+      }
+    }
+    return Arrays.copyOf(tokens, n);
   }
 
   private static GatewayException invalid(InvalidProtocolBufferException e) {

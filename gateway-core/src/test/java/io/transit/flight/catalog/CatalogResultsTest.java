@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.Any;
@@ -13,6 +14,8 @@ import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import java.io.ByteArrayInputStream;
 import java.nio.channels.Channels;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.apache.arrow.flight.sql.FlightSqlProducer.Schemas;
@@ -190,5 +193,67 @@ class CatalogResultsTest {
     assertFalse(CatalogResults.likeMatches(true, "a\\_b", "axb"));
     assertTrue(CatalogResults.likeMatches(false, "zzz", "anything"));
     assertFalse(CatalogResults.likeMatches(true, "(.*)", "x"));
+    assertTrue(CatalogResults.likeMatches(true, "%", ""));
+    assertFalse(CatalogResults.likeMatches(true, "_", ""));
+    assertTrue(CatalogResults.likeMatches(true, "a%b%c", "aXXbYbc"));
+    assertFalse(CatalogResults.likeMatches(true, "a%b%c", "aXXbYbcd"));
+    assertTrue(CatalogResults.likeMatches(true, "t\u00e9_%", "t\u00e9\ud83d\ude00"), "_ is one code point");
+    assertTrue(CatalogResults.likeMatches(true, "x\\", "x\\"), "a trailing escape is itself");
+  }
+
+  /** Every pattern over {a, b, %, _} up to 5 long against every value over {a, b} up to 6. */
+  @Test
+  void likePatternsAgreeWithTheirDefinitionExhaustively() {
+    List<String> patterns = words("ab%_", 5);
+    List<String> values = words("ab", 6);
+    for (String pattern : patterns) {
+      for (String value : values) {
+        assertEquals(likeByDefinition(pattern, 0, value, 0),
+            CatalogResults.likeMatches(true, pattern, value), pattern + " ~ " + value);
+      }
+    }
+  }
+
+  /**
+   * The catalog calls' filters are the caller's: a pattern of 900 {@code %}s that cannot match
+   * (a regular expression's backtracking would take longer than the universe) is answered in
+   * pattern × value steps.
+   */
+  @Test
+  void aPatternOfManyWildcardsIsDecidedInBoundedTime() {
+    String hostile = "%".repeat(900) + "#";
+    assertTimeoutPreemptively(Duration.ofSeconds(10), () -> {
+      assertFalse(CatalogResults.likeMatches(true, hostile, "public"));
+      assertFalse(CatalogResults.likeMatches(true, "%a".repeat(450) + "#", "a".repeat(1000)));
+      assertTrue(CatalogResults.likeMatches(true, "%a".repeat(450), "a".repeat(1000)));
+    });
+  }
+
+  private static List<String> words(String alphabet, int maxLength) {
+    List<String> out = new ArrayList<>(List.of(""));
+    for (int i = 0; i < out.size(); i++) {
+      if (out.get(i).length() < maxLength) {
+        for (char ch : alphabet.toCharArray()) {
+          out.add(out.get(i) + ch);
+        }
+      }
+    }
+    return out;
+  }
+
+  private static boolean likeByDefinition(String p, int i, String v, int j) {
+    if (i == p.length()) {
+      return j == v.length();
+    }
+    char ch = p.charAt(i);
+    if (ch == '%') {
+      for (int k = j; k <= v.length(); k++) {
+        if (likeByDefinition(p, i + 1, v, k)) {
+          return true;
+        }
+      }
+      return false;
+    }
+    return j < v.length() && (ch == '_' || ch == v.charAt(j)) && likeByDefinition(p, i + 1, v, j + 1);
   }
 }

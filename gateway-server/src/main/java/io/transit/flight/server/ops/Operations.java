@@ -1,8 +1,16 @@
 package io.transit.flight.server.ops;
 
+import io.grpc.ForwardingServerCall;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.protobuf.services.HealthStatusManager;
+import io.transit.flight.diagnostic.GrpcMessage;
 import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -41,8 +49,28 @@ public final class Operations implements AutoCloseable {
     return settings;
   }
 
+  /**
+   * The health service, its answers' messages bounded ({@link GrpcMessage#bound}): grpc-services
+   * answers a Check of a name it does not report NOT_FOUND "unknown service " and the caller's
+   * name, which may be as long as the whole request message. Its requests are parsed by the
+   * caller's {@code MalformedRequests} guard, as the Flight service's are.
+   */
   public ServerServiceDefinition healthService() {
-    return health.getHealthService().bindService();
+    return ServerInterceptors.intercept(health.getHealthService().bindService(),
+        new ServerInterceptor() {
+          @Override
+          public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call,
+              Metadata headers, ServerCallHandler<Q, R> next) {
+            return next.startCall(new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
+              @Override
+              public void close(Status status, Metadata trailers) {
+                String text = status.getDescription();
+                super.close(text == null ? status : status.withDescription(GrpcMessage.bound(text)),
+                    trailers);
+              }
+            }, headers);
+          }
+        });
   }
 
   public RpcObserver observer() {
