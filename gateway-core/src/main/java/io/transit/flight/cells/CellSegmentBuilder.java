@@ -41,12 +41,19 @@ public final class CellSegmentBuilder implements AutoCloseable {
     cells = new StructVector[n];
     states = new UInt1Vector[n];
     values = new BigIntVector[n];
-    for (int i = 0; i < n; i++) {
-      cells[i] = (StructVector) root.getVector(i);
-      states[i] = cells[i].getChild(CellFormat.STATE, UInt1Vector.class);
-      values[i] = cells[i].getChild(CellFormat.VALUE, BigIntVector.class);
-      cells[i].setInitialCapacity(Math.max(1, initialRows));
-      cells[i].allocateNew();
+    try {
+      for (int i = 0; i < n; i++) {
+        cells[i] = (StructVector) root.getVector(i);
+        states[i] = cells[i].getChild(CellFormat.STATE, UInt1Vector.class);
+        values[i] = cells[i].getChild(CellFormat.VALUE, BigIntVector.class);
+        cells[i].setInitialCapacity(Math.max(1, initialRows));
+        cells[i].allocateNew();
+      }
+    } catch (RuntimeException e) {
+      // A column refused by the allocator frees only itself; the columns before it would stay
+      // charged to the query's allocator, and no caller holds a builder to close.
+      root.close();
+      throw e;
     }
   }
 
