@@ -16,6 +16,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Turns caller mappings into authenticated bindings and native rights, loading (or, on first
@@ -49,6 +50,27 @@ public final class Bindings {
     }
     StateDirectory.checkDistinct(tokensByCaller);
     return new AuthSnapshot(cfg, byToken, rights);
+  }
+
+  /**
+   * What the gateway's start and {@link #build} would refuse in the secrets that exist, creating
+   * none ({@code check-config}; a missing key or credential is generated at run): the ticket and
+   * inspection keys, each caller's credential and principal key (mode, format), and two callers
+   * with equal credentials. Main thread.
+   */
+  public static void checkExistingSecrets(ResolvedConfig cfg, StateDirectory state)
+      throws ConfigException {
+    StateDirectory.existingKey(state.ticketKeyFile());
+    StateDirectory.existingKey(state.inspectionKeyFile());
+    Map<String, String> tokensByCaller = new HashMap<>();
+    for (ResolvedConfig.Caller c : cfg.callers()) {
+      Optional<String> token = StateDirectory.existingCredential(c.credentialFile());
+      if (token.isPresent()) {
+        tokensByCaller.put(c.name(), token.get());
+      }
+      StateDirectory.existingKey(c.principalKeyFile());
+    }
+    StateDirectory.checkDistinct(tokensByCaller);
   }
 
   /**

@@ -4,19 +4,23 @@ import io.transit.flight.nativequery.embedded.PublicationCheck;
 import io.transit.flight.server.Bindings;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.server.ops.LogSetup;
 import io.transit.flight.server.ops.OpsSettings;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.sql.SQLException;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 /**
- * {@code check-config}: everything {@code run} would refuse, without serving — the file, the
- * {@code ops} section, every data file's presence, and each publication opened by the engine's own
- * check ({@link PublicationCheck}: declared columns against the file's schema). Main thread only.
+ * {@code check-config}: what {@code run} would refuse in the configuration, without serving or
+ * writing anything — the file, the {@code ops} section, every data file's presence, each
+ * publication opened by the engine's own check ({@link PublicationCheck}: declared columns
+ * against the file's schema), and the keys and credentials that exist ({@link
+ * Bindings#checkExistingSecrets}). Main thread only.
  */
 @Command(name = "check-config", mixinStandardHelpOptions = true,
     description = "Validate FILE and every data file it publishes; exit 2 when refused.")
@@ -44,6 +48,7 @@ final class CheckConfig implements Callable<Integer> {
     } catch (SQLException e) {
       throw new ConfigException("a data file could not be read: " + e.getMessage(), e);
     }
+    Bindings.checkExistingSecrets(cfg, new StateDirectory(cfg.stateDir(), new SecureRandom()));
     return cfg;
   }
 }

@@ -19,6 +19,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Stream;
 
@@ -172,6 +173,18 @@ public final class StateDirectory {
       Ed25519.KeyPair generated = Ed25519.generate(random);
       writeSecret(file, KEY_PREFIX + Base64.getEncoder().encodeToString(generated.seed()) + "\n");
     }
+    return readKey(file);
+  }
+
+  /**
+   * The key in {@code file} when it exists, refused as {@link #loadOrCreateKey} refuses it;
+   * creates nothing ({@code check-config}: a missing key is generated at run, not refused).
+   */
+  public static Optional<Ed25519.KeyPair> existingKey(Path file) throws ConfigException {
+    return Files.exists(file) ? Optional.of(readKey(file)) : Optional.empty();
+  }
+
+  private static Ed25519.KeyPair readKey(Path file) throws ConfigException {
     String text = readSecret(file).strip();
     if (!text.startsWith(KEY_PREFIX)) {
       throw new ConfigException(file + ": not an ed25519-seed-v1 key file");
@@ -195,6 +208,18 @@ public final class StateDirectory {
       random.nextBytes(token);
       writeSecret(file, "tfg_" + Base64.getUrlEncoder().withoutPadding().encodeToString(token) + "\n");
     }
+    return readCredential(file);
+  }
+
+  /**
+   * The credential in {@code file} when it exists, refused as {@link #loadOrCreateCredential}
+   * refuses it; creates nothing.
+   */
+  public static Optional<String> existingCredential(Path file) throws ConfigException {
+    return Files.exists(file) ? Optional.of(readCredential(file)) : Optional.empty();
+  }
+
+  private static String readCredential(Path file) throws ConfigException {
     String token = readSecret(file).strip();
     if (token.length() < 32 || token.length() > 512) {
       throw new ConfigException(file + ": credential has " + token.length()
@@ -233,7 +258,7 @@ public final class StateDirectory {
     }
   }
 
-  private String readSecret(Path file) throws ConfigException {
+  private static String readSecret(Path file) throws ConfigException {
     try {
       Set<PosixFilePermission> perms = Files.getPosixFilePermissions(file);
       for (PosixFilePermission p : perms) {

@@ -109,4 +109,30 @@ class StateDirectoryTest {
     ConfigException e = assertThrows(ConfigException.class, () -> s.loadOrCreateKey(key));
     assertTrue(e.getMessage().contains("expected: 32"), e.getMessage());
   }
+
+  @Test
+  void existingSecretsAreRefusedAsAtStartAndMissingOnesAreNeitherRefusedNorCreated()
+      throws Exception {
+    Path root = dir.resolve("state");
+    StateDirectory s = new StateDirectory(root, new SecureRandom());
+    Path cred = root.resolve("credentials/a.token");
+    assertTrue(StateDirectory.existingKey(s.ticketKeyFile()).isEmpty());
+    assertTrue(StateDirectory.existingCredential(cred).isEmpty());
+    assertTrue(!Files.exists(root), "a check writes nothing");
+
+    s.prepare();
+    Ed25519.KeyPair key = s.loadOrCreateKey(s.ticketKeyFile());
+    String token = s.loadOrCreateCredential(cred);
+    assertArrayEquals(key.publicKey().encoded(),
+        StateDirectory.existingKey(s.ticketKeyFile()).orElseThrow().publicKey().encoded());
+    assertEquals(token, StateDirectory.existingCredential(cred).orElseThrow());
+
+    Files.setPosixFilePermissions(cred, PosixFilePermissions.fromString("rw-r-----"));
+    ConfigException e = assertThrows(ConfigException.class,
+        () -> StateDirectory.existingCredential(cred));
+    assertTrue(e.getMessage().contains("0600"), e.getMessage());
+    Files.writeString(s.ticketKeyFile(), "not a key\n");
+    e = assertThrows(ConfigException.class, () -> StateDirectory.existingKey(s.ticketKeyFile()));
+    assertTrue(e.getMessage().contains("not an ed25519-seed-v1 key file"), e.getMessage());
+  }
 }
