@@ -162,11 +162,11 @@ final class CommandProcessor {
           finishing ? JournalStore.Durability.DURABLE : JournalStore.Durability.DEFERRED,
           () -> apply(command, digest, principal, sequence, finishing));
     } catch (GatewayException e) {
-      journal.flush();
+      journal.flushAll(); // a conflict, a gap or a pruned history rests on records read
       throw e;
     }
     if (result.outcome().getKind() != CommandOutcome.Kind.ACCEPTED) {
-      journal.flush();
+      journal.flushAll(); // a refusal, or the replay of one another replica may have recorded
     }
     return result;
   }

@@ -642,8 +642,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     try {
       long next = journal.transaction(
           () -> journal.nextSequence(principal, options.firstSequence()));
-      // It may come from deferred records (a chain cut short); it leaves the engine only durable.
-      journal.flush();
+      // It may come from deferred records (a chain cut short, here or on another replica); it
+      // leaves the engine only durable.
+      journal.flushAll();
       return next;
     } catch (SQLException e) {
       throw new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",

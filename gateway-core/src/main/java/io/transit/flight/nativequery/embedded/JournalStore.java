@@ -98,6 +98,22 @@ public interface JournalStore extends AutoCloseable {
   void flush() throws SQLException;
 
   /**
+   * Before an answer that rests on what a transaction read, not only on what it wrote: makes
+   * durable every commit that read may have seen. A sole writer read only its own commits
+   * ({@link #flush}); on a shared journal the read may have seen another process's deferred
+   * commit (a command recorded by another replica, which a crash of the database could still
+   * lose), which only a durable commit of this process's own covers ({@link #sync}). Called
+   * outside a transaction.
+   */
+  default void flushAll() throws SQLException {
+    if (soleWriter()) {
+      flush();
+    } else {
+      sync();
+    }
+  }
+
+  /**
    * One durable commit of its own, whatever this process has committed: the journal reaches the
    * disk in commit order, so it covers every earlier commit, another process's deferred ones on a
    * shared journal included. Called outside a transaction, before an answer that may rest on a

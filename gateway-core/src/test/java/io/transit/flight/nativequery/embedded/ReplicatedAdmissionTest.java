@@ -269,6 +269,36 @@ class ReplicatedAdmissionTest {
     }
   }
 
+  /**
+   * A's begin is a deferred commit, which a crash of PostgreSQL could still take back. B's
+   * answers that rest on it — the conflict of other bytes at that sequence, the next sequence
+   * after it — leave B only after a durable commit of B's own, which covers A's record; B has no
+   * deferred commit of its own that its flush would have waited for.
+   */
+  @Test
+  void answersRestingOnAnotherReplicasDeferredRecordLeaveAfterADurableCommit() throws Exception {
+    long next = replicaA.nextSequence(PRINCIPAL);
+    assertEquals(CommandOutcome.Kind.ACCEPTED, replicaA.send(begin(next, 0)).getKind());
+    long before = syncs();
+    GatewayException conflict =
+        assertThrows(GatewayException.class, () -> replicaB.send(begin(next, 1)));
+    assertTrue(aborted(conflict), conflict.kind().toString());
+    long afterConflict = syncs();
+    assertTrue(afterConflict > before, "the conflict left after a durable commit of B's");
+    assertEquals(next + 1, replicaB.nextSequence(PRINCIPAL));
+    assertTrue(syncs() > afterConflict, "the next sequence left after a durable commit of B's");
+  }
+
+  /** How many durable commits of their own the replicas have made ({@code JournalStore.sync}). */
+  private long syncs() throws Exception {
+    try (Connection c = cluster.connect(database);
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT count FROM flushes WHERE id = 1")) {
+      assertTrue(r.next());
+      return r.getLong(1);
+    }
+  }
+
   /** The journal itself: {@code count} commands for the principal, at first..first+count-1. */
   private void assertContiguous(long first, int count) throws Exception {
     try (Connection c = cluster.connect(database);
