@@ -341,6 +341,9 @@ final class Retention implements AutoCloseable {
       Optional<JournalStore.Upload> upload = journal.upload(f.principal(), f.namespace());
       if (upload.isPresent()) {
         forgetChain(f.principal(), f.namespace(), upload.get().partCount(), f.correlation());
+        // The begin is provably the chain's even among records that name no namespace (see
+        // forgetAbandoned): a retry from it is then refused, not replayed toward a forgotten query.
+        journal.forgetCommand(f.principal(), f.namespace());
       }
       journal.forget(f);
     }

@@ -15,6 +15,7 @@ import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.CommandOutcome;
+import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.RequestBundle;
 import io.transit.flight.proto.ResultManifest;
@@ -348,6 +349,40 @@ class RetentionTest {
     Retention.Swept again = engine.sweepRetention();
     assertEquals(0, again.released());
     assertEquals(0, again.forgotten(), "nothing more is past either bound");
+  }
+
+  /**
+   * A finished statement recorded before commands named their namespace, its run not provably
+   * its own (its submit one past the run's end, as when another client's command came in
+   * between): of its records only the begin is provably the chain's, and it goes with the query,
+   * so a retry from the begin is refused {@code query.history_pruned} instead of replaying the
+   * chain toward a query that is no longer there.
+   */
+  @Test
+  void aFinishedStatementsBeginGoesEvenWhenItsOlderRunIsNotProvablyItsOwn() throws Exception {
+    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
+        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+    List<SignedCommand> old = chain(engine.nextSequence(PRINCIPAL),
+        bundle(demo.get(0).declaration(), INLINE, roomyBudgets()), 200);
+    runChain(old);
+    long begin = NativeCommand.parseFrom(old.get(0).getCommand()).getSequence();
+    long submit = NativeCommand.parseFrom(old.get(old.size() - 1).getCommand()).getSequence();
+    try (Connection c = DriverManager.getConnection(
+            "jdbc:sqlite:" + state.resolve("journal.sqlite").toAbsolutePath());
+        Statement st = c.createStatement()) {
+      st.execute("UPDATE commands SET namespace = NULL WHERE principal = " + PRINCIPAL);
+      st.execute("UPDATE commands SET sequence = sequence + 1 WHERE principal = " + PRINCIPAL
+          + " AND sequence = " + submit);
+      st.execute("UPDATE principals SET next_sequence = next_sequence + 1 WHERE principal = "
+          + PRINCIPAL);
+    }
+    Thread.sleep(1_500);
+    assertEquals(1, engine.sweepRetention().forgotten());
+    assertEquals(old.size() - 1, journalRows("commands"),
+        "the begin goes; the rest, not provably the chain's, stays");
+    assertEquals(0, journalRows("queries"));
+    GatewayException e = assertThrows(GatewayException.class, () -> engine.send(old.get(0)));
+    assertEquals(QueryCode.HISTORY_PRUNED, e.queryCode());
   }
 
   @Test
