@@ -58,8 +58,9 @@ final class Retention implements AutoCloseable {
   /**
    * What one sweep did: results released, files removed, whether it read the retained manifests
    * to look for unreferenced files (see {@link #removeUnreferenced}), how many statements,
-   * unsubmitted uploads and other refused commands' records it forgot, and whether forgetting
-   * stopped at its budget with more past the bound ({@link #FORGET_PAGES_PER_SWEEP}).
+   * unsubmitted uploads and other refused commands' records it forgot, and whether releasing or
+   * forgetting stopped at its budget with more past the bounds ({@link #RELEASE_PAGES_PER_SWEEP},
+   * {@link #FORGET_PAGES_PER_SWEEP}).
    */
   record Swept(int released, int removed, boolean manifestsRead, int forgotten, boolean behind) {
     Swept(int released, int removed, boolean manifestsRead) {
@@ -81,6 +82,11 @@ final class Retention implements AutoCloseable {
 
   /** Retained results the release step reads at a time, oldest first. */
   static final int RELEASE_PAGE = 256;
+  /**
+   * Transactions of the release step one sweep runs at most (16,384 results); one that stops at
+   * it with more past the bounds is {@code behind}, and the next sweep comes sooner.
+   */
+  static final int RELEASE_PAGES_PER_SWEEP = 64;
   /** At most this many sweeps in a row skip the manifest read (see removeUnreferenced). */
   static final int FULL_READ_EVERY = 30;
   /** Finished statements one transaction of {@link #forgetHistory} forgets at most. */
@@ -91,7 +97,7 @@ final class Retention implements AutoCloseable {
    */
   static final int FORGET_PAGES_PER_SWEEP = 256;
   /**
-   * After a sweep whose forgetting stopped at its budget, the next comes this soon (or after the
+   * After a sweep whose releasing or forgetting stopped at its budget, the next comes this soon (or after the
    * interval, when that is shorter): a backlog is then worked off at up to the budget a second,
    * and between two sweeps the journal is the commands' alone for at least this long.
    */
@@ -234,24 +240,17 @@ final class Retention implements AutoCloseable {
     // sweep; over it (rare) the sum is taken again inside, so a release since counts exactly.
     long retained = journal.retainedBytesAside();
     long releaseStarted = System.nanoTime();
-    int released = journal.transaction(() -> {
-      long total = retained > policy.maxBytes() ? journal.retainedBytes() : retained;
-      int n = 0;
-      while (true) {
-        List<JournalStore.Retained> page = journal.oldestRetained(RELEASE_PAGE);
-        for (JournalStore.Retained r : page) {
-          if (r.finishedMillis() >= oldest && total <= policy.maxBytes()) {
-            return n; // oldest first: everything after is younger and the total fits
-          }
-          journal.release(r.correlation());
-          total -= r.resultBytes();
-          n++;
-        }
-        if (page.size() < RELEASE_PAGE) {
-          return n;
-        }
-      }
-    });
+    int released = 0;
+    int releasePages = 0;
+    Released page = null;
+    do {
+      long total = page == null ? retained : page.total();
+      boolean recount = page == null && retained > policy.maxBytes();
+      page = journal.transaction(() -> releasePage(oldest, total, recount));
+      released += page.released();
+      releasePages++;
+    } while (page.more() && releasePages < RELEASE_PAGES_PER_SWEEP);
+    boolean releaseBehind = page.more();
     long releaseNanos = System.nanoTime() - releaseStarted;
     if (released > 0) {
       releases.incrementAndGet();
@@ -277,7 +276,32 @@ final class Retention implements AutoCloseable {
           forgot.behind() ? " (more past the bound: the next sweep comes sooner)" : "");
     }
     return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgot.total(),
-        forgot.behind());
+        releaseBehind || forgot.behind());
+  }
+
+  /** What one page of {@link #releasePage} did. */
+  private record Released(int released, long total, boolean more) {}
+
+  /**
+   * Inside its own transaction: releases the oldest results past either bound, at most one page
+   * of {@link #RELEASE_PAGE}; {@code total} is the retained bytes before it, summed again here
+   * when {@code recount} (over the byte bound, so that a release since the read counts exactly).
+   * A page per transaction, so that a backlog (a restart after a long stop, a bound lowered)
+   * holds up commands one page at a time, not for the whole of it.
+   */
+  private Released releasePage(long oldest, long total, boolean recount) throws SQLException {
+    long left = recount ? journal.retainedBytes() : total;
+    List<JournalStore.Retained> page = journal.oldestRetained(RELEASE_PAGE);
+    int n = 0;
+    for (JournalStore.Retained r : page) {
+      if (r.finishedMillis() >= oldest && left <= policy.maxBytes()) {
+        return new Released(n, left, false); // oldest first: the rest is younger and fits
+      }
+      journal.release(r.correlation());
+      left -= r.resultBytes();
+      n++;
+    }
+    return new Released(n, left, page.size() == RELEASE_PAGE);
   }
 
   /**

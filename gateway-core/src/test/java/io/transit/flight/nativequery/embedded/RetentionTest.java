@@ -514,6 +514,43 @@ class RetentionTest {
     }
   }
 
+  /**
+   * A backlog of results past the age bound (a restart after a long stop) is released a page per
+   * transaction, one budget a sweep: the sweep that stops at it is behind, the next releases the
+   * rest and is not.
+   */
+  @Test
+  void aReleaseBacklogGoesOneBudgetASweepAndTheSweepThatStopsIsBehind() throws Exception {
+    int budget = Retention.RELEASE_PAGES_PER_SWEEP * Retention.RELEASE_PAGE;
+    int backlog = budget + 100;
+    try (SqliteJournal journal = SqliteJournal.open(state.resolve("backlog.sqlite"))) {
+      journal.transaction(JournalStore.Durability.DEFERRED, () -> {
+        byte[] digest = new byte[32];
+        byte[] manifest = ResultManifest.getDefaultInstance().toByteArray();
+        for (int i = 0; i < backlog; i++) {
+          long c = journal.allocateCorrelation();
+          journal.insertAccepted(c, 1, i + 1, digest);
+          assertTrue(journal.finish(QueryStatus.newBuilder().setCorrelation(c)
+              .setState(QueryStatus.State.SUCCEEDED).build(), manifest, 10, 1_000, 0));
+        }
+        return null;
+      });
+      try (Retention r = new Retention(journal, new LocalSegmentStore(state.resolve("segments")),
+          new RetentionPolicy(Duration.ofSeconds(1), 1L << 40, Duration.ofHours(1)),
+          () -> 1_000_000L, Duration.ofSeconds(2))) {
+        Retention.Swept first = r.sweep();
+        assertEquals(budget, first.released());
+        assertTrue(first.behind(), "stopped at its budget with more past the bound");
+        assertEquals(Retention.CATCH_UP_MILLIS, Retention.nextDelayMillis(first, 300_000));
+        Retention.Swept second = r.sweep();
+        assertEquals(100, second.released());
+        assertFalse(second.behind());
+        assertEquals(0, r.sweep().released());
+      }
+      assertTrue(journal.transaction(() -> journal.oldestRetained(1)).isEmpty());
+    }
+  }
+
   /** Sends each command in turn, each decided {@code expected}; returns the last outcome. */
   private CommandOutcome sendAll(List<SignedCommand> commands, CommandOutcome.Kind expected)
       throws Exception {
