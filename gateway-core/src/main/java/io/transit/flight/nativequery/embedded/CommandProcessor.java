@@ -162,13 +162,33 @@ final class CommandProcessor {
           finishing ? JournalStore.Durability.DURABLE : JournalStore.Durability.DEFERRED,
           () -> apply(command, digest, principal, sequence, finishing));
     } catch (GatewayException e) {
-      journal.flushAll(); // a conflict, a gap or a pruned history rests on records read
+      flushAll(); // a conflict, a gap or a pruned history rests on records read
       throw e;
     }
     if (result.outcome().getKind() != CommandOutcome.Kind.ACCEPTED) {
-      journal.flushAll(); // a refusal, or the replay of one another replica may have recorded
+      flushAll(); // a refusal, or the replay of one another replica may have recorded
     }
     return result;
+  }
+
+  /**
+   * The decision's transaction committed, but making what the answer rests on durable failed: the
+   * refusal may be recorded or not once the journal recovers, so the answer is an unknown outcome
+   * (a retry of the same command is decided again from the journal), never "nothing recorded".
+   */
+  static final class NotDurable extends SQLException {
+    NotDurable(SQLException cause) {
+      super("the decision committed but could not be made durable: " + cause.getMessage(),
+          cause.getSQLState(), cause);
+    }
+  }
+
+  private void flushAll() throws NotDurable {
+    try {
+      journal.flushAll();
+    } catch (SQLException e) {
+      throw new NotDurable(e);
+    }
   }
 
   /** The decision inside the command's transaction. */

@@ -371,6 +371,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
           failure);
       return QueryCode.INTERNAL.failure("the native command could not be decided", failure);
     }
+    if (e instanceof CommandProcessor.NotDurable) {
+      // Checked first: its cause may be the full disk or the lost connection of the flush, which
+      // would otherwise read as a commit that recorded nothing.
+      return unknownOutcome(parsed, "the decision could not be made durable")
+          .with("reason", e.getMessage());
+    }
     if (journal.isFullWithNothingRecorded(e)) {
       return journalFull(parsed);
     }

@@ -289,6 +289,41 @@ class ReplicatedAdmissionTest {
     assertTrue(syncs() > afterConflict, "the next sequence left after a durable commit of B's");
   }
 
+  /**
+   * A refusal whose record committed but could not be made durable (the flush's commit waited
+   * past the lock timeout) is an unknown outcome, never "nothing was recorded": the retry replays
+   * the recorded refusal.
+   */
+  @Test
+  void aRefusalRecordedButNotMadeDurableIsAnUnknownOutcome() throws Exception {
+    io.transit.flight.nativequery.postgres.PostgresSettings d = cluster.settings(database);
+    Path stateC = stateA.resolve("replica-c");
+    try (EmbeddedEngine impatient = EmbeddedEngine.open(stateC, EngineOptions.defaults(),
+            PostgresJournal.open(new io.transit.flight.nativequery.postgres.PostgresSettings(
+                d.jdbcUrl(), d.user(), d.password(), 2, d.connectionTimeout(),
+                java.time.Duration.ofMillis(300), d.statementTimeout(),
+                d.idleInTransactionTimeout())),
+            List.of(), List.of(fullRights()), new EngineTestSupport.TablePlanner());
+        Connection holder = cluster.connect(database)) {
+      long next = impatient.nextSequence(PRINCIPAL);
+      // A part naming a namespace no upload holds: refused, and the refusal recorded.
+      SignedCommand stray = sign(command(next, next + 1_000).setPart(
+          io.transit.flight.proto.UploadPart.newBuilder().setIndex(0)
+              .setData(ByteString.copyFromUtf8("x"))));
+      holder.setAutoCommit(false);
+      try (Statement s = holder.createStatement()) {
+        s.execute("SELECT * FROM flushes WHERE id = 1 FOR UPDATE");
+      }
+      GatewayException e = assertThrows(GatewayException.class, () -> impatient.send(stray));
+      assertEquals(Cause.UNKNOWN_OUTCOME, e.kind());
+      assertEquals("query.unknown_outcome", e.code());
+      holder.rollback();
+      CommandOutcome replayed = impatient.send(stray);
+      assertEquals(CommandOutcome.Kind.REJECTED, replayed.getKind(), "the refusal was recorded");
+      assertArrayEquals(replayed.toByteArray(), replicaB.send(stray).toByteArray());
+    }
+  }
+
   /** How many durable commits of their own the replicas have made ({@code JournalStore.sync}). */
   private long syncs() throws Exception {
     try (Connection c = cluster.connect(database);
