@@ -103,6 +103,111 @@ def test_dropped_connection_mid_getflightinfo_is_replayed_not_rerun(gateway, pri
         proxy.close()
 
 
+def test_a_retry_refused_after_an_unanswered_attempt_blocks_instead_of_moving_on(tmp_path):
+    """The first attempt is admitted and runs, its answer lost; a reload then gives the caller a
+    role, so the retry's bundle differs and meets a conflict at the same sequence. That conflict
+    says nothing of whether the first attempt ran: the client must not move to the next sequence
+    and run the statement again, but raise OutcomeUnknownError. Resuming cannot learn more (the
+    sequence holds the first attempt's bytes), so it releases the credential, raising the
+    conflict; the next statement runs after it."""
+    d = Daemon(tmp_path / "state").start()
+    proxy = TcpProxy(d.port)
+    try:
+        journal_, who = d.journal(), d.principal("primitive")
+        sql = "SELECT COUNT(*) FROM primitive WHERE id < 77"
+        conn = tf.connect(proxy.uri, token_file=token_file(d), timeout=2,
+                          retry=tf.RetryPolicy(total=60, initial_backoff=0.2, max_backoff=0.5))
+        conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 1")
+        sequence = conn.next_sequence()
+        proxy.hold()
+        raised = {}
+
+        def run():
+            try:
+                conn.execute(sql)
+            except tf.Error as e:
+                raised["error"] = e
+
+        th = threading.Thread(target=run)
+        th.start()
+        wait_until(lambda: journal_.queries(who).get(sequence, (0, ""))[1] == "SUCCEEDED", 60,
+                   "the held statement to finish")
+        cfg = d.config()
+        next(c for c in cfg["callers"] if c["name"] == "primitive")["role"] = 7
+        d.write_config(cfg)
+        assert d.reload() == "reloaded"
+        proxy.cut()
+        th.join(90)
+        assert not th.is_alive(), "the client did not finish its retry within 90s"
+        assert isinstance(raised.get("error"), tf.OutcomeUnknownError), raised
+        assert raised["error"].sequence == sequence
+        assert list(journal_.queries(who)).count(sequence) == 1
+        assert max(journal_.queries(who)) == sequence, "nothing ran after the first attempt"
+        with pytest.raises(tf.OutcomeUnknownError):
+            conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 78")
+        with pytest.raises(tf.Error) as resumed:
+            conn.resume()
+        assert resumed.value.code == "query.namespace_conflict"
+        with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM primitive WHERE id < 78")
+            assert cur.fetchone() == (78,) and cur.sequence > sequence
+        conn.close()
+    finally:
+        proxy.close()
+        d.stop()
+
+
+def test_resuming_a_statement_that_failed_releases_the_credential(gateway, tmp_path):
+    """The statement of unknown outcome had failed (its result over the deployment's row bound):
+    resume() learns that, raises it, and the credential is no longer blocked."""
+    d = Daemon.variant(gateway, {"limits": {"max_result_rows": 5}}, target=tmp_path / "rows5")
+    d.start()
+    try:
+        proxy, conn, lost = pending_statement(d.port, token_file(d),
+                                              "SELECT id FROM primitive WHERE id < 100")
+        try:
+            with pytest.raises(tf.Error) as failed:
+                conn.resume()
+            assert failed.value.code == "query.budget_exhausted"
+            assert failed.value.outcome == "failed"
+            assert conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 9").to_pylist() == [
+                {"COUNT(*)": 9}]
+            conn.close()
+        finally:
+            proxy.close()
+    finally:
+        d.stop()
+
+
+def test_a_failed_execute_leaves_no_earlier_rows_and_a_closed_cursor_refuses(gateway):
+    with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+        cur = conn.cursor()
+        cur.execute("SELECT COUNT(*) FROM primitive WHERE id < 3")
+        assert cur.rowcount == 1 and cur.description[0][0] == "COUNT(*)"
+        with pytest.raises(tf.Error):
+            cur.execute("SELECT nope FROM primitive")
+        assert cur.description is None and cur.rowcount == -1 and cur.sequence is None
+        with pytest.raises(tf.InterfaceError):
+            cur.fetchall()
+        cur.close()
+        for call in (lambda: cur.execute("SELECT COUNT(*) FROM primitive"), cur.fetchone,
+                     cur.fetch_arrow_table):
+            with pytest.raises(tf.InterfaceError):
+                call()
+    with pytest.raises(ValueError):
+        flightsql.get_sql_info([-1])
+
+
+def test_a_trailer_not_of_the_contracts_shape_leaves_the_error_without_a_diagnostic():
+    head = '{"contract":"transit.diagnostic.v1","code":"a.b","status":"INTERNAL","cause":"x"'
+    for body in ('{"contract":"transit.diagnostic.v1","status":"INTERNAL"}',
+                 head + ',"identity":null}',
+                 head + ',"facts":[{"name":"n"}]}',
+                 head + ',"facts":[{"name":"n","kind":"number","value":"1.5"}]}'):
+        assert tf.Diagnostic.parse(body.encode()) is None, body
+    assert tf.Diagnostic.parse((head + "}").encode()).code == "a.b"
+
+
 def test_kill9_and_restart_mid_statement_is_replayed_not_rerun(tmp_path):
     # Accepted queries wait before executing, so the kill finds this one accepted, unfinished.
     d = Daemon(tmp_path / "state", faults="execution-delay-ms:1500").start()

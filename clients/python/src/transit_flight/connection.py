@@ -112,9 +112,25 @@ def _sequence_moved(e: Error) -> Optional[int]:
     return None
 
 
-def retrying(call, policy: RetryPolicy, reconnect=None, on_give_up=None):
+def _unresolved(e: Error) -> bool:
+    """A definite failure after which the statement may still have run, by the diagnostic's word
+    (an accepted query's call cancelled, an internal error after admission). A pruned history is
+    not: the sequence belongs to a forgotten statement, and nothing is resent there."""
+    return e.outcome == "unknown" and e.code != "query.history_pruned"
+
+
+def _settled(e: Error) -> bool:
+    """A definite failure of a resend that ends the credential's block: the statement failed
+    (its outcome is now known), or the gateway answered without running anything, so that no
+    resend of this SQL at this sequence can learn more (the sequence holds other bytes, the
+    caller's binding changed, the history was forgotten)."""
+    return e.diagnostic is not None and not _retryable(e) and not _unresolved(e)
+
+
+def retrying(call, policy: RetryPolicy, reconnect=None, on_give_up=None, on_retry=None):
     """``call()`` (which raises this package's errors) retried after transport failures, with
-    bounded, doubling waits; ``reconnect()`` runs before a retry that no gateway answered."""
+    bounded, doubling waits; ``reconnect()`` runs before a retry that no gateway answered,
+    ``on_retry(error)`` before every retry."""
     start = time.monotonic()
     wait = policy.initial_backoff
     while True:
@@ -123,6 +139,8 @@ def retrying(call, policy: RetryPolicy, reconnect=None, on_give_up=None):
         except Error as e:
             if not _retryable(e):
                 raise
+            if on_retry is not None:
+                on_retry(e)
             if time.monotonic() + wait - start > policy.total:
                 if on_give_up is not None:
                     raise on_give_up(e) from e
@@ -151,23 +169,32 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
             if credential.next is None:
                 credential.next = next_sequence()
             sequence = credential.next
+            # Set once an attempt at this sequence got no definite answer: that attempt may have
+            # been accepted, so a later refusal of a resend says nothing of whether it ran.
+            unanswered = []
 
-            def give_up(last):
+            def unknown(why, last):
                 credential.pending = (sequence, sql)
                 return OutcomeUnknownError(
-                    f"statement at sequence {sequence} has an unknown outcome after "
-                    f"{policy.total:.0f}s of retries ({last.status}: {last}); resume() resends it",
-                    sequence, sql, last)
+                    f"statement at sequence {sequence} has an unknown outcome ({why}); "
+                    f"resume() resends it", sequence, sql, last)
+
+            def give_up(last):
+                return unknown(f"after {policy.total:.0f}s of retries, {last.status}: {last}", last)
 
             try:
-                result = retrying(lambda: attempt(sequence, sql), policy, on_give_up=give_up)
+                result = retrying(lambda: attempt(sequence, sql), policy, on_give_up=give_up,
+                                  on_retry=unanswered.append)
             except OutcomeUnknownError:
                 raise
             except Error as e:
+                if _unresolved(e) or (unanswered and e.outcome != "failed"):
+                    raise unknown(f"{e.status}: {e}", e) from e
                 moved = _sequence_moved(e)
                 if moved is not None and refreshes < policy.refreshes:
-                    # Another writer of this credential took the sequence; nothing of this
-                    # statement ran, and every earlier one's outcome is known (else pending).
+                    # Another writer of this credential took the sequence before this statement's
+                    # first attempt reached it: nothing of this statement ran, and every earlier
+                    # one's outcome is known (else pending).
                     credential.next, refreshes = moved, refreshes + 1
                     continue
                 # Whether the sequence was consumed depends on the failure: ask next time.
@@ -186,12 +213,14 @@ def resume_pending(credential: _Credential, policy: RetryPolicy, attempt, next_a
         try:
             result = retrying(lambda: attempt(sequence, sql), policy)
         except Error as e:
-            if e.code == "query.history_pruned":
-                # The gateway forgot the statement's history (its history bound): its outcome
-                # can no longer be learned, and no resend ever runs it, so the credential is
-                # released; the error says so.
+            if _settled(e):
+                # The statement failed (now known), or its outcome can no longer be learned by
+                # resending it: the history was forgotten (the history bound), the sequence holds
+                # other bytes (the caller's binding changed since), or the caller may no longer
+                # send it. Either way the credential is released; the error says which.
                 credential.pending = None
-                credential.next = e.facts.get("next_sequence")
+                credential.next = (_sequence_moved(e) or e.facts.get("next_sequence")
+                                   if e.outcome != "failed" else None)
             raise
         credential.pending = None
         credential.next = next_after(result)
@@ -285,7 +314,8 @@ class Connection:
         """The credential's next sequence as the gateway's journal holds it."""
         body = self._with_retry(lambda: list(self._client.do_action(
             fl.Action("GetSessionOptions", b""), self._options()))[0].body.to_pybytes())
-        return flightsql.session_options(body)[NEXT_SEQUENCE_OPTION]
+        # An int64 on the wire; sequences are unsigned 64-bit numbers.
+        return flightsql.session_options(body)[NEXT_SEQUENCE_OPTION] & (1 << 64) - 1
 
     def tables(self) -> pa.Table:
         """The Tables this credential may query (catalog_name, db_schema_name, table_name,
@@ -401,6 +431,7 @@ class Cursor:
 
     def __init__(self, connection: Connection):
         self.connection = connection
+        self._closed = False
         self._table: Optional[pa.Table] = None
         self._rows = None
         self._position = 0
@@ -409,9 +440,14 @@ class Cursor:
         self.sequence = self.next_sequence = self.ticket = self.correlation = None
 
     def execute(self, operation, parameters=None):
+        self._check_open()
         if parameters:
             raise errors.NotSupportedError("the gateway takes no statement parameters")
         self.connection._check_open()
+        # A failed statement leaves no earlier one's rows or description behind (PEP 249).
+        self._table, self._rows, self._position = None, None, 0
+        self.description, self.rowcount = None, -1
+        self.sequence = self.next_sequence = self.ticket = self.correlation = None
         self.sequence, info = self.connection._statement(operation)
         self.ticket = info.endpoints[0].ticket.ticket
         self.correlation = flightsql.ticket_correlation(self.ticket) \
@@ -427,9 +463,15 @@ class Cursor:
         self.description = [(f.name, f.type, None, None, None, None, f.nullable) for f in table.schema]
 
     def executemany(self, operation, seq_of_parameters):
+        self._check_open()
         raise errors.NotSupportedError("the gateway takes no statement parameters")
 
+    def _check_open(self):
+        if self._closed:
+            raise errors.InterfaceError("the cursor is closed")
+
     def _all_rows(self):
+        self._check_open()
         if self._table is None:
             raise errors.InterfaceError("no statement was executed")
         if self._rows is None:
@@ -458,6 +500,7 @@ class Cursor:
         return out
 
     def fetch_arrow_table(self) -> pa.Table:
+        self._check_open()
         if self._table is None:
             raise errors.InterfaceError("no statement was executed")
         return self._table
@@ -476,6 +519,7 @@ class Cursor:
         pass
 
     def close(self):
+        self._closed = True
         self._table = self._rows = None
 
     def __enter__(self):

@@ -78,7 +78,8 @@ class Diagnostic:
 
     @classmethod
     def parse(cls, data) -> Optional["Diagnostic"]:
-        """The diagnostic in ``data`` (trailer bytes), or None when absent or of another contract."""
+        """The diagnostic in ``data`` (trailer bytes), or None when absent, of another contract
+        or not of the contract's shape (the error then carries only its status and message)."""
         if not data:
             return None
         try:
@@ -87,6 +88,13 @@ class Diagnostic:
             return None
         if not isinstance(d, dict) or d.get("contract") != "transit.diagnostic.v1":
             return None
+        try:
+            return cls._of(d)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    @classmethod
+    def _of(cls, d: dict) -> "Diagnostic":
         facts = tuple(Fact(f["name"], f["kind"],
                            int(f["value"]) if f["kind"] == "number" and "value" in f else f.get("value"),
                            f.get("location")) for f in d.get("facts", []))

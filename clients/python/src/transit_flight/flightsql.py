@@ -11,6 +11,8 @@ SQL = "type.googleapis.com/arrow.flight.protocol.sql."
 
 
 def _varint(n: int) -> bytes:
+    if not 0 <= n < 1 << 64:
+        raise ValueError(f"{n} is not an unsigned 64-bit varint")
     out = bytearray()
     while True:
         b = n & 0x7F
