@@ -6,13 +6,18 @@ import sun.misc.Signal;
 import sun.misc.SignalHandler;
 
 /**
- * Signal wiring. Handlers run on the JVM's signal dispatch thread. SIGHUP reload work is short
- * (file reads, one journal commit bounded by the journal's timeouts, a map swap) and reloads
- * never overlap. SIGTERM and SIGINT are taken over from the
- * JVM so that a requested stop drains and then exits 0 (the JVM's default exits 143/130).
+ * Signal wiring. The JVM runs each signal's handler on a thread it starts for that signal, so
+ * two signals' handlers can run at once. SIGHUP reload work is short (file reads, one journal
+ * commit bounded by the journal's timeouts, a map swap) and reloads are serialized here: two
+ * HUPs in quick succession reload one after the other, the later one reading the file last, so
+ * the newer file is the one in force and no caller's missing credential is generated twice.
+ * SIGTERM and SIGINT are taken over from the JVM so that a requested stop drains and then exits
+ * 0 (the JVM's default exits 143/130).
  */
 final class Signals {
   private static final Logger log = LoggerFactory.getLogger(Signals.class);
+  /** Held for the whole of a reload. */
+  private static final Object RELOADING = new Object();
 
   private Signals() {}
 
@@ -28,7 +33,12 @@ final class Signals {
 
   static void onHangup(Runnable action) {
     try {
-      if (Signal.handle(new Signal("HUP"), sig -> action.run()) == SignalHandler.SIG_IGN) {
+      SignalHandler reload = sig -> {
+        synchronized (RELOADING) {
+          action.run();
+        }
+      };
+      if (Signal.handle(new Signal("HUP"), reload) == SignalHandler.SIG_IGN) {
         // The JVM leaves a signal ignored when the parent ignored it (nohup does so for SIGHUP)
         // and then installs nothing, so reloads would silently never happen.
         log.warn("SIGHUP is ignored in this process (started under nohup?): configuration"

@@ -1,5 +1,6 @@
 package io.transit.flight.server.flight;
 
+import io.transit.flight.server.ops.LoggedText;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -60,9 +61,6 @@ public final class ClientFaultLog {
   }
 
   private static String cut(String s) {
-    if (s == null) {
-      return "-";
-    }
-    return s.length() <= MAX_FIELD ? s : s.substring(0, MAX_FIELD);
+    return LoggedText.of(s, MAX_FIELD); // a method path may be the peer's own text
   }
 }

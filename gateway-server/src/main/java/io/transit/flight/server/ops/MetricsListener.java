@@ -37,7 +37,7 @@ import java.util.function.Supplier;
  * bytes arrive, and every connection is closed {@value #EXCHANGE_SECONDS} s after it was accepted
  * whatever it did, so one that never finishes its request (or never reads its answer) costs only
  * its socket, for that long. At most {@value #MAX_CONNECTIONS} connections are open; a new one
- * beyond them is closed at once. Each answer closes its connection.
+ * beyond them is closed at once. Each connection gets one answer, which closes it.
  *
  * <p>Why not the JDK's {@code HttpServer}, which this replaced: it reads a request on an executor
  * thread with no time bound, so one connection that sent half a request stopped every scrape
@@ -107,10 +107,22 @@ final class MetricsListener implements AutoCloseable {
     loop = null;
   }
 
-  /** One request on one connection, then the answer and the close. The event loop. */
+  /**
+   * One request on one connection, then the answer and the close. The event loop. Requests a
+   * client pipelined behind the first are dropped unanswered (released by the handler) and
+   * reading stops: each would cost a scrape and hold its answer in the outbound buffer until a
+   * client that never reads is closed by the deadline.
+   */
   private final class Exchange extends SimpleChannelInboundHandler<FullHttpRequest> {
+    private boolean answered; // the event loop's only
+
     @Override
     protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest request) {
+      if (answered) {
+        return;
+      }
+      answered = true;
+      ctx.channel().config().setAutoRead(false);
       FullHttpResponse answer;
       if (!request.decoderResult().isSuccess()) {
         answer = text(HttpResponseStatus.BAD_REQUEST, "bad request\n");

@@ -143,8 +143,7 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
     LoggingEventBuilder line = access.atInfo()
         .addKeyValue("request_id", r.id)
         .addKeyValue("caller", r.caller != null ? r.caller : "-")
-        .addKeyValue("method", served ? method : r.method.length() <= MAX_LOGGED_METHOD
-            ? r.method : r.method.substring(0, MAX_LOGGED_METHOD) + "...")
+        .addKeyValue("method", served ? method : LoggedText.of(r.method, MAX_LOGGED_METHOD))
         .addKeyValue("status", code)
         .addKeyValue("code", diagnostic != null ? diagnostic : "-")
         .addKeyValue("duration_ms", TimeUnit.NANOSECONDS.toMicros(nanos) / 1000.0)
