@@ -150,19 +150,44 @@ final class LocalSegmentStore implements SegmentStore {
     }
   }
 
+  /**
+   * The stored segments' digests; on the way, removes the temporaries older than {@link
+   * #ABANDONED_TEMPORARY} (the retention sweep lists the store: a writer killed or powered off
+   * between its temporary's creation and its rename leaves the file, which no later write would
+   * ever remove).
+   */
   @Override
   public java.util.List<byte[]> stored() throws IOException {
     java.util.List<byte[]> out = new java.util.ArrayList<>();
+    long abandonedBefore = System.currentTimeMillis() - ABANDONED_TEMPORARY.toMillis();
     try (java.util.stream.Stream<Path> files = Files.list(dir)) {
       for (Path f : (Iterable<Path>) files::iterator) {
         String name = f.getFileName().toString();
         // Only final names (64 hex digits); temporaries belong to a writer in progress.
         if (name.length() == 64 && name.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
           out.add(java.util.HexFormat.of().parseHex(name));
+        } else if (name.startsWith("segment-") && name.endsWith(".tmp")) {
+          removeIfAbandoned(f, abandonedBefore);
         }
       }
     }
     return out;
+  }
+
+  /**
+   * A temporary untouched for this long has no writer: a write renames or deletes its temporary
+   * within one segment's write and fsync (at most {@code max_segment_bytes}), seconds at most.
+   */
+  static final java.time.Duration ABANDONED_TEMPORARY = java.time.Duration.ofMinutes(10);
+
+  private static void removeIfAbandoned(Path temporary, long abandonedBefore) {
+    try {
+      if (Files.getLastModifiedTime(temporary).toMillis() < abandonedBefore) {
+        Files.deleteIfExists(temporary);
+      }
+    } catch (IOException e) {
+      // Renamed or removed by its writer meanwhile, or not removable now: the next sweep sees.
+    }
   }
 
   @Override
