@@ -196,6 +196,13 @@ final class QueryRunner {
       failed(done, QueryCode.BUDGET_EXHAUSTED.failure("execution memory was exhausted"));
     } catch (SegmentStore.DiskFull e) {
       failed(done, diskFull(e));
+    } catch (SegmentStore.Refused e) {
+      // Unlike an outage, a refusal would meet every rerun: the statement fails, its sequence
+      // spent, and the operator fixes the store's access (the log line says which refusal).
+      log.warn("query {} failed: the segment store refused its segment ({})",
+          Long.toUnsignedString(correlation), e.reason);
+      failed(done, QueryCode.SEGMENT_STORE_UNAVAILABLE.failure(
+          "the segment store refused the result's segment").with("reason", e.reason));
     } catch (SQLException | IOException | RuntimeException e) {
       if (outOfMemory(e) && !stopping.getAsBoolean()) {
         failed(done, outOfMemory());
@@ -511,7 +518,7 @@ final class QueryRunner {
           done += take;
         }
       }
-    } catch (SegmentStore.DiskFull | SegmentStore.Unavailable e) {
+    } catch (SegmentStore.DiskFull | SegmentStore.Unavailable | SegmentStore.Refused e) {
       // The store refused a segment written mid-export: its own failure, not the export's.
       throw e;
     } catch (IOException e) {

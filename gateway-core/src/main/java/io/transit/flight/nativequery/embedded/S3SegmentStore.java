@@ -158,7 +158,7 @@ final class S3SegmentStore implements SegmentStore {
   public byte[] write(byte[] bytes) throws IOException {
     byte[] sha = Digests.sha256(bytes);
     String key = key(sha);
-    Optional<HeadObjectResponse> head = call(() -> head(key));
+    Optional<HeadObjectResponse> head = writing(() -> head(key));
     if (head.isPresent() && Long.valueOf(bytes.length).equals(head.get().contentLength())
         && !needsRefresh(head.get().lastModified())) {
       return sha; // the same key always names the same bytes
@@ -176,11 +176,42 @@ final class S3SegmentStore implements SegmentStore {
         // The server's storage is full; how much it has left is not said.
         throw new DiskFull(0, bytes.length, e);
       }
+      if (refusedForGood(e.statusCode())) {
+        throw new Refused(reason(e), e);
+      }
       throw unavailable(e);
     } catch (SdkException e) {
       throw unavailable(e);
     }
     return sha;
+  }
+
+  /**
+   * A write's HEAD: a client error the store would answer again is {@link Refused}, anything
+   * else {@link Unavailable}.
+   */
+  private static <T> T writing(Supplier<T> s) throws Refused, Unavailable {
+    try {
+      return s.get();
+    } catch (S3Exception e) {
+      if (refusedForGood(e.statusCode())) {
+        throw new Refused(reason(e), e);
+      }
+      throw unavailable(e);
+    } catch (SdkException e) {
+      throw unavailable(e);
+    }
+  }
+
+  /**
+   * A 4xx the same request would meet again: not a timeout (408), a conflict with a concurrent
+   * request (409), throttling (429) or a closed request (499). Access denied (403), an invalid
+   * request (400) and the like mean the deployment's store or credentials are wrong, and a
+   * query rerun for them would never finish.
+   */
+  static boolean refusedForGood(int status) {
+    return status >= 400 && status < 500 && status != 404 && status != 408 && status != 409
+        && status != 429 && status != 499;
   }
 
   /**
@@ -288,7 +319,7 @@ final class S3SegmentStore implements SegmentStore {
     // Ask for its age again too: another replica that found this object old re-PUT it for a
     // manifest it is about to commit (write's refresh) after this sweep listed it. Only the
     // HEAD-to-DELETE round trip remains open to that race (docs/deployment.md).
-    Optional<HeadObjectResponse> head = call(() -> head(key));
+    Optional<HeadObjectResponse> head = writing(() -> head(key));
     if (head.isEmpty() || tooYoungToRemove(head.get().lastModified())) {
       return false;
     }

@@ -84,6 +84,21 @@ interface SegmentStore extends AutoCloseable {
   }
 
   /**
+   * The store answered that it will not take the segment, and would answer the same again (an
+   * object store's client error other than a timeout, a conflict or throttling: access denied, an
+   * invalid request). Rerunning the query cannot help: its statement fails. {@code reason} as
+   * {@link Unavailable}'s.
+   */
+  final class Refused extends IOException {
+    final String reason;
+
+    Refused(String reason, Throwable cause) {
+      super("the segment store refused the request (" + reason + ")", cause);
+      this.reason = reason;
+    }
+  }
+
+  /**
    * The store could not answer: it was not reachable in time, or it failed the request. Nothing
    * is known about the segment; the same call may succeed later. {@code reason} is a short token
    * for the diagnostic ({@code connect}, {@code timeout}, an S3 error code), never server text.

@@ -63,6 +63,17 @@ class S3SegmentStoreTest extends SegmentStoreContract {
     Files.write(file, bytes);
   }
 
+  /** A 4xx the store would answer again is refused for good; an outage's answers are not. */
+  @Test
+  void aClientErrorOtherThanTimeoutConflictOrThrottlingIsRefusedForGood() {
+    for (int status : new int[] {400, 401, 403, 405, 411, 412, 413}) {
+      assertTrue(S3SegmentStore.refusedForGood(status), "status " + status);
+    }
+    for (int status : new int[] {200, 404, 408, 409, 429, 499, 500, 502, 503, 504, 507}) {
+      assertFalse(S3SegmentStore.refusedForGood(status), "status " + status);
+    }
+  }
+
   @Test
   void keysAreThePrefixAndTheSha256Hex() throws Exception {
     byte[] sha = store.write(X);
