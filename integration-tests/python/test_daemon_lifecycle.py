@@ -2,9 +2,13 @@
 nothing the killed process extracted left behind."""
 
 import json
+import os
+import signal
+import threading
+from pathlib import Path
 
 from calls import Caller
-from daemon import Daemon, gateway_once
+from daemon import ROOT, Daemon, gateway_once, wait_until
 
 
 def test_kill9_restart_keeps_journal_and_tickets(tmp_path):
@@ -93,6 +97,44 @@ def test_started_normally_does_not_warn_about_sighup(tmp_path):
     d = Daemon(tmp_path / "state").start()
     try:
         assert not any("SIGHUP" in line for line in d.output), "".join(d.output)
+    finally:
+        assert d.stop() == 0
+
+
+def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_path):
+    """A start can take minutes (--warm-up here); the JVM's own SIGHUP handler would end the
+    process (exit 129) on a `systemctl reload` meanwhile."""
+    state = tmp_path / "hup"
+    d = Daemon(state, command=[str(ROOT / "scripts" / "gateway"), "demo", "--state-dir",
+                               str(state), "--port", "0", "--warm-up", "300"])
+    started = {}
+    th = threading.Thread(target=lambda: started.update(d=d.start(timeout=180)), daemon=True)
+    th.start()
+
+    def warming_up():
+        # The scratch gateway's threads run only after the handler is installed.
+        if d.proc is None:
+            return False
+        try:
+            tasks = list(Path(f"/proc/{d.proc.pid}/task").iterdir())
+        except FileNotFoundError:
+            return False
+        names = []
+        for t in tasks:
+            try:
+                names.append((t / "comm").read_text())
+            except OSError:
+                pass
+        return any(n.startswith("native-exec") for n in names)
+
+    wait_until(warming_up, 120, "the warm-up to run")
+    os.kill(d.proc.pid, signal.SIGHUP)
+    th.join(200)
+    try:
+        assert started.get("d") is d, "".join(d.output[-20:])
+        d.saw("SIGHUP received while starting")
+        d.saw("configuration reloaded")
+        assert Caller(d, "primitive").next_sequence() == 1
     finally:
         assert d.stop() == 0
 

@@ -241,14 +241,7 @@ class ReplicatedAdmissionTest {
 
   @Test
   void aPrincipalHeldPastTheLockTimeoutIsUnavailableAndTheSameRetryIsAccepted() throws Exception {
-    io.transit.flight.nativequery.postgres.PostgresSettings d = cluster.settings(database);
-    Path stateC = stateA.resolve("replica-c");
-    try (EmbeddedEngine impatient = EmbeddedEngine.open(stateC, EngineOptions.defaults(),
-            PostgresJournal.open(new io.transit.flight.nativequery.postgres.PostgresSettings(
-                d.jdbcUrl(), d.user(), d.password(), 2, d.connectionTimeout(),
-                java.time.Duration.ofMillis(300), d.statementTimeout(),
-                d.idleInTransactionTimeout())),
-            List.of(), List.of(fullRights()), new EngineTestSupport.TablePlanner());
+    try (EmbeddedEngine impatient = impatientReplica();
         Connection holder = cluster.connect(database)) {
       long next = impatient.nextSequence(PRINCIPAL);
       holder.setAutoCommit(false);
@@ -296,14 +289,7 @@ class ReplicatedAdmissionTest {
    */
   @Test
   void aRefusalRecordedButNotMadeDurableIsAnUnknownOutcome() throws Exception {
-    io.transit.flight.nativequery.postgres.PostgresSettings d = cluster.settings(database);
-    Path stateC = stateA.resolve("replica-c");
-    try (EmbeddedEngine impatient = EmbeddedEngine.open(stateC, EngineOptions.defaults(),
-            PostgresJournal.open(new io.transit.flight.nativequery.postgres.PostgresSettings(
-                d.jdbcUrl(), d.user(), d.password(), 2, d.connectionTimeout(),
-                java.time.Duration.ofMillis(300), d.statementTimeout(),
-                d.idleInTransactionTimeout())),
-            List.of(), List.of(fullRights()), new EngineTestSupport.TablePlanner());
+    try (EmbeddedEngine impatient = impatientReplica();
         Connection holder = cluster.connect(database)) {
       long next = impatient.nextSequence(PRINCIPAL);
       // A part naming a namespace no upload holds: refused, and the refusal recorded.
@@ -332,6 +318,17 @@ class ReplicatedAdmissionTest {
       assertTrue(r.next());
       return r.getLong(1);
     }
+  }
+
+  /** A third replica whose journal waits at most 300 ms for a row lock. */
+  private EmbeddedEngine impatientReplica() throws Exception {
+    io.transit.flight.nativequery.postgres.PostgresSettings d = cluster.settings(database);
+    return EmbeddedEngine.open(stateA.resolve("replica-c"), EngineOptions.defaults(),
+        PostgresJournal.open(new io.transit.flight.nativequery.postgres.PostgresSettings(
+            d.jdbcUrl(), d.user(), d.password(), 2, d.connectionTimeout(),
+            java.time.Duration.ofMillis(300), d.statementTimeout(),
+            d.idleInTransactionTimeout())),
+        List.of(), List.of(fullRights()), new EngineTestSupport.TablePlanner());
   }
 
   /** The journal itself: {@code count} commands for the principal, at first..first+count-1. */

@@ -15,6 +15,8 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -210,6 +212,34 @@ public final class Main implements Callable<Integer> {
     Logger log = LoggerFactory.getLogger(Main.class);
     OpsSettings settings = options.settings(configFile);
     LogSetup.apply(settings.logLevel(), settings.logFormat());
+    // SIGHUP's handler first: a start can take minutes (the engine's open, --warm-up), and the
+    // JVM's own handler would end the process (exit 129) on a `systemctl reload` meanwhile. A HUP
+    // before the gateway serves is held and its reload runs once it does. (SIGTERM keeps the
+    // JVM's handler until then: nothing needs a drain yet, and a stop is not held up by a start.)
+    AtomicReference<GatewayServer> serving = new AtomicReference<>();
+    AtomicBoolean heldReload = new AtomicBoolean();
+    Runnable reload = () -> {
+      GatewayServer server = serving.get();
+      if (server == null) {
+        heldReload.set(true); // logged once serving: a warm-up discards the log meanwhile
+        return;
+      }
+      try {
+        OpsSettings next = options.settings(configFile);
+        server.reload(load(configFile, port));
+        LogSetup.apply(next.logLevel(), next.logFormat());
+        server.operations().metrics().reloaded(true);
+      } catch (ConfigException e) {
+        server.operations().metrics().reloaded(false);
+        log.warn("reload refused, previous configuration stays: {}", e.getMessage());
+      } catch (RuntimeException e) {
+        // An unexpected failure must not escape the signal thread silently: the running
+        // configuration stays (nothing is swapped before the new snapshot is complete).
+        server.operations().metrics().reloaded(false);
+        log.warn("reload refused, previous configuration stays: {}", e.toString());
+      }
+    };
+    Signals.onHangup(reload);
     ResolvedConfig cfg = load(configFile, port);
     // A missing data file is a configuration error (exit 2), said before the engine opens.
     DataFiles.requireReadable(cfg);
@@ -225,20 +255,12 @@ public final class Main implements Callable<Integer> {
     // Any other JVM exit still drains (close is idempotent).
     Runtime.getRuntime().addShutdownHook(new Thread(server::close, "transit-shutdown"));
     Signals.onTerminate(stopRequested::countDown);
-    Signals.onHangup(() -> {
-      try {
-        OpsSettings next = options.settings(configFile);
-        server.reload(load(configFile, port));
-        LogSetup.apply(next.logLevel(), next.logFormat());
-        server.operations().metrics().reloaded(true);
-      } catch (ConfigException e) {
-        server.operations().metrics().reloaded(false);
-        log.warn("reload refused, previous configuration stays: {}", e.getMessage());
-      } catch (RuntimeException e) {
-        // An unexpected failure must not escape the signal thread silently: the running
-        // configuration stays (nothing is swapped before the new snapshot is complete).
-        server.operations().metrics().reloaded(false);
-        log.warn("reload refused, previous configuration stays: {}", e.toString());
+    // Under the reloads' lock, so that a HUP is either held above or sees the server here.
+    Signals.serialized(() -> {
+      serving.set(server);
+      if (heldReload.getAndSet(false)) {
+        log.info("SIGHUP received while starting: reading the configuration again");
+        reload.run();
       }
     });
     // The lines logged while starting (the metrics listener's port) come before the notice.

@@ -31,6 +31,13 @@ final class Signals {
     }
   }
 
+  /** Runs {@code action} while no reload runs (and none starts until it returns). */
+  static void serialized(Runnable action) {
+    synchronized (RELOADING) {
+      action.run();
+    }
+  }
+
   static void onHangup(Runnable action) {
     try {
       SignalHandler reload = sig -> {
