@@ -10,7 +10,7 @@ import pyarrow.flight as fl
 import pytest
 
 from calls import Caller, app_metadata
-from daemon import Daemon
+from daemon import Daemon, gateway_once
 from ops_support import metrics_port, sample, scrape
 
 # 20,000 rows of two int64 columns: past the 64 KiB a result may keep in the journal, so its
@@ -187,3 +187,20 @@ def test_the_listener_answers_scrapes_while_connections_never_finish_their_reque
         for c in stalled:
             c.close()
         assert d.stop() == 0
+
+
+def test_a_start_that_fails_does_not_wait_out_the_drain_notice(tmp_path):
+    """The metrics port taken: the start fails after the gRPC listener bound, and exits 1 at
+    once; the drain notice (30 s here) is for an edge routing to a daemon that served."""
+    d = Daemon(tmp_path / "state").start()
+    assert d.stop() == 0
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        cfg = d.config()
+        cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": taken.getsockname()[1]},
+                      "drain_notice_ms": 30000}
+        d.write_config(cfg)
+        started = time.monotonic()
+        r = gateway_once("run", "--config", str(d.config_path), timeout=60)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "metrics listener" in r.stdout + r.stderr
+        assert time.monotonic() - started < 20, "waited out the drain notice"

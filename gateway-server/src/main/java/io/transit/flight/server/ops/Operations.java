@@ -37,6 +37,8 @@ public final class Operations implements AutoCloseable {
   private final GatewayMetrics metrics = new GatewayMetrics();
   private final RpcObserver observer;
   private volatile int metricsPort = -1;
+  /** Set once the daemon served: only then may an edge have routed calls here. */
+  private volatile boolean served;
 
   public Operations(OpsSettings settings) {
     this.settings = settings;
@@ -95,16 +97,19 @@ public final class Operations implements AutoCloseable {
   }
 
   public void serving() {
+    served = true;
     setHealth(ServingStatus.SERVING);
   }
 
   /**
    * Reports NOT_SERVING, then waits {@code ops.drain_notice_ms} while calls are still accepted, so
-   * an edge polling health routes new work elsewhere before the listener closes.
+   * an edge polling health routes new work elsewhere before the listener closes. Not when the
+   * daemon never served (a start that failed, e.g. the metrics port taken): no edge routes to it,
+   * and the failure should not wait the notice out before its exit.
    */
   public void draining() {
     setHealth(ServingStatus.NOT_SERVING);
-    if (settings.drainNoticeMs() > 0) {
+    if (served && settings.drainNoticeMs() > 0) {
       log.info("draining: health NOT_SERVING, listener closes in {} ms", settings.drainNoticeMs());
       try {
         Thread.sleep(settings.drainNoticeMs());
