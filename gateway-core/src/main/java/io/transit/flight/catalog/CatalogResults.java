@@ -208,7 +208,10 @@ public final class CatalogResults {
     return p == tokens.length;
   }
 
-  /** The pattern's code points, with unescaped {@code %} as {@link #ANY} and {@code _} as {@link #ONE}. */
+  /**
+   * The pattern's code points, with unescaped {@code %} as {@link #ANY} and {@code _} as {@link
+   * #ONE}.
+   */
   private static int[] likeTokens(String pattern) {
     int[] cps = pattern.codePoints().toArray();
     int[] tokens = new int[cps.length];

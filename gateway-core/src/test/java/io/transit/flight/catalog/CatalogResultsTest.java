@@ -197,7 +197,8 @@ class CatalogResultsTest {
     assertFalse(CatalogResults.likeMatches(true, "_", ""));
     assertTrue(CatalogResults.likeMatches(true, "a%b%c", "aXXbYbc"));
     assertFalse(CatalogResults.likeMatches(true, "a%b%c", "aXXbYbcd"));
-    assertTrue(CatalogResults.likeMatches(true, "t\u00e9_%", "t\u00e9\ud83d\ude00"), "_ is one code point");
+    assertTrue(CatalogResults.likeMatches(true, "t\u00e9_%", "t\u00e9\ud83d\ude00"),
+        "_ is one code point");
     assertTrue(CatalogResults.likeMatches(true, "x\\", "x\\"), "a trailing escape is itself");
   }
 
@@ -254,6 +255,7 @@ class CatalogResultsTest {
       }
       return false;
     }
-    return j < v.length() && (ch == '_' || ch == v.charAt(j)) && likeByDefinition(p, i + 1, v, j + 1);
+    return j < v.length() && (ch == '_' || ch == v.charAt(j))
+        && likeByDefinition(p, i + 1, v, j + 1);
   }
 }

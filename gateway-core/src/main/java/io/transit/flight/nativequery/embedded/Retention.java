@@ -97,9 +97,10 @@ final class Retention implements AutoCloseable {
    */
   static final int FORGET_PAGES_PER_SWEEP = 256;
   /**
-   * After a sweep whose releasing or forgetting stopped at its budget, the next comes this soon (or after the
-   * interval, when that is shorter): a backlog is then worked off at up to the budget a second,
-   * and between two sweeps the journal is the commands' alone for at least this long.
+   * After a sweep whose releasing or forgetting stopped at its budget, the next comes this soon
+   * (or after the interval, when that is shorter): a backlog is then worked off at up to the
+   * budget a second, and between two sweeps the journal is the commands' alone for at least this
+   * long.
    */
   static final long CATCH_UP_MILLIS = 1_000;
 

@@ -319,7 +319,7 @@ final class S3SegmentStore implements SegmentStore {
     // Ask for its age again too: another replica that found this object old re-PUT it for a
     // manifest it is about to commit (write's refresh) after this sweep listed it. Only the
     // HEAD-to-DELETE round trip remains open to that race (docs/deployment.md).
-    Optional<HeadObjectResponse> head = writing(() -> head(key));
+    Optional<HeadObjectResponse> head = call(() -> head(key));
     if (head.isEmpty() || tooYoungToRemove(head.get().lastModified())) {
       return false;
     }
