@@ -239,7 +239,7 @@ public final class Main implements Callable<Integer> {
         log.warn("reload refused, previous configuration stays: {}", e.toString());
       }
     };
-    Signals.onHangup(reload);
+    String noReloads = Signals.onHangup(reload);
     ResolvedConfig cfg = load(configFile, port);
     // A missing data file is a configuration error (exit 2), said before the engine opens.
     DataFiles.requireReadable(cfg);
@@ -255,6 +255,9 @@ public final class Main implements Callable<Integer> {
     // Any other JVM exit still drains (close is idempotent).
     Runtime.getRuntime().addShutdownHook(new Thread(server::close, "transit-shutdown"));
     Signals.onTerminate(stopRequested::countDown);
+    if (noReloads != null) {
+      log.warn(noReloads);
+    }
     // Under the reloads' lock, so that a HUP is either held above or sees the server here.
     Signals.serialized(() -> {
       serving.set(server);

@@ -1,7 +1,5 @@
 package io.transit.flight.server.cli;
 
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import sun.misc.Signal;
 import sun.misc.SignalHandler;
 
@@ -15,7 +13,6 @@ import sun.misc.SignalHandler;
  * 0 (the JVM's default exits 143/130).
  */
 final class Signals {
-  private static final Logger log = LoggerFactory.getLogger(Signals.class);
   /** Held for the whole of a reload. */
   private static final Object RELOADING = new Object();
 
@@ -38,7 +35,12 @@ final class Signals {
     }
   }
 
-  static void onHangup(Runnable action) {
+  /**
+   * Installs {@code action} as the SIGHUP handler. Returns what the operator must be told when
+   * reloads by signal cannot happen, or null; the caller logs it once the daemon serves (a start
+   * that is refused says only why).
+   */
+  static String onHangup(Runnable action) {
     try {
       SignalHandler reload = sig -> {
         synchronized (RELOADING) {
@@ -48,11 +50,12 @@ final class Signals {
       if (Signal.handle(new Signal("HUP"), reload) == SignalHandler.SIG_IGN) {
         // The JVM leaves a signal ignored when the parent ignored it (nohup does so for SIGHUP)
         // and then installs nothing, so reloads would silently never happen.
-        log.warn("SIGHUP is ignored in this process (started under nohup?): configuration"
-            + " reload by signal is unavailable; restart without it");
+        return "SIGHUP is ignored in this process (started under nohup?): configuration"
+            + " reload by signal is unavailable; restart without it";
       }
+      return null;
     } catch (IllegalArgumentException e) {
-      log.warn("SIGHUP reload unavailable on this platform");
+      return "SIGHUP reload unavailable on this platform";
     }
   }
 }
