@@ -15,8 +15,6 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -212,18 +210,10 @@ public final class Main implements Callable<Integer> {
     Logger log = LoggerFactory.getLogger(Main.class);
     OpsSettings settings = options.settings(configFile);
     LogSetup.apply(settings.logLevel(), settings.logFormat());
-    // SIGHUP's handler first: a start can take minutes (the engine's open, --warm-up), and the
-    // JVM's own handler would end the process (exit 129) on a `systemctl reload` meanwhile. A HUP
-    // before the gateway serves is held and its reload runs once it does. (SIGTERM keeps the
-    // JVM's handler until then: nothing needs a drain yet, and a stop is not held up by a start.)
-    AtomicReference<GatewayServer> serving = new AtomicReference<>();
-    AtomicBoolean heldReload = new AtomicBoolean();
-    Runnable reload = () -> {
-      GatewayServer server = serving.get();
-      if (server == null) {
-        heldReload.set(true); // logged once serving: a warm-up discards the log meanwhile
-        return;
-      }
+    // SIGHUP's handler first: the JVM's own would end the process (exit 129) on a `systemctl
+    // reload` during a start, which can take minutes. (SIGTERM keeps the JVM's handler until the
+    // gateway serves: nothing needs a drain yet, and a stop is not held up by a start.)
+    Reloads reloads = new Reloads(server -> {
       try {
         OpsSettings next = options.settings(configFile);
         server.reload(load(configFile, port));
@@ -238,8 +228,8 @@ public final class Main implements Callable<Integer> {
         server.operations().metrics().reloaded(false);
         log.warn("reload refused, previous configuration stays: {}", e.toString());
       }
-    };
-    String noReloads = Signals.onHangup(reload);
+    });
+    String noReloads = Signals.onHangup(reloads::requested);
     ResolvedConfig cfg = load(configFile, port);
     // A missing data file is a configuration error (exit 2), said before the engine opens.
     DataFiles.requireReadable(cfg);
@@ -258,14 +248,7 @@ public final class Main implements Callable<Integer> {
     if (noReloads != null) {
       log.warn(noReloads);
     }
-    // Under the reloads' lock, so that a HUP is either held above or sees the server here.
-    Signals.serialized(() -> {
-      serving.set(server);
-      if (heldReload.getAndSet(false)) {
-        log.info("SIGHUP received while starting: reading the configuration again");
-        reload.run();
-      }
-    });
+    reloads.serving(server);
     // The lines logged while starting (the metrics listener's port) come before the notice.
     LogSetup.flush();
     ConnectionHelp.print(out, cfg, server.port(), configFile, demo);
