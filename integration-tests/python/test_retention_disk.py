@@ -22,12 +22,14 @@ from diagnostic_clients import facts
 # Long enough to fill the file system and read the first result back; short enough to wait for.
 MAX_AGE_MS = 20_000
 ROWS = 20_000  # five int64 columns: just under 1 MiB of segments per statement
+# About 40 KB: a result the journal keeps inline (at most 64 KiB), written by its terminal commit.
+INLINE_ROWS = 1_000
 
 
-def slice_sql(k: int) -> str:
+def slice_sql(k: int, rows: int = ROWS) -> str:
     # Each slice has other rows, so no two results share segment files.
-    return (f"SELECT id, a, b, c, d FROM primitive WHERE id >= {k * ROWS} "
-            f"AND id < {(k + 1) * ROWS}")
+    return (f"SELECT id, a, b, c, d FROM primitive WHERE id >= {k * rows} "
+            f"AND id < {(k + 1) * rows}")
 
 
 @pytest.fixture
@@ -195,14 +197,18 @@ def test_a_full_engine_disk_refuses_new_statements_and_loses_nothing(engine_on_t
 
 def test_a_query_whose_outcome_cannot_commit_runs_again_once_the_journal_has_room(
         engine_on_tmpfs):
-    # Each accepted query waits 3 s before it runs: the disk fills after its acceptance
-    # committed, so its segments and then its terminal status find no room.
+    # Each accepted query waits 3 s before it runs, and the disk fills after its acceptance
+    # committed. Its result stays inline, so its one terminal commit writes some forty journal
+    # pages (40 KB): more than the tail of the WAL's last file page can take once the file system
+    # is full. (The result's status alone, a commit of a few pages, can still land in that tail
+    # and so fail the statement for good with query.disk_full, as a full segment store does.)
     d, engine = engine_on_tmpfs("execution-delay-ms:3000")
     ch = C.channel(d)
     principal = d.principal("primitive")
     before = len(d.journal().queries(principal))
     sequence = C.next_sequence(ch, d)
-    pending = C.sql_info_future(ch, d, "primitive", slice_sql(3), sequence, timeout=90)
+    sql = slice_sql(3, INLINE_ROWS)
+    pending = C.sql_info_future(ch, d, "primitive", sql, sequence, timeout=90)
     end = time.monotonic() + 30
     while len(d.journal().queries(principal)) == before:
         assert time.monotonic() < end, "the statement was never accepted"
@@ -217,10 +223,11 @@ def test_a_query_whose_outcome_cannot_commit_runs_again_once_the_journal_has_roo
     filler.unlink()
     ticket = C.ticket_of(pending.result())
     d.saw("recorded its outcome on run")
+    assert not list((engine / "segments").iterdir()), "the result was meant to stay inline"
     # The rerun's result is the statement's answer: the same bytes as a fresh statement's.
-    assert read_all(ch, d, ticket) == read_all(ch, d, C.flight_info(ch, d, slice_sql(3)))
+    assert read_all(ch, d, ticket) == read_all(ch, d, C.flight_info(ch, d, sql))
     # The retried sequence replays the recorded result; no namespace ran twice.
-    replay = C.ticket_of(C.sql_info(ch, d, "primitive", slice_sql(3), sequence))
+    replay = C.ticket_of(C.sql_info(ch, d, "primitive", sql, sequence))
     assert read_all(ch, d, replay) == read_all(ch, d, ticket)
     d.journal().queries(principal)
     ch.close()
