@@ -5,6 +5,7 @@ schema, ticket or count (every path, PyArrow/grpcio and ADBC). Each test leaves 
 it found it."""
 
 import contextlib
+import secrets
 import time
 
 import grpc
@@ -92,6 +93,54 @@ def test_revoking_read_before_any_batch_refuses_the_stream(daemon):
         assert daemon.reload() == "reloaded"
         out = do_get_exact(daemon, "primitive", ticket)
         assert out.code == grpc.StatusCode.PERMISSION_DENIED and out.messages == 0
+
+
+def test_replacing_a_credential_ends_the_streams_it_authenticated(daemon):
+    """A leaked credential rotated out (a new token in its file, then SIGHUP) ends the stream it
+    opened at the next bounded read, not only its next call; the caller's tickets stay valid
+    under the new credential."""
+    ticket = big_ticket(daemon)
+    token_file = daemon.state_dir / "credentials" / "primitive.token"
+    leaked = token_file.read_text()
+    try:
+        reader = slow_reader(daemon, ticket)
+        assert reader.read_chunk().data.num_rows > 0
+        token_file.write_text("tfg_" + secrets.token_urlsafe(32) + "\n")  # stays 0600
+        assert daemon.reload() == "reloaded"
+        with pytest.raises(fl.FlightUnauthorizedError, match="access.binding_changed"):
+            while True:
+                reader.read_chunk()  # StopIteration would fail the test
+        old = fl.FlightCallOptions(headers=[(b"authorization",
+                                             f"Bearer {leaked.strip()}".encode())], timeout=60)
+        with pytest.raises(fl.FlightUnauthenticatedError):
+            fl.FlightClient(daemon.uri).do_get(fl.Ticket(ticket), old).read_all()
+        assert slow_reader(daemon, ticket).read_all().num_rows == BIG_ROWS
+    finally:
+        token_file.write_text(leaked)
+        assert daemon.reload() == "reloaded"
+
+
+def test_a_statement_ticket_needs_inspect_before_it_is_verified(daemon):
+    """Redeeming a statement ticket reads its manifest, which needs the inspect right: without
+    it the DoGet is refused before the ticket is verified (a forged one gets the same answer);
+    a catalog ticket needs read alone."""
+    with channel(daemon) as ch:
+        stmt = ticket_of(sql_info(ch, daemon, "primitive", GOOD,
+                                  next_sequence(ch, daemon, "primitive")))
+        catalogs = ticket_of(info(ch, daemon, "primitive", flightsql.get_catalogs()))
+    forged = stmt[:-1] + bytes([stmt[-1] ^ 1])
+    with restored(daemon):
+        cfg = daemon.config()
+        caller = next(c for c in cfg["callers"] if c["name"] == "primitive")
+        caller.setdefault("rights", {})["inspect"] = False
+        daemon.write_config(cfg)
+        assert daemon.reload() == "reloaded"
+        for t in (stmt, forged):
+            out = do_get_exact(daemon, "primitive", t)
+            assert (out.code, out.diag_code) == (grpc.StatusCode.PERMISSION_DENIED,
+                                                 "access.inspect_revoked"), out
+        assert do_get_exact(daemon, "primitive", catalogs).code == grpc.StatusCode.OK
+    assert do_get_exact(daemon, "primitive", stmt).code == grpc.StatusCode.OK
 
 
 # 2. SIGHUP with a bad file --------------------------------------------------------------------

@@ -113,6 +113,16 @@ public final class Ftk1Layout {
   }
 
   /**
+   * Whether {@code ticket}'s tag byte names a statement result (nothing else is read or checked:
+   * the caller's own bytes, looked at before verification to know which rights redeeming it
+   * needs).
+   */
+  public static boolean namesStatement(byte[] ticket) {
+    return ticket.length > TAG_OFFSET
+        && Byte.toUnsignedInt(ticket[TAG_OFFSET]) == StatementReference.TAG;
+  }
+
+  /**
    * Parses {@code ticket} strictly: size first, then tag, then the exact length that tag
    * implies, the role flag and the absent-role rule.
    *

@@ -43,8 +43,9 @@ public final class Bindings {
       tokensByCaller.put(c.name(), token);
       ResolvedConfig.Publication pub = cfg.publications().get(c.publication());
       CallerBinding binding = new CallerBinding(c.name(), c.principal(), key, c.hasRole(), c.role(),
-          c.credentialEpoch(), c.bindingRevision(), c.requests(), pub.name(), pub.declaration(),
-          DeclarationFingerprint.of(pub.declaration()), c.canSend(), c.canInspect(), c.canRead());
+          c.credentialEpoch(), AuthSnapshot.credentialDigest(token), c.bindingRevision(),
+          c.requests(), pub.name(), pub.declaration(), DeclarationFingerprint.of(pub.declaration()),
+          c.canSend(), c.canInspect(), c.canRead());
       byToken.put(token, binding);
       rights.add(binding.nativeRights());
     }

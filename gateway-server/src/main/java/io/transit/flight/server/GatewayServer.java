@@ -304,9 +304,8 @@ public final class GatewayServer implements AutoCloseable {
    */
   public void reload(ResolvedConfig next) throws ConfigException {
     AuthSnapshot s = bindings.next(authorization.current().config(), next);
-    authorization.install(s);
-    log.info("configuration reloaded: {} callers, rights epoch {}", next.callers().size(),
-        authorization.rightsEpoch());
+    long epoch = authorization.install(s);
+    log.info("configuration reloaded: {} callers, rights epoch {}", next.callers().size(), epoch);
   }
 
   /** The operator-facing parts: health, metrics and the access log. */

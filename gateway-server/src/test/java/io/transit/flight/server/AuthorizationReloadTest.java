@@ -17,7 +17,9 @@ import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.ticket.MetadataReference;
 import io.transit.flight.ticket.VerifiedTicket;
 import io.transit.flight.nativequery.PrincipalRights;
+import io.transit.flight.nativequery.RightsLedger;
 import io.transit.flight.nativequery.embedded.JournalRights;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -120,6 +122,17 @@ class AuthorizationReloadTest {
   }
 
   @Test
+  void aNegativeClockReadingIsAClockFailureAtIssueAndAtRecheck() throws Exception {
+    Authorization auth = authorization(t.snapshot(t.config(3, caller("a", 10, true))), -1);
+    CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
+    Authorization.Grant g = auth.current(a, Right.READ);
+    GatewayException issue = assertThrows(GatewayException.class, () -> auth.ticketExpiryMillis(g));
+    assertEquals(io.transit.flight.diagnostic.Cause.CLOCK, issue.kind());
+    assertEquals("ticket.clock", issue.code());
+    assertEquals("ticket.clock", code(() -> auth.recheck(a, ticketOf(g, NOW))));
+  }
+
+  @Test
   void currentPolicyReadsTheLiveSnapshotAndNamesTheMissingRight() throws Exception {
     ResolvedConfig first = t.config(3, caller("a", 10, true), caller("b", 11, true));
     Authorization auth = authorization(t.snapshot(first), NOW);
@@ -142,6 +155,82 @@ class AuthorizationReloadTest {
     assertEquals("access.binding_changed", code(() -> auth.current(a, Right.READ)));
     auth.install(t.next(moved, t.config(3, caller("b", 11, true))));
     assertEquals("access.binding_revoked", code(() -> auth.current(a)));
+  }
+
+  /**
+   * A leaked credential rotated out ends what it authenticated: a unary call between its
+   * authentication and its check, and a stream at its next disclosure boundary. The ticket names
+   * the caller, not the credential, so the new one still redeems it.
+   */
+  @Test
+  void aReplacedCredentialEndsTheCallsAndStreamsItAuthenticated() throws Exception {
+    ResolvedConfig first = t.config(3, caller("a", 10, true));
+    Authorization auth = authorization(t.snapshot(first), NOW);
+    String leaked = t.token("a");
+    CallerBinding old = auth.authenticate(leaked).orElseThrow();
+    VerifiedTicket ticket = ticketOf(auth.current(old, Right.READ), NOW + 1);
+
+    // The operator removes the file; the reload generates the replacement, as a first run would.
+    Files.delete(dir.resolve("state").resolve("credentials").resolve("a"));
+    auth.install(t.next(first, first));
+    String replacement = t.token("a");
+    assertFalse(leaked.equals(replacement));
+    assertTrue(auth.authenticate(leaked).isEmpty());
+    assertEquals("access.binding_changed", code(() -> auth.current(old, Right.READ)));
+    assertEquals("access.binding_changed", code(() -> auth.recheck(old, ticket)));
+    CallerBinding renewed = auth.authenticate(replacement).orElseThrow();
+    assertEquals(10, auth.recheck(renewed, ticket).caller().principal());
+
+    // A credential epoch bumped over the same token is a rotation too.
+    ResolvedConfig bumped = t.config(3,
+        caller("a", 10, true).replace("\"requests\"", "\"credential_epoch\": 2, \"requests\""));
+    auth.install(t.next(first, bumped));
+    assertEquals("access.binding_changed", code(() -> auth.recheck(renewed, ticket)));
+    CallerBinding epochTwo = auth.authenticate(replacement).orElseThrow();
+    assertEquals(2, epochTwo.credentialEpoch());
+    assertEquals(10, auth.recheck(epochTwo, ticket).caller().principal());
+  }
+
+  /**
+   * A reload whose rights the journal recorded is in force even when loading them back fails:
+   * it is not reported as refused, and the next call loads them.
+   */
+  @Test
+  void aReloadRecordedButNotLoadedBackIsInForce() throws Exception {
+    ResolvedConfig first = t.config(3, caller("a", 10, true), caller("b", 11, true));
+    JournalRights journal = JournalRights.openEmbedded(dir.resolve("journal.sqlite"));
+    ledgers.add(journal);
+    boolean[] failReads = {false};
+    RightsLedger flaky = new RightsLedger() {
+      @Override
+      public long publish(byte[] document) {
+        return journal.publish(document);
+      }
+
+      @Override
+      public long epoch() {
+        return journal.epoch();
+      }
+
+      @Override
+      public Version current() {
+        if (failReads[0]) {
+          throw new IllegalStateException("the journal could not be read");
+        }
+        return journal.current();
+      }
+    };
+    Authorization auth = new Authorization(t.snapshot(first), flaky,
+        r -> engineRights.add(List.copyOf(r)),
+        Clock.fixed(Instant.ofEpochMilli(NOW), ZoneOffset.UTC));
+    failReads[0] = true;
+    long epoch = auth.install(t.next(first, t.config(3, caller("a", 10, true))));
+    assertEquals(2, epoch, "the rights were recorded");
+    assertTrue(auth.authenticate(t.token("b")).isEmpty(), "the new snapshot is in force");
+    failReads[0] = false;
+    assertEquals(2, auth.rightsEpoch());
+    CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
+    assertEquals(10, auth.current(a, Right.READ).caller().principal());
   }
 
   @Test

@@ -66,9 +66,13 @@ public final class AuthSnapshot {
   }
 
   private static String digest(String token) {
+    return HexFormat.of().formatHex(credentialDigest(token));
+  }
+
+  /** A credential's identity in a binding: the SHA-256 of its token. */
+  public static byte[] credentialDigest(String token) {
     try {
-      return HexFormat.of().formatHex(
-          MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8)));
+      return MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8));
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }

@@ -18,6 +18,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The gateway's one authorization object: it holds the current {@link AuthSnapshot} (this
@@ -43,6 +45,8 @@ import java.util.function.Consumer;
  * orders the engine's rights updates, so an older version never replaces a newer one there.
  */
 public final class Authorization {
+  private static final Logger log = LoggerFactory.getLogger(Authorization.class);
+
   /** What one call may do, all from one snapshot. */
   public record Grant(
       CallerBinding caller,
@@ -113,14 +117,24 @@ public final class Authorization {
    * Reload: records {@code next}'s rights in the journal (a new epoch when they differ from the
    * current version; nothing when equal), then swaps the snapshot and loads the version in force.
    * Returns once that commit returned, so every replica's next decision sees the rights. When
-   * the journal refuses, nothing is swapped.
+   * the journal refuses, nothing is swapped. Once the rights are recorded the reload is in force
+   * whatever follows: a failure to load them back here is logged and left to the next call's
+   * view, which loads them first (and fails that call UNAVAILABLE while the journal cannot).
    *
-   * @throws GatewayException UNAVAILABLE {@code query.journal_unavailable}
+   * <p>Returns the rights epoch in force once the commit returned.
+   *
+   * @throws GatewayException UNAVAILABLE {@code query.journal_unavailable}: nothing was swapped
    */
-  public void install(AuthSnapshot next) {
-    ledger.publish(RightsDocument.encode(next.bindings()));
+  public long install(AuthSnapshot next) {
+    long epoch = ledger.publish(RightsDocument.encode(next.bindings()));
     snapshot.set(next);
-    refresh();
+    try {
+      refresh();
+    } catch (RuntimeException e) {
+      log.warn("configuration reload in force; loading the journal's rights failed and is left"
+          + " to the next call: {}", e.toString());
+    }
+    return epoch;
   }
 
   /** The journal's current rights epoch this replica decides under (tests, operators' logs). */
@@ -192,11 +206,12 @@ public final class Authorization {
   /**
    * Service policy before a call compiles, sends or discloses anything: the binding the caller's
    * credential authenticated to must still be the binding in force — same scope, Table
-   * declaration, principal key and credential epoch — and must hold each of {@code needed} in the
-   * journal's current rights. Reads the live view, never the binding cached when the call was
-   * authenticated; UNAVAILABLE {@code query.journal_unavailable} when the journal cannot say. Returns the grant
-   * of the binding in force; fails ACCESS_DENIED ({@code access.binding_revoked}, {@code
-   * access.binding_changed}, {@code access.<right>_revoked}) with nothing of the request in it.
+   * declaration, principal key and credential (token and epoch) — and must hold each of {@code
+   * needed} in the journal's current rights. Reads the live view, never the binding cached when
+   * the call was authenticated; UNAVAILABLE {@code query.journal_unavailable} when the journal
+   * cannot say. Returns the grant of the binding in force; fails ACCESS_DENIED ({@code
+   * access.binding_revoked}, {@code access.binding_changed}, {@code access.<right>_revoked}) with
+   * nothing of the request in it.
    */
   public Grant current(CallerBinding authenticated, Right... needed) {
     View v = view();
@@ -206,7 +221,7 @@ public final class Authorization {
     // binding, so neither may be used.
     if (!grant.scope().equals(grantOf(authenticated, v.local().config()).scope())
         || !Arrays.equals(current.declarationFingerprint(), authenticated.declarationFingerprint())
-        || current.credentialEpoch() != authenticated.credentialEpoch()
+        || !current.sameCredential(authenticated)
         || !current.principalKey().publicKey().equals(authenticated.principalKey().publicKey())) {
       throw GatewayException.of(Cause.ACCESS_DENIED, "access.binding_changed",
           "the caller's binding changed during the call");
@@ -222,12 +237,19 @@ public final class Authorization {
 
   /**
    * Service policy at a disclosure boundary: the caller's binding must still exist with the scope
-   * and Table declaration the ticket was verified against, it must still hold the entry-read
-   * right, and the ticket must not have expired. Returns the current grant.
+   * and Table declaration the ticket was verified against, the credential that authenticated the
+   * call must still be the caller's, it must still hold the entry-read right, and the ticket must
+   * not have expired. Returns the current grant.
    */
   public Grant recheck(CallerBinding caller, VerifiedTicket ticket) {
     View v = view();
     CallerBinding current = inForce(v, caller.name());
+    // A replaced credential (a leaked one, rotated out) ends the streams it opened, not only its
+    // next call.
+    if (!current.sameCredential(caller)) {
+      throw GatewayException.of(Cause.ACCESS_DENIED, "access.binding_changed",
+          "the caller's credential was replaced during the call");
+    }
     Grant grant = grantOf(current, v.local().config());
     // The whole ticket scope, not just the revision: a mapping edited without a revision bump
     // (another source, requests scope or role) or a new ingress must not keep disclosing.
@@ -240,10 +262,7 @@ public final class Authorization {
       throw GatewayException.of(Cause.ACCESS_DENIED, "access.read_revoked",
           "the caller's read right was revoked");
     }
-    long now = clock.millis();
-    if (now < 0) {
-      throw GatewayException.of(Cause.CLOCK, "clock.invalid", "the clock gave an invalid reading");
-    }
+    long now = observeClock();
     if (now >= ticket.expiryMillis()) {
       throw GatewayException.of(Cause.TICKET_EXPIRED, "ticket.expired", "the ticket has expired");
     }
@@ -262,6 +281,23 @@ public final class Authorization {
 
   /** The expiry of a ticket issued now under {@code grant}: read at issue, not at grant time. */
   public long ticketExpiryMillis(Grant grant) {
-    return clock.millis() + grant.ticketTtlMs();
+    return observeClock() + grant.ticketTtlMs();
+  }
+
+  /**
+   * The clock's reading as TicketService observes it at DoGet: a failed or negative reading is
+   * UNAVAILABLE {@code ticket.clock} (cause CLOCK), never an expiry or an internal error.
+   */
+  private long observeClock() {
+    long now;
+    try {
+      now = clock.millis();
+    } catch (java.time.DateTimeException | ArithmeticException e) {
+      throw new GatewayException(Cause.CLOCK, "ticket.clock", "clock reading failed", e);
+    }
+    if (now < 0) {
+      throw GatewayException.of(Cause.CLOCK, "ticket.clock", "clock reading is negative");
+    }
+    return now;
   }
 }

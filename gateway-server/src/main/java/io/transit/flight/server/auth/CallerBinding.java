@@ -7,8 +7,9 @@ import java.util.Set;
 
 /**
  * What an authenticated Bearer credential maps to: the dedicated native principal and its key,
- * the optional selected role, the credential epoch and binding revision, and the one published
- * Table with its source and request scope. Immutable; a reload builds new bindings.
+ * the optional selected role, the credential (its SHA-256, never the token) with its epoch, the
+ * binding revision, and the one published Table with its source and request scope. Immutable; a
+ * reload builds new bindings.
  */
 public record CallerBinding(
     String name,
@@ -17,6 +18,7 @@ public record CallerBinding(
     boolean hasRole,
     long role,
     long credentialEpoch,
+    byte[] credentialDigest,
     long bindingRevision,
     long requests,
     String publication,
@@ -37,8 +39,17 @@ public record CallerBinding(
   /** This binding with the three rights given (the journal's current rights, say). */
   public CallerBinding withRights(boolean send, boolean inspect, boolean read) {
     return new CallerBinding(name, principal, principalKey, hasRole, role, credentialEpoch,
-        bindingRevision, requests, publication, table, declarationFingerprint, send, inspect,
-        read);
+        credentialDigest, bindingRevision, requests, publication, table, declarationFingerprint,
+        send, inspect, read);
+  }
+
+  /**
+   * Whether {@code other} was authenticated by the same credential: the same token and credential
+   * epoch. A replaced credential file changes the first, a rotation's epoch bump the second.
+   */
+  public boolean sameCredential(CallerBinding other) {
+    return credentialEpoch == other.credentialEpoch
+        && java.security.MessageDigest.isEqual(credentialDigest, other.credentialDigest);
   }
 
   /** The native principal's registration and rights this binding gives the engine. */

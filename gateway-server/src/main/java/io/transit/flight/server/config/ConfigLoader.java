@@ -100,6 +100,10 @@ public final class ConfigLoader {
     Set<String> names = new HashSet<>();
     Set<Long> principals = new HashSet<>();
     Set<Path> credentialFiles = new HashSet<>();
+    // Every principal gets a dedicated key (profile): none shared with another caller, nor with
+    // the gateway's own ticket and inspection keys, nor used as a credential file.
+    Set<Path> keyFiles = new HashSet<>(List.of(StateDirectory.ticketKeyFile(stateDir).normalize(),
+        StateDirectory.inspectionKeyFile(stateDir).normalize()));
     for (int i = 0; i < callerList.size(); i++) {
       String at = "callers[" + i + "]";
       ResolvedConfig.Caller c = caller(callerList.get(i), at, stateDir, pubs);
@@ -111,8 +115,12 @@ public final class ConfigLoader {
         throw new ConfigException(at + ".principal: principal "
             + Long.toUnsignedString(c.principal()) + " is already mapped to another caller");
       }
-      if (!credentialFiles.add(c.credentialFile())) {
-        throw new ConfigException(at + ".credential_file: shared with another caller");
+      if (!credentialFiles.add(c.credentialFile()) || keyFiles.contains(c.credentialFile())) {
+        throw new ConfigException(at + ".credential_file: shared with another caller or a key");
+      }
+      if (!keyFiles.add(c.principalKeyFile()) || credentialFiles.contains(c.principalKeyFile())) {
+        throw new ConfigException(at + ".principal_key_file: shared with another caller, a"
+            + " credential or the gateway's own keys");
       }
       callers.add(c);
     }

@@ -57,10 +57,20 @@ public final class StateDirectory {
   }
 
   public Path ticketKeyFile() {
-    return root.resolve("keys/ticket.key");
+    return ticketKeyFile(root);
   }
 
   public Path inspectionKeyFile() {
+    return inspectionKeyFile(root);
+  }
+
+  /** The ticket key's file in the state directory {@code root}. */
+  public static Path ticketKeyFile(Path root) {
+    return root.resolve("keys/ticket.key");
+  }
+
+  /** The inspection key's file in the state directory {@code root}. */
+  public static Path inspectionKeyFile(Path root) {
     return root.resolve("keys/inspection.key");
   }
 

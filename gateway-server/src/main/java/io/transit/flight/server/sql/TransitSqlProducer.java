@@ -10,6 +10,7 @@ import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.flight.StreamDeadline;
 import io.transit.flight.server.flight.StreamShares;
+import io.transit.flight.ticket.Ftk1Layout;
 import io.transit.flight.ticket.TicketService;
 import java.util.concurrent.ExecutorService;
 import org.apache.arrow.memory.BufferAllocator;
@@ -176,11 +177,15 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     CallerBinding caller;
     VerifiedTicket verified;
     try {
-      // Policy first: a caller without the read right learns nothing of the ticket, not even
-      // whether it verifies.
-      Authorization.Grant grant = authorization.current(CallerContext.caller(), Right.READ);
+      // Policy first: a caller without the rights redeeming it needs learns nothing of the
+      // ticket, not even whether it verifies. A statement result is read through its manifest,
+      // which the engine discloses only to an inspecting caller.
+      byte[] bytes = ticket.getBytes();
+      Authorization.Grant grant = Ftk1Layout.namesStatement(bytes)
+          ? authorization.current(CallerContext.caller(), Right.READ, Right.INSPECT)
+          : authorization.current(CallerContext.caller(), Right.READ);
       caller = grant.caller();
-      verified = tickets.verify(ticket.getBytes(), grant.scope(), caller.declarationFingerprint());
+      verified = tickets.verify(bytes, grant.scope(), caller.declarationFingerprint());
     } catch (Throwable t) {
       listener.error(errors.toGrpc(t));
       return;

@@ -126,6 +126,13 @@ class ConfigLoaderTest {
     assertMessage("unknown field", VALID.formatted(caller("a", 10)).replace("\"state_dir\"", "\"stat_dir\": 1, \"state_dir\""));
     assertMessage("callers[1].credential_file",
         VALID.formatted(caller("a", 10) + "," + CALLER.formatted("b", "a", 11, "b")));
+    // A dedicated key per principal: not another caller's, not the gateway's, not a credential.
+    assertMessage("callers[1].principal_key_file",
+        VALID.formatted(caller("a", 10) + "," + CALLER.formatted("b", "b", 11, "a")));
+    assertMessage("callers[0].principal_key_file",
+        VALID.formatted(CALLER.formatted("a", "a", 10, "ticket")));
+    assertMessage("callers[0].principal_key_file", VALID.formatted(caller("a", 10))
+        .replace("\"keys/a.key\"", "\"credentials/a\""));
   }
 
   @Test
