@@ -11,7 +11,9 @@ import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.diagnostic.Witness;
 import io.transit.flight.nativequery.EngineIdentity;
 import io.transit.flight.nativequery.QueryFailures;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.diagnostic.Recovery;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.proto.CommandOutcome;
@@ -172,7 +174,10 @@ public final class AdmissionService {
             outcome.getMessage().isEmpty() ? "the native command was rejected" : outcome.getMessage();
         // The journal's record is the original witness: its code string as stored, even one
         // this gateway does not know (presented as query.internal), and the command's digest.
+        // Recorded, so whatever the cause: outcome rejected, and the sequence is spent.
         throw code.failure(message)
+            .withOutcome(Outcome.REJECTED)
+            .withActions(Recovery.afterRecord(code.cause()))
             .at(Stage.ADMISSION)
             .withIdentity(commandIdentity(chain, sequence))
             .withWitness(Witness.nativeRejection(outcome.getCode(), sequence,

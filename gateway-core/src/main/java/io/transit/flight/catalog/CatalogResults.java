@@ -3,10 +3,12 @@ package io.transit.flight.catalog;
 import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
+import io.transit.flight.query.QueryPlan;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -112,9 +114,17 @@ public final class CatalogResults {
 
   /**
    * The Arrow schema GetTables reports for a Table: every column as int64 with its declared name
-   * and nullability. Only a Table that fits the primitive profile has one.
+   * and nullability. Only a Table that fits the primitive profile has one: projectable columns,
+   * at most as many as a statement may output (a wider one could not be read back whole).
    */
   public static Schema primitiveSchema(TableDeclaration table) {
+    if (table.getColumnsCount() > QueryPlan.MAX_OUTPUTS) {
+      throw GatewayException.of(Cause.UNSUPPORTED, "catalog.not_primitive",
+          "table " + table.getTable() + " does not fit the primitive int64 profile: "
+              + table.getColumnsCount() + " columns, more than " + QueryPlan.MAX_OUTPUTS)
+          .with(Fact.unsigned("limit", QueryPlan.MAX_OUTPUTS))
+          .with(Fact.unsigned("required", table.getColumnsCount()));
+    }
     List<Field> fields = new ArrayList<>();
     for (ColumnDeclaration c : table.getColumnsList()) {
       LogicalType type = LogicalType.valueOf(c.getLogicalType());

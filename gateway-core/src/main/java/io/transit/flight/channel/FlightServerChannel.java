@@ -1,8 +1,10 @@
 package io.transit.flight.channel;
 
 import io.grpc.Status;
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -178,7 +180,10 @@ public final class FlightServerChannel {
                   Cause.BUDGET_EXHAUSTED,
                   "flight.credit_stall",
                   "the client did not accept data within the credit-stall budget")
-              .with("budget_ms", TimeUnit.NANOSECONDS.toMillis(gate.budgetNanos()));
+              .with("budget_ms", TimeUnit.NANOSECONDS.toMillis(gate.budgetNanos()))
+              // The read ended early; reading the same ticket again restarts it.
+              .withOutcome(Outcome.INCOMPLETE)
+              .withActions(Action.RETRY_LATER);
       abort(stall);
       throw stall;
     }

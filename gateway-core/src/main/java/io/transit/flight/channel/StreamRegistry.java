@@ -1,7 +1,9 @@
 package io.transit.flight.channel;
 
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Set;
@@ -81,9 +83,12 @@ public final class StreamRegistry implements AutoCloseable {
       throw shuttingDownFailure();
     }
     if (!permits.tryAcquire()) {
+      // Nothing was read, and the same ticket can be read once a stream ends.
       throw new GatewayException(
               Cause.BUDGET_EXHAUSTED, "flight.streams_exhausted", "too many live result streams")
-          .with("max_live_streams", limits.maxLiveStreams());
+          .with("max_live_streams", limits.maxLiveStreams())
+          .withOutcome(Outcome.NOT_ADMITTED)
+          .withActions(Action.RETRY_LATER);
     }
     String name = "stream-" + sequence.incrementAndGet();
     BufferAllocator child = null;

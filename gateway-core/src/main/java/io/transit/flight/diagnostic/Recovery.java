@@ -1,5 +1,6 @@
 package io.transit.flight.diagnostic;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -28,6 +29,24 @@ public final class Recovery {
           List.of(Action.RETRY_SAME_SEQUENCE_AND_SQL);
       case EVIDENCE, INTERNAL -> List.of(Action.CONTACT_OPERATOR);
     };
+  }
+
+  /**
+   * The actions for a failure the native system recorded — a rejected command, a query's terminal
+   * failure — whatever its cause: the sequence is spent, so resending it only replays the record.
+   * The cause's actions that still apply (change the request, check access, contact the
+   * operator), then {@code use_next_sequence}.
+   */
+  public static Action[] afterRecord(Cause cause) {
+    List<Action> kept = new ArrayList<>();
+    for (Action a : actions(cause)) {
+      if (a == Action.CHANGE_REQUEST || a == Action.CHECK_ACCESS
+          || a == Action.CONTACT_OPERATOR) {
+        kept.add(a);
+      }
+    }
+    kept.add(Action.USE_NEXT_SEQUENCE);
+    return kept.toArray(Action[]::new);
   }
 
   public static Outcome outcome(Cause cause) {

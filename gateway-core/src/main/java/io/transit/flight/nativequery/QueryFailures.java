@@ -4,15 +4,18 @@ import io.transit.flight.diagnostic.Budget;
 import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Identity;
-import io.transit.flight.diagnostic.Stage;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.diagnostic.Recovery;
+import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.diagnostic.Witness;
 import io.transit.flight.proto.QueryStatus;
 
 /**
  * Turns a saved query's terminal failure into the exception callers see, keeping its stored code,
  * stage, namespace and exact budget amounts, and the stored record itself as the original
- * runtime witness. Stateless.
+ * runtime witness. Whatever its cause, the outcome is {@code failed} and the sequence spent
+ * ({@link Recovery#afterRecord}). Stateless.
  */
 public final class QueryFailures {
   private QueryFailures() {}
@@ -30,18 +33,21 @@ public final class QueryFailures {
             .withIdentity(new Identity(status.getNamespace(), status.getCorrelation(), null, null))
             .withWitness(Witness.nativeFailure(
                 status.getCode(), status.getStage(), status.getCorrelation()));
-    // Every RESOURCE_EXHAUSTED code (budget, disk full) names its bound and what was needed.
+    // Every RESOURCE_EXHAUSTED code (budget, disk full) names its bound, and what was needed
+    // when it was measured: the record keeps 0 for "not measured" (DuckDB's out-of-memory error
+    // says no amount), and no budget is exceeded by needing nothing.
     if (code.cause() == io.transit.flight.diagnostic.Cause.BUDGET_EXHAUSTED) {
+      Long required = status.getRequired() != 0 ? status.getRequired() : null;
       e = e.with(Fact.unsigned("limit", status.getLimit()))
-          .with(Fact.unsigned("required", status.getRequired()))
-          .withBudget(new Budget(budgetName(status), status.getLimit(), status.getRequired()));
+          .withBudget(new Budget(budgetName(status), status.getLimit(), required));
+      if (required != null) {
+        e = e.with(Fact.unsigned("required", required));
+      }
     }
-    if (code == QueryCode.SEGMENT_STORE_UNAVAILABLE) {
-      // TRANSPORT's defaults say "unknown, retry the same sequence"; here the query is recorded
-      // as failed, so the same sequence would only answer this again.
-      return e.withOutcome(io.transit.flight.diagnostic.Outcome.FAILED)
-          .withActions(io.transit.flight.diagnostic.Action.USE_NEXT_SEQUENCE);
-    }
+    // The cause's defaults may say "unknown, retry the same sequence" (TRANSPORT, INTERNAL) or
+    // "not admitted" (INVALID_REQUEST): here the query is recorded as failed, and the same
+    // sequence would only answer this again.
+    e = e.withOutcome(Outcome.FAILED).withActions(Recovery.afterRecord(code.cause()));
     if (!status.getColumn().isEmpty()) {
       e = e.with("column", status.getColumn());
     }

@@ -6,9 +6,11 @@ import static org.junit.jupiter.api.Assertions.*;
 import io.grpc.Status;
 import io.transit.flight.crypto.Digests;
 import io.transit.flight.crypto.DeclarationFingerprint;
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Basis;
 import io.transit.flight.diagnostic.Budget;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.diagnostic.Witness;
 import io.transit.flight.nativequery.ReadAccess;
@@ -143,6 +145,9 @@ class AdmissionServiceTest {
     assertTrue(witness.commandSha256().matches("[0-9a-f]{64}"), witness.commandSha256());
     assertEquals(Basis.of(DeclarationFingerprint.of(table()), "transit-in-memory", "test"),
         rejected.basis());
+    // Recorded, so not "not admitted" whatever the cause: the sequence is spent.
+    assertEquals(Outcome.REJECTED, rejected.outcome());
+    assertEquals(List.of(Action.CHECK_ACCESS, Action.USE_NEXT_SEQUENCE), rejected.actions());
 
     AdmissionSubject rotated = new AdmissionSubject(PRINCIPAL, key(), true, ROLE, EPOCH + 1, SERVICE);
     fails(Status.Code.ABORTED, () -> service.admit(request(rotated, 1, SQL, budgets(), inTenSeconds())));
@@ -267,6 +272,8 @@ class AdmissionServiceTest {
         e.basis());
     long rows = table().getColumnsCount();
     assertEquals(List.of(new Budget("max_result_rows", 1, rows)), e.budgets());
+    assertEquals(Outcome.FAILED, e.outcome());
+    assertEquals(List.of(Action.CHANGE_REQUEST, Action.USE_NEXT_SEQUENCE), e.actions());
   }
 
   @Test

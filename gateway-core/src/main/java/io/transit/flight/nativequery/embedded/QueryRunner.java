@@ -193,7 +193,9 @@ final class QueryRunner {
     } catch (InvalidProtocolBufferException e) {
       failed(done, QueryCode.INVALID_COMMAND.failure("the journaled bundle does not parse"));
     } catch (OutOfMemoryException e) {
-      failed(done, QueryCode.BUDGET_EXHAUSTED.failure("execution memory was exhausted"));
+      failed(done, QueryCode.BUDGET_EXHAUSTED.failure("execution memory was exhausted")
+          .with("bound", "allocator_bytes")
+          .with(Fact.unsigned("limit", allocator.getLimit())));
     } catch (SegmentStore.DiskFull e) {
       failed(done, diskFull(e));
     } catch (SegmentStore.Refused e) {

@@ -2,6 +2,8 @@ package io.transit.flight.server.flight;
 
 import io.transit.flight.channel.FlightOutboundHandler;
 import io.transit.flight.channel.FlightServerChannel;
+import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
 /**
@@ -27,6 +29,7 @@ public final class BatchSender {
   private final FlightServerChannel channel;
   private final ResponseBudget budget;
   private final Recheck recheck;
+  private long handedOff; // T_caller: batches the channel took past both checks
 
   public BatchSender(FlightOutboundHandler handler, FlightServerChannel channel,
       ResponseBudget budget, Recheck recheck) {
@@ -47,6 +50,7 @@ public final class BatchSender {
    */
   public void send(VectorSchemaRoot batch) {
     handler.sendResponseBatch(channel, batch, null, this::check);
+    handedOff++;
   }
 
   /**
@@ -56,6 +60,16 @@ public final class BatchSender {
    */
   public void sendLast(VectorSchemaRoot batch) {
     handler.sendLastResponseBatch(channel, batch, null, this::check);
+    handedOff++;
+  }
+
+  /**
+   * T_caller: {@code e}, the failure that ends this stream, as the caller must read it: once a
+   * batch was handed off, what it holds is a prefix, never a complete result, whatever the cause
+   * (a revocation, an expiry, a budget, bad evidence), so the outcome is {@code incomplete}.
+   */
+  public GatewayException ending(GatewayException e) {
+    return handedOff > 0 ? e.withOutcome(Outcome.INCOMPLETE) : e;
   }
 
   private void check(VectorSchemaRoot batch) {

@@ -9,9 +9,11 @@ import io.grpc.ServerMethodDefinition;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.auth.CallerBinding;
 import java.io.InputStream;
@@ -118,7 +120,8 @@ public final class MalformedRequests {
           // stops at max_inbound_message_bytes while it is read here.
           refuse(GatewayException.of(Cause.BUDGET_EXHAUSTED, "flight.message_too_large",
                   "the request message, decompressed, is over max_inbound_message_bytes")
-              .with("bound", "message").with("limit", maxMessageBytes));
+              .with("bound", "message").with("limit", maxMessageBytes)
+              .withOutcome(Outcome.NOT_ADMITTED).withActions(Action.CHANGE_REQUEST));
           return;
         }
         refuse("flight.invalid_protobuf", "the request message is not valid protobuf for "

@@ -2,6 +2,7 @@ package io.transit.flight.server.flight;
 
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
@@ -34,7 +35,10 @@ public final class ResponseBudget {
       throw GatewayException.of(Cause.BUDGET_EXHAUSTED, "flight.response_budget",
               "the result stream exceeds the response byte budget")
           .with("limit", limit)
-          .with("required", required);
+          .with("required", required)
+          // The query succeeded; this read of it ended early (the cause's actions stand: the
+          // same ticket would stop at the same byte).
+          .withOutcome(Outcome.INCOMPLETE);
     }
     sent += bytes;
   }

@@ -3,6 +3,7 @@ package io.transit.flight.server.flight;
 import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -48,6 +49,7 @@ public final class StreamShares {
           .with("bound", "caller")
           .with("limit", perCaller)
           .with("required", (long) perCaller + 1)
+          .withOutcome(Outcome.NOT_ADMITTED)
           .withActions(Action.RETRY_LATER);
     }
     AtomicBoolean released = new AtomicBoolean();

@@ -6,8 +6,10 @@ import io.transit.flight.catalog.CatalogResults;
 import io.transit.flight.catalog.IpcBytes;
 import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeQueryClient;
@@ -142,7 +144,9 @@ final class MetadataService {
     byte[] result = catalog.encode(command, visible(current), channel.allocator());
     if (!MessageDigest.isEqual(Digests.sha256(result), ref.resultSha256())) {
       throw GatewayException.of(Cause.PRECONDITION, "catalog.changed",
-          "the catalog result changed since the ticket was issued; call GetFlightInfo again");
+          "the catalog result changed since the ticket was issued; call GetFlightInfo again")
+          .withOutcome(Outcome.NOT_ADMITTED)
+          .withActions(Action.REISSUE_WITH_GETFLIGHTINFO);
     }
     new BatchSender(handler, channel, new ResponseBudget(limits.maxResponseBytesPerStream()),
         () -> authorization.recheck(caller, ticket))

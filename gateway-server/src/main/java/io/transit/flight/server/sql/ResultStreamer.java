@@ -93,42 +93,46 @@ final class ResultStreamer {
     BatchSender sender = new BatchSender(handler, channel,
         new ResponseBudget(limits.maxResponseBytesPerStream()),
         () -> authorization.recheck(caller, ticket));
-    for (int i = 0; i < manifest.getSegmentsCount(); i++) {
-      Authorization.Grant now = authorization.recheck(caller, ticket);
-      VectorSchemaRoot batch;
-      try (ArrowBuf bytes = readSegment(channel, now, ref, manifest, i)) {
-        long length = bytes.writerIndex();
-        coverage.checkBytes(i, length, Digests.sha256(bytes, length));
+    try {
+      for (int i = 0; i < manifest.getSegmentsCount(); i++) {
+        Authorization.Grant now = authorization.recheck(caller, ticket);
+        VectorSchemaRoot batch;
+        try (ArrowBuf bytes = readSegment(channel, now, ref, manifest, i)) {
+          long length = bytes.writerIndex();
+          coverage.checkBytes(i, length, Digests.sha256(bytes, length));
+          try {
+            batch = adapt(bytes, length, schema, coverage.rows(), channel);
+          } catch (GatewayException e) {
+            throw ofQuery(e, manifest);
+          }
+        }
         try {
-          batch = adapt(bytes, length, schema, coverage.rows(), channel);
-        } catch (GatewayException e) {
-          throw ofQuery(e, manifest);
+          coverage.checkRows(i, batch.getRowCount());
+        } catch (RuntimeException e) {
+          batch.close(); // not yet handed to the sender, so still the producer's to free
+          throw e;
+        }
+        // The previous batch was written and freed before this segment was read (send returns
+        // only then), while gRPC may still be putting its copy on the wire; only now does the
+        // producer park for backpressure, holding this one batch. After the last one nothing is
+        // read, so nothing waits for its write.
+        if (i == manifest.getSegmentsCount() - 1) {
+          sender.sendLast(batch);
+        } else {
+          sender.send(batch);
         }
       }
-      try {
-        coverage.checkRows(i, batch.getRowCount());
-      } catch (RuntimeException e) {
-        batch.close(); // not yet handed to the sender, so still the producer's to free
-        throw e;
+      coverage.checkComplete();
+      if (manifest.getSegmentsCount() == 0) {
+        // An empty result still carries its schema so clients do not wait for one.
+        sender.sendLast(VectorSchemaRoot.create(schema, channel.allocator()));
       }
-      // The previous batch was written and freed before this segment was read (send returns only
-      // then), while gRPC may still be putting its copy on the wire; only now does the producer
-      // park for backpressure, holding this one batch. After the last one nothing is read, so
-      // nothing waits for its write.
-      if (i == manifest.getSegmentsCount() - 1) {
-        sender.sendLast(batch);
-      } else {
-        sender.send(batch);
-      }
+      // The last disclosure boundary: a revocation or expiry after the final read still ends the
+      // stream with an error rather than a completion.
+      authorization.recheck(caller, ticket);
+    } catch (GatewayException e) {
+      throw sender.ending(e);
     }
-    coverage.checkComplete();
-    if (manifest.getSegmentsCount() == 0) {
-      // An empty result still carries its schema so clients do not wait for one.
-      sender.sendLast(VectorSchemaRoot.create(schema, channel.allocator()));
-    }
-    // The last disclosure boundary: a revocation or expiry after the final read still ends the
-    // stream with an error rather than a completion.
-    authorization.recheck(caller, ticket);
   }
 
   /**

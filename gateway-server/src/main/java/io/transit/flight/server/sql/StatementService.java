@@ -3,8 +3,10 @@ package io.transit.flight.server.sql;
 import io.transit.flight.admission.AdmissionRequest;
 import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.admission.Admitted;
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.proto.Budgets;
@@ -20,6 +22,7 @@ import io.transit.flight.server.ops.RequestRecord;
 import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.TicketService;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
 import org.apache.arrow.flight.FlightDescriptor;
@@ -120,17 +123,39 @@ final class StatementService {
       throw NextSequenceHint.tell(e, next);
     }
     RequestRecord.admitted(admitted.correlation(), admitted.replayed());
-    // The binding the ticket is issued under must still be the one in force, with its rights.
-    authorization.current(bound, ADMISSION_RIGHTS);
-    byte[] ticket = tickets.issue(grant.scope(), bound.declarationFingerprint(),
-        authorization.ticketExpiryMillis(grant),
-        new StatementReference(admitted.correlation(), admitted.manifestSha256()));
+    byte[] ticket;
+    try {
+      // The binding the ticket is issued under must still be the one in force, with its rights.
+      authorization.current(bound, ADMISSION_RIGHTS);
+      ticket = tickets.issue(grant.scope(), bound.declarationFingerprint(),
+          authorization.ticketExpiryMillis(grant),
+          new StatementReference(admitted.correlation(), admitted.manifestSha256()));
+    } catch (GatewayException e) {
+      throw afterAdmission(e);
+    }
     return FlightInfo.builder(schema, descriptor, List.of(new FlightEndpoint(new Ticket(ticket))))
         .setRecords(admitted.totalRows())
         .setBytes(-1)
         .setOrdered(true)
         .setAppMetadata(admitted.appMetadataJson().getBytes(StandardCharsets.US_ASCII))
         .build();
+  }
+
+  /**
+   * {@code e} raised after the statement was admitted, before its ticket: never "not admitted"
+   * (its sequence is spent and its result retained), but unknown to the caller, whom the same
+   * sequence and SQL answer once the cause is gone (the cause's own actions first, e.g.
+   * check_access).
+   */
+  private static GatewayException afterAdmission(GatewayException e) {
+    List<Action> actions = new ArrayList<>();
+    for (Action a : e.actions()) {
+      if (a != Action.RETRY_LATER && a != Action.RETRY_SAME_SEQUENCE_AND_SQL) {
+        actions.add(a);
+      }
+    }
+    actions.add(Action.RETRY_SAME_SEQUENCE_AND_SQL);
+    return e.withOutcome(Outcome.UNKNOWN).withActions(actions.toArray(Action[]::new));
   }
 
   private QueryPlan compile(CommandStatementQuery command, CallerBinding caller) {

@@ -11,6 +11,7 @@ import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -95,6 +96,7 @@ public final class ConnectionBudget extends ServerTransportFilter implements Ser
           .with("limit", max)
           .with("required", max + 1)
           // Nothing about the request was wrong: the same call on a later connection can pass.
+          .withOutcome(Outcome.NOT_ADMITTED)
           .withActions(Action.RETRY_LATER));
       call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
       return new ServerCall.Listener<>() {};

@@ -142,6 +142,7 @@ class ResultStreamerTest {
     assertEquals(FlightStatusCode.RESOURCE_EXHAUSTED, seen.error().status().code());
     JsonNode d = seen.diagnostic();
     assertEquals("flight.response_budget", d.get("code").asText());
+    assertEquals("incomplete", d.get("outcome").asText(), "the query succeeded; this read did not");
     assertEquals(Long.toString(whole - 1), fact(d, "limit"));
     assertEquals(Long.toString(whole), fact(d, "required"));
     // The refused batch was freed once, at the channel's unsent site: LoopbackStreams' close
@@ -166,6 +167,8 @@ class ResultStreamerTest {
     assertEquals(List.of(0L), seen.firsts(), "the batch built across the reload is hidden");
     assertEquals(FlightStatusCode.UNAUTHORIZED, seen.error().status().code());
     assertEquals("access.read_revoked", seen.diagnostic().get("code").asText());
+    assertEquals("incomplete", seen.diagnostic().get("outcome").asText(),
+        "a batch was delivered: the caller holds a prefix");
   }
 
   @Test
