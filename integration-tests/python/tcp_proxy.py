@@ -98,25 +98,32 @@ class TcpProxy:
         self.cut()
 
 
-def pending_statement(upstream_port: int, token_file, sql: str):
+def pending_statement(upstream_port: int, token_file, sql: str, recorded):
     """A ``transit_flight`` connection through a new TcpProxy whose statement ``sql`` ran but
-    whose every answer was lost: returns (proxy, connection, the OutcomeUnknownError). The
-    connection's timeouts and retries are short, so this takes seconds; the proxy is cut (new
-    connections work) and the caller closes both."""
+    whose every answer was lost: returns (proxy, connection, the OutcomeUnknownError).
+    ``recorded(sequence)`` says whether the gateway's journal holds the statement's query; it is
+    awaited before the proxy is cut (new connections work), so the statement did reach the
+    gateway. The caller closes both."""
     import pytest
     import transit_flight as tf
+    from daemon import wait_until
 
     proxy = TcpProxy(upstream_port)
     try:
-        conn = tf.connect(proxy.uri, token_file=token_file, timeout=2,
-                          retry=tf.RetryPolicy(total=2, initial_backoff=0.2, max_backoff=0.5))
+        # The default timeout for the warm-up: a cold daemon's first calls of each kind are slow.
+        conn = tf.connect(proxy.uri, token_file=token_file)
         conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 1")
         sequence = conn.next_sequence()
-        proxy.hold()  # the statement runs; each attempt ends at its 2 s deadline
+        # One attempt, ended by its 5 s deadline: the answer is held back, never the request.
+        conn.timeout = 5
+        conn.retry = tf.RetryPolicy(total=2, initial_backoff=0.2, max_backoff=0.5)
+        proxy.hold()
         with pytest.raises(tf.OutcomeUnknownError) as raised:
             conn.execute(sql)
         assert raised.value.sequence == sequence
+        wait_until(lambda: recorded(sequence), 30, "the held statement to reach the journal")
         proxy.cut()
+        conn.timeout, conn.retry = 60.0, tf.RetryPolicy()
         return proxy, conn, raised.value
     except BaseException:
         proxy.close()

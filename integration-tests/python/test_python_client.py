@@ -23,6 +23,12 @@ def token_file(gateway, caller="primitive"):
     return gateway.state_dir / "credentials" / f"{caller}.token"
 
 
+def recorded_in(gateway, caller="primitive"):
+    """Whether ``gateway``'s journal holds the caller's query at a sequence (its namespace)."""
+    principal = gateway.principal(caller)
+    return lambda sequence: sequence in gateway.journal().queries(principal)
+
+
 def test_eight_threads_on_one_credential_run_200_statements_without_conflict(gateway, primitive):
     start = primitive.next_sequence()
     results, failures = {}, []
@@ -164,7 +170,8 @@ def test_resuming_a_statement_that_failed_releases_the_credential(gateway, tmp_p
     d.start()
     try:
         proxy, conn, lost = pending_statement(d.port, token_file(d),
-                                              "SELECT id FROM primitive WHERE id < 100")
+                                              "SELECT id FROM primitive WHERE id < 100",
+                                              recorded_in(d))
         try:
             with pytest.raises(tf.Error) as failed:
                 conn.resume()
@@ -337,7 +344,8 @@ def app_next(caller, sql, sequence):
 
 def test_unknown_outcome_blocks_the_credential_until_resumed(gateway, primitive):
     proxy, conn, lost = pending_statement(gateway.port, token_file(gateway),
-                                          "SELECT COUNT(*) FROM primitive WHERE id < 11")
+                                          "SELECT COUNT(*) FROM primitive WHERE id < 11",
+                                          recorded_in(gateway))
     try:
         assert lost.status == "DEADLINE_EXCEEDED"
         with pytest.raises(tf.OutcomeUnknownError):

@@ -3,6 +3,7 @@ package io.transit.flight.server.flight;
 import io.transit.flight.server.ops.LoggedText;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,6 +23,7 @@ public final class ClientFaultLog {
   private static final Logger log = LoggerFactory.getLogger("transit.client_fault");
 
   private final long intervalNanos;
+  private final LongSupplier nanoTime;
   private final Object lock = new Object();
   // @GuardedBy("lock"): caller -> {window start nanos, suppressed count}
   private final Map<String, long[]> windows = new LinkedHashMap<>(16, 0.75f, true) {
@@ -32,10 +34,16 @@ public final class ClientFaultLog {
   };
 
   public ClientFaultLog(long intervalNanos) {
+    this(intervalNanos, System::nanoTime);
+  }
+
+  /** With the monotonic clock {@code nanoTime} (tests: a clock they move). */
+  ClientFaultLog(long intervalNanos, LongSupplier nanoTime) {
     if (intervalNanos <= 0) {
       throw new IllegalArgumentException("intervalNanos: " + intervalNanos + " (expected: > 0)");
     }
     this.intervalNanos = intervalNanos;
+    this.nanoTime = nanoTime;
   }
 
   /**
@@ -43,7 +51,7 @@ public final class ClientFaultLog {
    * when it was logged, false when it was only counted.
    */
   public boolean fault(String caller, String method, String code) {
-    long now = System.nanoTime();
+    long now = nanoTime.getAsLong();
     long suppressed;
     synchronized (lock) {
       long[] w = windows.get(caller);
