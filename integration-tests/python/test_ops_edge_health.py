@@ -27,7 +27,7 @@ def test_health_through_nginx_edge_across_drain(configured, tmp_path):
     ca_pem = certs["ca"].read_bytes()
     sock = tmp_path / "gw.sock"
     daemon = configured(tmp_path / "gw", {
-        "listen": {"unix_socket": str(sock)}, "ops": {"drain_notice_ms": 4000}}).start()
+        "listen": {"unix_socket": str(sock)}, "ops": {"drain_notice_ms": 8000}}).start()
     nginx = edgetls.Nginx(tmp_path / "nginx", certs, daemon.port, sock).start()
     try:
         assert edge_health(nginx.tcp_port, ca_pem) == "SERVING"

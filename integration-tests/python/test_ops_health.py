@@ -16,7 +16,7 @@ def test_health_serving_after_start_not_serving_while_draining(tmp_path):
     d = Daemon(tmp_path / "state").start()
     assert d.stop() == 0
     cfg = d.config()
-    cfg["ops"] = {"drain_notice_ms": 4000}
+    cfg["ops"] = {"drain_notice_ms": 8000}
     d.write_config(cfg)
     d.start()
     try:

@@ -200,9 +200,10 @@ class ExecutionLeaseTest {
 
   @Test
   void renewalsKeepALongQueryFromBeingTakenOver() throws Exception {
-    // 2.5 leases of execution; B scans ten times a lease and never finds it expired.
-    Duration lease = Duration.ofSeconds(2);
-    EmbeddedEngine a = open(stall(5_000, true), lease, SCAN);
+    // 2.5 leases of execution; B scans many times a lease and never finds it expired. A 3 s
+    // lease: a renewal (every second) would have to be two seconds late to let B in.
+    Duration lease = Duration.ofSeconds(3);
+    EmbeddedEngine a = open(stall(7_500, true), lease, SCAN);
     EmbeddedEngine b = open(CommandFaults.NONE, lease, SCAN);
     long correlation = submit(a);
     QueryStatus done = b.awaitQuery(access(), correlation, System.nanoTime() + WAIT_NANOS);

@@ -286,12 +286,22 @@ public final class StateDirectory {
   private void writeSecret(Path file, String content) throws ConfigException {
     try {
       createPrivateDirs(file.getParent());
-      // Created with owner-only permissions from the start: never briefly world-readable.
+      // Created with owner-only permissions from the start (never briefly world-readable), and
+      // written through the one open that created it: a name reopened after its creation could
+      // by then be a link another user of the directory put there.
       Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
       Files.deleteIfExists(tmp);
-      Files.createFile(tmp, PosixFilePermissions.asFileAttribute(OWNER_ONLY_FILE));
-      Files.writeString(tmp, content, StandardCharsets.US_ASCII, StandardOpenOption.WRITE,
-          StandardOpenOption.SYNC);
+      try (java.nio.channels.SeekableByteChannel ch = Files.newByteChannel(tmp,
+          Set.<java.nio.file.OpenOption>of(StandardOpenOption.CREATE_NEW,
+              StandardOpenOption.WRITE, StandardOpenOption.SYNC,
+              java.nio.file.LinkOption.NOFOLLOW_LINKS),
+          PosixFilePermissions.asFileAttribute(OWNER_ONLY_FILE))) {
+        java.nio.ByteBuffer bytes =
+            java.nio.ByteBuffer.wrap(content.getBytes(StandardCharsets.US_ASCII));
+        while (bytes.hasRemaining()) {
+          ch.write(bytes);
+        }
+      }
       Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
     } catch (IOException e) {
       throw new ConfigException(file + ": cannot write: " + e.getMessage(), e);
