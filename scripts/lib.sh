@@ -3,9 +3,14 @@
 #   root       the repository root (absolute)
 #   jar        the gateway's jar; its dependencies are in gateway-server/target/lib
 #   java_bin   java of JAVA_HOME, else the one on PATH
+#   versitygw_bin  the versitygw binary scripts/setup.d/30-versitygw.sh builds (TRANSIT_VERSITYGW,
+#              else a cache under XDG_CACHE_HOME or the user's home, the password file's when HOME
+#              is unset, as the JVM's user.home is)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jar=gateway-server/target/gateway-server-0.1.0-SNAPSHOT.jar
 java_bin=${JAVA_HOME:+$JAVA_HOME/bin/}java
+versitygw_version=v1.8.0
+versitygw_bin=${TRANSIT_VERSITYGW:-${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/transit-flight/versitygw-$versitygw_version/versitygw}
 
 # needs_build JAR...: true when a JAR (relative to root) or its target/lib is missing, or when a
 # source, proto or pom of the gateway or of a JAR's own module is newer than the oldest JAR.
@@ -27,7 +32,8 @@ needs_build() {
 ensure_venv() {
   local venv=$1 req=$2
   shift 2
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  # A venv cut short (no pip) is made again whole, not left to fail every later run.
+  [ -x "$venv/bin/python" ] && [ -x "$venv/bin/pip" ] || python3 -m venv --clear "$venv"
   if ! cmp -s "$req" "$venv/.requirements.txt"; then
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
     cp "$req" "$venv/.requirements.txt"
@@ -37,12 +43,8 @@ ensure_venv() {
   fi
 }
 
-# test_venv: the venv scripts/test made (TRANSIT_VENV, else .venv, else /tmp/pyvenv).
+# test_venv: the venv scripts/test made (TRANSIT_VENV, else .venv; never a shared path such as
+# /tmp, which another local user could have created).
 test_venv() {
-  local candidate
-  if [ -n "${TRANSIT_VENV:-}" ]; then echo "$TRANSIT_VENV"; return; fi
-  for candidate in "$root/.venv" /tmp/pyvenv; do
-    if [ -x "$candidate/bin/python" ]; then echo "$candidate"; return; fi
-  done
-  echo "$root/.venv"
+  echo "${TRANSIT_VENV:-$root/.venv}"
 }

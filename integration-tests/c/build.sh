@@ -3,17 +3,12 @@
 # header that the pinned adbc-driver-manager package ships, found in the venv at build time.
 # The Flight SQL driver library is not linked: the consumer dlopens it by path at run time
 # (printed by `build.sh --driver`), the way a driver manager would.
-#   TRANSIT_VENV   the venv with the pinned packages (default: the repo's .venv, then /tmp/pyvenv)
+#   TRANSIT_VENV   the venv with the pinned packages (default: the repo's .venv)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-venv=${TRANSIT_VENV:-}
-if [ -z "$venv" ]; then
-  for candidate in "$root/.venv" /tmp/pyvenv; do
-    if [ -x "$candidate/bin/python" ]; then venv=$candidate; break; fi
-  done
-fi
-[ -n "$venv" ] && [ -x "$venv/bin/python" ] || { echo "no venv: set TRANSIT_VENV" >&2; exit 2; }
+venv=${TRANSIT_VENV:-$root/.venv}
+[ -x "$venv/bin/python" ] || { echo "no venv at $venv: run scripts/test or set TRANSIT_VENV" >&2; exit 2; }
 
 # Package directories as the venv's own Python resolves them (no guessing at site-packages paths).
 read -r manager flightsql < <("$venv/bin/python" -c '

@@ -3,12 +3,14 @@
 # in (S3SegmentStoreTest, integration-tests/python/test_segments_s3.py). It is not a Debian package:
 # built from the pinned module with the Go toolchain through the module proxy, once, into a cache
 # outside the repository. Idempotent: does nothing when the pinned binary is already there.
-#   TRANSIT_VERSITYGW   where the tests look for it (printed by this script; default below)
+#   TRANSIT_VERSITYGW   where the tests look for it (printed by this script; default: lib.sh)
 set -euo pipefail
-version=v1.8.0
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/transit-flight/versitygw-$version
-bin=$cache/versitygw
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+version=$versitygw_version
+bin=$versitygw_bin
+cache=$(dirname "$bin")
 if [ -x "$bin" ]; then
+  echo "$bin"
   exit 0
 fi
 go_bin=$(command -v go || true)

@@ -18,6 +18,7 @@ import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
 import io.transit.flight.nativequery.embedded.EngineOptions;
 import io.transit.flight.nativequery.embedded.PlanCache;
+import io.transit.flight.nativequery.embedded.SegmentSettings;
 import io.transit.flight.nativequery.postgres.PostgresJournal;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.auth.AuthSnapshot;
@@ -196,6 +197,12 @@ public final class GatewayServer implements AutoCloseable {
       EngineOptions options = Bindings.engineOptions(cfg).withFaults(hooks.engineFaults());
       if (cfg.journal().shared()) {
         log.info("journal: PostgreSQL {}", cfg.journal().postgres().jdbcUrl());
+        if (cfg.segments() instanceof SegmentSettings.Local) {
+          // Right for one replica; with more, a ticket redeemed on a replica that did not store
+          // its result's files fails closed (query.evidence), docs/deployment.md.
+          log.warn("journal is shared (PostgreSQL) but segments are local files: with more than"
+              + " one replica, keep segments in the object store (segments.kind s3)");
+        }
         return EmbeddedEngine.open(state.engineDir(), options,
             PostgresJournal.open(cfg.journal().postgres()),
             hooks.enginePublicationsNone() ? List.of() : Bindings.publications(cfg),

@@ -175,12 +175,22 @@ final class Leases {
     }
   }
 
+  /**
+   * The held leases by correlation, the order a scan claims rows in (its query's {@code ORDER BY}):
+   * a renewal and another replica's scan that lock the same rows in one order cannot deadlock.
+   */
+  private List<Map.Entry<Long, Long>> heldInLockOrder() {
+    List<Map.Entry<Long, Long>> mine = new ArrayList<>(held.entrySet());
+    mine.sort(Map.Entry.comparingByKey());
+    return mine;
+  }
+
   /** Extends every held lease in one transaction; a refused one is fenced and no longer held. */
   void renew() throws SQLException {
     if (held.isEmpty() || !renewing.getAsBoolean()) {
       return;
     }
-    List<Map.Entry<Long, Long>> mine = List.copyOf(held.entrySet());
+    List<Map.Entry<Long, Long>> mine = heldInLockOrder();
     long until = clock.getAsLong() + policy.lease().toMillis();
     List<Map.Entry<Long, Long>> lost = journal.transaction(() -> {
       List<Map.Entry<Long, Long>> refused = new ArrayList<>();
@@ -260,7 +270,7 @@ final class Leases {
     if (held.isEmpty()) {
       return;
     }
-    List<Map.Entry<Long, Long>> mine = List.copyOf(held.entrySet());
+    List<Map.Entry<Long, Long>> mine = heldInLockOrder();
     try {
       journal.transaction(() -> {
         for (Map.Entry<Long, Long> e : mine) {

@@ -259,7 +259,14 @@ final class S3SegmentStore implements SegmentStore {
         in.abort();
         throw new WrongSize();
       }
-      ArrowBuf buf = allocator.buffer(expectedBytes);
+      ArrowBuf buf;
+      try {
+        buf = allocator.buffer(expectedBytes);
+      } catch (RuntimeException | Error e) {
+        // Refused by the allocator's limit: the body is not read to its end on this thread.
+        in.abort();
+        throw e;
+      }
       try {
         fill(in, buf, expectedBytes);
         buf.writerIndex(expectedBytes);

@@ -146,6 +146,11 @@ public final class PostgresJournal implements JournalStore {
     c.addDataSourceProperty("tcpKeepAlive", "true");
     c.addDataSourceProperty("connectTimeout",
         Long.toString(Math.max(1, settings.connectionTimeout().toSeconds())));
+    // The client's own bound on a read: the server's timeouts below cannot fire for a server
+    // that is gone (a crashed host, a failover to another address, a dropped flow), and without
+    // it a reply is awaited until TCP keepalive gives up, about two hours. Past the longest wait
+    // the server allows itself, plus a margin; a COMMIT cut by it is an unknown outcome.
+    c.addDataSourceProperty("socketTimeout", Long.toString(socketTimeoutSeconds(settings)));
     // The session settings the journal's guarantees rest on, whatever the server's defaults:
     // every commit waits for its WAL flush, and no wait (lock, statement, idle transaction)
     // is unbounded.
@@ -757,6 +762,13 @@ public final class PostgresJournal implements JournalStore {
       t = t.getCause();
     }
     return t;
+  }
+
+  /** The journal connections' read timeout: the server's longest bounded wait plus 10 s. */
+  static long socketTimeoutSeconds(PostgresSettings settings) {
+    long longest = Math.max(settings.statementTimeout().toMillis(),
+        settings.lockTimeout().toMillis());
+    return (longest + 999) / 1000 + 10;
   }
 
   private static String rootMessage(Throwable e) {
