@@ -202,6 +202,15 @@ public final class TicketService {
   }
 
   private long observeClock() {
+    return observe(clock);
+  }
+
+  /**
+   * {@code clock}'s reading in Unix milliseconds, as every ticket check takes it (at issue, at
+   * redemption, at each disclosure boundary): a failed or negative reading is UNAVAILABLE {@code
+   * ticket.clock} (cause CLOCK), never an expiry or an internal error.
+   */
+  public static long observe(Clock clock) {
     long now;
     try {
       now = clock.millis();

@@ -8,6 +8,7 @@ import io.transit.flight.nativequery.ReadAccess;
 import io.transit.flight.nativequery.RightsLedger;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.ticket.TicketScope;
+import io.transit.flight.ticket.TicketService;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -262,7 +263,7 @@ public final class Authorization {
       throw GatewayException.of(Cause.ACCESS_DENIED, "access.read_revoked",
           "the caller's read right was revoked");
     }
-    long now = observeClock();
+    long now = TicketService.observe(clock);
     if (now >= ticket.expiryMillis()) {
       throw GatewayException.of(Cause.TICKET_EXPIRED, "ticket.expired", "the ticket has expired");
     }
@@ -281,23 +282,6 @@ public final class Authorization {
 
   /** The expiry of a ticket issued now under {@code grant}: read at issue, not at grant time. */
   public long ticketExpiryMillis(Grant grant) {
-    return observeClock() + grant.ticketTtlMs();
-  }
-
-  /**
-   * The clock's reading as TicketService observes it at DoGet: a failed or negative reading is
-   * UNAVAILABLE {@code ticket.clock} (cause CLOCK), never an expiry or an internal error.
-   */
-  private long observeClock() {
-    long now;
-    try {
-      now = clock.millis();
-    } catch (java.time.DateTimeException | ArithmeticException e) {
-      throw new GatewayException(Cause.CLOCK, "ticket.clock", "clock reading failed", e);
-    }
-    if (now < 0) {
-      throw GatewayException.of(Cause.CLOCK, "ticket.clock", "clock reading is negative");
-    }
-    return now;
+    return TicketService.observe(clock) + grant.ticketTtlMs();
   }
 }

@@ -3,10 +3,13 @@ package io.transit.flight.server.config;
 import io.transit.flight.crypto.Ed25519;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermission;
@@ -291,13 +294,11 @@ public final class StateDirectory {
       // by then be a link another user of the directory put there.
       Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
       Files.deleteIfExists(tmp);
-      try (java.nio.channels.SeekableByteChannel ch = Files.newByteChannel(tmp,
-          Set.<java.nio.file.OpenOption>of(StandardOpenOption.CREATE_NEW,
-              StandardOpenOption.WRITE, StandardOpenOption.SYNC,
-              java.nio.file.LinkOption.NOFOLLOW_LINKS),
+      try (SeekableByteChannel ch = Files.newByteChannel(tmp,
+          Set.<OpenOption>of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+              StandardOpenOption.SYNC, LinkOption.NOFOLLOW_LINKS),
           PosixFilePermissions.asFileAttribute(OWNER_ONLY_FILE))) {
-        java.nio.ByteBuffer bytes =
-            java.nio.ByteBuffer.wrap(content.getBytes(StandardCharsets.US_ASCII));
+        ByteBuffer bytes = ByteBuffer.wrap(content.getBytes(StandardCharsets.US_ASCII));
         while (bytes.hasRemaining()) {
           ch.write(bytes);
         }
