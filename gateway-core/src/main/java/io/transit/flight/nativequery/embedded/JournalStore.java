@@ -327,6 +327,15 @@ public interface JournalStore extends AutoCloseable {
    */
   void lockPrincipal(long principal) throws SQLException;
 
+  /**
+   * Inside a transaction, before it reads what is retained: makes every other journal's (every
+   * other replica's) release step wait for this transaction, so that its sum of the retained
+   * bytes and its page of oldest results are read with no other release committed between them.
+   * A shared journal takes a transaction-scoped advisory lock; the embedded journal's single
+   * writer already excludes every other transaction.
+   */
+  void lockReleases() throws SQLException;
+
   /** Deletes an upload's row and its parts. */
   void forgetUpload(long principal, long namespace) throws SQLException;
 

@@ -246,8 +246,7 @@ final class Retention implements AutoCloseable {
     Released page = null;
     do {
       long total = page == null ? retained : page.total();
-      boolean recount = page == null && retained > policy.maxBytes();
-      page = journal.transaction(() -> releasePage(oldest, total, recount));
+      page = journal.transaction(() -> releasePage(oldest, total));
       released += page.released();
       releasePages++;
     } while (page.more() && releasePages < RELEASE_PAGES_PER_SWEEP);
@@ -285,13 +284,16 @@ final class Retention implements AutoCloseable {
 
   /**
    * Inside its own transaction: releases the oldest results past either bound, at most one page
-   * of {@link #RELEASE_PAGE}; {@code total} is the retained bytes before it, summed again here
-   * when {@code recount} (over the byte bound, so that a release since the read counts exactly).
-   * A page per transaction, so that a backlog (a restart after a long stop, a bound lowered)
-   * holds up commands one page at a time, not for the whole of it.
+   * of {@link #RELEASE_PAGE}; {@code total} is the retained bytes as last read (aside, or left by
+   * the previous page). Over the byte bound it is summed again here, after {@link
+   * JournalStore#lockReleases}: another replica's sweep may have released since, and a release
+   * counted twice would release a younger result too. A page per transaction, so that a backlog
+   * (a restart after a long stop, a bound lowered) holds up commands one page at a time, not for
+   * the whole of it.
    */
-  private Released releasePage(long oldest, long total, boolean recount) throws SQLException {
-    long left = recount ? journal.retainedBytes() : total;
+  private Released releasePage(long oldest, long total) throws SQLException {
+    journal.lockReleases();
+    long left = total > policy.maxBytes() ? journal.retainedBytes() : total;
     List<JournalStore.Retained> page = journal.oldestRetained(RELEASE_PAGE);
     int n = 0;
     for (JournalStore.Retained r : page) {

@@ -727,6 +727,9 @@ final class SqliteJournal implements JournalStore {
   public void lockPrincipal(long principal) {}
 
   @Override
+  public void lockReleases() {}
+
+  @Override
   public void forgetUpload(long principal, long namespace) throws SQLException {
     JournalRows.forgetUpload(principal, namespace, this::update);
   }

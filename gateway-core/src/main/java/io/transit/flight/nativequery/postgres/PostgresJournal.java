@@ -75,6 +75,12 @@ public final class PostgresJournal implements JournalStore {
   private final AtomicLong deferredCommits = new AtomicLong();
   private final AtomicLong deferredCovered = new AtomicLong();
 
+  /**
+   * The advisory lock key of the release step ({@link #lockReleases}); "transit" and 1 in its
+   * bytes, so it cannot meet Flyway's migration lock, which is derived from a CRC of the schema.
+   */
+  private static final long RELEASE_LOCK = 0x7472616e73697401L;
+
   /** Where the migrations live on the class path. */
   static final String MIGRATIONS = "classpath:io/transit/flight/nativequery/postgres/migration";
   // Rows another transaction holds (another replica's sweep, a chain being forgotten) are left
@@ -599,6 +605,11 @@ public final class PostgresJournal implements JournalStore {
   @Override
   public void lockPrincipal(long principal) throws SQLException {
     lockedNext(principal);
+  }
+
+  @Override
+  public void lockReleases() throws SQLException {
+    read("SELECT pg_advisory_xact_lock(?)", r -> null, RELEASE_LOCK);
   }
 
   @Override

@@ -1,0 +1,130 @@
+package io.transit.flight.nativequery.embedded;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.transit.flight.nativequery.postgres.PostgresCluster;
+import io.transit.flight.nativequery.postgres.PostgresJournal;
+import io.transit.flight.proto.QueryStatus;
+import io.transit.flight.proto.ResultManifest;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Two replicas' retention sweeps on one shared journal (a real PostgreSQL): the byte bound is
+ * enforced once, not once per replica. Threads: each sweep runs on a thread of its own; every
+ * wait is bounded.
+ */
+class ReplicatedRetentionTest {
+  private static final long RESULT_BYTES = 10;
+  private static final int RESULTS = 11;
+  private static final long MAX_BYTES = 100; // one result too many
+  private static PostgresCluster cluster;
+
+  @TempDir Path segments;
+
+  @BeforeAll
+  static void startCluster() throws Exception {
+    cluster = PostgresCluster.startOrSkip();
+  }
+
+  @AfterAll
+  static void stopCluster() throws Exception {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  /**
+   * Replica B's sweep has summed the retained bytes (one result over the bound) and is about to
+   * read its page of oldest results when replica A's sweep starts. A must wait for B's page: had
+   * A released the oldest result in between, B would have found the next one oldest, with its
+   * sum still one over, and released it too.
+   */
+  @Test
+  void aReleaseBetweenAnotherReplicasSumAndItsPageIsNotCountedTwice() throws Exception {
+    String db = cluster.createDatabase();
+    ExecutorService threads = Executors.newFixedThreadPool(2);
+    try (PostgresJournal a = PostgresJournal.open(cluster.settings(db));
+        PostgresJournal b = PostgresJournal.open(cluster.settings(db))) {
+      seed(a);
+      RetentionPolicy policy =
+          new RetentionPolicy(Duration.ofDays(1), MAX_BYTES, Duration.ofDays(7));
+      Retention retentionA = new Retention(a, new LocalSegmentStore(segments.resolve("a")),
+          policy, () -> 2_000_000L, Duration.ofSeconds(2));
+      AtomicBoolean first = new AtomicBoolean(true);
+      Future<?>[] sweepA = new Future<?>[1];
+      JournalStore interleaved = beforeFirstPage(b, () -> {
+        if (first.getAndSet(false)) {
+          sweepA[0] = threads.submit(retentionA::sweep);
+          try {
+            sweepA[0].get(2, TimeUnit.SECONDS);
+          } catch (TimeoutException waiting) {
+            // A waits for B's transaction: the outcome the lock is for.
+          }
+        }
+      });
+      Retention retentionB = new Retention(interleaved, new LocalSegmentStore(
+          segments.resolve("b")), policy, () -> 2_000_000L, Duration.ofSeconds(2));
+      Retention.Swept swept = threads.submit(retentionB::sweep).get(30, TimeUnit.SECONDS);
+      Retention.Swept sweptA = (Retention.Swept) sweepA[0].get(30, TimeUnit.SECONDS);
+      assertEquals(1, swept.released() + sweptA.released(), "one release between the two");
+      assertEquals(MAX_BYTES, a.transaction(a::retainedBytes));
+      assertEquals(RESULTS - 1, a.transaction(() -> a.oldestRetained(RESULTS)).size());
+      assertFalse(a.transaction(() -> a.oldestRetained(RESULTS)).stream()
+          .anyMatch(r -> r.finishedMillis() == 1_000), "the oldest is the one released");
+      retentionA.close();
+      retentionB.close();
+    } finally {
+      threads.shutdownNow();
+      assertTrue(threads.awaitTermination(30, TimeUnit.SECONDS));
+    }
+  }
+
+  /** Results finished at 1,000, 1,001, … ms, {@code RESULT_BYTES} each, none past the age. */
+  private static void seed(JournalStore journal) throws Exception {
+    byte[] digest = new byte[32];
+    byte[] manifest = ResultManifest.getDefaultInstance().toByteArray();
+    journal.transaction(() -> {
+      for (int i = 0; i < RESULTS; i++) {
+        long c = journal.allocateCorrelation();
+        journal.insertAccepted(c, 1, i + 1, digest);
+        assertTrue(journal.finish(QueryStatus.newBuilder().setCorrelation(c)
+            .setState(QueryStatus.State.SUCCEEDED).build(), manifest, RESULT_BYTES, 1_000 + i, 0));
+      }
+      return null;
+    });
+  }
+
+  private interface Hook {
+    void run() throws Exception;
+  }
+
+  /** {@code journal}, running {@code hook} before each read of a page of oldest results. */
+  private static JournalStore beforeFirstPage(JournalStore journal, Hook hook) {
+    return (JournalStore) Proxy.newProxyInstance(JournalStore.class.getClassLoader(),
+        new Class<?>[] {JournalStore.class}, (proxy, method, args) -> {
+          if (method.getName().equals("oldestRetained")) {
+            hook.run();
+          }
+          try {
+            return method.invoke(journal, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
+  }
+}
