@@ -147,14 +147,22 @@ final class DuckTables implements AutoCloseable {
    * (missing, another size, another modification time or another footer): FAILED_PRECONDITION
    * {@code query.source_changed}, naming the file. An unknown object id passes (upload validation
    * refuses it).
+   *
+   * @throws SegmentStore.Unavailable ({@code open_files}) the process is out of file descriptors:
+   *     nothing is known about the files, and the query runs again later as after a store outage
    */
-  void checkUnchanged(long objectId) {
+  void checkUnchanged(long objectId) throws SegmentStore.Unavailable {
     Served s = byObjectId.get(objectId);
     if (s == null) {
       return;
     }
     for (FileIdentity id : s.identities()) {
-      String change = id.change(s.publication().format());
+      String change;
+      try {
+        change = id.change(s.publication().format());
+      } catch (IOException e) {
+        throw new SegmentStore.Unavailable("open_files", e);
+      }
       if (change != null) {
         String name = id.path().getFileName().toString();
         String shown = name.length() <= MAX_NAME_IN_MESSAGE ? name

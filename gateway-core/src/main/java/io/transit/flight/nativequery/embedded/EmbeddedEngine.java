@@ -555,8 +555,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /**
    * Runs the query until its terminal status is recorded. A journal that cannot take the status
-   * (its file system full, its connection lost) or an object store that cannot take the
-   * segments (down, restarting) leaves the query ACCEPTED with nothing of its outcome recorded;
+   * (its file system full, its connection lost), an object store that cannot take the
+   * segments (down, restarting) or a process out of file descriptors leaves the query ACCEPTED with nothing of its outcome recorded;
    * it runs again after a pause — execution is deterministic over immutable files, so the result
    * is the same — until the status commits or the engine closes (then it resumes at the next
    * open). Waiting callers meanwhile see it running, never a made-up status. True when this run
@@ -590,8 +590,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
           return false; // left ACCEPTED: it resumes at the next open
         }
         if (attempt == 1) {
-          log.warn("query {} could not store its segments ({}); running it again until the"
-              + " object store takes them", Long.toUnsignedString(correlation), e.reason);
+          log.warn("query {} could not open or store its files ({}); running it again until"
+              + " it can", Long.toUnsignedString(correlation), e.reason);
         }
       }
       if (!holdBack(pauseMillis) || !leases.holds(correlation, lease)) {

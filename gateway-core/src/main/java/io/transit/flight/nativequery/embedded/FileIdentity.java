@@ -86,14 +86,20 @@ record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest, lon
   /**
    * What changed since this identity was taken — {@code "missing"}, {@code "size"},
    * {@code "modification time"} or {@code "footer"} — or null when the file is as it was.
+   *
+   * @throws IOException only when the process is out of file descriptors ({@link OpenFiles}):
+   *     the file could not be looked at, which says nothing about it
    */
-  String change(String format) {
+  String change(String format) throws IOException {
     Stat st;
     try {
       st = Stat.of(path);
     } catch (NoSuchFileException e) {
       return "missing";
     } catch (IOException e) {
+      if (OpenFiles.exhausted(e)) {
+        throw e;
+      }
       return Files.exists(path) ? "footer" : "missing";
     }
     if (st.regular() && st.size() == size && st.modifiedNanos() == modifiedNanos
@@ -107,6 +113,9 @@ record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest, lon
     } catch (NoSuchFileException e) {
       return "missing";
     } catch (IOException e) {
+      if (OpenFiles.exhausted(e)) {
+        throw e;
+      }
       // Unreadable or no longer the format: either way not the file that was published.
       return Files.exists(path) ? "footer" : "missing";
     }

@@ -30,6 +30,10 @@ import org.apache.arrow.memory.BufferAllocator;
  * before a completed fsync began. A writer that finds its content already stored (possibly renamed
  * by another thread a moment ago) thus syncs unless that rename is already durable. The counts
  * start ahead of the record, so files left by an earlier process are synced once before first use.
+ *
+ * <p>A process out of file descriptors could not answer: every method then throws {@link
+ * Unavailable} ({@code open_files}), as a remote store that cannot be reached does, never a
+ * failure a reader would take for a damaged segment ({@link OpenFiles}).
  */
 final class LocalSegmentStore implements SegmentStore {
   private final Path dir;
@@ -48,6 +52,14 @@ final class LocalSegmentStore implements SegmentStore {
 
   @Override
   public byte[] write(byte[] bytes) throws IOException {
+    try {
+      return writeFile(bytes);
+    } catch (IOException e) {
+      throw OpenFiles.unavailable(e);
+    }
+  }
+
+  private byte[] writeFile(byte[] bytes) throws IOException {
     byte[] sha = Digests.sha256(bytes);
     Path target = dir.resolve(Digests.hex(sha));
     if (Files.isRegularFile(target) && Files.size(target) == bytes.length) {
@@ -99,12 +111,23 @@ final class LocalSegmentStore implements SegmentStore {
       return Optional.of(Files.readAllBytes(dir.resolve(Digests.hex(sha256))));
     } catch (NoSuchFileException e) {
       return Optional.empty();
+    } catch (IOException e) {
+      throw OpenFiles.unavailable(e);
     }
   }
 
   @Override
   public Optional<ArrowBuf> read(byte[] sha256, long expectedBytes, BufferAllocator allocator)
       throws IOException {
+    try {
+      return readInto(sha256, expectedBytes, allocator);
+    } catch (IOException e) {
+      throw OpenFiles.unavailable(e);
+    }
+  }
+
+  private Optional<ArrowBuf> readInto(byte[] sha256, long expectedBytes,
+      BufferAllocator allocator) throws IOException {
     try (FileChannel ch = FileChannel.open(dir.resolve(Digests.hex(sha256)),
         StandardOpenOption.READ)) {
       if (ch.size() != expectedBytes || expectedBytes > Integer.MAX_VALUE) {
@@ -158,6 +181,14 @@ final class LocalSegmentStore implements SegmentStore {
    */
   @Override
   public java.util.List<byte[]> stored() throws IOException {
+    try {
+      return listStored();
+    } catch (IOException e) {
+      throw OpenFiles.unavailable(e);
+    }
+  }
+
+  private java.util.List<byte[]> listStored() throws IOException {
     java.util.List<byte[]> out = new java.util.ArrayList<>();
     long abandonedBefore = System.currentTimeMillis() - ABANDONED_TEMPORARY.toMillis();
     try (java.util.stream.Stream<Path> files = Files.list(dir)) {
@@ -213,7 +244,7 @@ final class LocalSegmentStore implements SegmentStore {
       ch.force(true);
     } catch (IOException e) {
       if (!System.getProperty("os.name", "").startsWith("Windows")) {
-        throw e;
+        throw OpenFiles.unavailable(e);
       }
     }
     synchronized (this) {

@@ -219,6 +219,10 @@ final class QueryRunner {
         // statement would spend its sequence for nothing, so it runs again once the store is back.
         throw u;
       }
+      if (OpenFiles.exhausted(e)) {
+        // DuckDB could not open the Table's file for want of a descriptor: as transient.
+        throw new SegmentStore.Unavailable("open_files", e);
+      }
       log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
       failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
     }

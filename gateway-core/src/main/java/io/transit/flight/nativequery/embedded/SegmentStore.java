@@ -101,7 +101,9 @@ interface SegmentStore extends AutoCloseable {
   /**
    * The store could not answer: it was not reachable in time, or it failed the request. Nothing
    * is known about the segment; the same call may succeed later. {@code reason} is a short token
-   * for the diagnostic ({@code connect}, {@code timeout}, an S3 error code), never server text.
+   * for the diagnostic ({@code connect}, {@code timeout}, an S3 error code, {@code open_files}),
+   * never server text. A query's run also throws it, {@code open_files}, when a Table's file
+   * could not be opened for want of a descriptor ({@link OpenFiles}): as transient, it runs again.
    */
   final class Unavailable extends IOException {
     final String reason;
