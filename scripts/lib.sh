@@ -27,20 +27,29 @@ needs_build() {
 }
 
 # ensure_venv DIR REQUIREMENTS [PIP_ARGS...]: DIR becomes a venv with the pins of REQUIREMENTS
-# (installed again only when that file changed since) and then PIP_ARGS installed, every time:
-# local packages change without a version bump.
+# (installed again only when that file or its lock changed since) and then PIP_ARGS installed,
+# every time: local packages change without a version bump. REQUIREMENTS' sibling .lock pins
+# every other package, transitive ones and a local package's build backend included
+# (PIP_CONSTRAINT reaches pip's isolated build environments too), so a new release of a
+# dependency's dependency changes nothing here until the lock does.
 ensure_venv() {
-  local venv=$1 req=$2
+  local venv=$1 req=$2 lock=${2%.txt}.lock
   shift 2
   # A venv cut short (no pip) is made again whole, not left to fail every later run.
   [ -x "$venv/bin/python" ] && [ -x "$venv/bin/pip" ] || python3 -m venv --clear "$venv"
-  if ! cmp -s "$req" "$venv/.requirements.txt"; then
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-    cp "$req" "$venv/.requirements.txt"
-  fi
-  if [ $# -gt 0 ]; then
-    "$venv/bin/pip" install -q --disable-pip-version-check "$@"
-  fi
+  (
+    if [ -f "$lock" ]; then
+      PIP_CONSTRAINT="$(cd "$(dirname "$lock")" && pwd)/$(basename "$lock")"
+      export PIP_CONSTRAINT
+    fi
+    if ! cat "$req" ${PIP_CONSTRAINT:+"$lock"} | cmp -s - "$venv/.requirements.txt"; then
+      "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+      cat "$req" ${PIP_CONSTRAINT:+"$lock"} > "$venv/.requirements.txt"
+    fi
+    if [ $# -gt 0 ]; then
+      "$venv/bin/pip" install -q --disable-pip-version-check "$@"
+    fi
+  )
 }
 
 # test_venv: the venv scripts/test made (TRANSIT_VENV, else .venv; never a shared path such as

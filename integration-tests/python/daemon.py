@@ -63,10 +63,11 @@ def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):
         time.sleep(0.02)
 
 
-def gateway_once(*args, timeout: float = 120.0) -> subprocess.CompletedProcess:
-    """Runs ``scripts/gateway args`` to its end (check-config, a start that must be refused)."""
+def gateway_once(*args, timeout: float = 120.0, cwd=None) -> subprocess.CompletedProcess:
+    """Runs ``scripts/gateway args`` to its end (check-config, a start that must be refused), in
+    ``cwd`` when given."""
     return subprocess.run([str(ROOT / "scripts" / "gateway")] + list(args), capture_output=True,
-                          text=True, timeout=timeout, env=_env())
+                          text=True, timeout=timeout, env=_env(), cwd=cwd)
 
 
 def _env() -> dict:

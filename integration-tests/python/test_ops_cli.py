@@ -36,6 +36,24 @@ def initialized(tmp_path_factory):
     return data, config
 
 
+def test_relative_paths_are_the_callers_as_with_the_distributions_launcher(initialized, tmp_path):
+    """scripts/gateway runs the JVM in the caller's directory (until 2026-12-06 it ran it in the
+    checkout, where a relative --config named another file)."""
+    data, config = initialized
+    r = gateway("check-config", "--config", os.path.join("etc", "gateway.json"),
+                cwd=config.parent.parent)
+    assert r.returncode == 0, r.stdout + r.stderr
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(data, work / "t.parquet")
+    r = gateway("init", "--parquet", "t.parquet", "--config", "g.json", "--state-dir", "s",
+                "--port", "0", cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (work / "g.json").is_file() and not (ROOT / "g.json").exists()
+    r = gateway("check-config", "--config=g.json", cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_help_and_version_exit_0():
     r = gateway("--help")
     assert r.returncode == 0 and "check-config" in r.stdout and "Exit codes" in r.stdout
