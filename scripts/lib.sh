@@ -13,7 +13,8 @@ versitygw_version=v1.8.0
 versitygw_bin=${TRANSIT_VERSITYGW:-${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/transit-flight/versitygw-$versitygw_version/versitygw}
 
 # needs_build JAR...: true when a JAR (relative to root) or its target/lib is missing, or when a
-# source, proto or pom of the gateway or of a JAR's own module is newer than the oldest JAR.
+# source, proto, pom or resource (a migration, the log configuration) of the gateway or of a
+# JAR's own module is newer than the oldest JAR.
 needs_build() {
   local oldest="" dirs="pom.xml proto gateway-core gateway-server" j
   for j in "$@"; do
@@ -23,7 +24,8 @@ needs_build() {
   done
   # shellcheck disable=SC2086
   [ -n "$(cd "$root" && find $dirs -newer "$oldest" \
-      \( -name '*.java' -o -name '*.proto' -o -name 'pom.xml' \) -not -path '*/target/*' -print -quit)" ]
+      \( -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' \) \
+      -type f -not -path '*/target/*' -print -quit)" ]
 }
 
 # ensure_venv DIR REQUIREMENTS [PIP_ARGS...]: DIR becomes a venv with the pins of REQUIREMENTS
