@@ -69,8 +69,9 @@ def postgres():
 @pytest.fixture(scope="module")
 def cluster():
     """A 3-replica local cluster (scripts/cluster up: PostgreSQL, versitygw, three gateways, the
-    nginx edge) for one test module; it fails, naming the setup script, when a part is missing.
-    Stopped by scripts/cluster down, which must leave nothing running; each replica it stops
+    nginx edge) for one test module; it fails, naming the setup script, when a part is missing —
+    except without root, whose setup cannot install Debian packages and says the tests that need
+    them are skipped: then it skips, loudly, as the PostgreSQL and TLS-edge tests do. Stopped by scripts/cluster down, which must leave nothing running; each replica it stops
     must report zero leaked bytes and streams."""
     yield from _cluster()
 
@@ -85,6 +86,15 @@ def chaos_cluster():
 
 
 def _cluster(faults: str = None):
+    import edgetls
+    missing = [part for part, present in (
+        ("nginx (scripts/setup.d/20-nginx.sh)", edgetls.nginx_binary() is not None),
+        ("PostgreSQL 15 (scripts/setup.d/30-postgresql.sh)", Postgres.available())) if not present]
+    if missing and os.geteuid() != 0:
+        why = (f"{' and '.join(missing)} missing and not root: the cluster tests are SKIPPED"
+               " (run the setup script as root)")
+        print(f"\n*** {why} ***\n", file=sys.stderr)
+        pytest.skip(why)
     # Not under pytest's 0700 temp root: as root, PostgreSQL runs as transit-pg, which must
     # traverse to the cluster's postgres/ directory.
     c = Cluster(Path(tempfile.mkdtemp(prefix="transit-cluster-")), replicas=3, faults=faults)
