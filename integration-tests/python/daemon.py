@@ -734,9 +734,22 @@ class Cluster:
             env["TRANSIT_TEST_FAULTS"] = self.faults
         if self.java_opts is not None:
             env["TRANSIT_JAVA_OPTS"] = self.java_opts
-        return subprocess.run([str(ROOT / "scripts" / "cluster"), *args, "--state-dir",
-                               str(self.state_dir)], capture_output=True, text=True,
-                              timeout=timeout, env=env)
+        with subprocess.Popen([str(ROOT / "scripts" / "cluster"), *args, "--state-dir",
+                               str(self.state_dir)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) as p:
+            try:
+                out, err = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                # SIGTERM, not subprocess.run's SIGKILL: `up` then stops what it had started.
+                p.terminate()
+                try:
+                    out, err = p.communicate(timeout=180)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out, err = p.communicate()
+                raise AssertionError(f"scripts/cluster {args[0]} gave no answer in {timeout:.0f} s"
+                                     f" (stopped):\n{err[-3000:]}") from None
+            return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
     def up(self) -> "Cluster":
         started = time.perf_counter()
