@@ -35,18 +35,20 @@ needs_build() {
 # (PIP_CONSTRAINT reaches pip's isolated build environments too), so a new release of a
 # dependency's dependency changes nothing here until the lock does.
 ensure_venv() {
-  local venv=$1 req=$2 lock=${2%.txt}.lock
+  local venv=$1 req=$2 lock=${2%.txt}.lock pins
   shift 2
+  pins=("$req")
   # A venv cut short (no pip) is made again whole, not left to fail every later run.
   [ -x "$venv/bin/python" ] && [ -x "$venv/bin/pip" ] || python3 -m venv --clear "$venv"
   (
     if [ -f "$lock" ]; then
+      pins+=("$lock")
       PIP_CONSTRAINT="$(cd "$(dirname "$lock")" && pwd)/$(basename "$lock")"
       export PIP_CONSTRAINT
     fi
-    if ! cat "$req" ${PIP_CONSTRAINT:+"$lock"} | cmp -s - "$venv/.requirements.txt"; then
+    if ! cat "${pins[@]}" | cmp -s - "$venv/.requirements.txt"; then
       "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-      cat "$req" ${PIP_CONSTRAINT:+"$lock"} > "$venv/.requirements.txt"
+      cat "${pins[@]}" > "$venv/.requirements.txt"
     fi
     if [ $# -gt 0 ]; then
       "$venv/bin/pip" install -q --disable-pip-version-check "$@"

@@ -189,6 +189,10 @@ def test_sum_overflow_at_execution(env, cells):
         assert_failure(s, "OUT_OF_RANGE", "query.arithmetic_overflow", "execution", "failed")
         assert s.diagnostic["identity"]["namespace"] == str(s.request.sequence)
         assert facts(s.diagnostic)["column"]["value"] == "SUM(huge)"
+        # Recorded: the sequence is spent, and the caller is told the one to use next.
+        assert "use_next_sequence" in s.diagnostic["actions"]
+        hint = int(facts(s.diagnostic)["next_sequence"]["value"])
+        assert s.request.sequence < hint <= cells.next_sequence(), (s.request.sequence, hint)
 
 
 def doget(caller, sql):

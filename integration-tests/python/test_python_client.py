@@ -386,6 +386,27 @@ def test_missing_sequence_and_conflict_name_the_callers_next_sequence(gateway, p
         capture_client.close()
 
 
+def test_a_statement_recorded_as_failed_names_the_next_sequence_and_the_client_uses_it(gateway):
+    def asked():
+        return sum("caller=cells method=DoAction" in line for line in gateway.output)
+
+    with tf.connect(gateway.uri, token_file=token_file(gateway, "cells")) as conn:
+        cur = conn.cursor()
+        cur.execute("SELECT COUNT(*) FROM cells")
+        with pytest.raises(tf.Error) as raised:
+            cur.execute("SELECT SUM(huge) FROM cells")  # overflows at execution: recorded
+        e = raised.value
+        assert e.code == "query.arithmetic_overflow" and e.outcome == "failed"
+        assert "use_next_sequence" in e.actions
+        hint = e.facts["next_sequence"]
+        gateway.quiet_log()
+        before = asked()
+        cur.execute("SELECT COUNT(*) FROM cells")
+        assert cur.sequence == hint
+        gateway.quiet_log()
+        assert asked() == before, "no GetSessionOptions: the failure named the next sequence"
+
+
 def test_adbc_and_pyarrow_connections_share_one_credentials_rules(gateway, primitive):
     """ADBC connections (sequences from the caller capability) and PyArrow ones (app_metadata)
     of one credential take the same lock: run together, none conflicts."""

@@ -197,8 +197,11 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
                     # one's outcome is known (else pending).
                     credential.next, refreshes = moved, refreshes + 1
                     continue
-                # Whether the sequence was consumed depends on the failure: ask next time.
-                credential.next = None
+                # Whether the sequence was consumed depends on the failure: one that spent it
+                # names the next (the gateway's hint, its journal at that moment; a conflict
+                # moves the statement on if another writer got there first), else ask next time.
+                credential.next = (e.facts.get("next_sequence")
+                                   if "use_next_sequence" in e.actions else None)
                 raise
             credential.next = next_after(result)
             return sequence, result

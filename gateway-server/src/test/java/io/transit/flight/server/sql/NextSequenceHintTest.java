@@ -10,7 +10,9 @@ import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.GrpcMessage;
 import io.transit.flight.diagnostic.Identity;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.diagnostic.Recovery;
 import io.transit.flight.diagnostic.Stage;
 import io.transit.flight.server.flight.SequenceHeader;
 import java.util.List;
@@ -63,6 +65,30 @@ class NextSequenceHintTest {
       assertFalse(wire.contains(GrpcMessage.TRUNCATION_MARKER), wire);
       assertTrue(wire.endsWith("; next sequence 18446744073709551615"), wire);
     }
+  }
+
+  @Test
+  void aRecordedFailureGetsTheFactAndTheMessageSuffixOnlyWhileItFitsWhole() {
+    GatewayException recorded = QueryCode.BUDGET_EXHAUSTED
+        .failure("the result exceeds max_result_rows")
+        .withOutcome(Outcome.FAILED)
+        .withActions(Recovery.afterRecord(Cause.BUDGET_EXHAUSTED));
+    GatewayException told = NextSequenceHint.tell(recorded, () -> 8L);
+    assertEquals("the result exceeds max_result_rows; next sequence 8", told.getMessage());
+    assertEquals(Fact.unsigned("next_sequence", 8L), told.facts().get("next_sequence"));
+    assertEquals(Outcome.FAILED, told.outcome());
+
+    GatewayException wordy = QueryCode.INTERNAL.failure("x".repeat(100))
+        .withOutcome(Outcome.FAILED)
+        .withActions(Recovery.afterRecord(Cause.INTERNAL));
+    GatewayException toldWordy = NextSequenceHint.tell(wordy, () -> LAST);
+    assertEquals("x".repeat(100), toldWordy.getMessage(), "no suffix a bound would cut");
+    assertEquals(Fact.unsigned("next_sequence", LAST), toldWordy.facts().get("next_sequence"));
+
+    // A recorded access rejection (a stale credential epoch at submit) says nothing more.
+    GatewayException denied = GatewayException.of(Cause.ACCESS_DENIED, "query.access_denied",
+        "the credential epoch is stale").withActions(Recovery.afterRecord(Cause.ACCESS_DENIED));
+    assertSame(denied, NextSequenceHint.tell(denied, () -> 8L));
   }
 
   @Test
