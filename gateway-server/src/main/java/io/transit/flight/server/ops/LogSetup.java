@@ -56,7 +56,7 @@ public final class LogSetup {
       quiet("io.grpc.netty.shaded.io.grpc.netty.NettyServerTransport.connections",
           java.util.logging.Level.WARNING)};
   /** The appender writing to standard error, kept across reloads. */
-  private static final String STANDARD_ERROR = "transit";
+  static final String STANDARD_ERROR = "transit";
   /** The warm-up's appender: every line formatted, then dropped. */
   private static final String DISCARDED = "transit-discarded";
 

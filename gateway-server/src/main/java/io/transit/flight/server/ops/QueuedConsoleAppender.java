@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
@@ -40,8 +41,9 @@ import java.util.function.Supplier;
  *       {@code writing}.</li>
  *   <li>{@link #flush} — a thread that must print after the lines logged so far (the main
  *       thread's serving notice): drains the queue itself under {@code writing}.</li>
- *   <li>{@link #reconfigure} (a reload: the main thread or the SIGHUP handler) swaps the encoder
- *       under {@code writing}.</li>
+ *   <li>{@link #reconfigure} (a reload: the main thread or the SIGHUP handler) hands the new
+ *       encoder over through {@code pending}; it swaps it in itself only when {@code writing} is
+ *       free at once, else the holder does before its next batch.</li>
  *   <li>{@link #stop} (when {@link LogSetup} removes the appender: the main thread) and {@link
  *       #writeThrough} (the JVM's exit): end the writer after a last drain, waiting for it at
  *       most {@value #STOP_WAIT_MS} ms — an output that does not take the last lines must not
@@ -59,8 +61,11 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
   /** Lines dropped by every instance since the JVM started (the metric; any thread). */
   static final AtomicLong DROPPED_TOTAL = new AtomicLong();
 
-  // @GuardedBy("writing"): swapped by reconfigure, used by whichever thread writes.
+  // @GuardedBy("writing"): used by whichever thread writes; replaced by the one that adopts a
+  // reload's encoder (adoptPending).
   private Encoder<ILoggingEvent> encoder;
+  /** A reload's encoder not yet adopted; reconfigure sets it, a holder of writing takes it. */
+  private final AtomicReference<Encoder<ILoggingEvent>> pending = new AtomicReference<>();
   private final Supplier<OutputStream> output;
   private final ArrayBlockingQueue<ILoggingEvent> queue = new ArrayBlockingQueue<>(CAPACITY);
   /** Dropped since the last report line; any thread adds, the writing thread takes. */
@@ -126,22 +131,36 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
    * accepts (null: every line), without replacing the appender: a reload that replaced it lost
    * the lines logged in the instant between the two, and the old one's queue could keep a line
    * offered after its last drain. Lines already queued are written with {@code next}. The main
-   * thread or the SIGHUP handler; waits for a batch being written.
+   * thread or the SIGHUP handler; never waits: while a batch is being written (an output that
+   * stalls can hold it for good) the writer adopts {@code next} before its next batch, and the
+   * reload goes on meanwhile.
    */
   void reconfigure(Encoder<ILoggingEvent> next, Filter<ILoggingEvent> filter) {
-    Encoder<ILoggingEvent> previous;
-    writing.lock();
-    try {
-      previous = encoder;
-      encoder = next;
-    } finally {
-      writing.unlock();
+    Encoder<ILoggingEvent> unused = pending.getAndSet(next);
+    if (unused != null) {
+      unused.stop(); // an earlier reload's, never adopted
     }
     clearAllFilters();
     if (filter != null) {
       addFilter(filter);
     }
-    previous.stop();
+    if (writing.tryLock()) {
+      try {
+        adoptPending();
+      } finally {
+        writing.unlock();
+      }
+    }
+  }
+
+  /** Under {@code writing}: the reload's encoder, if one is pending, becomes the encoder. */
+  private void adoptPending() {
+    Encoder<ILoggingEvent> next = pending.getAndSet(null);
+    if (next != null) {
+      Encoder<ILoggingEvent> previous = encoder;
+      encoder = next;
+      previous.stop();
+    }
   }
 
   /**
@@ -232,6 +251,7 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
   private int drain() {
     int total = 0;
     while (true) {
+      adoptPending();
       int taken = queue.drainTo(batch, 512);
       long dropped = unreported.getAndSet(0);
       if (taken == 0 && dropped == 0) {

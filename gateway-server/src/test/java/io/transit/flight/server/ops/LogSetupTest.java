@@ -150,6 +150,53 @@ class LogSetupTest {
     assertTrue(shown().contains("rpc n=0 "), "the first lines were queued, not dropped");
   }
 
+  /**
+   * A SIGHUP reload while the writer is stuck in a stalled write returns at once (it used to wait
+   * for the write for good, holding the reload thread and every later reload); the writer adopts
+   * the new format before its next batch.
+   */
+  @Test
+  void aReloadWhileTheOutputStallsReturnsAtOnceAndTheNextBatchIsInTheNewFormat() throws Exception {
+    CountDownLatch writing = new CountDownLatch(1);
+    CountDownLatch moving = new CountDownLatch(1);
+    OutputStream stalled = new OutputStream() {
+      @Override
+      public void write(int b) {
+        write(new byte[] {(byte) b}, 0, 1);
+      }
+
+      @Override
+      public void write(byte[] b, int off, int len) {
+        writing.countDown();
+        try {
+          if (!moving.await(WAIT_MS, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("the test never released the output");
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        synchronized (err) {
+          err.write(b, off, len);
+        }
+      }
+    };
+    System.setErr(new PrintStream(stalled, true, StandardCharsets.UTF_8));
+    LogSetup.apply("info", "text");
+    Logger log = LoggerFactory.getLogger("transit.access");
+    log.warn("before the reload");
+    assertTrue(writing.await(WAIT_MS, TimeUnit.MILLISECONDS), "the writer reached the output");
+    assertTimeoutPreemptively(Duration.ofMillis(1_000), () -> LogSetup.apply("info", "json"));
+    log.warn("after the reload");
+    moving.countDown();
+    within(() -> shown().contains("after the reload"), "the line logged after the reload");
+    String after = shown().lines().filter(l -> l.contains("after the reload")).findFirst()
+        .orElseThrow();
+    assertTrue(after.startsWith("{"), "written in the new format: " + after);
+    String before = shown().lines().filter(l -> l.contains("before the reload")).findFirst()
+        .orElseThrow();
+    assertFalse(before.startsWith("{"), "the stalled batch kept its format: " + before);
+  }
+
   private static final Pattern DROPPED_REPORT =
       Pattern.compile("(\\d+) log lines dropped: the log output did not keep up");
 
@@ -239,5 +286,9 @@ class LogSetupTest {
     }
     log.info("after the exit's drain");
     assertTrue(shown().contains("after the exit's drain"), shown());
+    // The exit leaves the appender writing on its callers' threads; later tests need the queue.
+    ch.qos.logback.classic.Logger root = ((ch.qos.logback.classic.LoggerContext)
+        LoggerFactory.getILoggerFactory()).getLogger(Logger.ROOT_LOGGER_NAME);
+    root.getAppender(LogSetup.STANDARD_ERROR).stop();
   }
 }
