@@ -474,9 +474,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       } catch (QueryRunner.Abandoned e) {
         // Dropped; a query handed off before the run gave up still runs, the usual way, below.
         computed = null;
-      } catch (Exception e) {
+      } catch (Exception | Error e) {
         // Any failure (a budget, DuckDB, the store) is left to the query's own run, which
         // reaches the same deterministic failure or retries a transient one as it always does.
+        // An Error too: past this point a query handed off to this run is run below; had the
+        // Error ended the thread, that query would stay ACCEPTED under a lease renewed for good.
         log.debug("early run of namespace {} left to the query's run",
             Long.toUnsignedString(early.namespace), e);
       }
