@@ -170,6 +170,23 @@ def test_messages_over_the_bound_plain_or_inflating_are_resource_exhausted_witho
     C.healthy_query(d)
 
 
+def test_a_grpc_timeout_grpc_cannot_parse_resets_its_stream_without_a_trace(d):
+    """gRPC resets the stream before any gateway code runs (docs/diagnostic-v1.md, "When there
+    is no trailer"); its WARNING with a stack trace, logged for every such stream, is kept out of
+    the log, and the daemon serves on."""
+    before = len(d.output)
+    for value in ("1x", "", "1234567890S"):
+        with pytest.raises(AssertionError, match="stream reset"):
+            H.unary_call(d.port, C.GET_FLIGHT_INFO,
+                         flightsql.flight_descriptor(flightsql.get_catalogs()),
+                         [("authorization", f"Bearer {d.token('primitive')}"),
+                          ("grpc-timeout", value)])
+    d.quiet_log()
+    logged = "".join(d.output[before:])
+    assert "onHeadersRead" not in logged and "\tat io.grpc" not in logged, logged[-2000:]
+    C.healthy_query(d)
+
+
 def test_oversized_header_list_closes_that_connection(d):
     ch = C.channel(d)
     md = d.auth() + [("x-padding", "p" * 20000)]

@@ -190,6 +190,36 @@ def test_each_malformed_message_of_finding_2_is_invalid_argument_with_a_trailer(
     assert not any("\tat " in line or "Exception" in line for line in d.output[log_before:])
 
 
+def test_a_one_message_rpc_with_none_or_two_is_invalid_argument_and_never_runs(d):
+    """gRPC's own handler answers a unary or server-streaming call without a request, or with a
+    second one, INTERNAL without the trailer; the gateway refuses both itself, and a statement
+    sent twice in one call is not admitted."""
+    ch = C.channel(d)
+    principal = d.principal("primitive")
+    sequence = C.next_sequence(ch, d)
+    statement = F.flight_descriptor(F.statement_query("SELECT COUNT(*) FROM primitive"))
+    auth = C.metadata(d, "primitive", sequence)
+    health = "/grpc.health.v1.Health/Check"
+    cases = [(SERVICE + "GetFlightInfo", [], "uu"), (SERVICE + "GetFlightInfo", [statement] * 2, "uu"),
+             (SERVICE + "DoGet", [], "us"), (SERVICE + "ListActions", [b"", b""], "us"),
+             (SERVICE + "DoAction", [F._field_bytes(1, b"GetSessionOptions")] * 2, "us"),
+             (health, [], "uu")]
+    for path, messages, kind in cases:
+        try:
+            if kind == "uu":
+                ch.stream_unary(path)(iter(messages), metadata=auth, timeout=30)
+            else:
+                list(ch.stream_stream(path)(iter(messages), metadata=auth, timeout=30))
+            raise AssertionError(f"{path} with {len(messages)} messages succeeded")
+        except grpc.RpcError as e:
+            check(path, messages, e, {})
+            assert e.code() == grpc.StatusCode.INVALID_ARGUMENT, (path, len(messages), e.code())
+            assert C.seen(e).diagnostic["code"] == "flight.invalid_protobuf"
+    assert C.next_sequence(ch, d) == sequence, "the statement sent twice was never admitted"
+    assert d.journal().next_sequence(principal) == sequence
+    ch.close()
+
+
 def test_malformed_protobuf_on_every_rpc_gets_a_definite_status_and_a_trailer(d):
     ch = C.channel(d)
     ticket = C.ticket_of(ch.unary_unary(C.GET_FLIGHT_INFO)(
@@ -244,3 +274,4 @@ def test_malformed_protobuf_on_every_rpc_gets_a_definite_status_and_a_trailer(d)
     C.healthy_query(d)
     stats = d.assert_clean_stop()
     assert stats["leaked_bytes"] == 0
+

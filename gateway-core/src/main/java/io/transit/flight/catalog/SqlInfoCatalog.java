@@ -90,9 +90,11 @@ public final class SqlInfoCatalog {
     } else {
       for (Integer id : requested) {
         if (!SUPPORTED.contains(id)) {
+          // The field is a protobuf uint32, read by Java into an int: named as the caller sent it.
+          long sent = Integer.toUnsignedLong(id);
           throw GatewayException.of(Cause.UNSUPPORTED, "catalog.sql_info_unsupported",
-              "SqlInfo id " + id + " is not supported by this gateway")
-              .with("info_id", id);
+              "SqlInfo id " + sent + " is not supported by this gateway")
+              .with("info_id", sent);
         }
         ids.add(id);
       }

@@ -164,6 +164,11 @@ class CatalogResultsTest {
         Any.pack(CommandGetSqlInfo.newBuilder().addInfo(0).addInfo(500).build()), PRIMITIVE, allocator));
     assertEquals(Cause.UNSUPPORTED, e.kind());
     assertTrue(e.getMessage().contains("500"));
+    // uint32 on the wire: an id past 2^31 is named as sent, not as Java's negative int.
+    GatewayException high = assertThrows(GatewayException.class, () -> catalog.encode(
+        Any.pack(CommandGetSqlInfo.newBuilder().addInfo(-1).build()), PRIMITIVE, allocator));
+    assertTrue(high.getMessage().contains("SqlInfo id 4294967295 "), high.getMessage());
+    assertEquals(4294967295L, high.facts().get("info_id"));
   }
 
   /** GetFlightInfo's count from the batch header equals the decoded result's, for every shape. */

@@ -25,6 +25,10 @@ import org.apache.arrow.flight.impl.Flight;
  * its call INVALID_ARGUMENT {@code flight.invalid_protobuf} with a bounded message and the
  * diagnostic trailer, and is logged as one rate-limited line ({@link ClientFaultLog}).
  *
+ * <p>A unary or server-streaming call with no request message, or with a second one, ends the
+ * same way (gRPC's own handler would answer INTERNAL without the trailer), and the method never
+ * runs. DoPut and DoExchange frames are checked and dropped ({@code checkFlightData}).
+ *
  * <p>Why: gRPC parses a request with its method's marshaller before any application code, and
  * a parse failure there answers UNKNOWN "Application error processing RPC" and logs the whole
  * exception (a ~46 KB recursion stack trace per request for a deeply nested descriptor).
@@ -90,6 +94,11 @@ public final class MalformedRequests {
     private final ClientFaultLog faults;
     private final int maxMessageBytes;
     private final boolean flightData;
+    /** A unary or server-streaming method: exactly one request message, then the half-close. */
+    private final boolean oneMessage;
+    // Listener callbacks only (serialized): messages seen, and whether this guard refused.
+    private int messages;
+    private boolean refused;
 
     Parsing(Typed<Q, R> call, ServerCall.Listener<Q> next, MethodDescriptor<Q, R> method,
         ErrorMapper errors, ClientFaultLog faults, int maxMessageBytes) {
@@ -102,6 +111,7 @@ public final class MalformedRequests {
       // Protobuf messages have protobuf's marshaller; FlightData has Arrow's own.
       this.flightData =
           !(method.getRequestMarshaller() instanceof MethodDescriptor.PrototypeMarshaller);
+      this.oneMessage = method.getType().clientSendsOneMessage();
     }
 
     @Override
@@ -110,18 +120,26 @@ public final class MalformedRequests {
         close(message);
         return;
       }
+      if (oneMessage && ++messages > 1) {
+        // gRPC's unary handler would answer INTERNAL "Too many requests", without the trailer.
+        close(message);
+        refuse("flight.invalid_protobuf", "more than one request message for "
+            + method.getBareMethodName());
+        return;
+      }
+      if (flightData) {
+        checkFlightData(message);
+        return;
+      }
       Q parsed;
       try {
-        parsed = method.parseRequest(flightData ? checkedFlightData(message) : message);
-      } catch (RuntimeException | java.io.IOException | StackOverflowError e) {
+        parsed = method.parseRequest(message);
+      } catch (RuntimeException | StackOverflowError e) {
         close(message);
         if (Status.fromThrowable(e).getCode() == Status.Code.RESOURCE_EXHAUSTED) {
           // A compressed message that inflates past the bound: gRPC's decompressing stream
           // stops at max_inbound_message_bytes while it is read here.
-          refuse(GatewayException.of(Cause.BUDGET_EXHAUSTED, "flight.message_too_large",
-                  "the request message, decompressed, is over max_inbound_message_bytes")
-              .with("bound", "message").with("limit", maxMessageBytes)
-              .withOutcome(Outcome.NOT_ADMITTED).withActions(Action.CHANGE_REQUEST));
+          refuse(tooLarge());
           return;
         }
         refuse("flight.invalid_protobuf", "the request message is not valid protobuf for "
@@ -139,20 +157,32 @@ public final class MalformedRequests {
     }
 
     /**
-     * Arrow's FlightData marshaller allocates a body buffer of the declared length before it
-     * reads it and does not free it when the read fails, so a frame with a lying length would
-     * leak Arrow memory. The frame (at most {@code max_inbound_message_bytes}) is parsed as
-     * plain protobuf first, which checks every length against the bytes present; Arrow then
-     * parses the same bytes. Only DoPut and DoExchange carry FlightData requests, and the
-     * profile answers both UNIMPLEMENTED, so the lost zero-copy read costs nothing.
+     * Only DoPut and DoExchange carry FlightData requests, and the profile answers both
+     * UNIMPLEMENTED without reading a frame: a frame is checked as plain protobuf (every length
+     * against the bytes present; a malformed one is refused here) and then dropped, never handed
+     * to Arrow. Arrow's marshaller allocates a body buffer of the declared length before reading
+     * it (a lying length would leak Arrow memory), and its reader throws past this guard on a
+     * valid frame it cannot represent (a descriptor of no type, a schema of an unknown type:
+     * UNKNOWN and a logged stack trace, when the frame beat the UNIMPLEMENTED answer).
      */
-    private static InputStream checkedFlightData(InputStream message) throws java.io.IOException {
-      byte[] bytes;
+    private void checkFlightData(InputStream message) {
       try (message) {
-        bytes = message.readAllBytes();
+        Flight.FlightData.parseFrom(message.readAllBytes());
+      } catch (RuntimeException | java.io.IOException e) {
+        if (Status.fromThrowable(e).getCode() == Status.Code.RESOURCE_EXHAUSTED) {
+          refuse(tooLarge());
+        } else {
+          refuse("flight.invalid_protobuf", "the request message is not valid protobuf for "
+              + method.getBareMethodName());
+        }
       }
-      Flight.FlightData.parseFrom(bytes);
-      return new java.io.ByteArrayInputStream(bytes);
+    }
+
+    private GatewayException tooLarge() {
+      return GatewayException.of(Cause.BUDGET_EXHAUSTED, "flight.message_too_large",
+              "the request message, decompressed, is over max_inbound_message_bytes")
+          .with("bound", "message").with("limit", maxMessageBytes)
+          .withOutcome(Outcome.NOT_ADMITTED).withActions(Action.CHANGE_REQUEST);
     }
 
     private void refuse(String code, String message) {
@@ -160,6 +190,7 @@ public final class MalformedRequests {
     }
 
     private void refuse(GatewayException refusal) {
+      refused = true;
       CallerBinding caller = AuthInterceptor.CALLER.get();
       faults.fault(caller != null ? caller.name() : "-", method.getFullMethodName(),
           refusal.code());
@@ -175,11 +206,20 @@ public final class MalformedRequests {
       }
     }
 
-    // The end of the client's messages and readiness always reach the service: Arrow's stream
-    // readers free what they queued only when they see them. A close it makes after a refusal
-    // (a unary handler missing its request) is dropped by the call wrapper.
+    // The end of the client's messages and readiness reach the service: Arrow's stream readers
+    // free what they queued only when they see them. A close it makes after a refusal (a unary
+    // handler missing its request) is dropped by the call wrapper. A one-message method's end
+    // is held back after a refusal, since its handler would run the method on the request it
+    // already has, and it is refused when no message came (gRPC would answer INTERNAL).
     @Override
     public void onHalfClose() {
+      if (oneMessage && !refused && !call.closed && messages == 0) {
+        refuse("flight.invalid_protobuf", "no request message for "
+            + method.getBareMethodName());
+      }
+      if (oneMessage && refused) {
+        return;
+      }
       next.onHalfClose();
     }
 

@@ -46,12 +46,16 @@ public final class LogSetup {
    * gRPC's reports of a peer's bad input, each with a stack trace, logged on the Netty event loop
    * for every message or connection: a request message over {@code max_inbound_message_bytes}
    * (WARNING; the call's status and access line say it) and a connection that is not HTTP/2 or
-   * breaks its framing ("Transport failed", INFO; the peer loses only its connection). Only
-   * SEVERE passes from the first, WARNING from the second. Held here because
+   * breaks its framing ("Transport failed", INFO; the peer loses only its connection), and
+   * request headers gRPC's handler refuses (a malformed {@code grpc-timeout}: "Exception in
+   * onHeadersRead()", WARNING, then the stream is reset; an odd {@code TE}). Only SEVERE passes
+   * from the first and the last, WARNING from the second. Held here because
    * java.util.logging keeps its loggers weakly, and a collected one would forget its level.
    */
   private static final java.util.logging.Logger[] PEER_FAULTS = {
       quiet("io.grpc.netty.shaded.io.grpc.netty.NettyServerStream",
+          java.util.logging.Level.SEVERE),
+      quiet("io.grpc.netty.shaded.io.grpc.netty.NettyServerHandler",
           java.util.logging.Level.SEVERE),
       quiet("io.grpc.netty.shaded.io.grpc.netty.NettyServerTransport.connections",
           java.util.logging.Level.WARNING)};
