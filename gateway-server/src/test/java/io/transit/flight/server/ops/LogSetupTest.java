@@ -96,28 +96,7 @@ class LogSetupTest {
    */
   @Test
   void aStalledOutputDropsLinesInsteadOfHoldingTheLoggingThread() throws Exception {
-    CountDownLatch moving = new CountDownLatch(1);
-    OutputStream stalled = new OutputStream() {
-      @Override
-      public void write(int b) {
-        write(new byte[] {(byte) b}, 0, 1);
-      }
-
-      @Override
-      public void write(byte[] b, int off, int len) {
-        try {
-          if (!moving.await(WAIT_MS, TimeUnit.MILLISECONDS)) {
-            throw new IllegalStateException("the test never released the output");
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-        synchronized (err) {
-          err.write(b, off, len);
-        }
-      }
-    };
-    System.setErr(new PrintStream(stalled, true, StandardCharsets.UTF_8));
+    Stalled stalled = stalledStandardError();
     LogSetup.apply("info", "text");
     Logger log = LoggerFactory.getLogger("transit.access");
     long droppedBefore = LogSetup.droppedLines();
@@ -132,7 +111,7 @@ class LogSetupTest {
     // The writer holds one batch in its stalled write; the queue holds at most its capacity.
     assertTrue(dropped >= lines - QueuedConsoleAppender.CAPACITY - 512L, "dropped " + dropped);
 
-    moving.countDown();
+    stalled.moving.countDown();
     // Each batch reports the lines dropped since the last report: one report when the writer took
     // its stalled batch before the queue overflowed, two when a busy host woke it only after the
     // first drops. Together they count every dropped line; the last goes out with the first batch
@@ -157,9 +136,29 @@ class LogSetupTest {
    */
   @Test
   void aReloadWhileTheOutputStallsReturnsAtOnceAndTheNextBatchIsInTheNewFormat() throws Exception {
-    CountDownLatch writing = new CountDownLatch(1);
-    CountDownLatch moving = new CountDownLatch(1);
-    OutputStream stalled = new OutputStream() {
+    Stalled stalled = stalledStandardError();
+    LogSetup.apply("info", "text");
+    Logger log = LoggerFactory.getLogger("transit.access");
+    log.warn("before the reload");
+    assertTrue(stalled.writing.await(WAIT_MS, TimeUnit.MILLISECONDS), "the writer is stuck");
+    assertTimeoutPreemptively(Duration.ofMillis(1_000), () -> LogSetup.apply("info", "json"));
+    log.warn("after the reload");
+    stalled.moving.countDown();
+    within(() -> shown().contains("after the reload"), "the line logged after the reload");
+    String after = shown().lines().filter(l -> l.contains("after the reload")).findFirst()
+        .orElseThrow();
+    assertTrue(after.startsWith("{"), "written in the new format: " + after);
+    String before = shown().lines().filter(l -> l.contains("before the reload")).findFirst()
+        .orElseThrow();
+    assertFalse(before.startsWith("{"), "the stalled batch kept its format: " + before);
+  }
+
+  /** Standard error that holds every write until {@code moving}; {@code writing}: one began. */
+  private record Stalled(CountDownLatch writing, CountDownLatch moving) {}
+
+  private Stalled stalledStandardError() {
+    Stalled stalled = new Stalled(new CountDownLatch(1), new CountDownLatch(1));
+    OutputStream out = new OutputStream() {
       @Override
       public void write(int b) {
         write(new byte[] {(byte) b}, 0, 1);
@@ -167,9 +166,9 @@ class LogSetupTest {
 
       @Override
       public void write(byte[] b, int off, int len) {
-        writing.countDown();
+        stalled.writing.countDown();
         try {
-          if (!moving.await(WAIT_MS, TimeUnit.MILLISECONDS)) {
+          if (!stalled.moving.await(WAIT_MS, TimeUnit.MILLISECONDS)) {
             throw new IllegalStateException("the test never released the output");
           }
         } catch (InterruptedException e) {
@@ -180,21 +179,8 @@ class LogSetupTest {
         }
       }
     };
-    System.setErr(new PrintStream(stalled, true, StandardCharsets.UTF_8));
-    LogSetup.apply("info", "text");
-    Logger log = LoggerFactory.getLogger("transit.access");
-    log.warn("before the reload");
-    assertTrue(writing.await(WAIT_MS, TimeUnit.MILLISECONDS), "the writer reached the output");
-    assertTimeoutPreemptively(Duration.ofMillis(1_000), () -> LogSetup.apply("info", "json"));
-    log.warn("after the reload");
-    moving.countDown();
-    within(() -> shown().contains("after the reload"), "the line logged after the reload");
-    String after = shown().lines().filter(l -> l.contains("after the reload")).findFirst()
-        .orElseThrow();
-    assertTrue(after.startsWith("{"), "written in the new format: " + after);
-    String before = shown().lines().filter(l -> l.contains("before the reload")).findFirst()
-        .orElseThrow();
-    assertFalse(before.startsWith("{"), "the stalled batch kept its format: " + before);
+    System.setErr(new PrintStream(out, true, StandardCharsets.UTF_8));
+    return stalled;
   }
 
   private static final Pattern DROPPED_REPORT =
