@@ -71,8 +71,9 @@ def cluster():
     """A 3-replica local cluster (scripts/cluster up: PostgreSQL, versitygw, three gateways, the
     nginx edge) for one test module; it fails, naming the setup script, when a part is missing —
     except without root, whose setup cannot install Debian packages and says the tests that need
-    them are skipped: then it skips, loudly, as the PostgreSQL and TLS-edge tests do. Stopped by scripts/cluster down, which must leave nothing running; each replica it stops
-    must report zero leaked bytes and streams."""
+    them are skipped: then it skips, loudly, as the PostgreSQL and TLS-edge tests do. Stopped by
+    scripts/cluster down, which must leave nothing running; each replica it stops must report
+    zero leaked bytes and streams."""
     yield from _cluster()
 
 

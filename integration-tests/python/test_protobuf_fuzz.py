@@ -200,7 +200,8 @@ def test_a_one_message_rpc_with_none_or_two_is_invalid_argument_and_never_runs(d
     statement = F.flight_descriptor(F.statement_query("SELECT COUNT(*) FROM primitive"))
     auth = C.metadata(d, "primitive", sequence)
     health = "/grpc.health.v1.Health/Check"
-    cases = [(SERVICE + "GetFlightInfo", [], "uu"), (SERVICE + "GetFlightInfo", [statement] * 2, "uu"),
+    cases = [(SERVICE + "GetFlightInfo", [], "uu"),
+             (SERVICE + "GetFlightInfo", [statement] * 2, "uu"),
              (SERVICE + "DoGet", [], "us"), (SERVICE + "ListActions", [b"", b""], "us"),
              (SERVICE + "DoAction", [F._field_bytes(1, b"GetSessionOptions")] * 2, "us"),
              (health, [], "uu")]

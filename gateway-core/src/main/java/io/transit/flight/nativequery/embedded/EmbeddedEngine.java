@@ -559,10 +559,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * Runs the query until its terminal status is recorded. A journal that cannot take the status
    * (its file system full, its connection lost), an object store that cannot take the segments
    * (down, restarting) or a process out of file descriptors leaves the query ACCEPTED with
-   * nothing of its outcome recorded; it runs again after a pause — execution is deterministic over immutable files, so the result
-   * is the same — until the status commits or the engine closes (then it resumes at the next
-   * open). Waiting callers meanwhile see it running, never a made-up status. True when this run
-   * published the terminal status (false: fenced, or nothing to run).
+   * nothing of its outcome recorded; it runs again after a pause — execution is deterministic
+   * over immutable files, so the result is the same — until the status commits or the engine
+   * closes (then it resumes at the next open). Waiting callers meanwhile see it running, never a
+   * made-up status. True when this run published the terminal status (false: fenced, or nothing
+   * to run).
    */
   private boolean runRecorded(long correlation, long lease, QueryRunner.Computed early)
       throws SQLException {
