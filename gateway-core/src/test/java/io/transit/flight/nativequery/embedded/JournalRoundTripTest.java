@@ -16,10 +16,10 @@ import io.transit.flight.nativequery.postgres.PostgresCluster;
 import io.transit.flight.nativequery.postgres.PostgresJournal;
 import io.transit.flight.nativequery.postgres.PostgresSettings;
 import io.transit.flight.proto.CommandOutcome;
-import io.transit.flight.query.QueryPlan;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.SignedCommand;
 import io.transit.flight.query.LogicalType;
+import io.transit.flight.query.QueryPlan;
 import java.nio.file.Path;
 import java.text.MessageFormat;
 import java.util.ArrayList;
@@ -31,9 +31,9 @@ import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -59,24 +59,17 @@ class JournalRoundTripTest {
   @TempDir static Path data;
   @TempDir Path state;
   private static List<Publication> demo;
-  private static PostgresCluster cluster;
+  @RegisterExtension
+  static final PostgresCluster.PerClass CLUSTER = new PostgresCluster.PerClass();
 
   @BeforeAll
   static void start() throws Exception {
-    cluster = PostgresCluster.startOrSkip();
     demo = DemoData.generate(data);
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
   }
 
   @Test
   void eachDurableStepTakesItsCountedRoundTrips() throws Exception {
-    PostgresSettings s = cluster.settings(cluster.createDatabase());
+    PostgresSettings s = CLUSTER.get().settings(CLUSTER.get().createDatabase());
     PostgresSettings counted = new PostgresSettings(s.jdbcUrl() + "?prepareThreshold=0", s.user(),
         s.password(), s.poolSize(), s.connectionTimeout(), s.lockTimeout(), s.statementTimeout(),
         s.idleInTransactionTimeout());

@@ -18,9 +18,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -34,31 +33,20 @@ class PostgresJournalContractTest extends JournalStoreContract {
   private static final int PRINCIPALS = 3;
   /** begin, one part, seal, submit */
   private static final int CHAIN = 4;
-  private static PostgresCluster cluster;
+  @RegisterExtension
+  static final PostgresCluster.PerClass CLUSTER = new PostgresCluster.PerClass();
   private String database;
   @TempDir Path dir;
 
-  @BeforeAll
-  static void startCluster() throws Exception {
-    cluster = PostgresCluster.startOrSkip();
-  }
-
-  @AfterAll
-  static void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
-
   @Override
   protected JournalStore openFresh() throws Exception {
-    database = cluster.createDatabase();
-    return PostgresJournal.open(cluster.settings(database));
+    database = CLUSTER.get().createDatabase();
+    return PostgresJournal.open(CLUSTER.get().settings(database));
   }
 
   @Override
   protected JournalStore reopen() throws Exception {
-    return PostgresJournal.open(cluster.settings(database));
+    return PostgresJournal.open(CLUSTER.get().settings(database));
   }
 
   /**
@@ -119,7 +107,7 @@ class PostgresJournalContractTest extends JournalStoreContract {
     ExecutorService pool = Executors.newFixedThreadPool(2);
     try {
       for (int r = 0; r < 2; r++) {
-        JournalStore j = PostgresJournal.open(cluster.settings(database));
+        JournalStore j = PostgresJournal.open(CLUSTER.get().settings(database));
         journals.add(j);
         replicas.add(new Retention(j, new LocalSegmentStore(dir.resolve("segments-" + r)),
             bounded, () -> 10_000_000L, Duration.ofSeconds(5)));

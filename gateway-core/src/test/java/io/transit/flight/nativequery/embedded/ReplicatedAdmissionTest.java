@@ -33,11 +33,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -51,7 +50,8 @@ import org.junit.jupiter.api.io.TempDir;
 class ReplicatedAdmissionTest {
   private static final int THREADS_PER_REPLICA = 2;
   private static final int THREADS = 2 * THREADS_PER_REPLICA;
-  private static PostgresCluster cluster;
+  @RegisterExtension
+  static final PostgresCluster.PerClass CLUSTER = new PostgresCluster.PerClass();
 
   @TempDir Path stateA;
   @TempDir Path stateB;
@@ -59,28 +59,16 @@ class ReplicatedAdmissionTest {
   private EmbeddedEngine replicaA;
   private EmbeddedEngine replicaB;
 
-  @BeforeAll
-  static void startCluster() throws Exception {
-    cluster = PostgresCluster.startOrSkip();
-  }
-
-  @AfterAll
-  static void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
-
   @BeforeEach
   void openReplicas() throws Exception {
-    database = cluster.createDatabase();
+    database = CLUSTER.get().createDatabase();
     replicaA = open(stateA);
     replicaB = open(stateB);
   }
 
   private EmbeddedEngine open(Path state) throws Exception {
     return EmbeddedEngine.open(state, EngineOptions.defaults(),
-        PostgresJournal.open(cluster.settings(database)), List.of(), List.of(fullRights()),
+        PostgresJournal.open(CLUSTER.get().settings(database)), List.of(), List.of(fullRights()),
         new EngineTestSupport.TablePlanner());
   }
 
@@ -242,7 +230,7 @@ class ReplicatedAdmissionTest {
   @Test
   void aPrincipalHeldPastTheLockTimeoutIsUnavailableAndTheSameRetryIsAccepted() throws Exception {
     try (EmbeddedEngine impatient = impatientReplica();
-        Connection holder = cluster.connect(database)) {
+        Connection holder = CLUSTER.get().connect(database)) {
       long next = impatient.nextSequence(PRINCIPAL);
       holder.setAutoCommit(false);
       try (Statement s = holder.createStatement()) {
@@ -290,7 +278,7 @@ class ReplicatedAdmissionTest {
   @Test
   void aRefusalRecordedButNotMadeDurableIsAnUnknownOutcome() throws Exception {
     try (EmbeddedEngine impatient = impatientReplica();
-        Connection holder = cluster.connect(database)) {
+        Connection holder = CLUSTER.get().connect(database)) {
       long next = impatient.nextSequence(PRINCIPAL);
       // A part naming a namespace no upload holds: refused, and the refusal recorded.
       SignedCommand stray = sign(command(next, next + 1_000).setPart(
@@ -312,7 +300,7 @@ class ReplicatedAdmissionTest {
 
   /** How many durable commits of their own the replicas have made ({@code JournalStore.sync}). */
   private long syncs() throws Exception {
-    try (Connection c = cluster.connect(database);
+    try (Connection c = CLUSTER.get().connect(database);
         Statement s = c.createStatement();
         ResultSet r = s.executeQuery("SELECT count FROM flushes WHERE id = 1")) {
       assertTrue(r.next());
@@ -322,7 +310,7 @@ class ReplicatedAdmissionTest {
 
   /** A third replica whose journal waits at most 300 ms for a row lock. */
   private EmbeddedEngine impatientReplica() throws Exception {
-    io.transit.flight.nativequery.postgres.PostgresSettings d = cluster.settings(database);
+    io.transit.flight.nativequery.postgres.PostgresSettings d = CLUSTER.get().settings(database);
     return EmbeddedEngine.open(stateA.resolve("replica-c"), EngineOptions.defaults(),
         PostgresJournal.open(new io.transit.flight.nativequery.postgres.PostgresSettings(
             d.jdbcUrl(), d.user(), d.password(), 2, d.connectionTimeout(),
@@ -333,7 +321,7 @@ class ReplicatedAdmissionTest {
 
   /** The journal itself: {@code count} commands for the principal, at first..first+count-1. */
   private void assertContiguous(long first, int count) throws Exception {
-    try (Connection c = cluster.connect(database);
+    try (Connection c = CLUSTER.get().connect(database);
         Statement s = c.createStatement();
         ResultSet r = s.executeQuery("SELECT count(*), count(DISTINCT sequence), min(sequence),"
             + " max(sequence) FROM commands WHERE principal = " + PRINCIPAL)) {

@@ -18,9 +18,8 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -32,21 +31,10 @@ class ReplicatedRetentionTest {
   private static final long RESULT_BYTES = 10;
   private static final int RESULTS = 11;
   private static final long MAX_BYTES = 100; // one result too many
-  private static PostgresCluster cluster;
+  @RegisterExtension
+  static final PostgresCluster.PerClass CLUSTER = new PostgresCluster.PerClass();
 
   @TempDir Path segments;
-
-  @BeforeAll
-  static void startCluster() throws Exception {
-    cluster = PostgresCluster.startOrSkip();
-  }
-
-  @AfterAll
-  static void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
 
   /**
    * Replica B's sweep has summed the retained bytes (one result over the bound) and is about to
@@ -56,10 +44,10 @@ class ReplicatedRetentionTest {
    */
   @Test
   void aReleaseBetweenAnotherReplicasSumAndItsPageIsNotCountedTwice() throws Exception {
-    String db = cluster.createDatabase();
+    String db = CLUSTER.get().createDatabase();
     ExecutorService threads = Executors.newFixedThreadPool(2);
-    try (PostgresJournal a = PostgresJournal.open(cluster.settings(db));
-        PostgresJournal b = PostgresJournal.open(cluster.settings(db))) {
+    try (PostgresJournal a = PostgresJournal.open(CLUSTER.get().settings(db));
+        PostgresJournal b = PostgresJournal.open(CLUSTER.get().settings(db))) {
       seed(a);
       RetentionPolicy policy =
           new RetentionPolicy(Duration.ofDays(1), MAX_BYTES, Duration.ofDays(7));

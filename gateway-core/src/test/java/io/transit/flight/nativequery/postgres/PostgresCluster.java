@@ -20,6 +20,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A private PostgreSQL 15 cluster for one test class: {@code initdb} into a fresh 0700
@@ -29,7 +32,8 @@ import org.junit.jupiter.api.Assumptions;
  * (scripts/setup.d/30-postgresql.sh creates it). {@link #close} stops the server (immediate
  * shutdown) and removes the directory.
  *
- * <p>Used from the test's own thread only ({@code @BeforeAll} / {@code @AfterAll}).
+ * <p>A test class holds one through {@link PerClass}. Started and stopped on the test's own
+ * thread; its methods may be called from any thread.
  */
 public final class PostgresCluster implements AutoCloseable {
   public static final Path BIN = Path.of(
@@ -46,6 +50,33 @@ public final class PostgresCluster implements AutoCloseable {
     this.dir = dir;
     this.port = port;
     this.password = password;
+  }
+
+  /**
+   * One cluster for a test class: {@code @RegisterExtension static final PostgresCluster.PerClass
+   * CLUSTER = new PostgresCluster.PerClass();} starts it before the class's {@code @BeforeAll}
+   * methods (or skips the class, as {@link #startOrSkip}) and stops it after its last test;
+   * {@link #get} is the running cluster.
+   */
+  public static final class PerClass implements BeforeAllCallback, AfterAllCallback {
+    private PostgresCluster cluster;
+
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
+      cluster = startOrSkip();
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws Exception {
+      if (cluster != null) {
+        cluster.close();
+        cluster = null;
+      }
+    }
+
+    public PostgresCluster get() {
+      return cluster;
+    }
   }
 
   /**

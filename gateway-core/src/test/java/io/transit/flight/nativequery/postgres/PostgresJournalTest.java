@@ -21,9 +21,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * What only the shared journal has: the principal's row lock across two journals (two
@@ -32,19 +31,8 @@ import org.junit.jupiter.api.Test;
  * SQLState, and the journal keeps working afterwards.
  */
 class PostgresJournalTest {
-  private static PostgresCluster cluster;
-
-  @BeforeAll
-  static void startCluster() throws Exception {
-    cluster = PostgresCluster.startOrSkip();
-  }
-
-  @AfterAll
-  static void stopCluster() throws Exception {
-    if (cluster != null) {
-      cluster.close();
-    }
-  }
+  @RegisterExtension
+  static final PostgresCluster.PerClass CLUSTER = new PostgresCluster.PerClass();
 
   private static PostgresSettings withLockTimeout(PostgresSettings s, Duration lock) {
     return new PostgresSettings(s.jdbcUrl(), s.user(), s.password(), s.poolSize(),
@@ -53,10 +41,10 @@ class PostgresJournalTest {
 
   @Test
   void aPrincipalIsHeldByOneReplicaAtATimeAndOthersAreNot() throws Exception {
-    String db = cluster.createDatabase();
+    String db = CLUSTER.get().createDatabase();
     ExecutorService threads = Executors.newFixedThreadPool(2);
-    try (PostgresJournal a = PostgresJournal.open(cluster.settings(db));
-        PostgresJournal b = PostgresJournal.open(cluster.settings(db))) {
+    try (PostgresJournal a = PostgresJournal.open(CLUSTER.get().settings(db));
+        PostgresJournal b = PostgresJournal.open(CLUSTER.get().settings(db))) {
       CountDownLatch locked = new CountDownLatch(1);
       CountDownLatch release = new CountDownLatch(1);
       Future<?> holder = threads.submit(() -> a.transaction(() -> {
@@ -92,10 +80,10 @@ class PostgresJournalTest {
 
   @Test
   void aLockHeldPastTheTimeoutFailsDefinitelyWithNothingCommitted() throws Exception {
-    String db = cluster.createDatabase();
+    String db = CLUSTER.get().createDatabase();
     try (PostgresJournal j = PostgresJournal.open(
-            withLockTimeout(cluster.settings(db), Duration.ofMillis(200)));
-        Connection other = cluster.connect(db)) {
+            withLockTimeout(CLUSTER.get().settings(db), Duration.ofMillis(200)));
+        Connection other = CLUSTER.get().connect(db)) {
       j.transaction(() -> j.nextSequence(9, 1));
       other.setAutoCommit(false);
       try (Statement s = other.createStatement()) {
@@ -116,8 +104,8 @@ class PostgresJournalTest {
 
   @Test
   void aLostConnectionFailsTheTransactionDefinitelyAndTheNextOneWorks() throws Exception {
-    String db = cluster.createDatabase();
-    try (PostgresJournal j = PostgresJournal.open(cluster.settings(db))) {
+    String db = CLUSTER.get().createDatabase();
+    try (PostgresJournal j = PostgresJournal.open(CLUSTER.get().settings(db))) {
       j.transaction(() -> j.nextSequence(1, 1));
       JournalStore.NotCommitted e = assertThrows(JournalStore.NotCommitted.class,
           () -> j.transaction(() -> {
@@ -138,7 +126,7 @@ class PostgresJournalTest {
   }
 
   private static void terminateJournalSessions(String db) throws SQLException {
-    try (Connection c = cluster.connect(db);
+    try (Connection c = CLUSTER.get().connect(db);
         Statement s = c.createStatement();
         ResultSet r = s.executeQuery("SELECT count(pg_terminate_backend(pid)) FROM"
             + " pg_stat_activity WHERE datname = '" + db + "'"
@@ -150,18 +138,18 @@ class PostgresJournalTest {
 
   @Test
   void replicasStartingTogetherMigrateOnce() throws Exception {
-    String db = cluster.createDatabase();
+    String db = CLUSTER.get().createDatabase();
     ExecutorService threads = Executors.newFixedThreadPool(3);
     List<PostgresJournal> opened = new ArrayList<>();
     try {
       List<Future<PostgresJournal>> opens = new ArrayList<>();
       for (int i = 0; i < 3; i++) {
-        opens.add(threads.submit(() -> PostgresJournal.open(cluster.settings(db))));
+        opens.add(threads.submit(() -> PostgresJournal.open(CLUSTER.get().settings(db))));
       }
       for (Future<PostgresJournal> f : opens) {
         opened.add(f.get(60, TimeUnit.SECONDS));
       }
-      try (Connection c = cluster.connect(db);
+      try (Connection c = CLUSTER.get().connect(db);
           Statement s = c.createStatement();
           ResultSet r = s.executeQuery("SELECT count(*) FROM journal_schema_history"
               + " WHERE success AND version = '1'")) {
@@ -184,14 +172,14 @@ class PostgresJournalTest {
   void aReplicaOfAnOlderVersionOpensAJournalANewerOneMigrated() throws Exception {
     // A rolling upgrade runs old and new replicas side by side (docs/deployment.md, "Upgrade"):
     // the new one's additive migration must not stop the old one from opening the journal.
-    String db = cluster.createDatabase();
-    PostgresJournal.open(cluster.settings(db)).close();
-    cluster.execute(db, "CREATE TABLE upgrade_probe (id bigint)");
-    cluster.execute(db, "INSERT INTO journal_schema_history (installed_rank, version, description,"
+    String db = CLUSTER.get().createDatabase();
+    PostgresJournal.open(CLUSTER.get().settings(db)).close();
+    CLUSTER.get().execute(db, "CREATE TABLE upgrade_probe (id bigint)");
+    CLUSTER.get().execute(db, "INSERT INTO journal_schema_history (installed_rank, version, description,"
         + " type, script, checksum, installed_by, execution_time, success)"
         + " SELECT max(installed_rank) + 1, '999', 'a newer release', 'SQL', 'V999__newer.sql',"
         + " 0, current_user, 1, true FROM journal_schema_history");
-    try (PostgresJournal older = PostgresJournal.open(cluster.settings(db))) {
+    try (PostgresJournal older = PostgresJournal.open(CLUSTER.get().settings(db))) {
       long c = older.transaction(older::allocateCorrelation);
       assertTrue(c > 0, "the older replica admits on the newer schema");
     }
@@ -199,8 +187,8 @@ class PostgresJournalTest {
 
   @Test
   void aDurableCommitThatWroteCoversTheDeferredOnesBeforeIt() throws Exception {
-    String db = cluster.createDatabase();
-    try (PostgresJournal j = PostgresJournal.open(cluster.settings(db))) {
+    String db = CLUSTER.get().createDatabase();
+    try (PostgresJournal j = PostgresJournal.open(CLUSTER.get().settings(db))) {
       j.transaction(JournalStore.Durability.DEFERRED, () -> {
         j.setNextSequence(1, 5);
         return null;
@@ -229,7 +217,7 @@ class PostgresJournalTest {
   }
 
   private static long flushes(String db) throws SQLException {
-    try (Connection c = cluster.connect(db);
+    try (Connection c = CLUSTER.get().connect(db);
         Statement s = c.createStatement();
         ResultSet r = s.executeQuery("SELECT count FROM flushes WHERE id = 1")) {
       assertTrue(r.next());
@@ -239,8 +227,8 @@ class PostgresJournalTest {
 
   @Test
   void theRightsEpochIsReadInAutocommitAndTheConnectionGoesBackTransactional() throws Exception {
-    String db = cluster.createDatabase();
-    PostgresSettings s = cluster.settings(db);
+    String db = CLUSTER.get().createDatabase();
+    PostgresSettings s = CLUSTER.get().settings(db);
     // One pooled connection: the read and the transaction after it share it.
     try (PostgresJournal j = PostgresJournal.open(new PostgresSettings(s.jdbcUrl(), s.user(),
         s.password(), 1, s.connectionTimeout(), s.lockTimeout(), s.statementTimeout(),
@@ -262,8 +250,8 @@ class PostgresJournalTest {
 
   @Test
   void aWrongPasswordIsRefusedAtOpenWithTheServersReason() throws Exception {
-    String db = cluster.createDatabase();
-    PostgresSettings s = cluster.settings(db);
+    String db = CLUSTER.get().createDatabase();
+    PostgresSettings s = CLUSTER.get().settings(db);
     SQLException e = assertThrows(SQLException.class, () -> PostgresJournal.open(
         new PostgresSettings(s.jdbcUrl(), s.user(), "not-" + s.password(), 2,
             Duration.ofSeconds(2), s.lockTimeout(), s.statementTimeout(),
@@ -274,12 +262,12 @@ class PostgresJournalTest {
 
   @Test
   void sessionsRunWithTheConfiguredGuarantees() throws Exception {
-    String db = cluster.createDatabase();
+    String db = CLUSTER.get().createDatabase();
     try (PostgresJournal j = PostgresJournal.open(
-        withLockTimeout(cluster.settings(db), Duration.ofMillis(1234)))) {
+        withLockTimeout(CLUSTER.get().settings(db), Duration.ofMillis(1234)))) {
       // The journal's own connection, through a transaction: what the server applies.
       List<String> settings = new ArrayList<>();
-      try (Connection c = cluster.connect(db);
+      try (Connection c = CLUSTER.get().connect(db);
           Statement s = c.createStatement();
           ResultSet r = s.executeQuery("SELECT count(*) FROM pg_stat_activity"
               + " WHERE datname = '" + db + "' AND application_name = 'transit-flight'")) {
@@ -298,7 +286,7 @@ class PostgresJournalTest {
 
   @Test
   void aHeldWriteThatFailsFailsTheTransactionBeforeItsCommit() throws Exception {
-    try (PostgresJournal j = PostgresJournal.open(cluster.settings(cluster.createDatabase()))) {
+    try (PostgresJournal j = PostgresJournal.open(CLUSTER.get().settings(CLUSTER.get().createDatabase()))) {
       AtomicInteger commits = new AtomicInteger();
       j.observeCommits(nanos -> commits.incrementAndGet());
       byte[] first = "first".getBytes(StandardCharsets.UTF_8);
@@ -327,7 +315,7 @@ class PostgresJournalTest {
   @Test
   void aDeferredTransactionCommitsWithoutWaitingForItsFlushAndADurableOneWaits()
       throws Exception {
-    try (PostgresJournal j = PostgresJournal.open(cluster.settings(cluster.createDatabase()))) {
+    try (PostgresJournal j = PostgresJournal.open(CLUSTER.get().settings(CLUSTER.get().createDatabase()))) {
       List<String> settings = new ArrayList<>();
       for (JournalStore.Durability d : JournalStore.Durability.values()) {
         settings.add(j.transaction(d, () -> {
