@@ -4,9 +4,14 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,6 +26,11 @@ import org.slf4j.LoggerFactory;
  * query exists, so the pool is bounded by the engine's execution threads. A session whose run
  * failed in DuckDB is closed rather than given back ({@link #discard}). {@link #close} (engine
  * close, after the runners stopped) closes the idle sessions; a session given back later is closed.
+ *
+ * <p>A runner marks the statement it executes ({@link #running}, then {@link #ended}) so that the
+ * engine's close, once its drain has waited long enough, can stop what is still inside DuckDB
+ * ({@link #cancelRunning}, on the closing thread): JDBC's {@code cancel} from another thread is
+ * the one way to end a native query, which a Java interrupt does not reach.
  */
 final class DuckSessions implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DuckSessions.class);
@@ -81,6 +91,11 @@ final class DuckSessions implements AutoCloseable {
   private final ArrayDeque<Session> idle = new ArrayDeque<>();
   // @GuardedBy("this")
   private boolean closed;
+  // @GuardedBy("this"): the statements runners are executing or reading now.
+  private final Set<PreparedStatement> running =
+      Collections.newSetFromMap(new IdentityHashMap<>());
+  // @GuardedBy("this"): set once by cancelRunning; no statement starts after it.
+  private boolean cancelling;
 
   DuckSessions(DuckTables tables) {
     this.tables = tables;
@@ -111,6 +126,62 @@ final class DuckSessions implements AutoCloseable {
   /** Closes a session whose state is unknown after a failed run. */
   void discard(Session s) {
     s.close();
+  }
+
+  /**
+   * Marks {@code p} as executing on the calling runner until {@link #ended}; refused (an {@link
+   * SQLException}) once {@link #cancelRunning} ran, so nothing new starts inside DuckDB then.
+   */
+  void running(PreparedStatement p) throws SQLException {
+    synchronized (this) {
+      if (!cancelling) {
+        running.add(p);
+        return;
+      }
+    }
+    throw cancelled();
+  }
+
+  /** {@code p}'s execution and the read of its result are over (the runner's finally). */
+  synchronized void ended(PreparedStatement p) {
+    running.remove(p);
+  }
+
+  /** True once {@link #cancelRunning} ran: a runner reading a result stops at its next batch. */
+  synchronized boolean cancelling() {
+    return cancelling;
+  }
+
+  /** The failure a statement gets when the engine's close cancelled it or refused to start it. */
+  static SQLException cancelled() {
+    return new SQLException("cancelled: the engine is closing");
+  }
+
+  /**
+   * Cancels every statement inside DuckDB now and refuses new ones; returns how many were asked to
+   * stop. Called on the engine's closing thread, repeatedly while it waits: JDBC's cancel reaches
+   * only a statement already executing, so one marked running just before it executes is caught
+   * by the next call. The cancelled run fails with an SQLException on its own thread.
+   */
+  int cancelRunning() {
+    List<PreparedStatement> now;
+    synchronized (this) {
+      cancelling = true;
+      now = new ArrayList<>(running);
+    }
+    for (PreparedStatement p : now) {
+      try {
+        p.cancel();
+      } catch (SQLException e) {
+        // Ended and closed meanwhile: nothing left to stop.
+        log.debug("cancelling a DuckDB statement failed", e);
+      }
+    }
+    return now.size();
+  }
+
+  synchronized int runningCount() {
+    return running.size();
   }
 
   synchronized int idleCount() {

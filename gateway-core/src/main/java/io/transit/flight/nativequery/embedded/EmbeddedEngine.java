@@ -122,6 +122,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   /** Pauses between runs of a query whose terminal status the journal refused. */
   private static final long RERUN_FIRST_PAUSE_MS = 200;
   private static final long RERUN_MAX_PAUSE_MS = 5_000;
+  /** How often close asks the statements still in DuckDB to stop, once its drain has waited. */
+  private static final long CANCEL_SLICE_MS = 50;
   /**
    * SQLite's default page size, the larger of the two a journal has (a new one has {@link
    * #NEW_JOURNAL_PAGE_BYTES}): a refused journal write needed at least one page more.
@@ -522,6 +524,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /** {@code early}: an early run's result for this query (null: execute it now). */
   private void runOne(long correlation, long attempt, QueryRunner.Computed early) {
+    boolean published = false;
     try {
       if (!holdBack(options.faults().executionDelayMillis())) {
         // Closing during an injected delay: the query stays ACCEPTED, its lease given up at close.
@@ -533,7 +536,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
             attempt);
         return;
       }
-      boolean published = runRecorded(correlation, attempt, early);
+      published = runRecorded(correlation, attempt, early);
       if (published && options.faults().releaseAfterExecution()) {
         // Test-only: released before the finally below wakes waiters, so every ticket issued
         // for this result already names a retired one.
@@ -544,8 +547,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         log.error("query {} could not record its outcome", Long.toUnsignedString(correlation), e);
       }
     } finally {
-      if (!closing) {
-        // While closing the lease stays held, so close gives it up (the next scan runs it).
+      if (!closing || published) {
+        // While closing an unfinished query's lease stays held (renewed through the drain), so
+        // close gives it up and another replica or the next open runs it at once.
         leases.drop(correlation, attempt);
       }
       synchronized (completions) {
@@ -794,6 +798,16 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     return allocator.getAllocatedMemory();
   }
 
+  /** Statements inside DuckDB now (tests). */
+  int statementsInDuckDb() {
+    return sessions.runningCount();
+  }
+
+  /** True once close has seen every execution thread stop (tests). */
+  boolean executionStopped() {
+    return executor.isTerminated();
+  }
+
   /** This open's lease owner id in the journal (random per open; logged at open). */
   long leaseOwner() {
     return leases.owner();
@@ -827,26 +841,59 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     return earlyRuns.running();
   }
 
+  /**
+   * Cancels the statements inside DuckDB until the execution threads have stopped or {@code
+   * deadline} passed: a Java interrupt does not reach a native query, and a statement marked
+   * running just before it executes escapes one cancel, so it is asked again every slice.
+   */
+  private void cancelUntilStopped(long deadline) throws InterruptedException {
+    boolean logged = false;
+    do {
+      int cancelled = sessions.cancelRunning();
+      if (cancelled > 0 && !logged) {
+        log.info("engine closing: cancelled {} statement(s) still running in DuckDB after {} ms;"
+            + " their queries run again at the next open or on another replica", cancelled,
+            options.shutdownWait().toMillis());
+        logged = true;
+      }
+      long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+      if (executor.awaitTermination(Math.max(Math.min(CANCEL_SLICE_MS, left), 0),
+          TimeUnit.MILLISECONDS)) {
+        return;
+      }
+    } while (deadline - System.nanoTime() > 0);
+    log.warn("engine closing: execution threads still running after {} ms more",
+        options.shutdownWait().toMillis());
+  }
+
   /** Runs one retention sweep now, on the calling thread (tests; the timer runs the same). */
   Retention.Swept sweepRetention() throws SQLException, IOException {
     return retention.sweep();
   }
 
+  /**
+   * Closes the engine on the calling thread: no takeover starts, running and queued queries get
+   * {@code shutdownWait} to finish (their leases still renewed, so no other replica runs them
+   * twice), then what is still inside DuckDB is cancelled and the rest waits at most {@code
+   * shutdownWait} again. A query that did not finish stays ACCEPTED with its lease given up, so
+   * another replica or the next open runs it at once.
+   */
   @Override
   public void close() {
     closing = true;
-    leases.stop();
+    leases.stopScans();
     retention.close();
     executor.shutdown();
     try {
       if (!executor.awaitTermination(options.shutdownWait().toMillis(), TimeUnit.MILLISECONDS)) {
-        executor.shutdownNow();
-        executor.awaitTermination(options.shutdownWait().toMillis(), TimeUnit.MILLISECONDS);
+        executor.shutdownNow(); // drops queued runs; their queries resume elsewhere
+        cancelUntilStopped(System.nanoTime() + options.shutdownWait().toNanos());
       }
     } catch (InterruptedException e) {
       executor.shutdownNow();
       Thread.currentThread().interrupt();
     }
+    leases.stop();
     leases.giveUp();
     verifiers.close(); // callers have stopped: no seal prefetches any more
     sessions.close();

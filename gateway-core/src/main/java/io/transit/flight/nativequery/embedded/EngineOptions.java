@@ -12,7 +12,8 @@ import java.util.Objects;
  * @param maxParts the most parts a begin command may declare
  * @param memoryLimitBytes the engine's Arrow allocator limit (query execution buffers)
  * @param exportBatchRows rows per Arrow batch DuckDB exports
- * @param shutdownWait how long {@code close()} waits for running queries
+ * @param shutdownWait how long {@code close()} waits for running queries, and again for those it
+ *     then cancelled in DuckDB
  * @param deferExecution record accepted queries without running them (tests of resume); they run
  *     when an engine without this flag opens the same state directory
  * @param faults fault-injection hook around the journal commit
@@ -124,6 +125,13 @@ public record EngineOptions(
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, shutdownWait, deferExecution, faults, duck, recipient,
         retention, s, lease);
+  }
+
+  /** These options with close waiting {@code wait} for running queries (and again once cancelled). */
+  public EngineOptions withShutdownWait(Duration wait) {
+    return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
+        memoryLimitBytes, exportBatchRows, wait, deferExecution, faults, duck, recipient,
+        retention, segments, lease);
   }
 
   /** These options with execution leases of {@code lease}, scanned for expiry every {@code scan}. */

@@ -27,7 +27,10 @@ import org.slf4j.LoggerFactory;
  * <p>Threads: {@link #claimAccepted} runs on a sending thread inside its journal transaction;
  * {@link #hold}, {@link #holds} and {@link #drop} on sending threads, the engine's execution
  * threads and the lease thread; renewals and scans run on the single {@code native-lease} thread
- * ({@link #start}); {@link #stop} and {@link #giveUp} are called once by the engine's close.
+ * ({@link #start}); {@link #stopScans}, {@link #stop} and {@link #giveUp} are called once each, in
+ * that order, by the engine's close: takeovers stop first, renewals only after the close's drain,
+ * so a query still running here is not taken over by another replica meanwhile (which fencing
+ * would keep correct, but the work would be done twice).
  */
 final class Leases {
   private static final Logger log = LoggerFactory.getLogger(Leases.class);
@@ -52,6 +55,8 @@ final class Leases {
   // Written by scans (open's thread, then the lease thread): the last scan stopped at its limit,
   // so a freed slot scans again.
   private volatile boolean backlog;
+  // Cleared once by stopScans (the closing thread): no scan claims anything after it.
+  private volatile boolean scanning = true;
   // @GuardedBy("this"): set by start, shut down by stop.
   private ScheduledExecutorService timer;
   // @GuardedBy("this"): set once by start.
@@ -168,6 +173,9 @@ final class Leases {
   }
 
   private void scanQuietly() {
+    if (!scanning) {
+      return;
+    }
     try {
       scan();
     } catch (SQLException | RuntimeException e) {
@@ -245,7 +253,15 @@ final class Leases {
     }
   }
 
-  /** Stops renewals and scans; called first by the engine's close. */
+  /**
+   * Stops taking over queries; called first by the engine's close. A scan already under way ends
+   * normally (what it claims is held, and given up by {@link #giveUp}).
+   */
+  void stopScans() {
+    scanning = false;
+  }
+
+  /** Stops renewals (and the scan timer); called by the engine's close after its drain. */
   void stop() {
     ScheduledExecutorService t;
     synchronized (this) {

@@ -418,12 +418,15 @@ final class QueryRunner {
                 ResultWriter.INLINE_RESULT_BYTES, control::beforeStoring)) {
       PreparedStatement ps = session.prepared(duck.sql());
       duck.bind(ps);
+      sessions.running(ps); // the engine's close may cancel it from here on
       try (ResultSet rs = ps.executeQuery()) {
         if (plan.aggregate()) {
           aggregateRow(plan, rs, writer, bundle.getBudgets().getMaxResultRows());
         } else {
           projection(rs, child, writer, bundle.getBudgets().getMaxResultRows(), control);
         }
+      } finally {
+        sessions.ended(ps);
       }
       clean = true;
       tables.checkUnchanged(objectId);
@@ -504,6 +507,9 @@ final class QueryRunner {
       while (reader.loadNextBatch()) {
         if (control.abandoned()) {
           throw new Abandoned();
+        }
+        if (sessions.cancelling()) {
+          throw DuckSessions.cancelled(); // the engine's close stopped waiting for this run
         }
         int n = batch.getRowCount();
         seen += n;

@@ -3,11 +3,15 @@ package io.transit.flight.nativequery.embedded;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -93,5 +97,46 @@ class DuckSessionsTest {
     sessions.giveBack(late);
     assertTrue(r.isClosed(), "a session given back after close() is closed");
     assertEquals(0, sessions.idleCount());
+  }
+
+  @Test
+  void aStatementInsideDuckDbIsCancelledAndNoneStartsAfter() throws Exception {
+    // Hours of work for DuckDB: only a cancel from another thread ends it (an interrupt does not).
+    DuckSessions.Session s = sessions.borrow();
+    PreparedStatement endless =
+        s.prepared("SELECT count(*) FROM range(1000000000000) t(i) WHERE i % 7 = 3");
+    CompletableFuture<Throwable> run = CompletableFuture.supplyAsync(() -> {
+      try {
+        sessions.running(endless);
+        try (ResultSet r = endless.executeQuery()) {
+          return null;
+        } finally {
+          sessions.ended(endless);
+        }
+      } catch (SQLException e) {
+        return e;
+      }
+    });
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (sessions.runningCount() == 0) {
+      assertTrue(System.nanoTime() - end < 0, "the statement never started");
+      Thread.sleep(10);
+    }
+    assertEquals(1, sessions.cancelRunning());
+    // A cancel that came before DuckDB began executing reached nothing: ask again, as close does.
+    while (!run.isDone()) {
+      assertTrue(System.nanoTime() - end < 0, "the statement was never stopped");
+      sessions.cancelRunning();
+      Thread.sleep(50);
+    }
+    Throwable stopped = run.get(1, TimeUnit.SECONDS);
+    assertTrue(stopped instanceof SQLException, "the run ends in an SQLException: " + stopped);
+    assertEquals(0, sessions.runningCount());
+    assertTrue(sessions.cancelling());
+
+    PreparedStatement next = s.prepared("SELECT CAST(? AS BIGINT) + 1");
+    SQLException refused = assertThrows(SQLException.class, () -> sessions.running(next));
+    assertTrue(refused.getMessage().contains("engine is closing"), refused.getMessage());
+    sessions.discard(s);
   }
 }

@@ -3,9 +3,11 @@ package io.transit.flight.nativequery.embedded;
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.nativequery.Publication;
+import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.QueryStatus;
 import io.transit.flight.proto.ResultManifest;
@@ -15,6 +17,10 @@ import io.transit.flight.query.LogicalType;
 import io.transit.flight.query.QueryPlan;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,7 +28,10 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
@@ -35,7 +44,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Two engines opened on one journal file and one segment directory act as two replicas
  * (docs/native-engine.md "Execution leases"): a stalled replica's query is taken over once its
  * lease expires and its late result is fenced, never published; a replica that keeps renewing
- * keeps its query; a closing replica gives its leases up.
+ * keeps its query; a closing replica renews through its drain, cancels what is still inside
+ * DuckDB after it, and gives its leases up.
  */
 class ExecutionLeaseTest {
   @TempDir static Path data;
@@ -44,9 +54,19 @@ class ExecutionLeaseTest {
   private final List<EmbeddedEngine> engines = new ArrayList<>();
 
   private static final String SQL = "project";
+  /** SUM over a Table of {@link #LINKS} hard links to the demo file: seconds inside DuckDB. */
+  private static final String LONG_SUM = "long sum";
+  private static final int LINKS = 500;
+  private static final long LINKED_ID = 90;
   private static final TablePlanner PLANNER = new TablePlanner().put(SQL, new QueryPlan(
       List.of(column("id", LogicalType.INT64, false), column("a", LogicalType.INT64, false)),
-      null, 1000L, false));
+      null, 1000L, false))
+      .put(LONG_SUM, new QueryPlan(
+          List.of(new QueryPlan.Output("s", true, QueryPlan.OutputKind.SUM, "a",
+              LogicalType.INT64)),
+          new QueryPlan.Comparison("c", QueryPlan.Op.LT,
+              new QueryPlan.Literal(LogicalType.INT64, 0L)),
+          null, true));
   private static final Duration LEASE = Duration.ofSeconds(1);
   private static final Duration SCAN = Duration.ofMillis(200);
   private static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
@@ -109,12 +129,19 @@ class ExecutionLeaseTest {
 
   private EmbeddedEngine open(CommandFaults faults, Duration lease, Duration scan)
       throws Exception {
+    return open(faults, lease, scan, Duration.ofSeconds(10), demo);
+  }
+
+  private EmbeddedEngine open(CommandFaults faults, Duration lease, Duration scan,
+      Duration shutdownWait, List<Publication> publications) throws Exception {
     EngineOptions options = EngineOptions.defaults()
         .withFaults(faults)
         .withLease(lease, scan)
+        .withShutdownWait(shutdownWait)
         // No sweep while the test runs: each engine's sweep guards only its own writers.
         .withRetention(Duration.ofDays(1), 1L << 40, Duration.ofHours(1));
-    EmbeddedEngine e = EmbeddedEngine.open(state, options, demo, List.of(fullRights()), PLANNER);
+    EmbeddedEngine e =
+        EmbeddedEngine.open(state, options, publications, List.of(fullRights()), PLANNER);
     engines.add(e);
     return e;
   }
@@ -230,6 +257,98 @@ class ExecutionLeaseTest {
     assertEquals(List.of(b.leaseOwner(), 2L),
         SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2));
     await("B's allocator", b::allocatedBytes, 0);
+  }
+
+  @Test
+  void aClosingReplicaRenewsItsRunningQueryThroughTheDrainSoNoneTakesItOver() throws Exception {
+    // A's query holds its execution thread (a stall close does not cut short) until released;
+    // B scans every 200 ms. Without renewals A's lease would lapse a lease into the drain.
+    Duration lease = Duration.ofSeconds(2);
+    CountDownLatch stalled = new CountDownLatch(1);
+    AtomicBoolean release = new AtomicBoolean();
+    EmbeddedEngine a = open(stallUntil(() -> {
+      stalled.countDown();
+      return release.get();
+    }, 0, true), lease, SCAN);
+    long correlation = submit(a);
+    assertTrue(stalled.await(30, TimeUnit.SECONDS), "A's query never reached its stall");
+    CompletableFuture<Void> closed = CompletableFuture.runAsync(a::close);
+    EmbeddedEngine b = open(CommandFaults.NONE, lease, SCAN);
+    Thread.sleep(lease.toMillis() * 9 / 4);
+    assertFalse(closed.isDone(), "A's close still waits for its running query");
+    assertEquals(List.of(a.leaseOwner(), 1L),
+        SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2),
+        "A still holds attempt 1 after more than a lease of its drain");
+    release.set(true);
+    closed.get(30, TimeUnit.SECONDS);
+    engines.remove(a);
+    // The query stopped at close's check (it had not executed): A gave it up, B runs it now.
+    QueryStatus done = b.awaitQuery(access(), correlation, System.nanoTime() + WAIT_NANOS);
+    assertEquals(QueryStatus.State.SUCCEEDED, done.getState());
+    assertEquals(List.of(b.leaseOwner(), 2L),
+        SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2));
+    assertEquals(0, a.allocatedBytes());
+    await("B's allocator", b::allocatedBytes, 0);
+  }
+
+  @Test
+  void aCloseCancelsAQueryStillInsideDuckDbAndAnotherReplicaRunsItAfter() throws Exception {
+    List<Publication> linked = linkedTable();
+    // A waits 200 ms for its running query, then cancels it inside DuckDB.
+    EmbeddedEngine a = open(CommandFaults.NONE, Duration.ofMinutes(5), Duration.ofMinutes(1),
+        Duration.ofMillis(200), linked);
+    long correlation = admit(a, a.nextSequence(PRINCIPAL),
+        bundle(linked.get(linked.size() - 1).declaration(), LONG_SUM, roomyBudgets()));
+    await("A's statements inside DuckDB", a::statementsInDuckDb, 1);
+    a.close();
+    engines.remove(a);
+    assertTrue(a.executionStopped(), "A's close left its execution thread inside DuckDB");
+    assertEquals(0, a.allocatedBytes());
+    // Left ACCEPTED with its lease given up (expiry 0): the next open takes it over at once.
+    assertEquals(List.of(a.leaseOwner(), 1L, 0L),
+        SqliteJournalLeaseTest.lease(journalFile(), correlation));
+
+    EmbeddedEngine b = open(CommandFaults.NONE, Duration.ofMinutes(5), Duration.ofMinutes(1),
+        Duration.ofSeconds(10), linked);
+    QueryStatus done = b.awaitQuery(access(), correlation, System.nanoTime() + WAIT_NANOS);
+    assertEquals(QueryStatus.State.SUCCEEDED, done.getState());
+    assertEquals(List.of(b.leaseOwner(), 2L),
+        SqliteJournalLeaseTest.lease(journalFile(), correlation).subList(0, 2));
+    List<List<Cell>> rows = decode(b.readSegment(access(), correlation, 0, Long.MAX_VALUE),
+        List.of("s"));
+    assertEquals(LINKS * demoSum(), rows.get(0).get(0).value());
+    await("B's allocator", b::allocatedBytes, 0);
+  }
+
+  /** The demo Tables and one more: {@link #LINKS} hard links to the primitive Table's file. */
+  private static List<Publication> linkedTable() throws Exception {
+    Publication primitive = demo.get(0);
+    Path dir = data.resolve("linked");
+    List<Path> files = new ArrayList<>();
+    Files.createDirectories(dir);
+    for (int i = 0; i < LINKS; i++) {
+      Path link = dir.resolve("part-" + i + ".parquet");
+      if (!Files.exists(link)) {
+        Files.createLink(link, primitive.files().get(0));
+      }
+      files.add(link);
+    }
+    TableDeclaration declaration = primitive.declaration().toBuilder()
+        .setTable("demo_linked").setObjectId(LINKED_ID).build();
+    List<Publication> all = new ArrayList<>(demo);
+    all.add(new Publication(declaration, files, "parquet"));
+    return all;
+  }
+
+  /** {@link #LONG_SUM} over the primitive Table's one file, by DuckDB directly. */
+  private static long demoSum() throws Exception {
+    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
+        Statement st = c.createStatement();
+        ResultSet r = st.executeQuery("SELECT SUM(a) FROM read_parquet('"
+            + demo.get(0).files().get(0).toAbsolutePath() + "') WHERE c < 0")) {
+      assertTrue(r.next());
+      return r.getLong(1);
+    }
   }
 
   private Path journalFile() {
