@@ -187,6 +187,27 @@ def test_reload_that_changes_the_ticket_definition_is_refused(daemon):
         assert out.code == grpc.StatusCode.OK, "tickets issued before keep verifying"
 
 
+def test_reload_that_changes_an_ops_setting_fixed_at_start_is_refused(daemon):
+    """The access log and the drain notice are fixed at start; until 2026-12-06 a change to
+    them was reported reloaded and silently not applied."""
+    with restored(daemon):
+        cfg = daemon.config()
+        ops = cfg.setdefault("ops", {})
+        ops["drain_notice_ms"] = ops.get("drain_notice_ms", 0) + 1000
+        ops.setdefault("log", {})["access"] = not ops.get("log", {}).get("access", True)
+        daemon.write_config(cfg)
+        outcome = daemon.reload()
+        assert "previous configuration stays" in outcome, outcome
+        assert "ops.log.access, ops.drain_notice_ms changed" in outcome, outcome
+        assert catalogs_work(daemon, "primitive")
+    # The same file with only the log level changed reloads.
+    with restored(daemon):
+        cfg = daemon.config()
+        cfg.setdefault("ops", {}).setdefault("log", {})["level"] = "info"
+        daemon.write_config(cfg)
+        assert daemon.reload() == "reloaded"
+
+
 # 6. Metadata tickets after a reload ------------------------------------------------------------
 
 def test_metadata_ticket_refused_after_remapping_with_a_revision_bump(daemon):

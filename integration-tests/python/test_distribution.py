@@ -4,11 +4,12 @@ answers a statement."""
 
 import os
 import shutil
+import signal
 import subprocess
 import tarfile
 
 from calls import Caller
-from daemon import ROOT, Daemon
+from daemon import ROOT, Daemon, wait_until
 from ops_support import health
 
 
@@ -68,3 +69,30 @@ def test_archive_runs_the_demo_without_a_jdk(tmp_path):
             assert str(jsa) in maps.read(), "the archive is mapped"
     finally:
         assert d.stop() == 0
+
+    # A SIGHUP while the launcher's shell reads the heap (systemd's reload right after a restart)
+    # is caught by its trap: the command still runs. Until 2026-12-06 the shell died of it.
+    launcher = subprocess.Popen([str(top / "bin" / "transit-flight"), "check-config", "--config",
+                                 str(state / "gateway.json")], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_until(lambda: any("JvmOptions" in _cmdline(c) for c in _children(launcher.pid)), 60,
+               "the launcher to read the heap")
+    launcher.send_signal(signal.SIGHUP)
+    out, err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 0 and "configuration ok" in out, (launcher.returncode, err)
+
+
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""

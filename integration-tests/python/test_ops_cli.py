@@ -7,14 +7,16 @@ journal's space back only while no gateway runs."""
 import json
 import os
 import shutil
+import signal
 import sqlite3
+import subprocess
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from calls import Caller
-from daemon import ROOT, Daemon, gateway_once as gateway
+from daemon import ROOT, Daemon, gateway_once as gateway, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +101,26 @@ def test_a_warm_up_at_start_leaves_the_served_deployment_untouched(tmp_path):
         assert table.column(0).to_pylist() == [1_000_000]
     finally:
         assert d.stop() == 0
+
+
+def test_a_stop_during_the_warm_up_removes_its_scratch_state(tmp_path):
+    """SIGTERM before the daemon served exits through the JVM's own handler (143): nothing to
+    drain, and the warm-up's scratch gateway state goes with it (until 2026-12-06 it stayed)."""
+    state = tmp_path / "warm"
+    proc = subprocess.Popen([str(ROOT / "scripts" / "gateway"), "demo", "--state-dir", str(state),
+                             "--port", "0", "--warm-up", "100000"],
+                            env=dict(os.environ, TRANSIT_NO_BUILD="1"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: list((state / "tmp").glob("transit-warm-*/engine/journal.sqlite")),
+                   120, "the warm-up's scratch gateway to open")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+        assert not list((state / "tmp").glob("transit-warm-*")), "scratch state removed"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_init_then_run_answers_a_pyarrow_statement(initialized):
@@ -196,6 +218,26 @@ def test_check_config_refuses_data_mismatches_with_exit_2(initialized, tmp_path)
         r = gateway("run", "--config", str(file))
         assert r.returncode == 2, (file.name, r.stdout, r.stderr)
         assert all(n in r.stderr for n in named), r.stderr
+
+
+def test_check_config_refuses_a_tls_pair_the_listener_cannot_load(initialized, tmp_path):
+    """A readable certificate that is not PEM: until 2026-12-06 check-config passed it and run
+    refused it only after the engine had opened."""
+    _, config = initialized
+    cfg = json.loads(config.read_text())
+    cfg["state_dir"] = str(config.parent / cfg["state_dir"])
+    cert, key = tmp_path / "edge.crt", tmp_path / "edge.key"
+    cert.write_text("not a certificate\n")
+    key.write_text("not a key\n")
+    key.chmod(0o600)
+    cfg["listen"]["tls"] = {"cert_file": str(cert), "key_file": str(key)}
+    file = tmp_path / "tls.json"
+    file.write_text(json.dumps(cfg))
+    for command in ("check-config", "run"):
+        r = gateway(command, "--config", str(file))
+        assert r.returncode == 2, (command, r.stdout, r.stderr)
+        assert "listen.tls: cannot load certificate" in r.stderr, r.stderr
+        assert str(cert) in r.stderr and "configuration ok" not in r.stdout
 
 
 def test_check_config_refuses_the_secrets_run_refuses_and_writes_none(initialized, tmp_path):

@@ -48,6 +48,7 @@ import java.security.SecureRandom;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Clock;
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
@@ -109,72 +110,94 @@ public final class GatewayServer implements AutoCloseable {
     this.bindings = new Bindings(state);
     AuthSnapshot snapshot = bindings.build(cfg);
 
-    this.allocator = new RootAllocator(limits.rootAllocatorBytes());
-    ErrorMapper errors = new ErrorMapper(limits.diagnosticMetadataBytes());
-    EmbeddedEngine embedded = openEngine(state, cfg, snapshot, hooks);
-    this.engine = embedded;
-    this.engineAdmin = embedded;
-    // The engine creates its journal and segment files with the process umask on first run.
-    reportTightened(state);
-
-    Clock clock = hooks.clock(Clock.systemUTC());
+    // What this constructor started, newest first: a step that throws stops all of it before
+    // the caller releases the state lock (the engine runs takeovers and sweeps from its open).
+    ArrayDeque<Runnable> undo = new ArrayDeque<>();
     try {
-      // Records this file's rights in the journal (a new epoch when they differ from the
-      // current version) and decides every call under the journal's current rights from here on.
-      this.authorization = new Authorization(snapshot, engineAdmin.rightsLedger(),
-          engineAdmin::updateRights, clock);
-    } catch (RuntimeException e) {
-      embedded.close();
-      throw new IOException("the rights cannot be recorded in the journal: " + e.getMessage(), e);
-    }
-    log.info("rights epoch {} in force", authorization.rightsEpoch());
-    TicketService tickets = new TicketService(ticketKey,
-        TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), clock);
-    AdmissionConfig admissionConfig = new AdmissionConfig(limits.admissionPerGateway(),
-        limits.admissionPerCaller(), limits.uploadPartBytes());
-    // A statement's command signatures are independent: its service thread and these helpers
-    // sign them together (the helpers never block, so one pool serves every admission).
-    this.signers = SignaturePool.forProcessors();
-    AdmissionService admission = new AdmissionService(engine,
-        AdmissionLimiter.of(admissionConfig), admissionConfig, signers);
-    this.streams = new StreamRegistry(allocator,
-        new StreamExecutorPool("transit-writer", limits.writerThreads()),
-        new StreamLimits(limits.maxLiveStreams(), limits.streamAllocatorBytes(),
-            Duration.ofMillis(limits.creditStallMs()), RESIDENT_BATCHES));
-    this.producers = LastIdlePool.create("transit-producer", limits.producerThreads());
+      this.allocator = new RootAllocator(limits.rootAllocatorBytes());
+      undo.push(allocator::close);
+      ErrorMapper errors = new ErrorMapper(limits.diagnosticMetadataBytes());
+      EmbeddedEngine embedded = openEngine(state, cfg, snapshot, hooks);
+      undo.push(embedded::close);
+      this.engine = embedded;
+      this.engineAdmin = embedded;
+      // The engine creates its journal and segment files with the process umask on first run.
+      reportTightened(state);
 
-    this.timer = DeadlineTimer.create();
-    TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
-        admission, engine, new CatalogResults(
-            new SqlInfoCatalog(VERSION, SqlInfoCatalog.runningArrowVersion())),
-        allocator, streams, new FlightOutboundHandler(), producers, limits,
-        new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
-            limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
-    // Admissions and compilations in flight each hold a service thread; eight more stay free
-    // for metadata and session calls however many of those are busy.
-    this.serviceExecutor = LastIdlePool.create("transit-grpc",
-        limits.admissionPerGateway() + limits.compilePerGateway() + 8);
-    this.flightExecutor = LastIdlePool.create("transit-flight", 4);
-    this.connections = new ConnectionBudget(limits.maxConnections(), errors,
-        new AuthenticationBudget(limits.unauthenticatedConnectionMs(),
-            limits.maxConnectionIdleMs()));
-    ClientFaultLog faults = new ClientFaultLog(TimeUnit.SECONDS.toNanos(10));
-    // ops: the last interceptor runs first — request id, then authentication, then the caller tap.
-    this.server = Listeners.build(cfg,
-        ServerInterceptors.intercept(
-            // Parsed inside the call so that a malformed message gets a status and a trailer.
-            MalformedRequests.guard(FlightGrpcUtils.createFlightService(allocator, producer,
-                ServerAuthHandler.NO_OP, flightExecutor).bindService(), errors, faults,
-                limits.maxInboundMessageBytes()),
-            connections.authentication(), // after authentication: the call authenticated
-            ops.observer().callerTap(), new AuthInterceptor(authorization, errors),
-            ops.observer().requestId()),
-        serviceExecutor, connections,
-        new Listeners.Extras(List.of(MalformedRequests.guard(ops.healthService(), errors, faults,
-                limits.maxInboundMessageBytes())), ops.observer(),
-            new UnknownMethods(errors, faults, List.of(ops.observer().requestId()))));
-    OpsGauges.register(ops.metrics(), allocator, streams, connections, embedded,
-        state.engineDir().resolve("segments"));
+      Clock clock = hooks.clock(Clock.systemUTC());
+      try {
+        // Records this file's rights in the journal (a new epoch when they differ from the
+        // current version) and decides every call under the journal's current rights from here on.
+        this.authorization = new Authorization(snapshot, engineAdmin.rightsLedger(),
+            engineAdmin::updateRights, clock);
+      } catch (RuntimeException e) {
+        throw new IOException("the rights cannot be recorded in the journal: " + e.getMessage(), e);
+      }
+      log.info("rights epoch {} in force", authorization.rightsEpoch());
+      TicketService tickets = new TicketService(ticketKey,
+          TransitDefinition.of(cfg.realmName(), cfg.realm(), cfg.service()), clock);
+      AdmissionConfig admissionConfig = new AdmissionConfig(limits.admissionPerGateway(),
+          limits.admissionPerCaller(), limits.uploadPartBytes());
+      // A statement's command signatures are independent: its service thread and these helpers
+      // sign them together (the helpers never block, so one pool serves every admission).
+      this.signers = SignaturePool.forProcessors();
+      undo.push(signers::close);
+      AdmissionService admission = new AdmissionService(engine,
+          AdmissionLimiter.of(admissionConfig), admissionConfig, signers);
+      this.streams = new StreamRegistry(allocator,
+          new StreamExecutorPool("transit-writer", limits.writerThreads()),
+          new StreamLimits(limits.maxLiveStreams(), limits.streamAllocatorBytes(),
+              Duration.ofMillis(limits.creditStallMs()), RESIDENT_BATCHES));
+      undo.push(() -> streams.shutdown(Duration.ofSeconds(1))); // no stream was opened yet
+      this.producers = LastIdlePool.create("transit-producer", limits.producerThreads());
+      undo.push(producers::shutdownNow);
+
+      this.timer = DeadlineTimer.create();
+      undo.push(timer::shutdownNow);
+      TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
+          admission, engine, new CatalogResults(
+              new SqlInfoCatalog(VERSION, SqlInfoCatalog.runningArrowVersion())),
+          allocator, streams, new FlightOutboundHandler(), producers, limits,
+          new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
+              limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
+      // Admissions and compilations in flight each hold a service thread; eight more stay free
+      // for metadata and session calls however many of those are busy.
+      this.serviceExecutor = LastIdlePool.create("transit-grpc",
+          limits.admissionPerGateway() + limits.compilePerGateway() + 8);
+      undo.push(serviceExecutor::shutdownNow);
+      this.flightExecutor = LastIdlePool.create("transit-flight", 4);
+      undo.push(flightExecutor::shutdownNow);
+      this.connections = new ConnectionBudget(limits.maxConnections(), errors,
+          new AuthenticationBudget(limits.unauthenticatedConnectionMs(),
+              limits.maxConnectionIdleMs()));
+      ClientFaultLog faults = new ClientFaultLog(TimeUnit.SECONDS.toNanos(10));
+      // ops: the last interceptor runs first — request id, then authentication, then the caller
+      // tap.
+      this.server = Listeners.build(cfg,
+          ServerInterceptors.intercept(
+              // Parsed inside the call so that a malformed message gets a status and a trailer.
+              MalformedRequests.guard(FlightGrpcUtils.createFlightService(allocator, producer,
+                  ServerAuthHandler.NO_OP, flightExecutor).bindService(), errors, faults,
+                  limits.maxInboundMessageBytes()),
+              connections.authentication(), // after authentication: the call authenticated
+              ops.observer().callerTap(), new AuthInterceptor(authorization, errors),
+              ops.observer().requestId()),
+          serviceExecutor, connections,
+          new Listeners.Extras(List.of(MalformedRequests.guard(ops.healthService(), errors, faults,
+                  limits.maxInboundMessageBytes())), ops.observer(),
+              new UnknownMethods(errors, faults, List.of(ops.observer().requestId()))));
+      OpsGauges.register(ops.metrics(), allocator, streams, connections, embedded,
+          state.engineDir().resolve("segments"));
+    } catch (ConfigException | IOException | RuntimeException | Error e) {
+      while (!undo.isEmpty()) {
+        try {
+          undo.pop().run();
+        } catch (RuntimeException suppressed) {
+          e.addSuppressed(suppressed);
+        }
+      }
+      throw e;
+    }
   }
 
   private static void reportTightened(StateDirectory state) throws ConfigException {
@@ -250,7 +273,8 @@ public final class GatewayServer implements AutoCloseable {
       g = new GatewayServer(cfg, hooks, state, lock, ops);
     } catch (ConfigException | IOException | RuntimeException | Error e) {
       ops.close();
-      // Nothing else was started; another attempt in this process may take the directory.
+      // The constructor stopped what it had started; another attempt in this process may take
+      // the directory.
       try {
         lock.close();
       } catch (IOException suppressed) {
@@ -261,7 +285,7 @@ public final class GatewayServer implements AutoCloseable {
     try {
       g.server.start();
       ops.startMetrics();
-    } catch (IOException e) {
+    } catch (IOException | RuntimeException | Error e) {
       g.close();
       throw e;
     }
@@ -328,17 +352,23 @@ public final class GatewayServer implements AutoCloseable {
     }
     ops.draining();
     server.shutdown();
+    boolean listenersStopped = false;
     try {
-      if (!server.awaitTermination(10, TimeUnit.SECONDS)) {
+      listenersStopped = server.awaitTermination(10, TimeUnit.SECONDS);
+      if (!listenersStopped) {
         server.shutdownNow();
-        server.awaitTermination(5, TimeUnit.SECONDS);
+        listenersStopped = server.awaitTermination(5, TimeUnit.SECONDS);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       server.shutdownNow();
     }
+    if (!listenersStopped) {
+      log.warn("listeners still had calls after 15 s; their socket and event loops are released");
+      server.release();
+    }
     producers.shutdown();
-    awaitQuietly(producers);
+    boolean executorsStopped = stopped(producers, "producer");
     timer.shutdownNow(); // pending data deadlines only abort streams that are gone by now
     boolean drained = streams.shutdown(Duration.ofSeconds(10));
     if (!drained) {
@@ -346,8 +376,10 @@ public final class GatewayServer implements AutoCloseable {
     }
     serviceExecutor.shutdown();
     flightExecutor.shutdown();
-    awaitQuietly(serviceExecutor);
-    awaitQuietly(flightExecutor);
+    executorsStopped &= stopped(serviceExecutor, "gRPC service");
+    executorsStopped &= stopped(flightExecutor, "Flight service");
+    // A thread still running here may still be inside the engine closed next: not a clean stop.
+    drained &= listenersStopped && executorsStopped;
     signers.close(); // no admission runs any more
     engine.close();
     try {
@@ -378,14 +410,24 @@ public final class GatewayServer implements AutoCloseable {
         streams.streamPeakBytes());
   }
 
-  private static void awaitQuietly(ExecutorService e) {
+  /**
+   * Waits 10 s for {@code e}'s threads to finish, then interrupts them and waits 5 s more; false
+   * (logged) when some still run, e.g. inside a JDBC or object-store call that ignores interrupts.
+   */
+  private static boolean stopped(ExecutorService e, String what) {
     try {
-      if (!e.awaitTermination(10, TimeUnit.SECONDS)) {
-        e.shutdownNow();
+      if (e.awaitTermination(10, TimeUnit.SECONDS)) {
+        return true;
+      }
+      e.shutdownNow();
+      if (e.awaitTermination(5, TimeUnit.SECONDS)) {
+        return true;
       }
     } catch (InterruptedException ie) {
       Thread.currentThread().interrupt();
       e.shutdownNow();
     }
+    log.warn("{} threads still running 15 s into the shutdown", what);
+    return false;
   }
 }

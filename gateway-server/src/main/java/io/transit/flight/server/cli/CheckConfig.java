@@ -7,6 +7,7 @@ import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.server.ops.LogSetup;
 import io.transit.flight.server.ops.OpsSettings;
+import io.transit.flight.server.transport.Listeners;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.security.SecureRandom;
@@ -17,7 +18,8 @@ import picocli.CommandLine.Mixin;
 
 /**
  * {@code check-config}: what {@code run} would refuse in the configuration, without serving or
- * writing anything — the file, the {@code ops} section, every data file's presence, each
+ * writing anything — the file, the {@code ops} section, every data file's presence, the TLS
+ * certificate and key as the listener loads them, each
  * publication opened by the engine's own check ({@link PublicationCheck}: declared columns
  * against the file's schema), and the keys and credentials that exist ({@link
  * Bindings#checkExistingSecrets}). Main thread only.
@@ -41,6 +43,7 @@ final class CheckConfig implements Callable<Integer> {
     OpsSettings.read(file);
     ResolvedConfig cfg = Main.load(file, null);
     DataFiles.requireReadable(cfg);
+    Listeners.checkTls(cfg);
     try {
       PublicationCheck.check(Bindings.publications(cfg), Bindings.engineOptions(cfg).duck());
     } catch (IllegalArgumentException e) {

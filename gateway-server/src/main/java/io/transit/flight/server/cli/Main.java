@@ -216,6 +216,7 @@ public final class Main implements Callable<Integer> {
     Reloads reloads = new Reloads(server -> {
       try {
         OpsSettings next = options.settings(configFile);
+        next.requireFixedAsIn(server.operations().settings());
         server.reload(load(configFile, port));
         LogSetup.apply(next.logLevel(), next.logFormat());
         server.operations().metrics().reloaded(true);

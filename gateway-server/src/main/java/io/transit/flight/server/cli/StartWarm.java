@@ -85,11 +85,17 @@ final class StartWarm {
     }
     long started = System.nanoTime();
     Path scratch = null;
+    Thread removeAtExit = null;
     String failure = null;
     int[] served = {0}; // this thread only
     quietLogging.run();
     try {
       scratch = Files.createTempDirectory("transit-warm-");
+      // A SIGTERM during the warm-up (a stop while starting) exits through the JVM's own
+      // handler, past the finally below: the hook removes the scratch state then.
+      Path dir = scratch;
+      removeAtExit = new Thread(() -> delete(dir), "transit-warm-cleanup");
+      Runtime.getRuntime().addShutdownHook(removeAtExit);
       ResolvedConfig cfg = Main.load(DemoSetup.ensure(scratch, 0), 0);
       GatewayServer gateway = GatewayServer.start(cfg, GatewayHooks.NONE,
           new Operations(scratchOps(ops)));
@@ -110,6 +116,13 @@ final class StartWarm {
     } finally {
       if (scratch != null) {
         delete(scratch);
+      }
+      if (removeAtExit != null) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(removeAtExit);
+        } catch (IllegalStateException exiting) {
+          // The JVM is exiting: the hook runs, and finds nothing left.
+        }
       }
       restoreLogging.run();
     }

@@ -7,11 +7,15 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
@@ -148,24 +152,61 @@ public final class StateDirectory {
   public List<String> tighten() throws ConfigException {
     List<String> changed = new ArrayList<>();
     for (Path dir : List.of(root, root.resolve("keys"), root.resolve("credentials"))) {
-      restrict(dir, OWNER_ONLY_DIR, changed);
-    }
-    try (Stream<Path> engine = Files.walk(engineDir())) {
-      for (Path p : (Iterable<Path>) engine::iterator) {
-        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
-          restrict(p, OWNER_ONLY_DIR, changed);
-        } else if (Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
-          restrict(p, OWNER_ONLY_FILE, changed);
-        }
+      try {
+        restrict(dir, OWNER_ONLY_DIR, changed);
+      } catch (IOException e) {
+        throw new ConfigException(e.getMessage(), e);
       }
-    } catch (IOException | UncheckedIOException e) {
+    }
+    // The second pass (after the engine opened) races the engine's own writes: a resumed query's
+    // temporary segment renamed, a DuckDB spill file removed. A path gone meanwhile is skipped;
+    // failing the start for it would exit 2, which the unit does not restart.
+    try {
+      Files.walkFileTree(engineDir(), new SimpleFileVisitor<>() {
+        @Override
+        public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs)
+            throws IOException {
+          restrict(dir, OWNER_ONLY_DIR, changed);
+          return FileVisitResult.CONTINUE;
+        }
+
+        @Override
+        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs)
+            throws IOException {
+          if (attrs.isRegularFile()) { // symbolic links are left alone
+            restrict(file, OWNER_ONLY_FILE, changed);
+          }
+          return FileVisitResult.CONTINUE;
+        }
+
+        @Override
+        public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
+          if (e instanceof NoSuchFileException) {
+            return FileVisitResult.CONTINUE;
+          }
+          throw e;
+        }
+      });
+    } catch (Refused e) {
+      throw new ConfigException(e.getMessage(), e);
+    } catch (IOException e) {
       throw new ConfigException("state_dir " + engineDir() + ": cannot list: " + e.getMessage(), e);
     }
     return changed;
   }
 
+  /** A mode the daemon could not set on a path it keeps private. */
+  private static final class Refused extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    Refused(String message, IOException cause) {
+      super(message, cause);
+    }
+  }
+
+  /** Sets {@code p}'s mode to {@code wanted}; a path removed meanwhile is skipped. */
   private static void restrict(Path p, Set<PosixFilePermission> wanted, List<String> changed)
-      throws ConfigException {
+      throws Refused {
     try {
       Set<PosixFilePermission> now = Files.getPosixFilePermissions(p, LinkOption.NOFOLLOW_LINKS);
       if (now.equals(wanted)) {
@@ -174,8 +215,10 @@ public final class StateDirectory {
       Files.setPosixFilePermissions(p, wanted);
       changed.add(p + ": mode " + PosixFilePermissions.toString(now) + " restricted to "
           + PosixFilePermissions.toString(wanted));
+    } catch (NoSuchFileException e) {
+      // Removed since it was listed (the engine's temporary files): nothing left to restrict.
     } catch (IOException e) {
-      throw new ConfigException(p + ": cannot restrict to " + PosixFilePermissions.toString(wanted)
+      throw new Refused(p + ": cannot restrict to " + PosixFilePermissions.toString(wanted)
           + " (the daemon keeps its state private): " + e.getMessage(), e);
     }
   }

@@ -7,8 +7,11 @@ import io.transit.flight.server.config.ConfigException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -73,6 +76,31 @@ public record OpsSettings(String metricsHost, Integer metricsPort, String logLev
     return new OpsSettings(host != null ? host : metricsHost, port != null ? port : metricsPort,
         level != null ? level : logLevel, format != null ? format : logFormat, accessLog,
         drainMs != null ? drainMs : drainNoticeMs).validated();
+  }
+
+  /**
+   * Refuses a reload whose {@code ops} section changes what the running daemon fixed at start
+   * ({@code running}): the metrics listener, the access log and the drain notice. Only the log
+   * level and format are re-read on SIGHUP.
+   */
+  public void requireFixedAsIn(OpsSettings running) throws ConfigException {
+    List<String> changed = new ArrayList<>();
+    if (!metricsHost.equals(running.metricsHost)) {
+      changed.add("ops.metrics.host");
+    }
+    if (!Objects.equals(metricsPort, running.metricsPort)) {
+      changed.add("ops.metrics.port");
+    }
+    if (accessLog != running.accessLog) {
+      changed.add("ops.log.access");
+    }
+    if (drainNoticeMs != running.drainNoticeMs) {
+      changed.add("ops.drain_notice_ms");
+    }
+    if (!changed.isEmpty()) {
+      throw new ConfigException(String.join(", ", changed) + " changed: fixed at start, needs a"
+          + " restart");
+    }
   }
 
   private OpsSettings validated() throws ConfigException {

@@ -12,6 +12,7 @@ import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.nio.NioEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.Limits;
@@ -54,17 +55,15 @@ public final class Listeners {
       ConnectionBudget budget, Extras extras) throws ConfigException {
     ResolvedConfig.Transport t = cfg.transport();
     Limits limits = cfg.limits();
+    // Refused before any event loop exists, so a refusal leaves no thread behind.
+    if (t.unixSocket() != null && !Epoll.isAvailable()) {
+      throw new ConfigException("listen.unix_socket: needs Linux epoll, unavailable here: "
+          + Epoll.unavailabilityCause());
+    }
     if (t.tcp()) {
       NettyServerBuilder b = NettyServerBuilder.forAddress(new InetSocketAddress(cfg.host(), cfg.port()));
       if (t.tls()) {
-        try {
-          b.sslContext(GrpcSslContexts.forServer(t.tlsCertFile().toFile(), t.tlsKeyFile().toFile())
-              .build());
-        } catch (SSLException | IllegalArgumentException e) {
-          throw new ConfigException("listen.tls: cannot load certificate " + t.tlsCertFile()
-              + " with key " + t.tlsKeyFile() + " (PEM chain and PKCS#8 PEM key expected): "
-              + e.getMessage(), e);
-        }
+        b.sslContext(serverTls(t));
       }
       // NIO with loops of our own: the server channel must be ours to see each connection.
       // (Epoll, tried on 2026-12-02, showed no latency difference on this VM and one CI run hit
@@ -82,10 +81,6 @@ public final class Listeners {
     }
     this.socketPath = t.unixSocket();
     if (socketPath != null) {
-      if (!Epoll.isAvailable()) {
-        throw new ConfigException("listen.unix_socket: needs Linux epoll, unavailable here: "
-            + Epoll.unavailabilityCause());
-      }
       EventLoopGroup boss = new EpollEventLoopGroup(1, threads("transit-netty-boss"));
       EventLoopGroup workers = new EpollEventLoopGroup(0, threads("transit-netty"));
       loops.add(boss);
@@ -107,6 +102,26 @@ public final class Listeners {
    */
   public record Extras(List<ServerServiceDefinition> services, ServerStreamTracer.Factory tracer,
       HandlerRegistry fallback) {}
+
+  /**
+   * Refuses {@code cfg}'s TLS certificate and key unless they load as the listener will load them
+   * ({@code check-config}, which otherwise passes a readable file that is not PEM).
+   */
+  public static void checkTls(ResolvedConfig cfg) throws ConfigException {
+    if (cfg.transport().tcp() && cfg.transport().tls()) {
+      serverTls(cfg.transport());
+    }
+  }
+
+  private static SslContext serverTls(ResolvedConfig.Transport t) throws ConfigException {
+    try {
+      return GrpcSslContexts.forServer(t.tlsCertFile().toFile(), t.tlsKeyFile().toFile()).build();
+    } catch (SSLException | IllegalArgumentException e) {
+      throw new ConfigException("listen.tls: cannot load certificate " + t.tlsCertFile()
+          + " with key " + t.tlsKeyFile() + " (PEM chain and PKCS#8 PEM key expected): "
+          + e.getMessage(), e);
+    }
+  }
 
   /** Builds (does not start) the listeners of {@code cfg}. */
   public static Listeners build(ResolvedConfig cfg, ServerServiceDefinition service,
@@ -201,7 +216,11 @@ public final class Listeners {
     return done;
   }
 
-  private void release() {
+  /**
+   * Releases the socket file and event loops now: after {@link #awaitTermination} returned true
+   * (it calls this), or at shutdown when calls outlived {@link #shutdownNow}.
+   */
+  public void release() {
     for (EventLoopGroup g : loops) {
       g.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     }

@@ -65,6 +65,40 @@ class StateDirectoryTest {
   }
 
   @Test
+  void tightenSkipsFilesTheEngineRemovesWhileItWalks() throws Exception {
+    StateDirectory s = new StateDirectory(dir.resolve("state"), new SecureRandom());
+    s.prepare();
+    Path segments = Files.createDirectories(s.engineDir().resolve("segments"));
+    // The engine's writers at the second pass: temporary files and directories that come and go.
+    java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    Thread churn = new Thread(() -> {
+      for (long i = 0; !stop.get(); i++) {
+        try {
+          Path d = Files.createDirectories(segments.resolve("spill-" + (i % 4)));
+          Path f = Files.writeString(d.resolve("part-" + i + ".tmp"), "x");
+          Files.delete(f);
+          Files.delete(d);
+        } catch (java.io.IOException e) {
+          // A walk held the directory open for a moment; the next round goes on.
+        }
+      }
+    });
+    churn.start();
+    try {
+      long end = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(2);
+      int walks = 0;
+      while (System.nanoTime() - end < 0) {
+        s.tighten(); // never refused for a path that vanished
+        walks++;
+      }
+      assertTrue(walks > 10, "walks: " + walks);
+    } finally {
+      stop.set(true);
+      churn.join(10_000);
+    }
+  }
+
+  @Test
   void oneLockPerStateDirectoryNamingTheHolder() throws Exception {
     Files.createDirectories(dir.resolve("s"));
     String pid = Long.toString(ProcessHandle.current().pid());
