@@ -14,6 +14,7 @@ import flightsql
 import transit_flight as tf
 from calls import channel, info_fields, sql_info
 from daemon import Daemon, wait_until
+from edge_proxy import EdgeProxy
 from tcp_proxy import TcpProxy, pending_statement
 
 THREADS, STATEMENTS = 8, 200
@@ -357,6 +358,44 @@ def test_unknown_outcome_blocks_the_credential_until_resumed(gateway, primitive)
         conn.close()
     finally:
         proxy.close()
+
+
+def test_an_edges_answer_without_the_gateways_word_leaves_the_outcome_unknown(gateway):
+    """The edge forwarded the statement (the gateway admitted and ran it) and then answered
+    UNKNOWN itself, with neither the gateway's trailer nor its code. Until 2026-12-06 the client
+    raised it as a plain failure and asked the gateway for the next sequence, so running the
+    same SQL again ran the statement a second time; now it cannot say whether the statement
+    ran, so it blocks the credential until resume() replays it."""
+    edge = EdgeProxy(gateway.port)
+    journal_, who = gateway.journal(), gateway.principal("primitive")
+    sql = "SELECT COUNT(*) FROM primitive WHERE id < 4343"
+    try:
+        with tf.connect(edge.uri, token_file=token_file(gateway)) as conn:
+            conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 1")
+            sequence = conn.next_sequence()
+            edge.fail_next_statement()
+            with pytest.raises(tf.OutcomeUnknownError) as unknown:
+                conn.execute(sql)
+            e = unknown.value
+            assert edge.failed == 1 and e.sequence == sequence and e.last.status == "UNKNOWN"
+            assert e.outcome == "unknown" and e.actions == ()
+            assert journal_.queries(who)[sequence][1] == "SUCCEEDED", "the gateway ran it"
+            with pytest.raises(tf.OutcomeUnknownError):
+                conn.execute(sql)  # not a second run at the next sequence
+            assert conn.resume().to_pylist() == [{"COUNT(*)": 4343}]
+            assert max(journal_.queries(who)) == sequence, "it ran once"
+            cur = conn.cursor()  # left open: the connection's close makes it unusable
+            cur.execute("SELECT COUNT(*) FROM primitive WHERE id < 12")
+            assert cur.fetchone() == (12,) and cur.sequence > sequence
+            # A result is read again by its ticket (replay-safe), as after a failed read.
+            assert conn.read(cur.ticket).to_pylist() == [{"COUNT(*)": 12}]
+        # PEP 249: once the connection is closed, its cursors and helpers refuse.
+        for call in (cur.fetchall, conn.next_sequence, conn.tables, conn.resume,
+                     lambda: conn.read(b"x")):
+            with pytest.raises(tf.InterfaceError):
+                call()
+    finally:
+        edge.close()
 
 
 def test_missing_sequence_and_conflict_name_the_callers_next_sequence(gateway, primitive):

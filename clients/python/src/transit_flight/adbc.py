@@ -13,7 +13,8 @@ import adbc_driver_manager
 import pyarrow as pa
 
 from . import errors
-from .connection import (RetryPolicy, _credential, _read_token, admit_once, resume_pending)
+from .connection import (RetryPolicy, _credential, _read_token, admit_once, resume_pending,
+                         retrying)
 
 SEQUENCE_OPTION = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
 NEXT_SEQUENCE_OPTION = "adbc.flight.sql.session.option.transit.next_sequence"
@@ -80,14 +81,18 @@ def _attempt(conn):
     return attempt
 
 
-def next_sequence(conn) -> int:
-    return _call(lambda: conn.adbc_connection.get_option_int(NEXT_SEQUENCE_OPTION))
+def next_sequence(conn, retry=RetryPolicy()) -> int:
+    """The credential's next sequence (the caller capability), retried after transport failures
+    as reads are: every ADBC statement asks it first."""
+    option = conn.adbc_connection.get_option_int
+    return retrying(lambda: _call(lambda: option(NEXT_SEQUENCE_OPTION)), retry)
 
 
 def execute(conn, sql, retry=RetryPolicy()) -> pa.Table:
     """Runs ``sql`` on ``conn`` at the credential's next sequence, with the package's retry rules
     (docs/python-client.md); returns the result."""
-    return admit_once(_rules(conn), sql, retry, _attempt(conn), lambda: next_sequence(conn))[1]
+    return admit_once(_rules(conn), sql, retry, _attempt(conn),
+                      lambda: next_sequence(conn, retry))[1]
 
 
 def resume(conn, retry=RetryPolicy()) -> pa.Table:

@@ -33,7 +33,8 @@ class RetryPolicy:
     a newer sequence after another writer of the same credential took its sequence.
     """
 
-    total: float = 60.0
+    # Three of the default call timeouts: a statement whose call meets its deadline is resent.
+    total: float = 180.0
     initial_backoff: float = 0.1
     max_backoff: float = 2.0
     refreshes: int = 5
@@ -119,6 +120,15 @@ def _unresolved(e: Error) -> bool:
     return e.outcome == "unknown" and e.code != "query.history_pruned"
 
 
+def _unattributed(e: Error) -> bool:
+    """A failure the gateway did not give (no diagnostic, no gateway code in its message): an
+    edge or proxy answered — HTTP 500 (UNKNOWN), 404 (UNIMPLEMENTED), a reset — possibly after
+    forwarding the statement, so whether it was admitted is unknown. The gateway's own answers,
+    even without their trailer (a proxy that drops it, a starved metadata budget), start with
+    their code."""
+    return e.diagnostic is None and e.code is None and e.status != "UNAUTHENTICATED"
+
+
 def _settled(e: Error) -> bool:
     """A definite failure of a resend that ends the credential's block: the statement failed
     (its outcome is now known), or the gateway answered without running anything, so that no
@@ -188,7 +198,7 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
             except OutcomeUnknownError:
                 raise
             except Error as e:
-                if _unresolved(e) or (unanswered and e.outcome != "failed"):
+                if _unresolved(e) or _unattributed(e) or (unanswered and e.outcome != "failed"):
                     raise unknown(f"{e.status}: {e}", e) from e
                 moved = _sequence_moved(e)
                 if moved is not None and refreshes < policy.refreshes:
@@ -207,8 +217,11 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
             return sequence, result
 
 
-def resume_pending(credential: _Credential, policy: RetryPolicy, attempt, next_after=lambda r: None):
-    """Resends the credential's statement of unknown outcome (same sequence and SQL)."""
+def resume_pending(credential: _Credential, policy: RetryPolicy, attempt, next_after=lambda r: None,
+                   read=lambda r: r):
+    """Resends the credential's statement of unknown outcome (same sequence and SQL) and returns
+    ``read(result)``; the credential stays blocked if the read fails (a next resume resends and
+    reads again: a replay)."""
     with credential.lock:
         if credential.pending is None:
             raise errors.InterfaceError("no statement of this credential has an unknown outcome")
@@ -225,9 +238,10 @@ def resume_pending(credential: _Credential, policy: RetryPolicy, attempt, next_a
                 credential.next = (_sequence_moved(e) or e.facts.get("next_sequence")
                                    if e.outcome != "failed" else None)
             raise
+        value = read(result)
         credential.pending = None
         credential.next = next_after(result)
-        return result
+        return value
 
 
 def _read_token(token, token_file):
@@ -315,6 +329,7 @@ class Connection:
 
     def next_sequence(self) -> int:
         """The credential's next sequence as the gateway's journal holds it."""
+        self._check_open()
         body = self._with_retry(lambda: list(self._client.do_action(
             fl.Action("GetSessionOptions", b""), self._options()))[0].body.to_pybytes())
         # An int64 on the wire; sequences are unsigned 64-bit numbers.
@@ -323,10 +338,12 @@ class Connection:
     def tables(self) -> pa.Table:
         """The Tables this credential may query (catalog_name, db_schema_name, table_name,
         table_type)."""
+        self._check_open()
         return self._metadata(flightsql.get_tables())
 
     def table_schema(self, table: str) -> pa.Schema:
         """The Arrow schema of ``table`` (its name, e.g. ``primitive``)."""
+        self._check_open()
         t = self._metadata(flightsql.get_tables(table_pattern=table, include_schema=True))
         names = t.column("table_name").to_pylist()
         if table not in names:
@@ -336,9 +353,20 @@ class Connection:
 
     def resume(self) -> pa.Table:
         """Resends the statement whose outcome an `OutcomeUnknownError` left unknown (same
-        sequence, same SQL) and returns its result; afterwards the credential is usable again."""
-        info = resume_pending(self._credential, self.retry, self._attempt, self._next_after)
-        return self._read(info)
+        sequence, same SQL) and returns its result; afterwards the credential is usable again.
+        If reading the result fails, the credential stays blocked and the next resume() resends
+        (a replay) and reads again."""
+        self._check_open()
+        return resume_pending(self._credential, self.retry, self._attempt, self._next_after,
+                              self._read)
+
+    def read(self, ticket: bytes) -> pa.Table:
+        """Reads a result again by its ticket (``Cursor.ticket``), e.g. after `Cursor.execute`
+        admitted a statement and then failed reading it: tickets are replay-safe, and results
+        are retained by the gateway until released."""
+        self._check_open()
+        return self._with_retry(
+            lambda: self._client.do_get(fl.Ticket(ticket), self._options()).read_all())
 
     # ----------------------------------------------------------------------------- internal
 
@@ -446,7 +474,6 @@ class Cursor:
         self._check_open()
         if parameters:
             raise errors.NotSupportedError("the gateway takes no statement parameters")
-        self.connection._check_open()
         # A failed statement leaves no earlier one's rows or description behind (PEP 249).
         self._table, self._rows, self._position = None, None, 0
         self.description, self.rowcount = None, -1
@@ -472,6 +499,7 @@ class Cursor:
     def _check_open(self):
         if self._closed:
             raise errors.InterfaceError("the cursor is closed")
+        self.connection._check_open()  # PEP 249: a closed connection's cursors are unusable too
 
     def _all_rows(self):
         self._check_open()

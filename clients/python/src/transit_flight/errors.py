@@ -285,6 +285,17 @@ class OutcomeUnknownError(OperationalError):
         super().__init__(message, last.status if last else None, last.diagnostic if last else None)
         self.sequence, self.sql, self.last = sequence, sql, last
 
+    # The last failure's diagnostic stays readable (``.diagnostic``, ``.last``), but what it says
+    # of the outcome and what to do is about that one answer, not the statement: a resend's
+    # conflict says "rejected, use the next sequence" of a statement that may have run.
+    @property
+    def outcome(self):
+        return "unknown"
+
+    @property
+    def actions(self) -> tuple:
+        return ()
+
 
 BY_STATUS = {c.status: c for c in (
     CancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError,

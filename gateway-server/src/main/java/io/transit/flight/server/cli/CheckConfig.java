@@ -19,10 +19,9 @@ import picocli.CommandLine.Mixin;
 /**
  * {@code check-config}: what {@code run} would refuse in the configuration, without serving or
  * writing anything — the file, the {@code ops} section, every data file's presence, the TLS
- * certificate and key as the listener loads them, each
- * publication opened by the engine's own check ({@link PublicationCheck}: declared columns
- * against the file's schema), and the keys and credentials that exist ({@link
- * Bindings#checkExistingSecrets}). Main thread only.
+ * certificate and key as the listener loads them, each publication opened by the engine's own
+ * check ({@link PublicationCheck}: declared columns against the file's schema), and the keys and
+ * credentials that exist ({@link Bindings#checkExistingSecrets}). Main thread only.
  */
 @Command(name = "check-config", mixinStandardHelpOptions = true,
     description = "Validate FILE and every data file it publishes; exit 2 when refused.")
