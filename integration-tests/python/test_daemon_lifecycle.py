@@ -139,6 +139,21 @@ def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_pa
         assert d.stop() == 0
 
 
+def test_a_sighup_during_the_stop_reloads_nothing(tmp_path):
+    """Once SIGTERM began the stop (here its 3 s drain notice) a reload would install rights
+    through a journal the close is about to shut: it is logged and skipped."""
+    state = Daemon.template(tmp_path / "state", ops={"drain_notice_ms": 3000})
+    d = Daemon(state).start()
+    pid = d.proc.pid
+    d.proc.send_signal(signal.SIGTERM)
+    d.saw("draining: health NOT_SERVING")  # the stop began: its notice runs
+    os.kill(pid, signal.SIGHUP)
+    assert d.stop() == 0
+    log = "".join(d.output)
+    assert "SIGHUP during the stop: not reloaded" in log, log[-2000:]
+    assert "configuration reloaded" not in log
+
+
 def test_second_daemon_on_the_same_state_dir_refuses_naming_the_holder(tmp_path):
     # Issue 14 finding 6: two daemons on one journal would hand out interleaved sequences.
     state = tmp_path / "state"

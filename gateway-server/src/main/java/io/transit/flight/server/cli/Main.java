@@ -256,6 +256,7 @@ public final class Main implements Callable<Integer> {
     // Only now is the class-data-sharing archive this JVM may write at its exit worth mapping.
     CdsArchive.markServing(System.getProperty(CdsArchive.CLAIM));
     stopRequested.await();
+    reloads.stopping();
     server.close();
     // A leak or an undrained stream at shutdown is a defect worth a failing exit status.
     return server.closedCleanly() ? OK : UNCLEAN;

@@ -11,7 +11,9 @@ import org.slf4j.LoggerFactory;
  * monitor), the later one reading the file last. A HUP while the daemon starts (the engine's
  * open, {@code --warm-up}: minutes) is held, and its reload runs once the gateway serves.
  *
- * <p>Threads: {@link #requested} on the signal threads, {@link #serving} once on the main thread.
+ * <p>Threads: {@link #requested} on the signal threads, {@link #serving} and {@link #stopping}
+ * once each on the main thread. Once the stop began no reload runs: one would install rights
+ * through a journal the close is about to shut.
  */
 final class Reloads {
   private static final Logger log = LoggerFactory.getLogger(Reloads.class);
@@ -19,6 +21,7 @@ final class Reloads {
   private final Consumer<GatewayServer> reload;
   private GatewayServer server; // @GuardedBy("this"): null until serving
   private boolean held; // @GuardedBy("this"): a HUP came before serving
+  private boolean stopped; // @GuardedBy("this"): the stop began
 
   Reloads(Consumer<GatewayServer> reload) {
     this.reload = reload;
@@ -26,6 +29,10 @@ final class Reloads {
 
   /** A SIGHUP: reloads the serving gateway, or holds the request until there is one. */
   synchronized void requested() {
+    if (stopped) {
+      log.info("SIGHUP during the stop: not reloaded");
+      return;
+    }
     if (server == null) {
       held = true; // logged once serving: a warm-up discards the log meanwhile
       return;
@@ -41,5 +48,11 @@ final class Reloads {
       log.info("SIGHUP received while starting: reading the configuration again");
       reload.accept(serving);
     }
+  }
+
+  /** The stop begins: waits for a reload under way, and runs none after it. */
+  synchronized void stopping() {
+    stopped = true;
+    server = null;
   }
 }
