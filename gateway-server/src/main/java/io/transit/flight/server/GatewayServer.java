@@ -381,7 +381,13 @@ public final class GatewayServer implements AutoCloseable {
     // A thread still running here may still be inside the engine closed next: not a clean stop.
     drained &= listenersStopped && executorsStopped;
     signers.close(); // no admission runs any more
-    engine.close();
+    try {
+      engine.close();
+    } catch (RuntimeException e) {
+      // The lock, the allocator check and the report below still run; the stop is not clean.
+      log.error("closing the engine failed", e);
+      drained = false;
+    }
     try {
       stateLock.close();
     } catch (IOException e) {

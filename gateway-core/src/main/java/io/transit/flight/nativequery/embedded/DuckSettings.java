@@ -22,6 +22,16 @@ public record DuckSettings(long memoryLimitBytes, int threads, Path tempDirector
   /** The smallest memory limit accepted: below it DuckDB cannot hold a Parquet row group. */
   public static final long MIN_MEMORY_LIMIT_BYTES = 32L << 20;
 
+  /**
+   * The machine as the process found it at start. Read once: a container resized while the
+   * daemon runs would otherwise change the defaults a SIGHUP resolves, and the reload, comparing
+   * them with what the daemon was sized with at start, would be refused for a file that did not
+   * change.
+   */
+  public static final int PROCESSORS = Runtime.getRuntime().availableProcessors();
+
+  private static final long PHYSICAL_MEMORY_BYTES = physicalMemoryBytes();
+
   public DuckSettings {
     if (memoryLimitBytes < MIN_MEMORY_LIMIT_BYTES) {
       throw new IllegalArgumentException("memoryLimitBytes: " + memoryLimitBytes
@@ -43,12 +53,12 @@ public record DuckSettings(long memoryLimitBytes, int threads, Path tempDirector
    * read through.
    */
   public static long defaultMemoryLimitBytes() {
-    long physical = physicalMemoryBytes();
-    return Math.max(256L << 20, Math.min(4L << 30, physical / 8));
+    return Math.max(256L << 20, Math.min(4L << 30, PHYSICAL_MEMORY_BYTES / 8));
   }
 
+  /** The processors this process saw when it started (see {@link #PROCESSORS}). */
   public static int defaultThreads() {
-    return Runtime.getRuntime().availableProcessors();
+    return PROCESSORS;
   }
 
   /** Physical memory, or 2 GiB when the platform does not say. */

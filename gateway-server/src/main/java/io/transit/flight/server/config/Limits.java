@@ -3,6 +3,7 @@ package io.transit.flight.server.config;
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.transit.flight.admission.AdmissionConfig;
+import io.transit.flight.nativequery.embedded.DuckSettings;
 
 /**
  * Every budget the daemon enforces, with its default. A null field in JSON (or an absent one)
@@ -78,7 +79,7 @@ public record Limits(
         // One producer per live stream: a producer parked for a slow reader must not hold up
         // another stream (the credit-stall budget bounds how long it parks).
         or(producerThreads, streams),
-        or(writerThreads, Math.max(2, Runtime.getRuntime().availableProcessors())),
+        or(writerThreads, Math.max(2, DuckSettings.PROCESSORS)),
         or(dataDeadlineDefaultMs, 600_000L),
         or(dataDeadlineMaxMs, 3_600_000L),
         or(maxResponseBytesPerStream, 4L << 30),
