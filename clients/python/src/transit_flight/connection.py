@@ -192,9 +192,14 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
             def give_up(last):
                 return unknown(f"after {policy.total:.0f}s of retries, {last.status}: {last}", last)
 
+            def answered_or_not(e):
+                # The gateway's word that nothing was sent (admission.busy) leaves no doubt.
+                if e.outcome != "not_admitted":
+                    unanswered.append(e)
+
             try:
                 result = retrying(lambda: attempt(sequence, sql), policy, on_give_up=give_up,
-                                  on_retry=unanswered.append)
+                                  on_retry=answered_or_not)
             except OutcomeUnknownError:
                 raise
             except Error as e:
@@ -365,8 +370,7 @@ class Connection:
         admitted a statement and then failed reading it: tickets are replay-safe, and results
         are retained by the gateway until released."""
         self._check_open()
-        return self._with_retry(
-            lambda: self._client.do_get(fl.Ticket(ticket), self._options()).read_all())
+        return self._with_retry(lambda: self._read_all(fl.Ticket(ticket)))
 
     # ----------------------------------------------------------------------------- internal
 
@@ -424,9 +428,16 @@ class Connection:
 
     def _read(self, info: fl.FlightInfo) -> pa.Table:
         # Tickets are replay-safe: a failed read is simply read again.
-        tables = [self._with_retry(lambda: self._client.do_get(e.ticket, self._options()).read_all())
-                  for e in info.endpoints]
+        tables = [self._with_retry(lambda: self._read_all(e.ticket)) for e in info.endpoints]
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+    def _read_all(self, ticket: fl.Ticket) -> pa.Table:
+        reader = self._client.do_get(ticket, self._options())
+        try:
+            return reader.read_all()
+        except BaseException:
+            reader.cancel()  # the stream ends now, not when the traceback is collected
+            raise
 
     def _metadata(self, command) -> pa.Table:
         descriptor = fl.FlightDescriptor.for_command(command)
