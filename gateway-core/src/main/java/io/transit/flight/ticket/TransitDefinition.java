@@ -97,7 +97,11 @@ public final class TransitDefinition {
         .array();
   }
 
-  private static void checkRealmName(String realmName) {
+  /**
+   * Refuses a realm name the ticket definition cannot carry: 1..128 printable ASCII characters
+   * (the configuration's check, so a start never meets it after the engine opened).
+   */
+  public static void checkRealmName(String realmName) {
     if (realmName == null
         || realmName.isEmpty()
         || realmName.length() > MAX_REALM_NAME_BYTES

@@ -11,6 +11,7 @@ import io.transit.flight.nativequery.embedded.SegmentSettings;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
+import io.transit.flight.ticket.TransitDefinition;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -69,7 +70,14 @@ public final class ConfigLoader {
     GatewayConfig.Deployment d = requireObj(raw.deployment(), "deployment");
     long realm = requireLong(d.realm(), "deployment.realm");
     String realmName = require(d.realmName(), "deployment.realm_name");
+    try {
+      TransitDefinition.checkRealmName(realmName);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("deployment.realm_name: " + e.getMessage(), e);
+    }
     long service = requireLong(d.service(), "deployment.service");
+    // 0 is the engine's "no recipient": request proofs would not be checked against this service.
+    check(service != 0, "deployment.service", service, "1..9223372036854775807");
     long ingress = requireLong(d.ingress(), "deployment.ingress");
     long ttl = d.ticketTtlMs() != null ? d.ticketTtlMs() : 3_600_000L;
     check(ttl > 0 && ttl <= 7L * 24 * 3_600_000, "deployment.ticket_ttl_ms", ttl, "1..604800000");
@@ -533,6 +541,8 @@ public final class ConfigLoader {
     if (v == null) {
       throw new ConfigException(field + ": missing (required unsigned 64-bit integer)");
     }
+    // JSON's negative numbers would be read as unsigned values past 2^63 - 1.
+    check(v >= 0, field, v, "0..9223372036854775807");
     return v;
   }
 

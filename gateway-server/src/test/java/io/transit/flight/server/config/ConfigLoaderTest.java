@@ -54,6 +54,23 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void deploymentIdentityIsRefusedHereNotAfterTheEngineOpened() throws Exception {
+    String valid = VALID.formatted(caller("a", 10));
+    // Until 2026-12-06 these passed check-config: the realm name failed the start after the
+    // engine opened (exit 1 with a stack trace), service 0 turned the proof recipient check off.
+    String[][] cases = {
+      {"\"realm_name\": \"t\"", "\"realm_name\": \"caf\u00e9\"", "deployment.realm_name"},
+      {"\"service\": 7", "\"service\": 0", "deployment.service: 0"},
+      {"\"principal\": 10", "\"principal\": -1", "callers[0].principal: -1"},
+    };
+    for (String[] c : cases) {
+      assertTrue(valid.contains(c[0]), c[0]);
+      ConfigException e = assertThrows(ConfigException.class, () -> load(valid.replace(c[0], c[1])));
+      assertTrue(e.getMessage().startsWith(c[2]), e.getMessage());
+    }
+  }
+
+  @Test
   void annotatedExampleParses() throws Exception {
     Path example = Path.of("..", "config", "gateway.example.json");
     ResolvedConfig c = new ConfigLoader().load(example);
