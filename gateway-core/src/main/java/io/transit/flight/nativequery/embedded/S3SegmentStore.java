@@ -16,6 +16,7 @@ import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.function.Supplier;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
@@ -176,7 +177,7 @@ final class S3SegmentStore implements SegmentStore {
         // The server's storage is full; how much it has left is not said.
         throw new DiskFull(0, bytes.length, e);
       }
-      if (refusedForGood(e.statusCode())) {
+      if (refusedForGood(e.statusCode(), errorCode(e))) {
         throw new Refused(reason(e), e);
       }
       throw unavailable(e);
@@ -194,7 +195,7 @@ final class S3SegmentStore implements SegmentStore {
     try {
       return s.get();
     } catch (S3Exception e) {
-      if (refusedForGood(e.statusCode())) {
+      if (refusedForGood(e.statusCode(), errorCode(e))) {
         throw new Refused(reason(e), e);
       }
       throw unavailable(e);
@@ -204,14 +205,30 @@ final class S3SegmentStore implements SegmentStore {
   }
 
   /**
-   * A 4xx the same request would meet again: not a timeout (408), a conflict with a concurrent
-   * request (409), throttling (429) or a closed request (499). Access denied (403), an invalid
-   * request (400) and the like mean the deployment's store or credentials are wrong, and a
-   * query rerun for them would never finish.
+   * S3's codes for a 4xx that a later request need not meet: an upload the server gave up
+   * reading in time (400, a stalled sender), and a request signed by a clock out of step (403,
+   * until the host's clock is corrected). Failing the statement for them would spend its sequence
+   * for a passing condition.
    */
-  static boolean refusedForGood(int status) {
+  private static final Set<String> PASSING_CLIENT_ERRORS =
+      Set.of("RequestTimeout", "RequestTimeTooSkewed");
+
+  /**
+   * A 4xx the same request would meet again: not a timeout (408, or 400 {@code RequestTimeout}),
+   * a clock out of step (403 {@code RequestTimeTooSkewed}), a conflict with a concurrent request
+   * (409), throttling (429) or a closed request (499). Access denied (403), an invalid request
+   * (400) and the like mean the deployment's store or credentials are wrong, and a query rerun
+   * for them would never finish. {@code code}: S3's error code, null when the answer had none.
+   */
+  static boolean refusedForGood(int status, String code) {
     return status >= 400 && status < 500 && status != 404 && status != 408 && status != 409
-        && status != 429 && status != 499;
+        && status != 429 && status != 499
+        && (code == null || !PASSING_CLIENT_ERRORS.contains(code));
+  }
+
+  /** S3's error code of {@code e} (e.g. {@code NoSuchKey}), or null. */
+  private static String errorCode(S3Exception e) {
+    return e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
   }
 
   /**
@@ -369,7 +386,9 @@ final class S3SegmentStore implements SegmentStore {
     try {
       return client.getObject(b -> b.bucket(bucket).key(key));
     } catch (S3Exception e) {
-      if (e.statusCode() == 404) {
+      // A missing bucket (renamed, not mounted yet) says nothing of the object: the store cannot
+      // answer, which is not the evidence of a lost segment that an absent object is.
+      if (e.statusCode() == 404 && !"NoSuchBucket".equals(errorCode(e))) {
         return null;
       }
       throw unavailable(e);

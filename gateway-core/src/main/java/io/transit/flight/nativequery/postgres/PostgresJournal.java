@@ -671,6 +671,20 @@ public final class PostgresJournal implements JournalStore {
    */
   @Override
   public long readRightsEpoch() throws SQLException {
+    try {
+      return readRightsEpochOnce();
+    } catch (SQLException e) {
+      // As a transaction does: a connection broken in use (the server restarted) is retried once
+      // on a fresh one, the others retired with it; a read has nothing to undo.
+      if (!connectionLost(e) || e instanceof SQLTransientConnectionException) {
+        throw e;
+      }
+      pool.getHikariPoolMXBean().softEvictConnections();
+      return readRightsEpochOnce();
+    }
+  }
+
+  private long readRightsEpochOnce() throws SQLException {
     try (Connection c = pool.getConnection()) {
       c.setAutoCommit(true);
       try (PreparedStatement p = c.prepareStatement(JournalRows.RIGHTS_EPOCH);

@@ -67,11 +67,35 @@ class S3SegmentStoreTest extends SegmentStoreContract {
   @Test
   void aClientErrorOtherThanTimeoutConflictOrThrottlingIsRefusedForGood() {
     for (int status : new int[] {400, 401, 403, 405, 411, 412, 413}) {
-      assertTrue(S3SegmentStore.refusedForGood(status), "status " + status);
+      assertTrue(S3SegmentStore.refusedForGood(status, null), "status " + status);
     }
+    assertTrue(S3SegmentStore.refusedForGood(403, "AccessDenied"));
+    assertTrue(S3SegmentStore.refusedForGood(403, "SignatureDoesNotMatch"));
     for (int status : new int[] {200, 404, 408, 409, 429, 499, 500, 502, 503, 504, 507}) {
-      assertFalse(S3SegmentStore.refusedForGood(status), "status " + status);
+      assertFalse(S3SegmentStore.refusedForGood(status, null), "status " + status);
     }
+    // Until 2026-12-06 these failed the statement for good: a stalled upload, a skewed clock.
+    assertFalse(S3SegmentStore.refusedForGood(400, "RequestTimeout"));
+    assertFalse(S3SegmentStore.refusedForGood(403, "RequestTimeTooSkewed"));
+  }
+
+  @Test
+  void aReadFromABucketThatIsGoneIsUnavailableNotALostSegment() throws Exception {
+    byte[] x = store.write(X);
+    Path bucketDir = gw.root.resolve(bucket);
+    Path aside = gw.root.resolve(bucket + "-aside");
+    Files.move(bucketDir, aside);
+    try {
+      SegmentStore.Unavailable r = assertThrows(SegmentStore.Unavailable.class,
+          () -> store.read(x, X.length, allocator));
+      assertEquals("NoSuchBucket", r.reason);
+      assertThrows(SegmentStore.Unavailable.class, () -> store.read(x));
+    } finally {
+      Files.move(aside, bucketDir);
+    }
+    assertArrayEquals(X, store.read(x).orElseThrow());
+    // An absent object in a present bucket is still absent (the reader's evidence of a loss).
+    assertTrue(store.read(new byte[32]).isEmpty());
   }
 
   @Test

@@ -125,6 +125,22 @@ class PostgresJournalTest {
     }
   }
 
+  @Test
+  void theRightsEpochReadAfterALostConnectionIsRetriedOnAFreshOne() throws Exception {
+    String db = CLUSTER.get().createDatabase();
+    PostgresSettings s = CLUSTER.get().settings(db);
+    // One pooled connection, used just before the server ends its session: within HikariCP's
+    // 500 ms without a validation check, so the broken connection is what the read gets.
+    try (PostgresJournal j = PostgresJournal.open(new PostgresSettings(s.jdbcUrl(), s.user(),
+        s.password(), 1, s.connectionTimeout(), s.lockTimeout(), s.statementTimeout(),
+        s.idleInTransactionTimeout()))) {
+      assertEquals(0, j.readRightsEpoch());
+      terminateJournalSessions(db);
+      // Until 2026-12-06 this read failed (each call's authorization with it) on the dead one.
+      assertEquals(0, j.readRightsEpoch());
+    }
+  }
+
   private static void terminateJournalSessions(String db) throws SQLException {
     try (Connection c = CLUSTER.get().connect(db);
         Statement s = c.createStatement();
