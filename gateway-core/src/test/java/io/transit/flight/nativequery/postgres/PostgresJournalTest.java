@@ -128,17 +128,22 @@ class PostgresJournalTest {
   @Test
   void theRightsEpochReadAfterALostConnectionIsRetriedOnAFreshOne() throws Exception {
     String db = CLUSTER.get().createDatabase();
-    PostgresSettings s = CLUSTER.get().settings(db);
     // One pooled connection, used just before the server ends its session: within HikariCP's
     // 500 ms without a validation check, so the broken connection is what the read gets.
-    try (PostgresJournal j = PostgresJournal.open(new PostgresSettings(s.jdbcUrl(), s.user(),
-        s.password(), 1, s.connectionTimeout(), s.lockTimeout(), s.statementTimeout(),
-        s.idleInTransactionTimeout()))) {
+    try (PostgresJournal j = onePooledConnection(db)) {
       assertEquals(0, j.readRightsEpoch());
       terminateJournalSessions(db);
       // Until 2026-12-06 this read failed (each call's authorization with it) on the dead one.
       assertEquals(0, j.readRightsEpoch());
     }
+  }
+
+  /** A journal on {@code db} whose pool holds a single connection. */
+  private static PostgresJournal onePooledConnection(String db) throws Exception {
+    PostgresSettings s = CLUSTER.get().settings(db);
+    return PostgresJournal.open(new PostgresSettings(s.jdbcUrl(), s.user(), s.password(), 1,
+        s.connectionTimeout(), s.lockTimeout(), s.statementTimeout(),
+        s.idleInTransactionTimeout()));
   }
 
   private static void terminateJournalSessions(String db) throws SQLException {
@@ -243,12 +248,8 @@ class PostgresJournalTest {
 
   @Test
   void theRightsEpochIsReadInAutocommitAndTheConnectionGoesBackTransactional() throws Exception {
-    String db = CLUSTER.get().createDatabase();
-    PostgresSettings s = CLUSTER.get().settings(db);
     // One pooled connection: the read and the transaction after it share it.
-    try (PostgresJournal j = PostgresJournal.open(new PostgresSettings(s.jdbcUrl(), s.user(),
-        s.password(), 1, s.connectionTimeout(), s.lockTimeout(), s.statementTimeout(),
-        s.idleInTransactionTimeout()))) {
+    try (PostgresJournal j = onePooledConnection(CLUSTER.get().createDatabase())) {
       assertEquals(0, j.readRightsEpoch());
       byte[] doc = "rights".getBytes(StandardCharsets.UTF_8);
       long epoch = j.transaction(() -> j.publishRights(
