@@ -77,9 +77,11 @@ def test_max_connections_refuses_the_excess_connection(daemon_with):
 
 def cut_by_the_control_deadline(diag):
     """A control deadline of 1 ms ends the call wherever it is: while the statement compiles
-    (flight.deadline, nothing sent to the engine: not_admitted) or during admission
-    (admission.deadline, native work may continue: unknown)."""
+    (flight.deadline, nothing sent to the engine: not_admitted), in admission before its first
+    command (admission.deadline, not_admitted) or after it (admission.deadline, native work may
+    continue: unknown)."""
     return (diag["code"], diag["outcome"]) in {("flight.deadline", "not_admitted"),
+                                               ("admission.deadline", "not_admitted"),
                                                ("admission.deadline", "unknown")}
 
 

@@ -134,20 +134,26 @@ public final class AdmissionService {
     for (int i = 0; i < commands.size(); i++) {
       long sequence = chain.sequenceAt(i);
       if (nanoClock.getAsLong() - deadlineNanos >= 0) {
-        throw GatewayException.of(
+        GatewayException late = GatewayException.of(
                 Cause.DEADLINE,
                 "admission.deadline",
                 "the deadline passed before the upload was complete; retry with the same sequence")
             .at(Stage.ADMISSION)
             .withIdentity(new Identity(chain.namespace(), null, chain.firstSequence(), null))
             .with("next_unsent_sequence", u64(sequence));
+        // Before the first command nothing of this call reached the journal.
+        throw i == 0 ? late.withOutcome(Outcome.NOT_ADMITTED) : late;
       }
       try {
         NativeQueryClient.Decided decided = client.decide(commands.get(i));
         outcome = decided.outcome();
         replayed |= i == 0 && decided.replayed();
       } catch (GatewayException e) {
-        throw fromClient(e, chain, sequence);
+        GatewayException failed = fromClient(e, chain, sequence);
+        // Past the first command the chain is partly recorded (a reload revoked the caller's
+        // send right mid-upload, say): whatever the cause's default, that is not "not admitted".
+        throw i > 0 && failed.outcome() == Outcome.NOT_ADMITTED
+            ? Recovery.afterAdmission(failed) : failed;
       } catch (RuntimeException e) {
         // The client broke without a recorded outcome: the command may or may not be recorded.
         throw unknownOutcome(chain, sequence, e);
@@ -236,7 +242,10 @@ public final class AdmissionService {
         // The acceptance may not be durable: the answer names the submit, not its query.
         throw unknownOutcome(chain, chain.nextSequence() - 1, e);
       }
-      throw withQuery(e, chain, correlation);
+      GatewayException failed = withQuery(e, chain, correlation);
+      // The submit was accepted: a status read refused now (a reload revoked the caller's
+      // inspect right, the history sweep forgot the query) is not "not admitted".
+      throw failed.outcome() == Outcome.NOT_ADMITTED ? Recovery.afterAdmission(failed) : failed;
     }
     if (status == null
         || status.getCorrelation() != correlation

@@ -49,6 +49,23 @@ public final class Recovery {
     return kept.toArray(Action[]::new);
   }
 
+  /**
+   * {@code e} raised once the statement's commands reached the journal (its chain partly or
+   * wholly recorded, its query perhaps running): never "not admitted", but unknown to the caller,
+   * whom the same sequence and SQL answer once the cause is gone — the cause's own actions first
+   * (e.g. check_access), then retry_same_sequence_and_sql.
+   */
+  public static GatewayException afterAdmission(GatewayException e) {
+    List<Action> actions = new ArrayList<>();
+    for (Action a : e.actions()) {
+      if (a != Action.RETRY_LATER && a != Action.RETRY_SAME_SEQUENCE_AND_SQL) {
+        actions.add(a);
+      }
+    }
+    actions.add(Action.RETRY_SAME_SEQUENCE_AND_SQL);
+    return e.withOutcome(Outcome.UNKNOWN).withActions(actions.toArray(Action[]::new));
+  }
+
   public static Outcome outcome(Cause cause) {
     return switch (cause) {
       case UNAUTHENTICATED, ADMISSION_BUSY, ACCESS_DENIED, UNSUPPORTED, INVALID_REQUEST,

@@ -234,6 +234,44 @@ class AdmissionServiceTest {
   }
 
   @Test
+  void aDeadlineBeforeTheFirstCommandIsNotAdmitted() {
+    AdmissionService late = new AdmissionService(
+        engine, limiter, new AdmissionConfig(8, 4, PART_BYTES), () -> 1000);
+    GatewayException e = fails(Status.Code.DEADLINE_EXCEEDED,
+        () -> late.admit(request(caller(), 1, SQL, budgets(), 0)));
+    assertEquals("admission.deadline", e.code());
+    // Until 2026-12-06 the cause's default: unknown, though nothing of the call was sent.
+    assertEquals(Outcome.NOT_ADMITTED, e.outcome());
+    assertTrue(engine.sent().isEmpty());
+  }
+
+  @Test
+  void anAccessFailureAfterTheFirstCommandIsNeverNotAdmitted() {
+    // A reload revokes the send right mid-upload: the begin is recorded, the second command is
+    // refused. Until 2026-12-06 the answer said not_admitted, as if nothing had reached the
+    // journal; a client trusting it could send the statement again at a new sequence.
+    engine.injectFault(InMemoryNativeClient.Fault.REVOKED, 2);
+    GatewayException midUpload = fails(Status.Code.PERMISSION_DENIED,
+        () -> service.admit(request(1, SQL)));
+    assertEquals(Outcome.UNKNOWN, midUpload.outcome());
+    assertEquals(List.of(Action.CHECK_ACCESS, Action.RETRY_SAME_SEQUENCE_AND_SQL),
+        midUpload.actions());
+
+    // The query was accepted; reading its status is then refused (the inspect right revoked).
+    engine.failNextAwait(io.transit.flight.diagnostic.QueryCode.ACCESS_DENIED.failure(
+        "the caller may no longer inspect"));
+    GatewayException afterSubmit = fails(Status.Code.PERMISSION_DENIED,
+        () -> service.admit(request(1, SQL)));
+    assertEquals(Outcome.UNKNOWN, afterSubmit.outcome());
+    assertEquals(List.of(Action.CHECK_ACCESS, Action.RETRY_SAME_SEQUENCE_AND_SQL),
+        afterSubmit.actions());
+    // Once access is back the same sequence and SQL answer: one execution.
+    Admitted retried = service.admit(request(1, SQL));
+    assertEquals(1, retried.namespace());
+    assertEquals(1, engine.executions());
+  }
+
+  @Test
   void busyLimiterRefusesBeforeAnyCommand() {
     AdmissionLimiter full = new AdmissionLimiter(1, 1);
     AdmissionService busyService = new AdmissionService(engine, full, new AdmissionConfig(1, 1, 64));

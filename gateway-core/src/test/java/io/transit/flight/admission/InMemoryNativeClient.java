@@ -42,7 +42,11 @@ import java.util.concurrent.TimeUnit;
  * on it.
  */
 final class InMemoryNativeClient implements NativeQueryClient {
-  enum Fault { BEFORE_RECORD, AFTER_RECORD }
+  /**
+   * Faults at one sequence: the outcome lost before or after the record, or the caller's send
+   * right revoked (a reload mid-upload: the command is refused, nothing recorded).
+   */
+  enum Fault { BEFORE_RECORD, AFTER_RECORD, REVOKED }
 
   private record Entry(byte[] command, CommandOutcome outcome) {}
 
@@ -188,6 +192,10 @@ final class InMemoryNativeClient implements NativeQueryClient {
       if (fault == Fault.BEFORE_RECORD && faultSequence == seq) {
         fault = null;
         throw GatewayException.of(Cause.UNKNOWN_OUTCOME, "native.unknown", "lost before recording");
+      }
+      if (fault == Fault.REVOKED && faultSequence == seq) {
+        fault = null;
+        throw QueryCode.ACCESS_DENIED.failure("the caller may no longer send");
       }
       if (Long.compareUnsigned(seq, p.next) < 0) {
         Entry entry = p.journal.get(seq);

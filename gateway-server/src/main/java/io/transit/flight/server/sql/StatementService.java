@@ -3,10 +3,9 @@ package io.transit.flight.server.sql;
 import io.transit.flight.admission.AdmissionRequest;
 import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.admission.Admitted;
-import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
-import io.transit.flight.diagnostic.Outcome;
+import io.transit.flight.diagnostic.Recovery;
 import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.proto.Budgets;
@@ -22,7 +21,6 @@ import io.transit.flight.server.ops.RequestRecord;
 import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.TicketService;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
 import org.apache.arrow.flight.FlightDescriptor;
@@ -131,7 +129,7 @@ final class StatementService {
           authorization.ticketExpiryMillis(grant),
           new StatementReference(admitted.correlation(), admitted.manifestSha256()));
     } catch (GatewayException e) {
-      throw afterAdmission(e);
+      throw Recovery.afterAdmission(e);
     }
     return FlightInfo.builder(schema, descriptor, List.of(new FlightEndpoint(new Ticket(ticket))))
         .setRecords(admitted.totalRows())
@@ -139,23 +137,6 @@ final class StatementService {
         .setOrdered(true)
         .setAppMetadata(admitted.appMetadataJson().getBytes(StandardCharsets.US_ASCII))
         .build();
-  }
-
-  /**
-   * {@code e} raised after the statement was admitted, before its ticket: never "not admitted"
-   * (its sequence is spent and its result retained), but unknown to the caller, whom the same
-   * sequence and SQL answer once the cause is gone (the cause's own actions first, e.g.
-   * check_access).
-   */
-  private static GatewayException afterAdmission(GatewayException e) {
-    List<Action> actions = new ArrayList<>();
-    for (Action a : e.actions()) {
-      if (a != Action.RETRY_LATER && a != Action.RETRY_SAME_SEQUENCE_AND_SQL) {
-        actions.add(a);
-      }
-    }
-    actions.add(Action.RETRY_SAME_SEQUENCE_AND_SQL);
-    return e.withOutcome(Outcome.UNKNOWN).withActions(actions.toArray(Action[]::new));
   }
 
   private QueryPlan compile(CommandStatementQuery command, CallerBinding caller) {
