@@ -112,8 +112,8 @@ def test_a_stop_during_the_warm_up_removes_its_scratch_state(tmp_path):
                             env=dict(os.environ, TRANSIT_NO_BUILD="1"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until(lambda: list((state / "tmp").glob("transit-warm-*/engine/journal.sqlite")),
-                   120, "the warm-up's scratch gateway to open")
+        wait_until(lambda: _scratch_statements(state) > 0, 120,
+                   "the warm-up's scratch gateway to serve statements")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 143
         assert not list((state / "tmp").glob("transit-warm-*")), "scratch state removed"
@@ -121,6 +121,20 @@ def test_a_stop_during_the_warm_up_removes_its_scratch_state(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _scratch_statements(state):
+    """Commands the warm-up's scratch gateway has journaled so far (0 before it serves)."""
+    for journal in (state / "tmp").glob("transit-warm-*/engine/journal.sqlite"):
+        try:
+            j = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=1)
+            try:
+                return j.execute("SELECT COUNT(*) FROM commands").fetchone()[0]
+            finally:
+                j.close()
+        except sqlite3.Error:
+            return 0  # still being created
+    return 0
 
 
 def test_init_then_run_answers_a_pyarrow_statement(initialized):

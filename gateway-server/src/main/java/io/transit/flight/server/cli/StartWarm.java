@@ -11,12 +11,15 @@ import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.ops.Operations;
 import io.transit.flight.server.ops.OpsSettings;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 import org.apache.arrow.flight.CallOption;
 import org.apache.arrow.flight.CallOptions;
@@ -92,13 +95,22 @@ final class StartWarm {
     try {
       scratch = Files.createTempDirectory("transit-warm-");
       // A SIGTERM during the warm-up (a stop while starting) exits through the JVM's own
-      // handler, past the finally below: the hook removes the scratch state then.
+      // handler, past the finally below: the hook stops the scratch gateway (nothing writes
+      // into its state any more) and removes the scratch state then.
       Path dir = scratch;
-      removeAtExit = new Thread(() -> delete(dir), "transit-warm-cleanup");
+      AtomicReference<GatewayServer> running = new AtomicReference<>();
+      removeAtExit = new Thread(() -> {
+        GatewayServer g = running.get();
+        if (g != null) {
+          g.close(); // idempotent: this thread's finally may close it too
+        }
+        delete(dir);
+      }, "transit-warm-cleanup");
       Runtime.getRuntime().addShutdownHook(removeAtExit);
       ResolvedConfig cfg = Main.load(DemoSetup.ensure(scratch, 0), 0);
       GatewayServer gateway = GatewayServer.start(cfg, GatewayHooks.NONE,
           new Operations(scratchOps(ops)));
+      running.set(gateway);
       try {
         drive(gateway.port(), token(cfg), statements, served);
       } finally {
@@ -200,14 +212,24 @@ final class StartWarm {
     return FlightDescriptor.command(Any.pack(m).toByteArray());
   }
 
-  /** Removes the scratch directory; what cannot be removed is logged, not thrown. */
+  /**
+   * Removes the scratch directory; what cannot be removed is logged, not thrown. Walked again
+   * when a file appeared or vanished meanwhile (a scratch gateway still opening or closing, or
+   * the main thread and the exit hook removing it at once), at most five times.
+   */
   private static void delete(Path dir) {
-    try (Stream<Path> all = Files.walk(dir)) {
-      for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
+    Exception last = null;
+    for (int walk = 0; walk < 5 && Files.exists(dir, LinkOption.NOFOLLOW_LINKS); walk++) {
+      try (Stream<Path> all = Files.walk(dir)) {
+        for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
+          Files.deleteIfExists(p);
+        }
+      } catch (IOException | UncheckedIOException e) {
+        last = e;
       }
-    } catch (IOException e) {
-      log.warn("warm-up: could not remove {}: {}", dir, e.toString());
+    }
+    if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+      log.warn("warm-up: could not remove {}: {}", dir, String.valueOf(last));
     }
   }
 }
