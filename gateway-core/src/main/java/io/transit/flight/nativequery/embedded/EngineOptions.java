@@ -127,7 +127,7 @@ public record EngineOptions(
         retention, s, lease);
   }
 
-  /** These options with close waiting {@code wait} for running queries (and again once cancelled). */
+  /** These options with close waiting {@code wait} for running queries (again once cancelled). */
   public EngineOptions withShutdownWait(Duration wait) {
     return new EngineOptions(executionThreads, firstSequence, maxBundleBytes, maxParts,
         memoryLimitBytes, exportBatchRows, wait, deferExecution, faults, duck, recipient,

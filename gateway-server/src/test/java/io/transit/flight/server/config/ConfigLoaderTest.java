@@ -65,7 +65,8 @@ class ConfigLoaderTest {
     };
     for (String[] c : cases) {
       assertTrue(valid.contains(c[0]), c[0]);
-      ConfigException e = assertThrows(ConfigException.class, () -> load(valid.replace(c[0], c[1])));
+      String changed = valid.replace(c[0], c[1]);
+      ConfigException e = assertThrows(ConfigException.class, () -> load(changed));
       assertTrue(e.getMessage().startsWith(c[2]), e.getMessage());
     }
   }

@@ -70,7 +70,7 @@ class StateDirectoryTest {
     s.prepare();
     Path segments = Files.createDirectories(s.engineDir().resolve("segments"));
     // The engine's writers at the second pass: temporary files and directories that come and go.
-    java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    var stop = new java.util.concurrent.atomic.AtomicBoolean();
     Thread churn = new Thread(() -> {
       for (long i = 0; !stop.get(); i++) {
         try {
