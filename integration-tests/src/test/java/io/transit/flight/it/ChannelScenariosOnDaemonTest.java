@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.transit.flight.server.sql.TransitSqlProducer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.arrow.flight.CallOption;
@@ -23,6 +24,7 @@ import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.flight.sql.FlightSqlClient;
 import org.apache.arrow.vector.BigIntVector;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The channel contract's scenarios that cross the wire (S2 consumer hang, S3/S4 client cancel,
@@ -92,8 +94,9 @@ class ChannelScenariosOnDaemonTest extends DaemonTestBase {
   }
 
   @Test
-  void s7_readerThatStopsReadingIsCutOffAfterTheCreditStallBudget() throws Exception {
-    try (GatewayFixture slow = new GatewayFixture(
+  void s7_readerThatStopsReadingIsCutOffAfterTheCreditStallBudget(@TempDir Path slowState)
+      throws Exception {
+    try (GatewayFixture slow = new GatewayFixture(slowState,
             cfg -> cfg.withObject("/limits").put("credit_stall_ms", 300));
         FlightSqlClient slowClient = slow.client()) {
       FlightInfo info = execute(slow, slowClient, "primitive", MILLION_ROWS);

@@ -1,9 +1,11 @@
 package io.transit.flight.it;
 
+import java.nio.file.Path;
 import org.apache.arrow.flight.sql.FlightSqlClient;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * One real daemon (fresh demo state directory) and one Java Flight SQL client per test class;
@@ -11,12 +13,14 @@ import org.junit.jupiter.api.BeforeAll;
  * cleanly.
  */
 abstract class DaemonTestBase {
+  // Removed by JUnit after the class, keys and credentials with it.
+  @TempDir static Path stateDir;
   static GatewayFixture gw;
   static FlightSqlClient client;
 
   @BeforeAll
   static void startDaemon() throws Exception {
-    gw = new GatewayFixture();
+    gw = new GatewayFixture(stateDir);
     client = gw.client();
   }
 

@@ -19,24 +19,29 @@ import org.apache.arrow.flight.sql.FlightSqlClient;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 
-/** The real daemon on loopback over a fresh demo state directory, and Java clients for it. */
+/** The real daemon on loopback over a demo state directory, and Java clients for it. */
 final class GatewayFixture implements AutoCloseable {
   final Path stateDir;
   GatewayServer server;
   final BufferAllocator clientAllocator = new RootAllocator();
 
-  GatewayFixture() throws Exception {
-    this.stateDir = Files.createTempDirectory("transit-it-");
+  /**
+   * The daemon over {@code stateDir}: the demo deployment, written there first when absent. The
+   * caller owns the directory (a JUnit {@code @TempDir}, removed with its keys and credentials).
+   */
+  GatewayFixture(Path stateDir) throws Exception {
+    this.stateDir = stateDir;
     start();
   }
 
   /**
-   * As {@link #GatewayFixture()}, with the demo configuration (gateway.json) edited by {@code
+   * As {@link #GatewayFixture(Path)}, with the demo configuration (gateway.json) edited by {@code
    * edit} before the daemon loads it, e.g. to shorten a limit.
    */
-  GatewayFixture(java.util.function.Consumer<com.fasterxml.jackson.databind.node.ObjectNode> edit)
+  GatewayFixture(Path stateDir,
+      java.util.function.Consumer<com.fasterxml.jackson.databind.node.ObjectNode> edit)
       throws Exception {
-    this.stateDir = Files.createTempDirectory("transit-it-");
+    this.stateDir = stateDir;
     Path config = DemoSetup.ensure(stateDir, 0);
     var json = new com.fasterxml.jackson.databind.ObjectMapper();
     var root = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(config.toFile());
@@ -83,23 +88,10 @@ final class GatewayFixture implements AutoCloseable {
     assertEquals(0, server.allocator().getAllocatedMemory(), "bytes held by the gateway allocator");
   }
 
-  /**
-   * Stops the daemon and removes its state directory: it holds the deployment's keys and
-   * credentials, which a test leaves nowhere (until 2026-12-06 every run left four in /tmp).
-   */
   @Override
   public void close() throws Exception {
-    try {
-      server.close();
-      assertEquals(true, server.closedCleanly(),
-          "the daemon drained every stream and freed every byte");
-      clientAllocator.close();
-    } finally {
-      try (java.util.stream.Stream<Path> all = Files.walk(stateDir)) {
-        for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
-          Files.deleteIfExists(p);
-        }
-      }
-    }
+    server.close();
+    assertEquals(true, server.closedCleanly(), "the daemon drained every stream and freed every byte");
+    clientAllocator.close();
   }
 }

@@ -17,16 +17,9 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
-import org.apache.arrow.flight.CallOption;
-import org.apache.arrow.flight.FlightCallHeaders;
-import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.FlightInfo;
 import org.apache.arrow.flight.FlightStream;
-import org.apache.arrow.flight.HeaderCallOption;
-import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.sql.FlightSqlClient;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -76,16 +69,11 @@ class StartFailureTest {
     }
     assertEquals(Set.of(), left, "threads the refused start left running");
 
-    String token = Files.readString(state.resolve("credentials/primitive.token")).strip();
-    FlightCallHeaders h = new FlightCallHeaders();
-    h.insert("authorization", "Bearer " + token);
-    CallOption as = new HeaderCallOption(h);
-    try (GatewayServer again = GatewayServer.start(new ConfigLoader().load(config));
-        BufferAllocator allocator = new RootAllocator();
-        FlightSqlClient client = new FlightSqlClient(FlightClient.builder(allocator,
-            Location.forGrpcInsecure("127.0.0.1", again.port())).build())) {
-      FlightInfo info = client.getTableTypes(as);
-      try (FlightStream s = client.getStream(info.getEndpoints().get(0).getTicket(), as)) {
+    try (GatewayFixture again = new GatewayFixture(state);
+        FlightSqlClient client = again.client()) {
+      FlightInfo info = client.getTableTypes(again.as("primitive", null));
+      try (FlightStream s = client.getStream(info.getEndpoints().get(0).getTicket(),
+          again.as("primitive", null))) {
         assertTrue(s.next());
         assertTrue(s.getRoot().getRowCount() > 0);
       }
