@@ -94,8 +94,9 @@ final class DuckSessions implements AutoCloseable {
   // @GuardedBy("this"): the statements runners are executing or reading now.
   private final Set<PreparedStatement> running =
       Collections.newSetFromMap(new IdentityHashMap<>());
-  // @GuardedBy("this"): set once by cancelRunning; no statement starts after it.
-  private boolean cancelling;
+  // Written under this monitor, once, by cancelRunning (no statement starts after it); read
+  // without it by runners between batches.
+  private volatile boolean cancelling;
 
   DuckSessions(DuckTables tables) {
     this.tables = tables;
@@ -148,7 +149,7 @@ final class DuckSessions implements AutoCloseable {
   }
 
   /** True once {@link #cancelRunning} ran: a runner reading a result stops at its next batch. */
-  synchronized boolean cancelling() {
+  boolean cancelling() {
     return cancelling;
   }
 
