@@ -24,7 +24,7 @@ import pytest
 import flightsql
 from calls import drain, expiry_ms, failure, info, next_sequence, sql_info, ticket_of
 from daemon import ROOT, Daemon, wait_until
-from diagnostic_clients import bounded, check_message, decode_diagnostic
+from diagnostic_clients import bounded, check_message, decode_diagnostic, facts
 
 # A status-table row in docs/status.md: "| `CAUSE` | `STATUS` | ...".
 _ROW = re.compile(r"^\| `([A-Z_]+)` \| `([A-Z_]+)` \|")
@@ -360,3 +360,19 @@ def test_row(ctx, cause):
     d = decode_diagnostic(got.raw_trailer)
     assert (d["cause"], d["status"]) == (cause, got.status), d
     assert got.message == bounded(d["code"] + ": " + d["message"])
+
+
+def test_a_replayed_released_result_is_refused_with_the_next_sequence(ctx):
+    # The held rig releases each result as soon as it executed. The same sequence and SQL again
+    # replays a released result: GetFlightInfo answers RETIRED with the caller's next sequence
+    # (docs/admission.md, "Next-sequence hints"), not a ticket that only redeems to it.
+    d = ctx.rig("held")
+    ch = ctx.channel(d)
+    sql = "SELECT COUNT(*) FROM cells"
+    sequence = next_sequence(ch, d, "cells")
+    ticket_of(sql_info(ch, d, "cells", sql, sequence))
+    got = failure(sql_info, ch, d, "cells", sql, sequence)
+    diag = got.diagnostic
+    assert (got.status, diag["code"]) == ("FAILED_PRECONDITION", "query.retired"), diag
+    assert (diag["outcome"], diag["actions"]) == ("incomplete", ["use_next_sequence"]), diag
+    assert int(facts(diag)["next_sequence"]["value"]) == next_sequence(ch, d, "cells") > sequence

@@ -242,10 +242,7 @@ public final class AdmissionService {
         // The acceptance may not be durable: the answer names the submit, not its query.
         throw unknownOutcome(chain, chain.nextSequence() - 1, e);
       }
-      GatewayException failed = withQuery(e, chain, correlation);
-      // The submit was accepted: a status read refused now (a reload revoked the caller's
-      // inspect right, the history sweep forgot the query) is not "not admitted".
-      throw failed.outcome() == Outcome.NOT_ADMITTED ? Recovery.afterAdmission(failed) : failed;
+      throw afterAcceptance(e, chain, correlation);
     }
     if (status == null
         || status.getCorrelation() != correlation
@@ -262,6 +259,9 @@ public final class AdmissionService {
               QueryCode.EVIDENCE.failure("the succeeded query names no manifest digest"),
               chain,
               correlation);
+        }
+        if (sent.replayed()) {
+          requireRetained(chain, access, correlation);
         }
         return new Admitted(
             correlation,
@@ -290,6 +290,29 @@ public final class AdmissionService {
               chain,
               correlation);
     }
+  }
+
+  /**
+   * A replay finds a result that may have been released since it first ran (retention, an
+   * operator): its ticket would only redeem to RETIRED. The statement path answers that itself,
+   * where the caller's next sequence is added to it. Replays only: a fresh result was just made.
+   */
+  private void requireRetained(CommandChain chain, ReadAccess access, long correlation) {
+    try {
+      client.readManifest(access, correlation);
+    } catch (GatewayException e) {
+      throw afterAcceptance(e, chain, correlation);
+    }
+  }
+
+  /**
+   * A read refused after the submit was accepted (a reload revoked the caller's inspect right,
+   * the history sweep forgot the query) is not "not admitted".
+   */
+  private static GatewayException afterAcceptance(
+      GatewayException e, CommandChain chain, long correlation) {
+    GatewayException failed = withQuery(e, chain, correlation);
+    return failed.outcome() == Outcome.NOT_ADMITTED ? Recovery.afterAdmission(failed) : failed;
   }
 
   private static GatewayException withQuery(
