@@ -2,6 +2,7 @@ package io.transit.flight.admission;
 
 import static io.transit.flight.admission.Unsigned.u64;
 
+import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Basis;
 import io.transit.flight.crypto.SignaturePool;
 import io.transit.flight.diagnostic.Cause;
@@ -306,11 +307,18 @@ public final class AdmissionService {
   }
 
   /**
-   * A read refused after the submit was accepted (a reload revoked the caller's inspect right,
-   * the history sweep forgot the query) is not "not admitted".
+   * A read refused after the submit was accepted (a reload revoked the caller's inspect right)
+   * is not "not admitted". A query the submit has just named for this principal and the engine
+   * no longer knows was forgotten by the history sweep (a finished statement whose result was
+   * released, or that failed): that is what a retry would be told, so it is said now.
    */
   private static GatewayException afterAcceptance(
       GatewayException e, CommandChain chain, long correlation) {
+    if (e.queryCode() == QueryCode.UNKNOWN_RESULT) {
+      e = QueryCode.HISTORY_PRUNED.failure("the accepted query's record was pruned")
+          .withOutcome(Outcome.UNKNOWN)
+          .withActions(Action.USE_NEXT_SEQUENCE);
+    }
     GatewayException failed = withQuery(e, chain, correlation);
     return failed.outcome() == Outcome.NOT_ADMITTED ? Recovery.afterAdmission(failed) : failed;
   }

@@ -272,6 +272,22 @@ class AdmissionServiceTest {
   }
 
   @Test
+  void aQueryForgottenBeforeItsStatusIsReadIsHistoryPrunedNotAnAccessFailure() {
+    // The history sweep forgets a finished statement between the retry's replayed submit and
+    // its status read: the engine no longer knows the correlation the submit just named.
+    service.admit(request(1, SQL));
+    engine.failNextAwait(io.transit.flight.diagnostic.QueryCode.UNKNOWN_RESULT.failure(
+        "no such query for this principal"));
+    GatewayException e = fails(Status.Code.FAILED_PRECONDITION,
+        () -> service.admit(request(1, SQL)));
+    assertEquals("query.history_pruned", e.code());
+    assertEquals(Outcome.UNKNOWN, e.outcome());
+    assertEquals(List.of(Action.USE_NEXT_SEQUENCE), e.actions());
+    assertEquals(1L, e.identity().firstSequence());
+    assertEquals(1, engine.executions());
+  }
+
+  @Test
   void busyLimiterRefusesBeforeAnyCommand() {
     AdmissionLimiter full = new AdmissionLimiter(1, 1);
     AdmissionService busyService = new AdmissionService(engine, full, new AdmissionConfig(1, 1, 64));
