@@ -645,11 +645,24 @@ public final class PostgresJournal implements JournalStore {
     sync();
   }
 
+  /**
+   * The write of {@link #sync}: a row of the session's own (its backend's process id, folded
+   * into {@value #SYNC_ROWS} rows). The row lock is held until the commit's WAL flush returns,
+   * so syncs writing one shared row waited for each other's flushes one by one; on rows of
+   * their own, concurrent syncs of every replica share the server's group flushes. Two live
+   * sessions folded onto one row only wait as before. From row 2: row 1 is the one earlier
+   * versions write, which a replica not yet upgraded still does.
+   */
+  static final String SYNC = "INSERT INTO flushes (id, count) VALUES (pg_backend_pid() % "
+      + PostgresJournal.SYNC_ROWS + " + 2, 1) ON CONFLICT (id) DO UPDATE"
+      + " SET count = flushes.count + 1";
+  /** How many rows {@link #SYNC} folds the sessions onto (the table's size bound). */
+  static final int SYNC_ROWS = 1024;
+
   /** The server flushes its WAL up to this commit's record, past every earlier commit's. */
   @Override
   public void sync() throws SQLException {
-    transaction(Durability.DURABLE,
-        () -> update("UPDATE flushes SET count = count + 1 WHERE id = 1"));
+    transaction(Durability.DURABLE, () -> update(SYNC));
   }
 
   @Override

@@ -138,6 +138,62 @@ class PostgresJournalTest {
     }
   }
 
+  @Test
+  void aSyncDoesNotWaitForAnotherSessionsSyncInFlight() throws Exception {
+    String db = CLUSTER.get().createDatabase();
+    try (PostgresJournal j = onePooledConnection(db)) {
+      j.sync();
+      long journalRow = syncRow(journalSessionPid(db));
+      // Another replica's sync, its commit (and WAL flush) not yet returned: it holds its row.
+      // A session folded onto the journal's own row would make it wait, so take another one.
+      List<Connection> others = new ArrayList<>();
+      try {
+        Connection other;
+        do {
+          other = CLUSTER.get().connect(db);
+          others.add(other);
+        } while (syncRow(pid(other)) == journalRow);
+        other.setAutoCommit(false);
+        try (Statement s = other.createStatement()) {
+          assertEquals(1, s.executeUpdate(PostgresJournal.SYNC));
+        }
+        // Until 2026-12-06 every sync wrote one shared row: this one waited for the other's
+        // commit and failed at lock_timeout.
+        j.sync();
+        other.rollback();
+      } finally {
+        for (Connection c : others) {
+          c.close();
+        }
+      }
+    }
+  }
+
+  private static long syncRow(long pid) {
+    return pid % PostgresJournal.SYNC_ROWS;
+  }
+
+  private static long pid(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT pg_backend_pid()")) {
+      assertTrue(r.next());
+      return r.getLong(1);
+    }
+  }
+
+  /** The process id of the journal's one pooled session on {@code db}. */
+  private static long journalSessionPid(String db) throws SQLException {
+    try (Connection c = CLUSTER.get().connect(db);
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT pid FROM pg_stat_activity WHERE datname = '" + db
+            + "' AND application_name = 'transit-flight'")) {
+      assertTrue(r.next(), "the journal's session was found");
+      long pid = r.getLong(1);
+      assertFalse(r.next(), "the journal has one session");
+      return pid;
+    }
+  }
+
   /** A journal on {@code db} whose pool holds a single connection. */
   private static PostgresJournal onePooledConnection(String db) throws Exception {
     PostgresSettings s = CLUSTER.get().settings(db);
@@ -240,7 +296,7 @@ class PostgresJournalTest {
   private static long flushes(String db) throws SQLException {
     try (Connection c = CLUSTER.get().connect(db);
         Statement s = c.createStatement();
-        ResultSet r = s.executeQuery("SELECT count FROM flushes WHERE id = 1")) {
+        ResultSet r = s.executeQuery("SELECT sum(count) FROM flushes")) {
       assertTrue(r.next());
       return r.getLong(1);
     }
