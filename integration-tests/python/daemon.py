@@ -49,6 +49,7 @@ STOPPED = re.compile(r"stopped: leaked_bytes=(\d+) leaked_streams=(\d+) drained=
                      r" allocator_peak_bytes=(\d+) connections_peak=(\d+) stream_peak_bytes=(\d+)")
 RELOADED = "configuration reloaded"
 REFUSED = "reload refused, previous configuration stays"
+UNKNOWN = "reload outcome unknown"
 # What a variant copies of its base by default: the static deployment, not the engine.
 STATIC_PARTS = ("credentials", "keys", "demo-data")
 U64 = (1 << 64) - 1
@@ -323,15 +324,17 @@ class Daemon:
         time.sleep(0.5)
 
     def reload(self, timeout: float = 30.0) -> str:
-        """Sends SIGHUP and waits for the daemon to report the outcome: 'reloaded' or the
-        refusal line."""
-        ok, bad = self._count(RELOADED), self._count(REFUSED)
+        """Sends SIGHUP and waits for the daemon to report the outcome: 'reloaded', or the
+        refusal (or unknown outcome) line."""
+        ok, bad = self._count(RELOADED), self._count(REFUSED) + self._count(UNKNOWN)
         self.proc.send_signal(signal.SIGHUP)
-        wait_until(lambda: self._count(RELOADED) > ok or self._count(REFUSED) > bad, timeout,
+        wait_until(lambda: self._count(RELOADED) > ok
+                   or self._count(REFUSED) + self._count(UNKNOWN) > bad, timeout,
                    "the daemon to report a reload outcome")
         if self._count(RELOADED) > ok:
             return "reloaded"
-        return next(l for l in reversed(list(self.output)) if REFUSED in l).strip()
+        return next(l for l in reversed(list(self.output))
+                    if REFUSED in l or UNKNOWN in l).strip()
 
     def saw(self, needle: str, timeout: float = 10.0) -> None:
         """Waits (bounded) for a line containing ``needle``: the daemon's log lines are written

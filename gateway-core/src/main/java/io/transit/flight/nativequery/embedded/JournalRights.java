@@ -55,8 +55,13 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
         known = epoch;
         return epoch;
       }
-    } catch (SQLException e) {
+    } catch (JournalStore.NotCommitted e) {
       throw unavailable("the rights cannot be recorded in the native journal", e);
+    } catch (SQLException e) {
+      // The commit was sent and its answer lost: the rights may be in force on every replica.
+      GatewayException g = new GatewayException(Cause.UNKNOWN_OUTCOME, "rights.unknown_outcome",
+          "the native journal may have recorded the rights: its commit was not acknowledged", e);
+      throw e.getSQLState() == null ? g : g.with("sql_state", e.getSQLState());
     }
   }
 

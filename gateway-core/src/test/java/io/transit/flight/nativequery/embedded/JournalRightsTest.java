@@ -1,10 +1,16 @@
 package io.transit.flight.nativequery.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.sql.SQLException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -30,6 +36,37 @@ class JournalRightsTest {
       assertEquals(3, ledger.publish(doc("second")));
       assertEquals(3, ledger.epoch());
     }
+  }
+
+  @Test
+  void aPublishWhoseCommitIsNotAcknowledgedIsAnUnknownOutcomeNotARefusal() throws Exception {
+    try (SqliteJournal journal = SqliteJournal.open(dir.resolve("journal.sqlite"))) {
+      JournalRights ledger = new JournalRights(lostAcknowledgements(journal));
+      // Until 2026-12-06 this read as a refusal (query.journal_unavailable) although the
+      // journal had recorded the rights, and the reload said the previous ones stayed.
+      GatewayException e = assertThrows(GatewayException.class, () -> ledger.publish(doc("new")));
+      assertEquals(Cause.UNKNOWN_OUTCOME, e.kind());
+      assertEquals("rights.unknown_outcome", e.code());
+      assertEquals(1, journal.transaction(journal::rightsEpoch), "the journal recorded them");
+      assertEquals(1, ledger.epoch(), "the next decision reads the epoch the journal holds");
+    }
+  }
+
+  /** {@code journal}, except that each transaction's answer is lost after its commit. */
+  private static JournalStore lostAcknowledgements(JournalStore journal) {
+    return (JournalStore) Proxy.newProxyInstance(JournalStore.class.getClassLoader(),
+        new Class<?>[] {JournalStore.class}, (proxy, method, args) -> {
+          Object result;
+          try {
+            result = method.invoke(journal, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+          if (method.getName().equals("transaction")) {
+            throw new SQLException("the connection was lost awaiting the commit's answer");
+          }
+          return result;
+        });
   }
 
   @Test

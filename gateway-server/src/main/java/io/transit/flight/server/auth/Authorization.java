@@ -124,7 +124,9 @@ public final class Authorization {
    *
    * <p>Returns the rights epoch in force once the commit returned.
    *
-   * @throws GatewayException UNAVAILABLE {@code query.journal_unavailable}: nothing was swapped
+   * @throws GatewayException UNAVAILABLE {@code query.journal_unavailable}: nothing was swapped;
+   *     or UNKNOWN_OUTCOME {@code rights.unknown_outcome}: nothing was swapped here, but the
+   *     commit's answer was lost, so the journal (which every decision reads first) may hold them
    */
   public long install(AuthSnapshot next) {
     long epoch = ledger.publish(RightsDocument.encode(next.bindings()));

@@ -1,5 +1,7 @@
 package io.transit.flight.server.cli;
 
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.server.GatewayHooks;
 import io.transit.flight.server.GatewayServer;
 import io.transit.flight.server.config.ConfigException;
@@ -205,6 +207,11 @@ public final class Main implements Callable<Integer> {
     }
   }
 
+  private static void refused(GatewayServer server, Logger log, RuntimeException e) {
+    server.operations().metrics().reloaded(false);
+    log.warn("reload refused, previous configuration stays: {}", e.toString());
+  }
+
   private static int serve(Path configFile, PrintStream out, boolean demo, Integer port,
       OpsOptions options, int warmUp) throws ConfigException, IOException, InterruptedException {
     Logger log = LoggerFactory.getLogger(Main.class);
@@ -223,11 +230,20 @@ public final class Main implements Callable<Integer> {
       } catch (ConfigException e) {
         server.operations().metrics().reloaded(false);
         log.warn("reload refused, previous configuration stays: {}", e.getMessage());
+      } catch (GatewayException e) {
+        if (e.kind() != Cause.UNKNOWN_OUTCOME) {
+          refused(server, log, e);
+          return;
+        }
+        // Nothing was swapped here, but every replica (this one from its next call) decides
+        // under the journal's rights, which may now be the file's.
+        server.operations().metrics().reloadUnknown();
+        log.warn("reload outcome unknown, the journal may hold the new rights; send SIGHUP"
+            + " again: {}", e.toString());
       } catch (RuntimeException e) {
         // An unexpected failure must not escape the signal thread silently: the running
         // configuration stays (nothing is swapped before the new snapshot is complete).
-        server.operations().metrics().reloaded(false);
-        log.warn("reload refused, previous configuration stays: {}", e.toString());
+        refused(server, log, e);
       }
     });
     String noReloads = Signals.onHangup(reloads::requested);

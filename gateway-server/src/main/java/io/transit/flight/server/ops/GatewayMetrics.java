@@ -35,6 +35,9 @@ public final class GatewayMetrics implements AutoCloseable {
   private final Counter reloadsRefused = Counter.builder("transit.reloads")
       .tag("result", "refused").description("configuration reloads (SIGHUP) by result")
       .register(registry);
+  private final Counter reloadsUnknown = Counter.builder("transit.reloads")
+      .tag("result", "unknown").description("configuration reloads (SIGHUP) by result")
+      .register(registry);
   private final Counter streamBytes = Counter.builder("transit.stream.bytes")
       .baseUnit("bytes").description("bytes sent on DoGet result streams").register(registry);
   private final Counter streamBatches = Counter.builder("transit.stream.batches")
@@ -100,6 +103,11 @@ public final class GatewayMetrics implements AutoCloseable {
 
   public void reloaded(boolean ok) {
     (ok ? reloadsOk : reloadsRefused).increment();
+  }
+
+  /** A reload whose rights commit was not acknowledged (they may be in force): signal thread. */
+  public void reloadUnknown() {
+    reloadsUnknown.increment();
   }
 
   /** For the engine's commit observer: any thread. */
