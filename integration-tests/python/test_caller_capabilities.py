@@ -38,6 +38,11 @@ def test_adbc_cannot_set_the_read_only_option(gateway, primitive):
             "adbc.flight.sql.authorization_header": f"Bearer {gateway.token('primitive')}"}) as conn:
         with pytest.raises(adbc_driver_manager.Error):
             conn.adbc_connection.set_options(**{NEXT: "1"})
+        # Erasing it sends a value without a variant: refused in the result, by name.
+        refused = r"'transit\.next_sequence' \(invalid value\)"
+        with pytest.raises(adbc_driver_manager.Error, match=refused):
+            conn.adbc_connection.set_options(**{
+                "adbc.flight.sql.session.optionerase.transit.next_sequence": ""})
     assert primitive.next_sequence() == before
 
 
@@ -70,6 +75,16 @@ def test_set_session_options_refuses_every_name_and_close_session_succeeds(primi
         errors[e[1][0].decode()] = flightsql.parse(e[2][0]).get(1, [0])[0]
     # ErrorValue: INVALID_NAME = 1, INVALID_VALUE = 2 (the option exists but is read-only).
     assert errors == {"transit.next_sequence": 2, "other": 1}
+    assert primitive.next_sequence() == before
+
+    # A value with no variant asks to clear the option (what ADBC's optionerase sends): refused
+    # in the result like any other; until 2026-12-06 the whole call was INVALID_ARGUMENT.
+    entry = flightsql._field_bytes(1, b"transit.next_sequence") + flightsql._field_bytes(2, b"")
+    [result] = list(primitive.client.do_action(
+        fl.Action("SetSessionOptions", flightsql._field_bytes(1, entry)), primitive.options()))
+    [entry] = flightsql.parse(result.body.to_pybytes())[1]
+    e = flightsql.parse(entry)
+    assert (e[1][0], flightsql.parse(e[2][0]).get(1, [0])[0]) == (b"transit.next_sequence", 2)
     assert primitive.next_sequence() == before
 
     [closed] = list(primitive.client.do_action(fl.Action("CloseSession", b""), primitive.options()))

@@ -53,13 +53,9 @@ final class RequestBodies {
       if (FlightConstants.GET_SESSION_OPTIONS.getType().equals(type)) {
         Flight.GetSessionOptionsRequest.parseFrom(body);
       } else if (FlightConstants.SET_SESSION_OPTIONS.getType().equals(type)) {
-        Flight.SetSessionOptionsRequest r = Flight.SetSessionOptionsRequest.parseFrom(body);
-        for (Flight.SessionOptionValue v : r.getSessionOptionsMap().values()) {
-          // A value with an unknown or absent variant is not a value Arrow can represent.
-          if (v.getOptionValueCase() == Flight.SessionOptionValue.OptionValueCase.OPTIONVALUE_NOT_SET) {
-            throw invalid("a session option value has no known variant");
-          }
-        }
+        // A value without a variant (Flight's convention for "clear this option"; an unknown
+        // variant parses the same) is one Arrow represents as empty: refused by name like any.
+        Flight.SetSessionOptionsRequest.parseFrom(body);
       } else if (FlightConstants.CLOSE_SESSION.getType().equals(type)) {
         Flight.CloseSessionRequest.parseFrom(body);
       }
