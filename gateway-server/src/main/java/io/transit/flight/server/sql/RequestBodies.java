@@ -1,14 +1,18 @@
 package io.transit.flight.server.sql;
 
 import com.google.protobuf.Any;
+import com.google.protobuf.Descriptors;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import java.util.Set;
+import java.util.stream.Collectors;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.FlightConstants;
 import org.apache.arrow.flight.FlightDescriptor;
 import org.apache.arrow.flight.impl.Flight;
+import org.apache.arrow.flight.sql.impl.FlightSql;
 
 /**
  * The protobuf inside a request message (a descriptor's command, an action's body) parsed with
@@ -30,6 +34,25 @@ final class RequestBodies {
       return Any.parseFrom(descriptor.getCommand());
     } catch (InvalidProtocolBufferException | RuntimeException e) {
       throw invalid("descriptor command is not a valid protobuf Any");
+    }
+  }
+
+  /** The full names of Flight SQL's command messages, known to Arrow's protocol descriptor. */
+  private static final Set<String> FLIGHT_SQL_COMMANDS = FlightSql.getDescriptor()
+      .getMessageTypes().stream()
+      .filter(t -> t.getName().startsWith("Command"))
+      .map(Descriptors.Descriptor::getFullName)
+      .collect(Collectors.toUnmodifiableSet());
+
+  /**
+   * A command the gateway does not serve must at least be a Flight SQL command (then it is
+   * UNIMPLEMENTED, after policy); any other type, an empty one included, is not a command of a
+   * known type.
+   */
+  static void requireFlightSqlCommand(Any command) {
+    String url = command.getTypeUrl();
+    if (!FLIGHT_SQL_COMMANDS.contains(url.substring(url.lastIndexOf('/') + 1))) {
+      throw invalid("the descriptor command is not a Flight SQL command");
     }
   }
 

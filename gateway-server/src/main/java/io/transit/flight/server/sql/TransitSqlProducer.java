@@ -148,6 +148,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       if (CatalogResults.isCatalogCommand(command)) {
         return metadata.getFlightInfo(command, descriptor, caller);
       }
+      RequestBodies.requireFlightSqlCommand(command);
       throw unimplementedAfterPolicy(caller, command.getTypeUrl());
     } catch (Throwable t) {
       throw errors.toGrpc(t);
@@ -166,6 +167,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       if (CatalogResults.isCatalogCommand(command)) {
         return metadata.getSchema(command, caller);
       }
+      RequestBodies.requireFlightSqlCommand(command);
       throw unimplementedAfterPolicy(caller, command.getTypeUrl());
     } catch (Throwable t) {
       throw errors.toGrpc(t);
