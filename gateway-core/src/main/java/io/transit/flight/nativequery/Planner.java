@@ -28,8 +28,11 @@ public interface Planner {
     return plan(sql, table);
   }
 
-  /** Whether planning {@code sql} over {@code table} now would cost no parse (a cached plan). */
-  default boolean isCompiled(String sql, TableDeclaration table) {
-    return false;
+  /**
+   * The plan when it costs no parse now (a cached one), else null. One look-up: a plan cached
+   * when asked and evicted before a second call would otherwise be parsed without a watch.
+   */
+  default QueryPlan cached(String sql, TableDeclaration table) {
+    return null;
   }
 }

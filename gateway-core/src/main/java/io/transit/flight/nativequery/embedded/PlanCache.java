@@ -118,10 +118,10 @@ public final class PlanCache implements Planner {
     return out.withBasis(Basis.of(fingerprint, engine.name(), engine.version()));
   }
 
-  /** Whether {@code sql} over {@code table} is cached: compiling it costs no parse. */
+  /** The cached plan of {@code sql} over {@code table}, or null: compiling it costs a parse. */
   @Override
-  public synchronized boolean isCompiled(String sql, TableDeclaration table) {
-    return plans.containsKey(new Key(sql, table));
+  public synchronized QueryPlan cached(String sql, TableDeclaration table) {
+    return plans.get(new Key(sql, table));
   }
 
   /** Plans currently cached. */

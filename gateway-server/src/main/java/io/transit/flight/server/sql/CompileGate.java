@@ -81,8 +81,9 @@ final class CompileGate {
 
   /** Compiles {@code sql} for the caller with {@code principal}; see the class comment. */
   QueryPlan compile(long principal, String sql, TableDeclaration table, long deadlineNanos) {
-    if (planner.isCompiled(sql, table)) {
-      return planner.plan(sql, table);
+    QueryPlan hit = planner.cached(sql, table);
+    if (hit != null) {
+      return hit;
     }
     AdmissionLimiter.Permit slot;
     try {
