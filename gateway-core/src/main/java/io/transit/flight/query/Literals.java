@@ -6,8 +6,11 @@ import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.time.LocalDate;
 import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeFormatterBuilder;
 import java.time.format.DateTimeParseException;
 import java.time.format.ResolverStyle;
+import java.time.temporal.ChronoField;
+import java.util.Locale;
 import net.sf.jsqlparser.expression.BooleanValue;
 import net.sf.jsqlparser.expression.CastExpression;
 import net.sf.jsqlparser.expression.DoubleValue;
@@ -30,9 +33,19 @@ final class Literals {
   private static final BigInteger INT64_MIN = BigInteger.valueOf(Long.MIN_VALUE);
   private static final BigInteger INT64_MAX = BigInteger.valueOf(Long.MAX_VALUE);
   private static final BigInteger UINT64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
-  /** Strict ISO date: four-digit year, two-digit month and day, real calendar dates only. */
-  private static final DateTimeFormatter ISO_DATE =
-      DateTimeFormatter.ofPattern("uuuu-MM-dd").withResolverStyle(ResolverStyle.STRICT);
+  /**
+   * Strict ISO date: four-digit year, two-digit month and day, real calendar dates only. The
+   * year is exactly four digits without a sign: {@code uuuu} would also take {@code +10000},
+   * which DuckDB's DATE does not read.
+   */
+  private static final DateTimeFormatter ISO_DATE = new DateTimeFormatterBuilder()
+      .appendValue(ChronoField.YEAR, 4)
+      .appendLiteral('-')
+      .appendValue(ChronoField.MONTH_OF_YEAR, 2)
+      .appendLiteral('-')
+      .appendValue(ChronoField.DAY_OF_MONTH, 2)
+      .toFormatter(Locale.ROOT)
+      .withResolverStyle(ResolverStyle.STRICT);
 
   /** The kinds of literal a caller can write, named as messages name them. */
   private enum Kind {
@@ -71,6 +84,9 @@ final class Literals {
         }
         break;
       case FLOAT64:
+        if (p.kind == Kind.DECIMAL && p.value == null) {
+          throw invalidLiteral(column, p, "is outside the FLOAT64 range");
+        }
         if (p.kind == Kind.INTEGER || p.kind == Kind.DECIMAL) {
           BigDecimal exact =
               p.kind == Kind.INTEGER ? new BigDecimal((BigInteger) p.value) : (BigDecimal) p.value;
@@ -139,7 +155,7 @@ final class Literals {
 
   private static Parsed parse(Expression expression) {
     Expression e = QueryCompiler.unwrap(expression);
-    String written = e.toString();
+    String written = SqlGuard.restore(e.toString());
     if (e instanceof SignedExpression s) {
       if (s.getSign() != '-' && s.getSign() != '+') {
         throw SafeText.unsupported("unsupported: operator " + s.getSign() + " in WHERE");
@@ -152,7 +168,7 @@ final class Literals {
       }
       if (inner instanceof DoubleValue d) {
         BigDecimal v = decimal(d);
-        return new Parsed(Kind.DECIMAL, negative ? v.negate() : v, written);
+        return new Parsed(Kind.DECIMAL, negative && v != null ? v.negate() : v, written);
       }
       throw SafeText.unsupported("unsupported: arithmetic in WHERE");
     }
@@ -186,11 +202,17 @@ final class Literals {
     throw SafeText.unsupported("unsupported: " + QueryCompiler.describe(e) + " in WHERE");
   }
 
+  /**
+   * The literal's exact value; null when its exponent is beyond what BigDecimal holds and its
+   * double is infinite (such as {@code 1e9999999999}). One whose double underflows reads as 0,
+   * as DuckDB reads it.
+   */
   private static BigDecimal decimal(DoubleValue d) {
     try {
       return new BigDecimal(d.toString());
     } catch (NumberFormatException e) {
-      return BigDecimal.valueOf(d.getValue());
+      double v = d.getValue();
+      return Double.isFinite(v) ? BigDecimal.valueOf(v) : null;
     }
   }
 
@@ -201,7 +223,7 @@ final class Literals {
           "unsupported: string literal with prefix " + SafeText.fragment(prefix));
     }
     // The parser keeps the doubled quote of an escaped quote; SQL strings have no other escape.
-    return s.getValue().replace("''", "'");
+    return SqlGuard.restore(s.getValue()).replace("''", "'");
   }
 
   private static LocalDate date(String text) {

@@ -2,6 +2,9 @@ package io.transit.flight.query;
 
 import io.transit.flight.diagnostic.Budget;
 import io.transit.flight.diagnostic.GatewayException;
+import java.util.Locale;
+import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * The lexical pre-check every statement passes before JSqlParser sees it. One linear pass over
@@ -16,7 +19,10 @@ import io.transit.flight.diagnostic.GatewayException;
  * prefixes other than {@code N}, such as Oracle's {@code q'[...]'}, and {@code $}-quoting) are
  * refused here; none is in the profile. The parser then sees the text with every comment blanked
  * (line breaks kept, so syntax-error positions still point into the caller's text), so no comment
- * can be read differently by the two.
+ * can be read differently by the two, and with every backslash inside a string literal replaced
+ * by {@link #BACKSLASH}: JSqlParser ends a string token after a backslash and a quote even
+ * with backslash escapes off, so {@code 'it\''s'} would reach it as two strings. {@link
+ * #restore} gives a literal's text back.
  *
  * <p>Stateless; any thread.
  */
@@ -32,6 +38,21 @@ final class SqlGuard {
 
   static final String CODE = "query.too_complex";
 
+  /**
+   * What the parser sees for a backslash inside a string literal: an unpaired surrogate, which
+   * no SQL text from a client holds (it arrives as UTF-8, which cannot encode one).
+   */
+  static final char BACKSLASH = '\uDC5C';
+
+  /**
+   * Words JSqlParser 5.3 reads together with a quote that follows (case-insensitive): its string
+   * prefixes, "" for Oracle's bare q form, and X of a hex literal.
+   */
+  private static final Set<String> PREFIXES =
+      Set.of("", "U", "E", "N", "R", "B", "RB", "_UTF8", "X");
+  /** A word the parser reads whole as one keyword or identifier. */
+  private static final Pattern WHOLE_WORD = Pattern.compile("[A-Z][A-Z0-9_]*");
+
   private SqlGuard() {}
 
   /**
@@ -44,6 +65,9 @@ final class SqlGuard {
     int n = sql.length();
     if (n > MAX_CHARS) {
       throw tooComplex("characters", MAX_CHARS, n);
+    }
+    if (sql.indexOf(BACKSLASH) >= 0) {
+      throw SafeText.invalid("query.syntax", "syntax error: text with an unpaired surrogate");
     }
     char[] out = sql.toCharArray();
     int tokens = 0;
@@ -72,7 +96,13 @@ final class SqlGuard {
       tokens++;
       if (c == '\'') {
         requireNoPrefix(sql, i);
-        i = quotedEnd(sql, i, '\'', true, "string literal");
+        int end = quotedEnd(sql, i, '\'', true, "string literal");
+        for (int k = i + 1; k < end - 1; k++) {
+          if (out[k] == '\\') {
+            out[k] = BACKSLASH;
+          }
+        }
+        i = end;
       } else if (c == '"') {
         i = quotedEnd(sql, i, '"', true, "quoted identifier");
       } else if (c == '`') {
@@ -141,13 +171,32 @@ final class SqlGuard {
     throw SafeText.invalid("query.syntax", "syntax error: unterminated " + what);
   }
 
-  /** The parser reads a word glued to a quote as a prefix (E'', X'', q'[..]'); only N is ours. */
+  /** {@code text} (a literal as the parser gave it) with its backslashes back. */
+  static String restore(String text) {
+    return text.indexOf(BACKSLASH) < 0 ? text : text.replace(BACKSLASH, '\\');
+  }
+
+  /**
+   * The parser reads a word glued to a quote as a string prefix when the word is one of its
+   * prefixes (U, E, R, B, RB, _utf8, an Oracle q form) or X (a hex literal): only N is ours. Any
+   * other word that it reads whole as a keyword or identifier (an ASCII letter, then ASCII letters, digits or
+   * underscores), such as {@code DATE'2024-01-01'} or {@code OR's'}, ends before the quote.
+   * Anything else glued to a quote is refused: its token boundary is the parser's to decide.
+   */
   private static void requireNoPrefix(String sql, int quote) {
     int start = quote;
     while (start > 0 && isWordChar(sql.charAt(start - 1))) {
       start--;
     }
-    if (start < quote && !sql.substring(start, quote).equalsIgnoreCase("N")) {
+    if (start == quote) {
+      return;
+    }
+    String word = sql.substring(start, quote).toUpperCase(Locale.ROOT);
+    if (word.equals("N")) {
+      return;
+    }
+    if (!WHOLE_WORD.matcher(word).matches() || PREFIXES.contains(word)
+        || (word.endsWith("Q") && PREFIXES.contains(word.substring(0, word.length() - 1)))) {
       throw SafeText.unsupported("unsupported: string literal prefix");
     }
   }

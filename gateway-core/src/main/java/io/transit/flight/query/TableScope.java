@@ -39,9 +39,6 @@ final class TableScope {
         if (first == '`' && last == '`') {
           return new Ident(inner.replace("``", "`"), true);
         }
-        if (first == '[' && last == ']') {
-          return new Ident(inner.replace("]]", "]"), true);
-        }
       }
       return new Ident(raw, false);
     }

@@ -73,6 +73,14 @@ class SqlGuardTest {
   }
 
   @Test
+  void theParserSeesNoBackslashInsideAStringAndNoneOutside() {
+    String seen = SqlGuard.check(HEAD + "s = 'it\\''s' AND \"a\\\" = 1");
+    assertEquals(HEAD + "s = 'it" + SqlGuard.BACKSLASH + "''s' AND \"a\\\" = 1", seen);
+    assertEquals("it\\''s", SqlGuard.restore("it" + SqlGuard.BACKSLASH + "''s"));
+    refused(HEAD + "s = '" + SqlGuard.BACKSLASH + "'", "query.syntax");
+  }
+
+  @Test
   void blockCommentsDoNotNest() {
     tooComplex(HEAD + "/* /* */ " + nested(40) + " */", "nesting", 32, 40);
   }
@@ -103,7 +111,7 @@ class SqlGuardTest {
 
   @ParameterizedTest
   @ValueSource(strings = {"s = q'[a'b]'", "s = E'x'", "s = X'00'", "s = _utf8'x'", "s = $$x$$",
-      "id = $1", "s = $tag$ ( $tag$"})
+      "id = $1", "s = $tag$ ( $tag$", "s = rb'x'", "s = Nq'[x]'", "s = 1'x'"})
   void lexicalFormsOutsideTheProfileAreRefusedBeforeParsing(String where) {
     GatewayException e = refused(HEAD + where, "query.unsupported");
     assertEquals(Status.Code.UNIMPLEMENTED, e.kind().code());
@@ -117,7 +125,7 @@ class SqlGuardTest {
   @Test
   void guardDepthAgreesWithJsqlParsersLexer() {
     String[] pieces = {"(", ")", "[", "]", " ", "\n", "\r", "id", "1", "=", " OR ", "'", "''", "\"",
-        "\"\"", "`", "--", "//", "/*", "*/", "\\", "N'", ",", "-", "/", "*"};
+        "\"\"", "`", "--", "//", "/*", "*/", "\\", "N'", ",", "-", "/", "*", "DATE'", "OR'"};
     Random random = new Random(14);
     int compared = 0;
     for (int i = 0; i < 3000; i++) {
