@@ -60,6 +60,7 @@ public final class FlightServerChannel {
   private volatile boolean cancelled; // set once, by T_grpc
   private volatile VectorSchemaRoot root; // T_exec-confined; volatile only for streamRoot()
   private boolean terminalSent; // T_exec-confined
+  private boolean batchWritten; // T_exec-confined: a batch reached the wire's buffers
   private final CompletableFuture<Void> rootFreed = new CompletableFuture<>();
   private final CompletableFuture<Void> producerDone = new CompletableFuture<>();
 
@@ -237,6 +238,7 @@ public final class FlightServerChannel {
         StreamRoots.refill(source, root);
       }
       putNext(metadata);
+      batchWritten = true;
       // The write copied the batch into gRPC's own buffers: the root need not keep it until the
       // next refill, and emptying it now is what keeps one batch resident instead of two.
       root.clear();
@@ -260,7 +262,12 @@ public final class FlightServerChannel {
     return true;
   }
 
-  /** T_exec: {@code error(mapped)} unless closed, cancelled or already terminated. */
+  /**
+   * T_exec: {@code error(mapped)} unless closed, cancelled or already terminated. Once a batch
+   * was written the client holds a prefix, never a complete result, whatever ends the stream (a
+   * data deadline, the shutdown, a failed send as much as the producer's own failure): the
+   * outcome is then {@code incomplete}.
+   */
   public boolean sendError(Throwable error) {
     executor.checkOnExecutor();
     if (!open.get() || cancelled || terminalSent) {
@@ -269,7 +276,8 @@ public final class FlightServerChannel {
       return false;
     }
     terminalSent = true;
-    listener.error(map(error));
+    listener.error(map(batchWritten && error instanceof GatewayException g
+        ? g.withOutcome(Outcome.INCOMPLETE) : error));
     return true;
   }
 

@@ -163,6 +163,35 @@ class FlightServerChannelScenarioTest {
     }
   }
 
+  /**
+   * An abort from outside the producer (the data deadline's timer, the shutdown) after batches
+   * were written: the client holds a prefix, so the outcome is incomplete whatever the cause's
+   * own (a deadline's is unknown). Until 2026-12-06 only the producer's own failures said so.
+   */
+  @Test
+  void s2_abortAfterWrittenBatchesSaysTheResultIsIncomplete() throws Exception {
+    for (int batches : new int[] {0, 2}) {
+      try (FlightFixture fx = new FlightFixture()) {
+        fx.script = side -> fx.handler.produce(side.channel, ch -> {
+          for (int i = 0; i < batches; i++) {
+            fx.handler.sendResponseBatch(ch, batch(ch.allocator(), 5));
+          }
+          ch.abort(GatewayException.of(Cause.DEADLINE, "flight.deadline_exceeded",
+              "the stream did not finish within its data deadline"));
+        });
+        FlightFixture.ClientResult result = fx.read(-1);
+        FlightFixture.ServerSide side = fx.nextOpened();
+        fx.awaitQuiet();
+        assertEquals(5L * batches, result.rows());
+        assertEquals(FlightStatusCode.TIMED_OUT, result.error().status().code());
+        byte[] trailer = result.error().status().metadata().getByte(ErrorMapper.TRAILER_KEY);
+        assertEquals(batches > 0 ? "incomplete" : "unknown",
+            new ObjectMapper().readTree(trailer).get("outcome").asText());
+        assertEndedOnce(side);
+      }
+    }
+  }
+
   @Test
   void s3_clientCancelOnIdleChannel() throws Exception {
     try (FlightFixture fx = new FlightFixture()) {
