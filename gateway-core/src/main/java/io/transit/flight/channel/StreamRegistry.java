@@ -77,8 +77,22 @@ public final class StreamRegistry implements AutoCloseable {
   public FlightServerChannel open(
       ServerStreamListener listener,
       Function<? super Throwable, ? extends RuntimeException> errorMapper) {
+    return open(listener, errorMapper, () -> {});
+  }
+
+  /**
+   * As {@link #open(ServerStreamListener, Function)}; {@code released} runs once when the stream
+   * is released — its permit returned and its allocator closed, which a close alone does not do
+   * while its producer still runs — on the thread that completes the release (T_exec or the
+   * producer's). It must not block. It does not run when this throws.
+   */
+  public FlightServerChannel open(
+      ServerStreamListener listener,
+      Function<? super Throwable, ? extends RuntimeException> errorMapper,
+      Runnable released) {
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(errorMapper, "errorMapper");
+    Objects.requireNonNull(released, "released");
     if (shuttingDown) {
       throw shuttingDownFailure();
     }
@@ -98,7 +112,7 @@ public final class StreamRegistry implements AutoCloseable {
       StreamExecutor executor = pool.newStreamExecutor(name);
       FlightServerChannel channel =
           new FlightServerChannel(name, listener, executor, child, errorMapper, limits);
-      Lease lease = new Lease(channel, child);
+      Lease lease = new Lease(channel, child, released);
       listener.setOnCancelHandler(channel::onChannelCancelled);
       listener.setOnReadyHandler(channel::onReady);
       live.add(channel);
@@ -192,11 +206,13 @@ public final class StreamRegistry implements AutoCloseable {
   private final class Lease {
     private final FlightServerChannel channel;
     private final BufferAllocator child;
+    private final Runnable onReleased;
     private final AtomicBoolean done = new AtomicBoolean();
 
-    Lease(FlightServerChannel channel, BufferAllocator child) {
+    Lease(FlightServerChannel channel, BufferAllocator child, Runnable onReleased) {
       this.channel = channel;
       this.child = child;
+      this.onReleased = onReleased;
     }
 
     /**
@@ -230,6 +246,11 @@ public final class StreamRegistry implements AutoCloseable {
         live.remove(channel);
         released.incrementAndGet();
         permits.release();
+        try {
+          onReleased.run();
+        } catch (RuntimeException e) {
+          LOG.error("{}: a release callback failed", channel.name(), e);
+        }
       }
     }
   }

@@ -52,11 +52,15 @@ final class FlightFixture implements AutoCloseable {
     final FlightServerChannel channel;
     final InterceptingListener listener;
     final AtomicInteger closeFires = new AtomicInteger();
+    /** Runs of the registry's release callback: the permit and allocator returned. */
+    final AtomicInteger releaseFires;
     volatile Throwable producerFailure;
 
-    ServerSide(FlightServerChannel channel, InterceptingListener listener) {
+    ServerSide(FlightServerChannel channel, InterceptingListener listener,
+        AtomicInteger releaseFires) {
       this.channel = channel;
       this.listener = listener;
+      this.releaseFires = releaseFires;
     }
   }
 
@@ -215,14 +219,15 @@ final class FlightFixture implements AutoCloseable {
       InterceptingListener listener = new InterceptingListener(real);
       configure.accept(listener);
       FlightServerChannel channel;
+      AtomicInteger releases = new AtomicInteger();
       try {
-        channel = registry.open(listener, ERRORS::toGrpc);
+        channel = registry.open(listener, ERRORS::toGrpc, releases::incrementAndGet);
       } catch (GatewayException e) {
         listener.error(map(e));
         return;
       }
       listener.attach(channel);
-      ServerSide side = new ServerSide(channel, listener);
+      ServerSide side = new ServerSide(channel, listener, releases);
       channel.addCloseListener(side.closeFires::incrementAndGet);
       Script body = script;
       opened.add(side);

@@ -218,6 +218,35 @@ class FlightServerChannelScenarioTest {
     }
   }
 
+  /**
+   * A cancel closes the channel at once (its close listeners run on T_grpc), but the stream is
+   * released — its permit and allocator, then the release callback — only once its producer has
+   * ended: whatever the owner meters per stream (a caller's share) must follow the release.
+   */
+  @Test
+  void s3_cancelClosesAtOnceButReleasesAfterTheProducerEnds() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      CountDownLatch producerMayEnd = new CountDownLatch(1);
+      fx.script = side -> fx.handler.produce(side.channel, ch -> {
+        awaitTrue(ch::isCancelled, "cancel delivered");
+        await(producerMayEnd); // a producer still inside a read, say
+      });
+      FlightStream stream = fx.stream();
+      FlightFixture.ServerSide side = fx.nextOpened();
+      stream.cancel("client gone", null);
+      FlightFixture.read(stream, -1);
+      awaitTrue(() -> side.closeFires.get() == 1, "the channel closed");
+      Thread.sleep(100); // a release would have run by now if it followed the close
+      assertEquals(0, side.releaseFires.get(), "not released while the producer runs");
+      assertEquals(7, fx.registry.availablePermits(), "its permit still held");
+      producerMayEnd.countDown();
+      awaitTrue(() -> side.releaseFires.get() == 1, "released once the producer ended");
+      assertEquals(8, fx.registry.availablePermits());
+      fx.awaitQuiet();
+      assertEndedOnce(side);
+    }
+  }
+
   @Test
   void s4_cancelRacesInFlightSend() throws Exception {
     try (FlightFixture fx = new FlightFixture()) {

@@ -14,7 +14,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * with the facts {@code bound} = {@code caller}, {@code limit} and {@code required}.
  *
  * <p>Threads: {@link #acquire} runs on the gRPC thread that starts a DoGet; the returned release
- * runs once, on whichever thread closes the stream. The per-caller counts live in a concurrent
+ * runs once, on whichever thread releases the stream (its permit and memory returned, after its
+ * producer ended: StreamRegistry#open). The per-caller counts live in a concurrent
  * map whose entries are removed when they drop to zero, so it holds only callers with streams.
  */
 public final class StreamShares {

@@ -196,7 +196,10 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     Runnable share = null;
     try {
       share = shares.acquire(caller.name());
-      channel = streams.open(listener, errors::toGrpc);
+      // Given back when the stream is released, not when it closes: a cancelled stream whose
+      // producer is still inside a read keeps its permit and memory until then, and a caller
+      // that could reopen at once would take every permit from the others.
+      channel = streams.open(listener, errors::toGrpc, share);
     } catch (Throwable t) {
       if (share != null) {
         share.run();
@@ -204,7 +207,6 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       listener.error(errors.toGrpc(t));
       return;
     }
-    channel.addCloseListener(share);
     StreamDeadline.bound(channel, deadlines, timer);
     FlightOutboundHandler.ProducerBody body;
     if (verified.reference() instanceof StatementReference) {
