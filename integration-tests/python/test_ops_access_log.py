@@ -161,3 +161,20 @@ def test_an_unread_standard_error_does_not_stop_the_daemon(tmp_path):
         if reader.is_alive():
             reader.join(10)  # EOF follows the exit
         proc.stderr.close()
+
+
+def test_a_debug_level_never_logs_a_callers_token(gateway):
+    """At debug, gRPC's Netty frame logger would print every request header, the Bearer token
+    included (until 2026-12-06 it did): it stays at INFO while the gateway's own loggers open."""
+    d = Daemon.variant(gateway, {"ops": {"log": {"level": "debug"}}}).start()
+    try:
+        c = Caller(d, "primitive")
+        c.read(c.info(SQL, c.next_sequence()))
+        c.close()
+        d.quiet_log()
+        log = "".join(d.output)
+        assert " DEBUG " in log, "the gateway's own debug lines are written"
+        assert d.token("primitive") not in log
+        assert "Bearer tfg_" not in log, [l for l in d.output if "Bearer" in l][:3]
+    finally:
+        d.close()

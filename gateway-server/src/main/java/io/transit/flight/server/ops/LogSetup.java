@@ -59,6 +59,16 @@ public final class LogSetup {
           java.util.logging.Level.SEVERE),
       quiet("io.grpc.netty.shaded.io.grpc.netty.NettyServerTransport.connections",
           java.util.logging.Level.WARNING)};
+  /**
+   * Libraries that print credentials or data at DEBUG: gRPC's Netty frame logger (every request
+   * header, the caller's {@code authorization} included, and the first bytes of each message),
+   * the S3 client's HTTP headers and wire ({@code Authorization: AWS4-HMAC-SHA256 …}, segment
+   * bytes), the AWS SDK's signer and request logs, the PostgreSQL driver and its pool. Under a
+   * {@code debug} or {@code trace} level they stay at INFO; at the levels above they follow the
+   * root. An operator's own Logback file can still lower them, on purpose.
+   */
+  static final List<String> NEVER_BELOW_INFO = List.of("io.grpc", "org.apache.hc",
+      "software.amazon.awssdk", "org.postgresql", "com.zaxxer.hikari");
   /** The appender writing to standard error, kept across reloads. */
   static final String STANDARD_ERROR = "transit";
   /** The warm-up's appender: every line formatted, then dropped. */
@@ -152,6 +162,10 @@ public final class LogSetup {
     if ("json".equals(format)) {
       JsonEncoder json = new JsonEncoder();
       json.setContext(ctx);
+      // The line as the text format writes it, beside the template ("message"): the documented
+      // lines are greppable in either format. The template's values are in the line already.
+      json.setWithFormattedMessage(true);
+      json.setWithArguments(false);
       json.start();
       return json;
     }
@@ -205,7 +219,11 @@ public final class LogSetup {
       root.detachAppender(a);
       a.stop();
     }
-    root.setLevel(Level.toLevel(level.toUpperCase(Locale.ROOT), Level.INFO));
+    Level rootLevel = Level.toLevel(level.toUpperCase(Locale.ROOT), Level.INFO);
+    root.setLevel(rootLevel);
+    for (String name : NEVER_BELOW_INFO) {
+      ctx.getLogger(name).setLevel(rootLevel.isGreaterOrEqual(Level.INFO) ? null : Level.INFO);
+    }
     if (JUL_ROUTED.compareAndSet(false, true)) {
       // gRPC and its Netty log through java.util.logging, whose console handler wrote to
       // standard error directly: unformatted, past the queue, on the logging thread.
