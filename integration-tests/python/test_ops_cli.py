@@ -74,6 +74,13 @@ def test_usage_errors_are_one_line_exit_64(tmp_path):
     assert r.returncode == 64 and "--config" in r.stderr and r.stderr.count("\n") == 1
     r = gateway("demo", "--state-dir", str(tmp_path / "s"), "--warm-up", "-1")
     assert r.returncode == 64 and "--warm-up: -1" in r.stderr and r.stderr.count("\n") == 1
+    # An ops option's bad value names the option (until 2026-12-06: exit 2, naming the file's
+    # ops.* field, which the file may not even have).
+    for flag, value in (("--log-level", "bogus"), ("--log-format", "JSON"),
+                        ("--metrics-port", "70000"), ("--drain-notice-ms", "400000")):
+        r = gateway("run", "--config", str(tmp_path / "absent.json"), flag, value)
+        assert r.returncode == 64 and f"{flag}: {value}" in r.stderr, (flag, r.stderr)
+        assert r.stderr.count("\n") == 1, r.stderr
 
 
 def test_a_warm_up_at_start_leaves_the_served_deployment_untouched(tmp_path):

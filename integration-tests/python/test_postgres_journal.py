@@ -7,7 +7,10 @@ replicas on one database alternate one caller's statements and replay each other
 archive's own runtime image runs on it too."""
 
 import contextlib
+import os
 import shutil
+import signal
+import time
 
 import grpc
 
@@ -219,3 +222,58 @@ def test_the_release_archive_runtime_runs_on_the_postgresql_journal(template_sta
             == [["1"]]
     finally:
         assert d.stop() == 0
+
+
+def test_a_stop_during_a_reload_waiting_for_the_journal_is_not_serving_at_once(
+        template_state, postgres, tmp_path):
+    """The stop waits for a reload under way, and a reload waits for the journal's commit of its
+    rights. Health turns NOT_SERVING when SIGTERM arrives all the same (until 2026-12-06 it stayed
+    SERVING until the reload's commit returned or failed)."""
+    from ops_support import health
+
+    d, _ = pg_daemon(template_state, postgres, tmp_path)
+    d.start()
+    stopped = []
+    try:
+        assert Caller(d, "primitive").next_sequence() >= 1
+        sessions = [pid for (pid,) in d.journal().query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name = 'transit-flight'")]
+        assert sessions, "the daemon's journal sessions"
+        for pid in sessions:  # every journal session freezes: the reload's commit waits
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+        d.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert RELOADED not in "".join(d.output), "the reload waits for the journal"
+        assert health(d.port) == "SERVING"
+        d.proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: health(d.port) == "NOT_SERVING", 10, "health NOT_SERVING")
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    assert d.stop() == 0
+
+
+def test_a_password_in_the_journal_urls_parameters_is_never_logged(template_state, postgres,
+                                                                    tmp_path):
+    """The URL's parameters may carry secrets the settings have no field for (sslpassword): the
+    start line, the pool and the migrations show the URL without them (until 2026-12-06 the
+    start line logged it whole at INFO; a refusal naming it: ConfigLoaderTest)."""
+    database = postgres.create_database()
+    password = postgres.password_file.read_text().strip()
+    section = postgres.journal_config(database)
+    url = (f"jdbc:postgresql://127.0.0.1:{section['port']}/{database}"
+           f"?password={password}&sslpassword=never-logged-ssl")
+    for key in ("host", "port", "database"):
+        del section[key]
+    d = Daemon.variant(template_state, {"journal": dict(section, url=url)},
+                       target=tmp_path / "state")
+    d.start()
+    try:
+        assert Caller(d, "primitive").next_sequence() >= 1
+        d.saw("journal: PostgreSQL jdbc:postgresql://127.0.0.1")
+    finally:
+        assert d.stop() == 0
+    log = "".join(d.output)
+    assert password not in log and "never-logged-ssl" not in log, log

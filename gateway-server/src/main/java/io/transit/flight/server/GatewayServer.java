@@ -20,6 +20,7 @@ import io.transit.flight.nativequery.embedded.EngineOptions;
 import io.transit.flight.nativequery.embedded.PlanCache;
 import io.transit.flight.nativequery.embedded.SegmentSettings;
 import io.transit.flight.nativequery.postgres.PostgresJournal;
+import io.transit.flight.nativequery.postgres.PostgresSettings;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.auth.AuthSnapshot;
 import io.transit.flight.server.auth.Authorization;
@@ -219,7 +220,8 @@ public final class GatewayServer implements AutoCloseable {
     try {
       EngineOptions options = Bindings.engineOptions(cfg).withFaults(hooks.engineFaults());
       if (cfg.journal().shared()) {
-        log.info("journal: PostgreSQL {}", cfg.journal().postgres().jdbcUrl());
+        log.info("journal: PostgreSQL {}",
+            PostgresSettings.shown(cfg.journal().postgres().jdbcUrl()));
         if (cfg.segments() instanceof SegmentSettings.Local) {
           // Right for one replica; with more, a ticket redeemed on a replica that did not store
           // its result's files fails closed (query.evidence), docs/deployment.md.

@@ -55,10 +55,25 @@ public record PostgresSettings(
     return "jdbc:postgresql://" + h + ":" + port + "/" + database;
   }
 
-  /** Everything but the password. */
+  /**
+   * {@code jdbcUrl} as logs and messages show it: without its query string (which may carry
+   * {@code password=} or {@code sslpassword=}) or any user information before the host.
+   */
+  public static String shown(String jdbcUrl) {
+    int query = jdbcUrl.indexOf('?');
+    String base = query < 0 ? jdbcUrl : jdbcUrl.substring(0, query);
+    String scheme = "jdbc:postgresql://";
+    int at = base.indexOf('@');
+    if (base.startsWith(scheme) && at > scheme.length()) {
+      base = scheme + base.substring(at + 1);
+    }
+    return query < 0 ? base : base + "?…";
+  }
+
+  /** Everything but the password and the URL's parameters. */
   @Override
   public String toString() {
-    return "PostgresSettings[jdbcUrl=" + jdbcUrl + ", user=" + user + ", poolSize=" + poolSize
+    return "PostgresSettings[jdbcUrl=" + shown(jdbcUrl) + ", user=" + user + ", poolSize=" + poolSize
         + ", connectionTimeout=" + connectionTimeout + ", lockTimeout=" + lockTimeout
         + ", statementTimeout=" + statementTimeout + ", idleInTransactionTimeout="
         + idleInTransactionTimeout + "]";

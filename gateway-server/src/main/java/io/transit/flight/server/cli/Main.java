@@ -15,6 +15,7 @@ import io.transit.flight.server.testing.TestFaults;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -159,11 +160,31 @@ public final class Main implements Callable<Integer> {
           .withOverrides(metricsHost, metricsPort, logLevel, logFormat, drainNoticeMs);
     }
 
-    /** Logging before the configuration is read: the command line's choices alone. */
-    void earlyLogging() throws ConfigException {
-      OpsSettings s = OpsSettings.defaults().withOverrides(null, null, logLevel, logFormat, null);
+    /**
+     * Logging before the configuration is read: the command line's choices alone, each checked
+     * first as a usage error (exit 64) naming its option, not the file's field.
+     */
+    void earlyLogging(CommandLine.Model.CommandSpec spec) {
+      OpsSettings s;
+      try {
+        s = OpsSettings.defaults()
+            .withOverrides(metricsHost, metricsPort, logLevel, logFormat, drainNoticeMs);
+      } catch (ConfigException e) {
+        String message = e.getMessage();
+        for (Map.Entry<String, String> f : FLAGS.entrySet()) {
+          if (message.startsWith(f.getKey() + ":")) {
+            message = f.getValue() + message.substring(f.getKey().length());
+          }
+        }
+        throw new CommandLine.ParameterException(spec.commandLine(), message);
+      }
       LogSetup.apply(s.logLevel(), s.logFormat());
     }
+
+    /** The file's field each option overrides. */
+    private static final Map<String, String> FLAGS = Map.of("ops.log.level", "--log-level",
+        "ops.log.format", "--log-format", "ops.metrics.host", "--metrics-host",
+        "ops.metrics.port", "--metrics-port", "ops.drain_notice_ms", "--drain-notice-ms");
   }
 
   @Command(name = "run", mixinStandardHelpOptions = true,
@@ -176,7 +197,7 @@ public final class Main implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
       int warmUp = ops.warmUp(spec);
-      ops.earlyLogging();
+      ops.earlyLogging(spec);
       return serve(config.path, System.out, false, null, ops, warmUp);
     }
   }
@@ -195,7 +216,7 @@ public final class Main implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-      ops.earlyLogging();
+      ops.earlyLogging(spec);
       if (port != null && (port < 0 || port > 65535)) {
         throw new CommandLine.ParameterException(spec.commandLine(),
             "--port: " + port + " (expected: 0..65535)");
@@ -272,6 +293,8 @@ public final class Main implements Callable<Integer> {
     // Only now is the class-data-sharing archive this JVM may write at its exit worth mapping.
     CdsArchive.markServing(System.getProperty(CdsArchive.CLAIM));
     stopRequested.await();
+    // NOT_SERVING before waiting for a reload under way, which can wait for the journal.
+    server.operations().stopRequested();
     reloads.stopping();
     server.close();
     // A leak or an undrained stream at shutdown is a defect worth a failing exit status.

@@ -8,6 +8,7 @@ import io.transit.flight.nativequery.embedded.DuckSettings;
 import io.transit.flight.nativequery.embedded.LeasePolicy;
 import io.transit.flight.nativequery.embedded.RetentionPolicy;
 import io.transit.flight.nativequery.embedded.SegmentSettings;
+import io.transit.flight.nativequery.postgres.PostgresSettings;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
@@ -173,13 +174,16 @@ public final class ConfigLoader {
         : l.scan().toMillis();
     check(scan >= LeasePolicy.MIN_SCAN.toMillis() && scan <= lease, "engine.lease_scan_ms", scan,
         LeasePolicy.MIN_SCAN.toMillis() + "..lease_ms");
-    // Absent or 0: every statement's history is kept. Otherwise it outlives the result's age and
-    // the longest-lived ticket after it (a replayed GetFlightInfo signs one until the result is
-    // released), so a ticket that still verifies names a query the journal still knows.
+    // Absent or 0: every statement's history is kept. Otherwise it outlives the result's age, the
+    // sweep interval by which its release may follow that age, and the longest-lived ticket after
+    // it (a replayed GetFlightInfo signs one until the result is released), so a ticket that
+    // still verifies names a query the journal still knows.
     long history = raw.historyMaxAgeMs() != null ? raw.historyMaxAgeMs() : 0;
-    long least = age > Long.MAX_VALUE - ticketTtl ? Long.MAX_VALUE : age + ticketTtl;
+    long least = age > Long.MAX_VALUE - ticketTtl - every ? Long.MAX_VALUE
+        : age + every + ticketTtl;
     check(history == 0 || history >= least, "engine.history_max_age_ms", history,
-        "0 or >= retention_max_age_ms + deployment.ticket_ttl_ms (" + least + ")");
+        "0 or >= retention_max_age_ms + retention_check_ms + deployment.ticket_ttl_ms ("
+            + least + ")");
     return new ResolvedConfig.Engine(memory, threads, temp, allocator, heap, new RetentionPolicy(
         java.time.Duration.ofMillis(age), bytes, java.time.Duration.ofMillis(every),
         java.time.Duration.ofMillis(history)),
@@ -207,10 +211,11 @@ public final class ConfigLoader {
     }
     String url;
     if (j.url() != null) {
-      check(j.host() == null && j.port() == null && j.database() == null, "journal.url", j.url(),
-          "either url or host, port and database, not both");
       url = j.url();
-      check(url.startsWith("jdbc:postgresql://"), "journal.url", url,
+      // Its parameters may hold a password: refusals show the URL without them.
+      check(j.host() == null && j.port() == null && j.database() == null, "journal.url",
+          PostgresSettings.shown(url), "either url or host, port and database, not both");
+      check(url.startsWith("jdbc:postgresql://"), "journal.url", PostgresSettings.shown(url),
           "jdbc:postgresql://host:port/database");
     } else {
       String host = j.host() != null ? j.host() : "127.0.0.1";
@@ -218,7 +223,7 @@ public final class ConfigLoader {
       check(port >= 1 && port <= 65535, "journal.port", port, "1..65535");
       String database = name(j.database() != null ? j.database() : "transit_journal",
           "journal.database");
-      url = io.transit.flight.nativequery.postgres.PostgresSettings.url(host, port, database);
+      url = PostgresSettings.url(host, port, database);
     }
     String user = name(j.user() != null ? j.user() : "transit", "journal.user");
     Path pwFile = stateDir.resolve(require(j.passwordFile(), "journal.password_file")).normalize();
@@ -248,7 +253,7 @@ public final class ConfigLoader {
     long idle = j.idleInTransactionTimeoutMs() != null ? j.idleInTransactionTimeoutMs() : 60_000;
     check(idle >= 1 && idle <= 3_600_000, "journal.idle_in_transaction_timeout_ms", idle,
         "1..3600000");
-    return new ResolvedConfig.Journal(new io.transit.flight.nativequery.postgres.PostgresSettings(
+    return new ResolvedConfig.Journal(new PostgresSettings(
         url, user, password, pool, java.time.Duration.ofMillis(connect),
         java.time.Duration.ofMillis(lock), java.time.Duration.ofMillis(statement),
         java.time.Duration.ofMillis(idle)));

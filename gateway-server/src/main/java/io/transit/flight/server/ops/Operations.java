@@ -102,6 +102,15 @@ public final class Operations implements AutoCloseable {
   }
 
   /**
+   * Reports NOT_SERVING at once, when the stop is requested: before the stop waits for a reload
+   * under way (which may wait for the journal), so an edge stops routing new work meanwhile.
+   * Any thread; {@link #draining} follows.
+   */
+  public void stopRequested() {
+    setHealth(ServingStatus.NOT_SERVING);
+  }
+
+  /**
    * Reports NOT_SERVING, then waits {@code ops.drain_notice_ms} while calls are still accepted, so
    * an edge polling health routes new work elsewhere before the listener closes. Not when the
    * daemon never served (a start that failed, e.g. the metrics port taken): no edge routes to it,

@@ -123,13 +123,14 @@ class ConfigLoaderTest {
     assertMessage("jvm.heap_bytes", engine.replace("268435456", "1024"));
     assertMessage("unknown field", engine.replace("\"threads\"", "\"thread\""));
     // The history bound: absent or 0 keeps every statement's history; otherwise at least the
-    // result's age plus the ticket lifetime (60 s + the default hour here).
+    // result's age, the sweep interval and the ticket lifetime (60 s + 0.5 s + the default hour
+    // here; until 2026-12-06 without the interval, by which a release may follow the age).
     String history = engine.replace("\"lease_ms\"", "\"history_max_age_ms\": %d, \"lease_ms\"");
     assertEquals(new RetentionPolicy(Duration.ofMinutes(1), 1L << 20, Duration.ofMillis(500),
-        Duration.ofMillis(3_660_000)), load(history.formatted(3_660_000)).engine().retention());
+        Duration.ofMillis(3_660_500)), load(history.formatted(3_660_500)).engine().retention());
     assertEquals(Duration.ZERO, load(history.formatted(0)).engine().retention().historyAge());
     assertEquals(Duration.ZERO, load(engine).engine().retention().historyAge());
-    assertMessage("engine.history_max_age_ms", history.formatted(3_659_999));
+    assertMessage("engine.history_max_age_ms", history.formatted(3_660_499));
     assertMessage("engine.history_max_age_ms", history.formatted(-1));
   }
 
@@ -200,6 +201,18 @@ class ConfigLoaderTest {
     assertMessage("journal.pool_size", pg.replace("\"pool_size\": 4", "\"pool_size\": 0"));
     assertMessage("journal.url", pg.replace("\"kind\": \"postgresql\",",
         "\"kind\": \"postgresql\", \"url\": \"jdbc:postgresql://h/d\","));
+    // A refusal names the URL without its parameters, which may hold a password.
+    ConfigException secret = assertThrows(ConfigException.class, () -> load(pg.replace(
+        "\"kind\": \"postgresql\",", "\"kind\": \"postgresql\","
+            + " \"url\": \"jdbc:postgresql://u:pw1@h/d?sslpassword=pw2\",")));
+    assertTrue(secret.getMessage().contains("jdbc:postgresql://h/d?"), secret.getMessage());
+    assertTrue(!secret.getMessage().contains("pw1") && !secret.getMessage().contains("pw2"),
+        secret.getMessage());
+    String shown = new io.transit.flight.nativequery.postgres.PostgresSettings(
+        "jdbc:postgresql://h:5432/d?password=pw1", "gw", "pw", 1, Duration.ofSeconds(1),
+        Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1)).toString();
+    assertTrue(shown.startsWith("PostgresSettings[jdbcUrl=jdbc:postgresql://h:5432/d?…,")
+        && !shown.contains("pw1"), shown);
     assertMessage("journal.password_file",
         pg.replace("\"journal.password\"", "\"missing.password\""));
     Files.setPosixFilePermissions(pw, java.nio.file.attribute.PosixFilePermissions.fromString(
