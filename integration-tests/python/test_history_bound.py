@@ -22,8 +22,10 @@ from tcp_proxy import pending_statement
 
 RESULT_AGE_MS = 1_000
 TICKET_TTL_MS = 1_000
-# The least the configuration takes: the result's age plus the longest-lived ticket.
-HISTORY_MS = RESULT_AGE_MS + TICKET_TTL_MS
+CHECK_MS = 100
+# The least the configuration takes: the result's age, the sweep interval by which its release may
+# follow it, and the longest-lived ticket.
+HISTORY_MS = RESULT_AGE_MS + CHECK_MS + TICKET_TTL_MS
 SQL = "SELECT COUNT(*) FROM primitive WHERE a < 1000"
 
 
@@ -31,7 +33,7 @@ SQL = "SELECT COUNT(*) FROM primitive WHERE a < 1000"
 def bounded(request, configured, tmp_path):
     """A daemon with the history bound, on the embedded journal and on a PostgreSQL one."""
     overrides = {"deployment": {"ticket_ttl_ms": TICKET_TTL_MS},
-                 "engine": {"retention_max_age_ms": RESULT_AGE_MS, "retention_check_ms": 100,
+                 "engine": {"retention_max_age_ms": RESULT_AGE_MS, "retention_check_ms": CHECK_MS,
                             "history_max_age_ms": HISTORY_MS}}
     if request.param == "postgresql":
         postgres = request.getfixturevalue("postgres")

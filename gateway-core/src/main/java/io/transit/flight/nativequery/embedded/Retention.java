@@ -249,12 +249,14 @@ final class Retention implements AutoCloseable {
       page = journal.transaction(() -> releasePage(oldest, total));
       released += page.released();
       releasePages++;
+      if (page.released() > 0) {
+        // Per committed page: a later page that fails must not hide these releases from the
+        // next sweep's file removal (it reads the manifests again only after a release).
+        releases.incrementAndGet();
+      }
     } while (page.more() && releasePages < RELEASE_PAGES_PER_SWEEP);
     boolean releaseBehind = page.more();
     long releaseNanos = System.nanoTime() - releaseStarted;
-    if (released > 0) {
-      releases.incrementAndGet();
-    }
     long forgetStarted = System.nanoTime();
     Forgot forgot = policy.forgetsHistory()
         ? forgetHistory(now - policy.historyAge().toMillis()) : Forgot.NOTHING;
