@@ -47,6 +47,9 @@ def test_preface_only_connections_are_closed_and_no_longer_lock_out_a_real_calle
         H.recv_until_closed(s, limit_s=BUDGET_MS / 1000 + 10)
         s.close()
     assert time.monotonic() - opened >= BUDGET_MS / 1000 - 0.1
+    # Closed by the budget itself (until 2026-12-06 the close went through gRPC's graceful
+    # close: GOAWAY, and the socket about 10 s later).
+    assert time.monotonic() - opened < BUDGET_MS / 1000 + 5
     fresh = C.channel(d)
     deadline = time.monotonic() + 10
     while True:
@@ -83,3 +86,25 @@ def test_churning_unauthenticated_connections_do_not_stop_an_authenticated_calle
 def test_accounting_returns_to_zero(d):
     C.healthy_query(d)
     d.assert_clean_stop()
+
+
+def test_a_peer_holding_a_call_open_without_a_credential_is_closed_all_the_same(configured,
+                                                                               tmp_path_factory):
+    """The idle limit counts only time without a call; a health Watch needs no credential and
+    keeps one going. The budget applies whatever the idle limit (until 2026-12-06 a budget not
+    below it was switched off, and such peers could hold every slot for hours)."""
+    daemon = configured(tmp_path_factory.mktemp("watching"), {"limits": {
+        "max_connection_idle_ms": 1000, "unauthenticated_connection_ms": 2000}}).start()
+    try:
+        ch = grpc.insecure_channel(f"127.0.0.1:{daemon.port}")
+        watch = ch.unary_stream("/grpc.health.v1.Health/Watch")(b"", timeout=30)
+        started = time.monotonic()
+        assert next(watch) == b"\x08\x01"  # SERVING
+        with pytest.raises(grpc.RpcError) as e:
+            next(watch)
+        assert e.value.code() == grpc.StatusCode.UNAVAILABLE, e.value
+        assert 1.5 < time.monotonic() - started < 15
+        ch.close()
+        C.healthy_query(daemon)
+    finally:
+        daemon.assert_clean_stop()

@@ -22,7 +22,8 @@ import grpc
 import pytest
 
 import flightsql
-from calls import drain, expiry_ms, failure, info, next_sequence, sql_info, ticket_of
+from calls import (drain, expiry_ms, failure, info, next_sequence, sql_info, sql_info_future,
+                   ticket_of)
 from daemon import ROOT, Daemon, wait_until
 from diagnostic_clients import bounded, check_message, decode_diagnostic, facts
 
@@ -376,3 +377,26 @@ def test_a_replayed_released_result_is_refused_with_the_next_sequence(ctx):
     assert (got.status, diag["code"]) == ("FAILED_PRECONDITION", "query.retired"), diag
     assert (diag["outcome"], diag["actions"]) == ("incomplete", ["use_next_sequence"]), diag
     assert int(facts(diag)["next_sequence"]["value"]) == next_sequence(ch, d, "cells") > sequence
+
+
+def test_a_ticket_issued_after_a_reload_takes_the_reloaded_lifetime(ctx):
+    # The statement waits in admission (the held rig's execution delay) across a reload that
+    # shortens deployment.ticket_ttl_ms: its ticket, issued after it, takes the new lifetime
+    # (docs/tickets.md; until 2026-12-06 it kept the lifetime of the call's first moment).
+    d = ctx.rig("held")
+    ch = ctx.channel(d)
+    cfg = d.config()
+    before = dict(cfg.setdefault("deployment", {}))
+    pending = sql_info_future(ch, d, "cells", "SELECT COUNT(*) FROM cells WHERE id < 2",
+                              next_sequence(ch, d, "cells"))
+    try:
+        time.sleep(DELAY_MS / 4000)
+        cfg["deployment"]["ticket_ttl_ms"] = 5000
+        d.write_config(cfg)
+        assert d.reload() == "reloaded"
+        ticket = ticket_of(pending.result())
+        assert expiry_ms(ticket) <= time.time() * 1000 + 5000, expiry_ms(ticket) - time.time() * 1000
+    finally:
+        cfg["deployment"] = before
+        d.write_config(cfg)
+        assert d.reload() == "reloaded"

@@ -169,8 +169,7 @@ public final class GatewayServer implements AutoCloseable {
       this.flightExecutor = LastIdlePool.create("transit-flight", 4);
       undo.push(flightExecutor::shutdownNow);
       this.connections = new ConnectionBudget(limits.maxConnections(), errors,
-          new AuthenticationBudget(limits.unauthenticatedConnectionMs(),
-              limits.maxConnectionIdleMs()));
+          new AuthenticationBudget(limits.unauthenticatedConnectionMs()));
       ClientFaultLog faults = new ClientFaultLog(TimeUnit.SECONDS.toNanos(10));
       // ops: the last interceptor runs first — request id, then authentication, then the caller
       // tap.

@@ -123,10 +123,12 @@ final class StatementService {
     RequestRecord.admitted(admitted.correlation(), admitted.replayed());
     byte[] ticket;
     try {
-      // The binding the ticket is issued under must still be the one in force, with its rights.
-      authorization.current(bound, ADMISSION_RIGHTS);
-      ticket = tickets.issue(grant.scope(), bound.declarationFingerprint(),
-          authorization.ticketExpiryMillis(grant),
+      // The binding the ticket is issued under must still be the one in force, with its rights,
+      // and the ticket takes that configuration's scope and lifetime: admission may have waited
+      // across a reload that changed deployment.ingress or ticket_ttl_ms.
+      Authorization.Grant now = authorization.current(bound, ADMISSION_RIGHTS);
+      ticket = tickets.issue(now.scope(), now.caller().declarationFingerprint(),
+          authorization.ticketExpiryMillis(now),
           new StatementReference(admitted.correlation(), admitted.manifestSha256()));
     } catch (GatewayException e) {
       throw Recovery.afterAdmission(e);

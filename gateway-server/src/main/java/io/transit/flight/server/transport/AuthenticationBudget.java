@@ -7,6 +7,7 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.netty.shaded.io.netty.channel.Channel;
 import io.grpc.netty.shaded.io.netty.channel.ChannelFactory;
+import io.grpc.netty.shaded.io.netty.channel.ChannelHandler;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
 import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
 import io.grpc.netty.shaded.io.netty.channel.EventLoop;
@@ -39,15 +40,17 @@ public final class AuthenticationBudget implements ServerInterceptor {
   private final AtomicLong closed = new AtomicLong();
 
   /**
-   * @param budgetMs how long a connection may go without an authenticated call
-   * @param idleMs {@code max_connection_idle_ms}: when the budget is not shorter, the idle limit
-   *     (GOAWAY {@code max_idle}) ends such a connection first and this budget stays out of it
+   * @param budgetMs how long a connection may go without an authenticated call. Kept whatever
+   *     {@code max_connection_idle_ms} is: the idle limit counts only time without a call, and a
+   *     peer without a credential keeps a call going (a health {@code Watch}, refused calls one
+   *     after another), so until 2026-12-06, when a budget not below the idle limit was left to
+   *     it, such peers could hold every connection slot.
    */
-  public AuthenticationBudget(long budgetMs, long idleMs) {
+  public AuthenticationBudget(long budgetMs) {
     if (budgetMs < 1) {
       throw new IllegalArgumentException("budgetMs: " + budgetMs + " (expected: >= 1)");
     }
-    this.budgetMs = budgetMs < idleMs ? budgetMs : 0;
+    this.budgetMs = budgetMs;
   }
 
   /** Connections closed for not authenticating in time, since start. */
@@ -68,15 +71,20 @@ public final class AuthenticationBudget implements ServerInterceptor {
 
   private void watch(Channel child, EventLoop timers) {
     SocketAddress peer = child.remoteAddress();
-    if (peer == null || budgetMs == 0) {
+    if (peer == null) {
       return;
     }
+    // First in the connection's pipeline, ahead of gRPC's HTTP/2 handler: a close from here goes
+    // straight to the socket. child.close() passes through that handler, whose graceful close
+    // sends GOAWAY and waits for the open streams (a health Watch: for good), or 10 s for none.
+    ChannelHandler first = new ChannelInboundHandlerAdapter();
+    ChannelHandlerContext socket = child.pipeline().addFirst(first).context(first);
     pending.put(peer, child);
     child.closeFuture().addListener(f -> pending.remove(peer, child));
     timers.schedule(() -> {
       if (pending.remove(peer, child)) {
         closed.incrementAndGet();
-        child.close();
+        socket.close();
       }
     }, budgetMs, TimeUnit.MILLISECONDS);
   }
