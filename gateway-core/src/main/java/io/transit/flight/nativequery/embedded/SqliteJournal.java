@@ -153,7 +153,10 @@ final class SqliteJournal implements JournalStore {
   // @GuardedBy("this"): whether the connection's synchronous setting is FULL (set at open).
   private boolean synchronousFull = true;
   // @GuardedBy("this"): a deferred commit that wrote is not yet followed by a durable one that did.
-  private boolean deferredPending;
+  // True at open: a predecessor killed with -9 may have left deferred frames in the WAL that no
+  // fsync covered, and the first flush must cover them too (until 2026-12-06 only the rights
+  // published at every start happened to).
+  private boolean deferredPending = true;
   // @GuardedBy("this"): durable commits that wrote, i.e. WAL fsyncs (tests count them).
   private long durableCommits;
 

@@ -30,6 +30,29 @@ class SqliteJournalStatementsTest {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
+  /**
+   * A journal reopened after its writer was killed may hold deferred frames no fsync covered:
+   * the first flush makes them durable whatever this process committed (until 2026-12-06 it
+   * did nothing until this process had deferred a commit of its own).
+   */
+  @Test
+  void theFirstFlushAfterOpenCoversWhatTheLastWriterDeferred() throws Exception {
+    Path file = dir.resolve("journal.sqlite");
+    try (SqliteJournal first = SqliteJournal.open(file)) {
+      first.transaction(JournalStore.Durability.DEFERRED, () -> {
+        first.setNextSequence(1, 5);
+        return null;
+      });
+    }
+    try (SqliteJournal reopened = SqliteJournal.open(file)) {
+      long before = reopened.durableCommits();
+      reopened.flush();
+      assertEquals(before + 1, reopened.durableCommits(), "the first flush syncs");
+      reopened.flush();
+      assertEquals(before + 1, reopened.durableCommits(), "the next has nothing to cover");
+    }
+  }
+
   @Test
   void onlyAnSqlFailureDropsTheCachedStatements() throws Exception {
     try (SqliteJournal journal = SqliteJournal.open(dir.resolve("journal.sqlite"))) {
