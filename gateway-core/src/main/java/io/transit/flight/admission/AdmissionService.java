@@ -102,15 +102,22 @@ public final class AdmissionService {
       // (a hint: nothing is recorded or decided until each signed command is sent).
       CommandChain.check(bundle.bytes(), request.firstSequence(), partBytes);
       client.announce(caller.principal(), request.firstSequence(), bundle.bytes());
-      CommandChain chain =
-          CommandChain.derive(
-              bundle.bytes(), caller.principal(), caller.key(), request.firstSequence(), partBytes,
-              signers);
-      // What the engine checks the submit against: the bundle's declaration, this engine build.
-      EngineIdentity engine = client.engineIdentity();
-      Basis basis = Basis.of(bundle.message().getDeclarationSha256().toByteArray(), engine.name(),
-          engine.version());
-      Sent sent = sendChain(chain, request.deadlineNanos(), basis);
+      CommandChain chain;
+      Basis basis;
+      Sent sent;
+      try {
+        chain = CommandChain.derive(bundle.bytes(), caller.principal(), caller.key(),
+            request.firstSequence(), partBytes, signers);
+        // What the engine checks the submit against: the bundle's declaration, this build.
+        EngineIdentity engine = client.engineIdentity();
+        basis = Basis.of(bundle.message().getDeclarationSha256().toByteArray(), engine.name(),
+            engine.version());
+        sent = sendChain(chain, request.deadlineNanos(), basis);
+      } catch (RuntimeException e) {
+        // Nothing more of this chain comes in this call: what the announcement started stops.
+        client.withdraw(caller.principal(), request.firstSequence());
+        throw e;
+      }
       ReadAccess access =
           new ReadAccess(
               caller.principal(), caller.hasRole(), caller.role(), request.table().getSource());

@@ -65,6 +65,14 @@ public interface NativeQueryClient extends AutoCloseable {
   default void announce(long principal, long namespace, byte[] bundle) {}
 
   /**
+   * Withdraws what {@link #announce} and {@link #expect} started for namespace {@code namespace}
+   * of {@code principal}: this call sends no more of that chain (it failed, or its deadline
+   * passed). A hint as they are: it records and decides nothing, and a query already accepted
+   * for the bundle runs on. Never fails; the default ignores it.
+   */
+  default void withdraw(long principal, long namespace) {}
+
+  /**
    * The engine's compiler. The engine owns compilation: the gateway compiles a statement only
    * through this (to answer GetSchema and GetFlightInfo before anything is sent), and the plans it
    * returns are the ones the engine validates and executes, so a remote engine keeps its plans to

@@ -243,6 +243,8 @@ class AdmissionServiceTest {
     // Until 2026-12-06 the cause's default: unknown, though nothing of the call was sent.
     assertEquals(Outcome.NOT_ADMITTED, e.outcome());
     assertTrue(engine.sent().isEmpty());
+    // What the announcement started is withdrawn: no more of the chain comes in this call.
+    assertEquals(List.of(List.of(PRINCIPAL, 1L)), engine.withdrawn());
   }
 
   @Test

@@ -85,6 +85,7 @@ final class InMemoryNativeClient implements NativeQueryClient {
   private final Map<Long, byte[]> manifests = new HashMap<>();
   private final List<NativeCommand> sent = new ArrayList<>();
   private final List<Announcement> announcements = new ArrayList<>();
+  private final List<List<Long>> withdrawn = new ArrayList<>();
   private long nextCorrelation = 1;
   private int executions;
   private boolean hold;
@@ -150,6 +151,20 @@ final class InMemoryNativeClient implements NativeQueryClient {
   List<Announcement> announcements() {
     synchronized (lock) {
       return List.copyOf(announcements);
+    }
+  }
+
+  @Override
+  public void withdraw(long principal, long namespace) {
+    synchronized (lock) {
+      withdrawn.add(List.of(principal, namespace));
+    }
+  }
+
+  /** The (principal, namespace) of every announcement withdrawn, in order. */
+  List<List<Long>> withdrawn() {
+    synchronized (lock) {
+      return List.copyOf(withdrawn);
     }
   }
 

@@ -4,6 +4,8 @@ import io.transit.flight.crypto.Digests;
 import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.SignedCommand;
 import java.io.ByteArrayOutputStream;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -12,6 +14,8 @@ import java.util.Optional;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Early runs: a statement's query executed while its chain of commands is still being decided. A
@@ -35,9 +39,10 @@ import java.util.function.BooleanSupplier;
  *       until the seal has verified the bundle ({@link Early#verify}) or an accepted submit
  *       names its digest ({@link Early#handOff});
  *   <li>a command of the chain that is rejected or fails, a submit that is replayed or never
- *       comes, abandons it: it stops between exported batches and drops what it computed
- *       (segment files it stored are unnamed and go with the next retention sweep, as a fenced
- *       run's do).
+ *       comes, or a gateway that withdraws the announcement, abandons it: the statement it
+ *       executes in DuckDB is cancelled, a projection also stops between exported batches, and
+ *       what it computed is dropped (segment files it stored are unnamed and go with the next
+ *       retention sweep, as a fenced run's do).
  * </ul>
  *
  * <p>A wholly inline result the run finished before its submit came does not wait for a hand-off:
@@ -48,12 +53,15 @@ import java.util.function.BooleanSupplier;
  * <p>Threads: {@link #offer}, {@link #handOff}, {@link #ready} and {@link #abandon} are called on
  * sending threads (the announcement's, or before, inside or after a command's journal
  * transaction); each {@link Early} then lives on the engine execution thread that runs it, which
- * calls {@link Early#abandoned}, {@link Early#beforeStoring}, {@link Early#computed}, {@link
- * Early#await} and {@link #finished}. At most {@code permits} early runs exist at once (the engine
+ * calls {@link Early#abandoned}, {@link Early#beforeStoring}, {@link Early#executing}, {@link
+ * Early#executed}, {@link Early#computed}, {@link Early#await} and {@link #finished}; a closing
+ * sending thread cancels the run's DuckDB statement outside the run's monitor. At most {@code permits} early runs exist at once (the engine
  * keeps one execution thread for queries that were not run early); the map is guarded by {@code
  * this}, each early run's state by its own monitor.
  */
 final class EarlyRuns {
+  private static final Logger log = LoggerFactory.getLogger(EarlyRuns.class);
+
   /** The accepted query an early run's result becomes. */
   record HandOff(long correlation, long attempt) {}
 
@@ -81,6 +89,11 @@ final class EarlyRuns {
     private QueryRunner.Computed computed;
     // @GuardedBy("this"): the computation ended, with a result in computed or without one.
     private boolean settled;
+    // @GuardedBy("this"): the DuckDB statement the execution thread runs now, or null; set and
+    // cleared by the execution thread, cancelled by the thread that closes the run.
+    private PreparedStatement executing;
+    // @GuardedBy("this"): a cancel was sent to executing: its session is not used again.
+    private boolean cancelSent;
 
     Early(long principal, long namespace, byte[] bundle, byte[] bundleSha256, boolean verified) {
       this.principal = principal;
@@ -102,19 +115,24 @@ final class EarlyRuns {
      * names a sealed bundle, so a matching digest verifies the run too: a retried chain's seal is
      * a replay and verifies nothing, and its early run must still be able to store its result.
      */
-    synchronized boolean handOff(HandOff h, byte[] querySha256) {
-      if (closed) {
-        return false;
-      }
-      if (!Arrays.equals(querySha256, bundleSha256)) {
+    boolean handOff(HandOff h, byte[] querySha256) {
+      PreparedStatement stop;
+      synchronized (this) {
+        if (closed) {
+          return false;
+        }
+        if (Arrays.equals(querySha256, bundleSha256)) {
+          verified = true;
+          handOff = h;
+          notifyAll();
+          return true;
+        }
         closed = true; // not this run's query: it runs the usual way, this run stops
         notifyAll();
-        return false;
+        stop = takeStatement();
       }
-      verified = true;
-      handOff = h;
-      notifyAll();
-      return true;
+      cancel(stop);
+      return false;
     }
 
     /**
@@ -169,11 +187,57 @@ final class EarlyRuns {
       return computed;
     }
 
-    /** Sending thread: no query will come; a hand-off already made stands. */
-    synchronized void abandon() {
-      if (handOff == null) {
+    /**
+     * Sending thread: no query will come; a hand-off already made stands. The statement the run
+     * executes in DuckDB is cancelled: an aggregate would otherwise run to its end for nothing
+     * (a retry of a statement already recorded announces, and abandons, a whole run).
+     */
+    void abandon() {
+      PreparedStatement stop;
+      synchronized (this) {
+        if (handOff != null) {
+          return;
+        }
         closed = true;
         notifyAll();
+        stop = takeStatement();
+      }
+      cancel(stop);
+    }
+
+    /** Execution thread: {@code statement} executes in DuckDB until {@link #executed}. */
+    synchronized void executing(PreparedStatement statement) {
+      if (closed) {
+        throw new QueryRunner.Abandoned();
+      }
+      executing = statement;
+    }
+
+    /** Execution thread: the statement ended; true when a cancel was sent to it. */
+    synchronized boolean executed() {
+      executing = null;
+      return cancelSent;
+    }
+
+    /** The statement to cancel once this monitor is released (JDBC's cancel may wait). */
+    private PreparedStatement takeStatement() {
+      PreparedStatement s = executing;
+      cancelSent |= s != null;
+      return s;
+    }
+
+    /**
+     * Outside the monitor: the session the statement belongs to is discarded after it ended
+     * ({@link #executed} says so), so a cancel arriving late reaches no other run.
+     */
+    private static void cancel(PreparedStatement statement) {
+      if (statement == null) {
+        return;
+      }
+      try {
+        statement.cancel();
+      } catch (SQLException e) {
+        log.debug("cancelling an abandoned early run failed", e);
       }
     }
 

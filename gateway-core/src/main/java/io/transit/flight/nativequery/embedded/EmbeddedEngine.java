@@ -268,10 +268,22 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     startEarly(principal, namespace, bundle, Digests.sha256(bundle), false);
   }
 
+  /** The announced bundle's early run stops (its DuckDB statement cancelled) unless handed off. */
+  @Override
+  public void withdraw(long principal, long namespace) {
+    earlyRuns.abandon(principal, namespace);
+  }
+
   @Override
   public Decided decide(SignedCommand command) {
     NativeCommand parsed = CommandProcessor.parse(command);
-    commands.authenticate(command, parsed);
+    try {
+      commands.authenticate(command, parsed);
+    } catch (RuntimeException e) {
+      // Refused before its record (a key rotated, the send right revoked): no query comes.
+      earlyRuns.abandon(parsed.getPrincipal(), parsed.getNamespace());
+      throw e;
+    }
     if (options.faults().fail(CommandFaults.Point.BEFORE_RECORD, parsed)) {
       throw unknownOutcome(parsed, "injected before the record");
     }
@@ -465,6 +477,16 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         early.beforeStoring(); // outside the lock: it waits for the bundle's verification
         writing.lock();
         locked[0] = true;
+      }
+
+      @Override
+      public void executing(java.sql.PreparedStatement statement) {
+        early.executing(statement);
+      }
+
+      @Override
+      public boolean executed() {
+        return early.executed();
       }
     };
     try {

@@ -110,6 +110,21 @@ final class QueryRunner {
 
     /** Blocks until the result may reach the store; throws {@link Abandoned} if it never may. */
     void beforeStoring();
+
+    /**
+     * Execution thread: {@code statement} is about to execute in DuckDB, until {@link
+     * #executed}; an early run abandoned meanwhile cancels it there (an aggregate reads no batch
+     * between which it could stop). Throws {@link Abandoned} when already abandoned.
+     */
+    default void executing(PreparedStatement statement) {}
+
+    /**
+     * Execution thread: the statement of {@link #executing} has ended; true when a cancel was
+     * sent to it, so its session, which the cancel may still reach, is not used again.
+     */
+    default boolean executed() {
+      return false;
+    }
   }
 
   /** An early run stopped because its submit will not come; nothing of it is kept. */
@@ -419,16 +434,26 @@ final class QueryRunner {
       PreparedStatement ps = session.prepared(duck.sql());
       duck.bind(ps);
       sessions.running(ps); // the engine's close may cancel it from here on
-      try (ResultSet rs = ps.executeQuery()) {
-        if (plan.aggregate()) {
-          aggregateRow(plan, rs, writer, bundle.getBudgets().getMaxResultRows());
-        } else {
-          projection(rs, child, writer, bundle.getBudgets().getMaxResultRows(), control);
+      boolean cancelSent = false;
+      try {
+        control.executing(ps); // and an abandoned early run's owner from here on
+        try (ResultSet rs = ps.executeQuery()) {
+          if (plan.aggregate()) {
+            aggregateRow(plan, rs, writer, bundle.getBudgets().getMaxResultRows());
+          } else {
+            projection(rs, child, writer, bundle.getBudgets().getMaxResultRows(), control);
+          }
         }
+      } catch (SQLException e) {
+        if (control.abandoned()) {
+          throw new Abandoned(); // its cancel, not a failure of the bundle
+        }
+        throw e;
       } finally {
+        cancelSent = control.executed();
         sessions.ended(ps);
       }
-      clean = true;
+      clean = !cancelSent;
       tables.checkUnchanged(objectId);
       refs = writer.finish();
       inline = writer.inline();

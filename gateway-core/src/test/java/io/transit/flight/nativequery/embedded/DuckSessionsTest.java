@@ -99,6 +99,52 @@ class DuckSessionsTest {
     assertEquals(0, sessions.idleCount());
   }
 
+  /**
+   * An early run abandoned while its statement is inside DuckDB (an aggregate reads no batch
+   * between which it could stop) cancels it there, and says so, so that its session is
+   * discarded. Until 2026-12-06 an abandoned aggregate ran to its end for nothing.
+   */
+  @Test
+  void anAbandonedEarlyRunCancelsItsStatementInsideDuckDb() throws Exception {
+    EarlyRuns.Early early = new EarlyRuns.Early(1, 1, new byte[0], new byte[32], false);
+    DuckSessions.Session s = sessions.borrow();
+    PreparedStatement endless =
+        s.prepared("SELECT count(*) FROM range(1000000000000) t(i) WHERE i % 7 = 3");
+    boolean[] cancelSent = {false};
+    CompletableFuture<Throwable> run = CompletableFuture.supplyAsync(() -> {
+      try {
+        early.executing(endless);
+        sessions.running(endless); // only so that the test sees it has begun
+        try (ResultSet r = endless.executeQuery()) {
+          return null;
+        } finally {
+          sessions.ended(endless);
+        }
+      } catch (SQLException | RuntimeException e) {
+        return e;
+      } finally {
+        cancelSent[0] = early.executed();
+      }
+    });
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (sessions.runningCount() == 0) {
+      assertTrue(System.nanoTime() - end < 0, "the statement never started");
+      Thread.sleep(10);
+    }
+    while (!run.isDone()) {
+      // A cancel sent before DuckDB began the statement reaches nothing: abandon again, as a
+      // retry's chain would.
+      assertTrue(System.nanoTime() - end < 0, "the statement was never stopped");
+      early.abandon();
+      Thread.sleep(50);
+    }
+    Throwable stopped = run.get(1, TimeUnit.SECONDS);
+    assertTrue(stopped instanceof SQLException, "cancelled inside DuckDB: " + stopped);
+    assertTrue(early.abandoned());
+    assertTrue(cancelSent[0], "its session is discarded after a cancel");
+    sessions.discard(s);
+  }
+
   @Test
   void aStatementInsideDuckDbIsCancelledAndNoneStartsAfter() throws Exception {
     // Hours of work for DuckDB: only a cancel from another thread ends it (an interrupt does not).
