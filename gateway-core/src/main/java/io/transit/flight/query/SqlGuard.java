@@ -179,9 +179,10 @@ final class SqlGuard {
   /**
    * The parser reads a word glued to a quote as a string prefix when the word is one of its
    * prefixes (U, E, R, B, RB, _utf8, an Oracle q form) or X (a hex literal): only N is ours. Any
-   * other word that it reads whole as a keyword or identifier (an ASCII letter, then ASCII letters, digits or
-   * underscores), such as {@code DATE'2024-01-01'} or {@code OR's'}, ends before the quote.
-   * Anything else glued to a quote is refused: its token boundary is the parser's to decide.
+   * other word that it reads whole as a keyword or identifier (an ASCII letter, then ASCII
+   * letters, digits or underscores), such as {@code DATE'2024-01-01'} or {@code OR's'}, ends
+   * before the quote. Anything else glued to a quote is refused: its token boundary is the
+   * parser's to decide.
    */
   private static void requireNoPrefix(String sql, int quote) {
     int start = quote;

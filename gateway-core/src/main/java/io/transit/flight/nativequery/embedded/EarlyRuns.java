@@ -54,10 +54,10 @@ import org.slf4j.LoggerFactory;
  * sending threads (the announcement's, or before, inside or after a command's journal
  * transaction); each {@link Early} then lives on the engine execution thread that runs it, which
  * calls {@link Early#abandoned}, {@link Early#beforeStoring}, {@link Early#executing}, {@link
- * Early#executed}, {@link Early#computed}, {@link Early#await} and {@link #finished}; a closing
- * sending thread cancels the run's DuckDB statement outside the run's monitor. At most {@code permits} early runs exist at once (the engine
- * keeps one execution thread for queries that were not run early); the map is guarded by {@code
- * this}, each early run's state by its own monitor.
+ * Early#executed}, {@link Early#computed}, {@link Early#await} and {@link #finished}; a sending
+ * thread that closes a run cancels its DuckDB statement outside the run's monitor. At most {@code
+ * permits} early runs exist at once (the engine keeps one execution thread for queries that were
+ * not run early); the map is guarded by {@code this}, each early run's state by its own monitor.
  */
 final class EarlyRuns {
   private static final Logger log = LoggerFactory.getLogger(EarlyRuns.class);
