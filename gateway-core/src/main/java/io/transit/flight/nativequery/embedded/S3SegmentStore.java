@@ -71,9 +71,11 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  *       response, waiting at most {@code requestTimeout} for a free one when all are leased.
  *   <li>Return (the same calling thread): HEAD, PUT, DELETE and LIST return their connection when
  *       the SDK has read the response. A GET keeps its lease while its body is streamed: {@link
- *       #read} reads the body to its end on the calling thread and closes the stream in {@code
- *       finally}; a read that stops early (wrong size, a failure) calls {@code abort()} first, so
- *       a connection with unread body bytes is discarded, never handed to the next lease.
+ *       #read} reads the body to its end on the calling thread and then closes the stream (a
+ *       failure to close after the whole body is ignored: the bytes are read, and the buffer they
+ *       are in already has its owner); a read that stops early (wrong size, a failure) calls
+ *       {@code abort()} first, so a connection with unread body bytes is discarded, never handed
+ *       to the next lease.
  *   <li>Eviction (the SDK's idle-connection reaper thread): closes entries idle longer than the
  *       pool's idle limit; it takes only idle entries under the pool's lock, so it cannot race a
  *       leased one. A connection the server closed meanwhile (a restart) fails its next request
@@ -270,32 +272,47 @@ final class S3SegmentStore implements SegmentStore {
     if (in == null) {
       return Optional.empty();
     }
-    try (in) {
-      Long length = in.response().contentLength();
-      if (length == null || length != expectedBytes || expectedBytes > Integer.MAX_VALUE) {
-        in.abort();
-        throw new WrongSize();
-      }
-      ArrowBuf buf;
-      try {
-        buf = allocator.buffer(expectedBytes);
-      } catch (RuntimeException | Error e) {
-        // Refused by the allocator's limit: the body is not read to its end on this thread.
-        in.abort();
+    Long length = in.response().contentLength();
+    if (length == null || length != expectedBytes || expectedBytes > Integer.MAX_VALUE) {
+      discard(in);
+      throw new WrongSize();
+    }
+    ArrowBuf buf;
+    try {
+      buf = allocator.buffer(expectedBytes);
+    } catch (RuntimeException | Error e) {
+      // Refused by the allocator's limit: the body is not read to its end on this thread.
+      discard(in);
+      throw e;
+    }
+    try {
+      fill(in, buf, expectedBytes);
+      buf.writerIndex(expectedBytes);
+    } catch (IOException | RuntimeException e) {
+      buf.close();
+      discard(in);
+      if (e instanceof WrongSize || !(e instanceof IOException || e instanceof SdkException)) {
         throw e;
       }
-      try {
-        fill(in, buf, expectedBytes);
-        buf.writerIndex(expectedBytes);
-        return Optional.of(buf);
-      } catch (IOException | RuntimeException e) {
-        buf.close();
-        in.abort();
-        if (e instanceof WrongSize || !(e instanceof IOException || e instanceof SdkException)) {
-          throw e;
-        }
-        throw unavailable(e); // the connection broke or timed out mid-body
-      }
+      throw unavailable(e); // the connection broke or timed out mid-body
+    }
+    // The body was read whole: a failure to give the connection back changes nothing read, and
+    // must not leave the buffer with no owner (a try-with-resources threw past the return).
+    closeQuietly(in);
+    return Optional.of(buf);
+  }
+
+  /** A body not read to its end: its connection is dropped, never leased again. */
+  private static void discard(ResponseInputStream<GetObjectResponse> in) {
+    in.abort();
+    closeQuietly(in);
+  }
+
+  private static void closeQuietly(ResponseInputStream<GetObjectResponse> in) {
+    try {
+      in.close();
+    } catch (IOException | RuntimeException ignored) {
+      // Nothing more is read from it; the pool replaces a connection it cannot reuse.
     }
   }
 
