@@ -171,14 +171,21 @@ final class DuckSessions implements AutoCloseable {
       now = new ArrayList<>(running);
     }
     for (PreparedStatement p : now) {
-      try {
-        p.cancel();
-      } catch (SQLException e) {
-        // Ended and closed meanwhile: nothing left to stop.
-        log.debug("cancelling a DuckDB statement failed", e);
-      }
+      cancel(p);
     }
     return now.size();
+  }
+
+  /**
+   * Asks DuckDB to stop {@code p}, from any thread but the one executing it; a statement that
+   * ended and was closed meanwhile has nothing left to stop.
+   */
+  static void cancel(PreparedStatement p) {
+    try {
+      p.cancel();
+    } catch (SQLException e) {
+      log.debug("cancelling a DuckDB statement failed", e);
+    }
   }
 
   synchronized int runningCount() {

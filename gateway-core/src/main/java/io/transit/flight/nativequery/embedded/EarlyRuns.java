@@ -5,7 +5,6 @@ import io.transit.flight.proto.NativeCommand;
 import io.transit.flight.proto.SignedCommand;
 import java.io.ByteArrayOutputStream;
 import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -14,8 +13,6 @@ import java.util.Optional;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Early runs: a statement's query executed while its chain of commands is still being decided. A
@@ -60,8 +57,6 @@ import org.slf4j.LoggerFactory;
  * not run early); the map is guarded by {@code this}, each early run's state by its own monitor.
  */
 final class EarlyRuns {
-  private static final Logger log = LoggerFactory.getLogger(EarlyRuns.class);
-
   /** The accepted query an early run's result becomes. */
   record HandOff(long correlation, long attempt) {}
 
@@ -231,13 +226,8 @@ final class EarlyRuns {
      * ({@link #executed} says so), so a cancel arriving late reaches no other run.
      */
     private static void cancel(PreparedStatement statement) {
-      if (statement == null) {
-        return;
-      }
-      try {
-        statement.cancel();
-      } catch (SQLException e) {
-        log.debug("cancelling an abandoned early run failed", e);
+      if (statement != null) {
+        DuckSessions.cancel(statement);
       }
     }
 
