@@ -41,6 +41,21 @@ def test_kill9_restart_keeps_journal_and_tickets(tmp_path):
         d.stop()
 
 
+def test_a_state_directory_whose_path_holds_spaces_serves(tmp_path):
+    # The launcher passes each JVM option the configuration asks for as one argument: the
+    # temporary directory under this state directory used to split into three.
+    state = tmp_path / "a state dir"
+    d = Daemon(state).start()
+    try:
+        c = Caller(d, "primitive")
+        info = c.info("SELECT COUNT(*) FROM primitive", c.next_sequence())
+        assert c.read(info).num_rows == 1
+        assert f"-Djava.io.tmpdir={state}/tmp" in Path(f"/proc/{d.pid}/cmdline").read_bytes() \
+            .decode().split("\0")
+    finally:
+        assert d.stop() == 0
+
+
 def refused(state_dir):
     """Starts the daemon expecting it to refuse; returns its output."""
     r = gateway_once("demo", "--state-dir", str(state_dir), "--port", "0")

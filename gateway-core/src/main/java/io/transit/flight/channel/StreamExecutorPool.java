@@ -1,15 +1,11 @@
 package io.transit.flight.channel;
 
+import io.transit.flight.threads.ClaimOnce;
 import io.transit.flight.threads.LastIdlePool;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,12 +27,12 @@ import org.slf4j.LoggerFactory;
  * <p><b>Workers.</b> A {@link LastIdlePool}: a drain goes to the worker that went idle last, so a
  * quiet server writes its streams on one warm thread instead of rotating over all of them. Its
  * {@code shutdownNow} cancels queued tasks instead of returning them, so each dispatched drain is
- * also kept in {@code notStarted} until a thread claims it: a worker, or the shutdown thread for
- * the ones that never got a worker.
+ * handed over through a {@link ClaimOnce}: a worker runs it, or the shutdown thread for the ones
+ * that never got a worker.
  *
  * <p>Threads: any thread may call any method. The pending-task counter is guarded by {@code
  * drainMonitor}, a leaf monitor whose critical sections only count. A dispatched drain runs once,
- * on the thread that wins its {@code claimed} flag.
+ * on the thread that claims it first.
  */
 public final class StreamExecutorPool implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(StreamExecutorPool.class);
@@ -50,8 +46,7 @@ public final class StreamExecutorPool implements AutoCloseable {
   }
 
   private final ExecutorService workers;
-  // Drains handed to the workers that no thread has claimed yet (see Dispatched).
-  private final Set<Dispatched> notStarted = ConcurrentHashMap.newKeySet();
+  private final ClaimOnce drains = new ClaimOnce();
   private volatile State state = State.RUNNING;
   private final Object drainMonitor = new Object();
   // @GuardedBy("drainMonitor"): tasks accepted by any stream executor and not yet finished.
@@ -113,17 +108,15 @@ public final class StreamExecutorPool implements AutoCloseable {
     boolean stopped = awaitWorkers(deadline);
     if (!stopped) {
       workers.shutdownNow();
-      List<Dispatched> stranded = new ArrayList<>(notStarted);
+      long pending = pendingTasks();
+      // Each stranded drain holds its stream's token (scheduled but never started).
+      int stranded = drains.runStranded();
       LOG.error(
-          "stream executor pool did not drain in {}: {} task(s) pending, running {} stranded"
+          "stream executor pool did not drain in {}: {} task(s) pending, ran {} stranded"
               + " stream drain(s) on the shutdown thread",
           timeout,
-          pendingTasks(),
-          stranded.size());
-      for (Dispatched drain : stranded) {
-        // Each stranded drain holds its stream's token (scheduled but never started).
-        drain.run();
-      }
+          pending,
+          stranded);
     }
     boolean clean = drained && stopped && pendingTasks() == 0;
     if (!clean) {
@@ -162,32 +155,11 @@ public final class StreamExecutorPool implements AutoCloseable {
     if (state == State.TERMINATED) {
       return false;
     }
-    Dispatched d = new Dispatched(drain);
-    notStarted.add(d);
     try {
-      workers.execute(d);
+      drains.execute(workers, drain, drain);
       return true;
     } catch (RejectedExecutionException e) {
-      notStarted.remove(d);
       return false;
-    }
-  }
-
-  /** A drain given to the workers; whichever thread claims it first runs it, the others skip. */
-  private final class Dispatched implements Runnable {
-    private final Runnable drain;
-    private final AtomicBoolean claimed = new AtomicBoolean();
-
-    Dispatched(Runnable drain) {
-      this.drain = drain;
-    }
-
-    @Override
-    public void run() {
-      if (claimed.compareAndSet(false, true)) {
-        notStarted.remove(this);
-        drain.run();
-      }
     }
   }
 

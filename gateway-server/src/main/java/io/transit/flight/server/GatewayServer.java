@@ -7,6 +7,7 @@ import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.catalog.CatalogResults;
 import io.transit.flight.catalog.SqlInfoCatalog;
 import io.transit.flight.channel.FlightOutboundHandler;
+import io.transit.flight.channel.ProducerPool;
 import io.transit.flight.channel.StreamExecutorPool;
 import io.transit.flight.channel.StreamLimits;
 import io.transit.flight.channel.StreamRegistry;
@@ -86,7 +87,7 @@ public final class GatewayServer implements AutoCloseable {
   private final NativeQueryAdmin engineAdmin;
   private final Authorization authorization;
   private final StreamRegistry streams;
-  private final ExecutorService producers;
+  private final ProducerPool producers;
   private final ExecutorService serviceExecutor;
   private final ExecutorService flightExecutor;
   private final ScheduledExecutorService timer;
@@ -150,7 +151,8 @@ public final class GatewayServer implements AutoCloseable {
           new StreamLimits(limits.maxLiveStreams(), limits.streamAllocatorBytes(),
               Duration.ofMillis(limits.creditStallMs()), RESIDENT_BATCHES));
       undo.push(() -> streams.shutdown(Duration.ofSeconds(1))); // no stream was opened yet
-      this.producers = LastIdlePool.create("transit-producer", limits.producerThreads());
+      FlightOutboundHandler handler = new FlightOutboundHandler();
+      this.producers = new ProducerPool("transit-producer", limits.producerThreads(), handler);
       undo.push(producers::shutdownNow);
 
       this.timer = DeadlineTimer.create();
@@ -158,7 +160,7 @@ public final class GatewayServer implements AutoCloseable {
       TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
           admission, engine, new CatalogResults(
               new SqlInfoCatalog(VERSION, SqlInfoCatalog.runningArrowVersion())),
-          allocator, streams, new FlightOutboundHandler(), producers, limits,
+          allocator, streams, handler, producers, limits,
           new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
               limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
       // Admissions and compilations in flight each hold a service thread; eight more stay free
@@ -368,8 +370,7 @@ public final class GatewayServer implements AutoCloseable {
       log.warn("listeners still had calls after 15 s; their socket and event loops are released");
       server.release();
     }
-    producers.shutdown();
-    boolean executorsStopped = stopped(producers, "producer");
+    boolean executorsStopped = producers.shutdown(Duration.ofSeconds(10), Duration.ofSeconds(5));
     timer.shutdownNow(); // pending data deadlines only abort streams that are gone by now
     boolean drained = streams.shutdown(Duration.ofSeconds(10));
     if (!drained) {

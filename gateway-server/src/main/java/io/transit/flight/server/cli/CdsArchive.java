@@ -44,7 +44,7 @@ final class CdsArchive {
   static final String CLAIM = "transit.cds.claim";
   private static final String SERVING = "serving\n";
   /** The JVM's CDS warnings (a class it will not archive, a refused archive) are not the log's. */
-  private static final String QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off";
+  private static final String QUIET = "-Xlog:cds=off\n-Xlog:cds+dynamic=off";
 
   private CdsArchive() {}
 
@@ -54,7 +54,8 @@ final class CdsArchive {
   }
 
   /**
-   * The JVM options for a daemon start, or empty when {@code dir} cannot hold an archive.
+   * The JVM options for a daemon start, one a line, or empty when {@code dir} cannot hold an
+   * archive.
    *
    * @param mayDump false for a daemon that loads a native agent (a profiler): the JVM refuses to
    *     dump an archive then and fails to start, so such a daemon only maps an existing one
@@ -70,7 +71,7 @@ final class CdsArchive {
       Path claim = dir.resolve(archive.getFileName() + ".claim");
       if (Files.isRegularFile(archive) && Files.size(archive) > 0) {
         if (served(claim)) {
-          return Optional.of("-XX:SharedArchiveFile=" + archive + " " + QUIET);
+          return Optional.of("-XX:SharedArchiveFile=" + archive + "\n" + QUIET);
         }
         // Its dumper exited before it served (a bad option, a refused configuration): the
         // archive holds little beyond the command line's classes, so it is dumped again.
@@ -82,7 +83,7 @@ final class CdsArchive {
         return Optional.empty();
       }
       prune(dir, archive, claim);
-      return Optional.of("-XX:ArchiveClassesAtExit=" + archive + " " + QUIET + " -D" + CLAIM
+      return Optional.of("-XX:ArchiveClassesAtExit=" + archive + "\n" + QUIET + "\n-D" + CLAIM
           + "=" + claim);
     } catch (IOException | RuntimeException e) {
       return Optional.empty(); // no archive: the daemon starts as it always did

@@ -11,12 +11,15 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.CodeSource;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
  * Prints the JVM options the daemon's configuration asks for ({@code -Xmx} from
- * {@code jvm.heap_bytes}), for the launcher to pass before the daemon's JVM starts: the heap is
+ * {@code jvm.heap_bytes}), one a line since a path in one may hold spaces (the launchers read
+ * each line as one argument), for the launcher to pass before the daemon's JVM starts: the heap is
  * fixed at JVM start, so the daemon cannot size it itself. Takes the daemon's own arguments and
  * finds the file the same way: {@code --config FILE} (or {@code --config=FILE}), or the demo's {@code gateway.json} in its
  * state directory. Prints the default heap when there is no file yet (a demo's first run) or the
@@ -137,7 +140,7 @@ public final class JvmOptions {
    * DuckDB's driver, whose jar the build emptied of libraries, looks once it finds none in its
    * jar; {@code org.sqlite.lib.path} and {@code .name}, which SQLite's driver reads before it
    * would unpack its own. Otherwise each driver inflates its library into the temporary directory
-   * at every start: 57 MB, about 0.5 s on two vCPUs, for DuckDB's alone.
+   * at every start: 57 MB, about 0.5 s on two vCPUs, for DuckDB's alone. One option a line.
    */
   static String nativeLibraries(Path dir, String libraryPath) {
     StringBuilder out = new StringBuilder();
@@ -148,8 +151,8 @@ public final class JvmOptions {
       }
     }
     if (Files.isRegularFile(dir.resolve(SQLITE_LIBRARY))) {
-      out.append(out.length() > 0 ? " " : "").append("-Dorg.sqlite.lib.path=").append(dir)
-          .append(" -Dorg.sqlite.lib.name=").append(SQLITE_LIBRARY);
+      out.append(out.length() > 0 ? "\n" : "").append("-Dorg.sqlite.lib.path=").append(dir)
+          .append("\n-Dorg.sqlite.lib.name=").append(SQLITE_LIBRARY);
     }
     return out.toString();
   }
@@ -194,26 +197,24 @@ public final class JvmOptions {
         heap = ConfigLoader.DEFAULT_HEAP_BYTES;
       }
     }
-    StringBuilder out = new StringBuilder("-Xmx").append(heap);
+    List<String> out = new ArrayList<>();
+    out.add("-Xmx" + heap);
     nativeDir().map(d -> nativeLibraries(d, System.getProperty("java.library.path")))
-        .filter(o -> !o.isEmpty())
-        .ifPresent(o -> out.append(' ').append(o));
+        .ifPresent(o -> addLines(out, o));
     if (daemon && state != null) {
       try {
         Path tmp = StateDirectory.createTemporaryDir(state.toAbsolutePath());
-        out.append(" -Djava.io.tmpdir=").append(tmp);
+        out.add("-Djava.io.tmpdir=" + tmp);
       } catch (IOException | UnsupportedOperationException e) {
         // The JVM's default stays; the daemon reports a state directory it cannot write itself.
       }
     }
     if (daemon) {
-      out.append(' ').append(JIT_THRESHOLDS);
       String extra = System.getenv("TRANSIT_JAVA_OPTS");
-      String[] memory = {collector(heap, extra), hugePages(TRANSPARENT_HUGE_PAGES, extra)};
-      for (String o : memory) {
-        if (!o.isEmpty()) {
-          out.append(' ').append(o);
-        }
+      // These hold no path: split on their spaces.
+      for (String o : new String[] {JIT_THRESHOLDS, collector(heap, extra),
+          hugePages(TRANSPARENT_HUGE_PAGES, extra)}) {
+        addLines(out, o.replace(' ', '\n'));
       }
     }
     String cdsDir = System.getProperty("transit.cds.dir");
@@ -222,9 +223,18 @@ public final class JvmOptions {
       CdsArchive.options(Path.of(cdsDir), System.getProperty("java.class.path"),
               System.getProperty("java.vm.version"), Instant.now(),
               !loadsNativeAgent(System.getenv("TRANSIT_JAVA_OPTS")))
-          .ifPresent(o -> out.append(' ').append(o));
+          .ifPresent(o -> addLines(out, o));
     }
-    System.out.println(out);
+    System.out.println(String.join("\n", out));
+  }
+
+  /** Adds each non-empty line of {@code options} (one option a line) to {@code out}. */
+  private static void addLines(List<String> out, String options) {
+    for (String o : options.split("\n")) {
+      if (!o.isEmpty()) {
+        out.add(o);
+      }
+    }
   }
 
   /** Whether the launcher's extra JVM options load a JVMTI agent, which CDS dumping refuses. */

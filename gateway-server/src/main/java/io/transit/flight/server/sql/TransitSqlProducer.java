@@ -12,11 +12,11 @@ import io.transit.flight.server.flight.StreamDeadline;
 import io.transit.flight.server.flight.StreamShares;
 import io.transit.flight.ticket.Ftk1Layout;
 import io.transit.flight.ticket.TicketService;
-import java.util.concurrent.ExecutorService;
 import org.apache.arrow.memory.BufferAllocator;
 import com.google.protobuf.Any;
 import io.transit.flight.catalog.CatalogResults;
 import io.transit.flight.channel.FlightOutboundHandler;
+import io.transit.flight.channel.ProducerPool;
 import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
@@ -27,7 +27,6 @@ import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.ActionType;
@@ -97,7 +96,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   private final NativeQueryClient nativeClient;
   private final StreamRegistry streams;
   private final FlightOutboundHandler handler;
-  private final ExecutorService producers;
+  private final ProducerPool producers;
   private final StatementService statements;
   private final MetadataService metadata;
   private final ResultStreamer results;
@@ -114,7 +113,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   public TransitSqlProducer(ErrorMapper errors, Authorization authorization,
       TicketService tickets, AdmissionService admission, NativeQueryClient nativeClient,
       CatalogResults catalog, BufferAllocator rootAllocator,
-      StreamRegistry streams, FlightOutboundHandler handler, ExecutorService producers,
+      StreamRegistry streams, FlightOutboundHandler handler, ProducerPool producers,
       Limits limits, Deadlines deadlines, ScheduledExecutorService timer) {
     super(errors);
     this.authorization = authorization;
@@ -218,13 +217,8 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
         throw GatewayException.of(Cause.INVALID_TICKET, "ticket.layout", "unknown ticket reference");
       };
     }
-    try {
-      // The handler makes the stream's one terminal call whatever the body does.
-      producers.execute(() -> handler.produce(channel, body));
-    } catch (RejectedExecutionException e) {
-      handler.sendError(channel, GatewayException.of(Cause.TRANSPORT,
-          "flight.producer_unavailable", "the gateway is shutting down"));
-    }
+    // The stream gets its one terminal call whatever the body does, or if it never runs.
+    producers.start(channel, body);
   }
 
   /**

@@ -27,10 +27,10 @@ class CdsArchiveTest {
     assertTrue(CdsArchive.options(cds, cp, "17.0.15", now).isEmpty(),
         "claimed by the first daemon, which has not exited yet");
     Path archive = dumpedBy(first);
-    assertTrue(first.endsWith(" -D" + CdsArchive.CLAIM + "=" + archive + ".claim"), first);
+    assertTrue(first.endsWith("\n-D" + CdsArchive.CLAIM + "=" + archive + ".claim"), first);
     CdsArchive.markServing(claimOf(first));
     Files.write(archive, new byte[] {1});
-    assertEquals("-XX:SharedArchiveFile=" + archive + " -Xlog:cds=off -Xlog:cds+dynamic=off",
+    assertEquals("-XX:SharedArchiveFile=" + archive + "\n-Xlog:cds=off\n-Xlog:cds+dynamic=off",
         CdsArchive.options(cds, cp, "17.0.15", now).orElseThrow());
   }
 
@@ -64,7 +64,7 @@ class CdsArchiveTest {
   }
 
   private static Path dumpedBy(String options) {
-    return Path.of(options.split(" ")[0].substring("-XX:ArchiveClassesAtExit=".length()));
+    return Path.of(options.split("\n")[0].substring("-XX:ArchiveClassesAtExit=".length()));
   }
 
   private static String claimOf(String options) {

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,7 +33,12 @@ class JvmOptionsTest {
 
   @TempDir Path dir;
 
+  /** The options printed, one a line as the launchers read them, joined by spaces to compare. */
   private static String run(String... args) {
+    return String.join(" ", lines(args));
+  }
+
+  private static List<String> lines(String... args) {
     PrintStream saved = System.out;
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
@@ -41,7 +47,17 @@ class JvmOptionsTest {
     } finally {
       System.setOut(saved);
     }
-    return out.toString(StandardCharsets.UTF_8).strip();
+    return out.toString(StandardCharsets.UTF_8).strip().lines().toList();
+  }
+
+  @Test
+  void aPathWithSpacesStaysOneOption() throws Exception {
+    Path demoState = Files.createDirectory(dir.resolve("demo state"));
+    List<String> options = lines("demo", "--state-dir", demoState.toString());
+    assertEquals("-Xmx1073741824", options.get(0));
+    assertEquals("-Djava.io.tmpdir=" + demoState.resolve("tmp"), options.get(1),
+        "the launchers pass each line as one argument");
+    assertTrue(options.stream().noneMatch(String::isBlank), options.toString());
   }
 
   @Test
@@ -91,15 +107,15 @@ class JvmOptionsTest {
     assertEquals("", JvmOptions.nativeLibraries(nativeDir, "/usr/lib"),
         "no libraries there (a build on another platform): the drivers unpack their own");
     Files.writeString(nativeDir.resolve(JvmOptions.SQLITE_LIBRARY), "");
-    assertEquals("-Dorg.sqlite.lib.path=" + nativeDir + " -Dorg.sqlite.lib.name=libsqlitejdbc.so",
+    assertEquals("-Dorg.sqlite.lib.path=" + nativeDir + "\n-Dorg.sqlite.lib.name=libsqlitejdbc.so",
         JvmOptions.nativeLibraries(nativeDir, "/usr/lib"));
     Files.writeString(nativeDir.resolve(JvmOptions.DUCKDB_LIBRARY), "");
     assertEquals("-Djava.library.path=" + nativeDir + ":/usr/lib"
-            + " -Dorg.sqlite.lib.path=" + nativeDir + " -Dorg.sqlite.lib.name=libsqlitejdbc.so",
+            + "\n-Dorg.sqlite.lib.path=" + nativeDir + "\n-Dorg.sqlite.lib.name=libsqlitejdbc.so",
         JvmOptions.nativeLibraries(nativeDir, "/usr/lib"),
         "ahead of the JVM's default path, which stays searched");
     assertEquals("-Djava.library.path=" + nativeDir
-            + " -Dorg.sqlite.lib.path=" + nativeDir + " -Dorg.sqlite.lib.name=libsqlitejdbc.so",
+            + "\n-Dorg.sqlite.lib.path=" + nativeDir + "\n-Dorg.sqlite.lib.name=libsqlitejdbc.so",
         JvmOptions.nativeLibraries(nativeDir, ""));
     Path found = JvmOptions.nativeDir().orElseThrow();
     assertEquals("native", found.getFileName().toString());
