@@ -76,7 +76,7 @@ public final class Bindings {
 
   /**
    * The snapshot a reload installs: refuses a reload that would change what is fixed at start
-   * (loaded data, listener, ticket definition, sizing); otherwise builds the whole next snapshot
+   * (loaded data, listener, ticket definition, sizing, journal and object store); otherwise builds the whole next snapshot
    * and changes nothing. Callers,
    * their rights, bindings and publication mappings, {@code deployment.ingress} and
    * {@code deployment.ticket_ttl_ms} take effect live.
@@ -98,9 +98,12 @@ public final class Bindings {
     }
     // Allocators, pools, listener bounds and deadlines are sized at start; a partial live change
     // would be worse than none.
+    // The object store's client (endpoint, bucket, keys) is built with the engine at start.
     if (!current.limits().equals(next.limits()) || !current.engine().equals(next.engine())
-        || !current.journal().equals(next.journal())) {
-      throw new ConfigException("limits, engine, journal or jvm changed: a restart is required");
+        || !current.journal().equals(next.journal())
+        || !current.segments().equals(next.segments())) {
+      throw new ConfigException(
+          "limits, engine, journal, segments or jvm changed: a restart is required");
     }
     return build(next);
   }

@@ -19,11 +19,14 @@ import io.transit.flight.ticket.VerifiedTicket;
 import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.nativequery.RightsLedger;
 import io.transit.flight.nativequery.embedded.JournalRights;
+import io.transit.flight.nativequery.embedded.SegmentSettings;
+import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import org.junit.jupiter.api.AfterEach;
@@ -240,7 +243,32 @@ class AuthorizationReloadTest {
     AuthSnapshot before = auth.current();
     ResolvedConfig moved = first.withPort(first.port() + 1);
     assertThrows(ConfigException.class, () -> t.next(first, moved));
+    ResolvedConfig.Transport l = first.transport();
+    ResolvedConfig privateNetwork = with(first,
+        new ResolvedConfig.Transport(l.tcp(), l.unixSocket(), l.tlsCertFile(), l.tlsKeyFile(),
+            !l.privateNetwork()), first.segments());
+    assertThrows(ConfigException.class, () -> t.next(first, privateNetwork),
+        "listen.private_network is a listen setting");
+    SegmentSettings.ObjectStore store = new SegmentSettings.ObjectStore(
+        URI.create("http://127.0.0.1:9000"), "us-east-1", "b", "", "key", "secret",
+        Duration.ofSeconds(1), Duration.ofSeconds(1), 4, Duration.ofMinutes(10));
+    ResolvedConfig s3 = with(first, l, store);
+    ResolvedConfig rotated = with(first, l, new SegmentSettings.ObjectStore(store.endpoint(),
+        store.region(), store.bucket(), store.prefix(), store.accessKeyId(), "rotated",
+        store.connectTimeout(), store.requestTimeout(), store.maxConnections(),
+        store.sweepMinAge()));
+    ConfigException e = assertThrows(ConfigException.class, () -> t.next(s3, rotated),
+        "the object store's client keeps the keys it started with");
+    assertFalse(e.getMessage().contains("rotated") || e.getMessage().contains("secret"),
+        e.getMessage());
     assertSame(before, auth.current());
+  }
+
+  private static ResolvedConfig with(ResolvedConfig c, ResolvedConfig.Transport transport,
+      SegmentSettings segments) {
+    return new ResolvedConfig(c.host(), c.port(), c.stateDir(), c.realm(), c.realmName(),
+        c.service(), c.ingress(), c.ticketTtlMs(), c.limits(), c.engine(), c.journal(),
+        c.publications(), c.callers(), transport, segments);
   }
 
   /**

@@ -56,18 +56,29 @@ public record PostgresSettings(
   }
 
   /**
-   * {@code jdbcUrl} as logs and messages show it: without its query string (which may carry
-   * {@code password=} or {@code sslpassword=}) or any user information before the host.
+   * A URL as logs and messages show it: without its query string or fragment (a query may carry
+   * {@code password=} or {@code sslpassword=}) and without user information before the host,
+   * whatever its scheme — a refused URL is shown too, and it may be a pasted {@code
+   * postgresql://user:password@host} or an object store's {@code https://key:secret@host}. An
+   * {@code @} anywhere before the query counts as ending user information (a password may hold
+   * one), so a path holding one is shown from after it.
    */
-  public static String shown(String jdbcUrl) {
-    int query = jdbcUrl.indexOf('?');
-    String base = query < 0 ? jdbcUrl : jdbcUrl.substring(0, query);
-    String scheme = "jdbc:postgresql://";
-    int at = base.indexOf('@');
-    if (base.startsWith(scheme) && at > scheme.length()) {
-      base = scheme + base.substring(at + 1);
+  public static String shown(String url) {
+    int end = url.length();
+    for (char c : new char[] {'?', '#'}) {
+      int i = url.indexOf(c);
+      if (i >= 0 && i < end) {
+        end = i;
+      }
     }
-    return query < 0 ? base : base + "?…";
+    String base = url.substring(0, end);
+    int at = base.lastIndexOf('@');
+    if (at >= 0) {
+      int authority = base.indexOf("://");
+      base = (authority >= 0 && authority < at ? base.substring(0, authority + 3) : "")
+          + base.substring(at + 1);
+    }
+    return end == url.length() ? base : base + "?…";
   }
 
   /** Everything but the password and the URL's parameters. */

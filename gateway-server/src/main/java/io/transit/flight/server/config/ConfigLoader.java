@@ -229,15 +229,8 @@ public final class ConfigLoader {
     Path pwFile = stateDir.resolve(require(j.passwordFile(), "journal.password_file")).normalize();
     check(Files.isReadable(pwFile), "journal.password_file", pwFile, "a readable file");
     checkPrivate(pwFile, "journal.password_file");
-    String password;
-    try {
-      byte[] bytes = Files.readAllBytes(pwFile);
-      check(bytes.length <= 1024, "journal.password_file", pwFile, "at most 1024 bytes");
-      password = new String(bytes, java.nio.charset.StandardCharsets.UTF_8).strip();
-    } catch (IOException e) {
-      throw new ConfigException("journal.password_file: " + pwFile + ": cannot read: "
-          + e.getMessage(), e);
-    }
+    String password = new String(StateDirectory.readBounded(pwFile, 1024, "journal.password_file"),
+        java.nio.charset.StandardCharsets.UTF_8).strip();
     check(!password.isEmpty() && password.indexOf('\n') < 0, "journal.password_file", pwFile,
         "one non-empty line");
     int pool = j.poolSize() != null ? j.poolSize() : 8;
@@ -276,10 +269,12 @@ public final class ConfigLoader {
     }
     URI endpoint;
     String endpointText = require(raw.endpoint(), "segments.endpoint");
+    // Refusals show it without user information or query, which may hold keys.
+    String endpointShown = PostgresSettings.shown(endpointText);
     try {
       endpoint = new URI(endpointText);
     } catch (java.net.URISyntaxException e) {
-      throw new ConfigException("segments.endpoint: " + endpointText + " (expected: an http or"
+      throw new ConfigException("segments.endpoint: " + endpointShown + " (expected: an http or"
           + " https URI)");
     }
     check(("http".equals(endpoint.getScheme()) || "https".equals(endpoint.getScheme()))
@@ -287,12 +282,12 @@ public final class ConfigLoader {
             && endpoint.getQuery() == null && endpoint.getFragment() == null
             && (endpoint.getPath() == null || endpoint.getPath().isEmpty()
                 || endpoint.getPath().equals("/")),
-        "segments.endpoint", endpointText, "http(s)://host[:port] without path, user or query");
+        "segments.endpoint", endpointShown, "http(s)://host[:port] without path, user or query");
     // Segment bytes are callers' results: in clear text only over loopback or a network the
     // operator states is private, as for the listener.
     check("https".equals(endpoint.getScheme()) || loopback(endpoint.getHost())
             || Boolean.TRUE.equals(raw.privateNetwork()),
-        "segments.endpoint", endpointText,
+        "segments.endpoint", endpointShown,
         "https, or http to a loopback address, unless segments.private_network is true");
     String region = raw.region() != null ? raw.region() : "us-east-1";
     check(region.matches("[a-z0-9-]{1,64}"), "segments.region", region, "a region name [a-z0-9-]");
@@ -326,12 +321,9 @@ public final class ConfigLoader {
     Path file = stateDir.resolve(require(name, field)).normalize();
     check(Files.isReadable(file), field, file, "a readable file");
     checkPrivate(file, field);
-    String value;
-    try {
-      value = Files.readString(file, java.nio.charset.StandardCharsets.UTF_8).strip();
-    } catch (IOException e) {
-      throw new ConfigException(field + ": " + file + ": cannot read: " + e.getMessage(), e);
-    }
+    // One line of at most 1024 characters, checked below; a newline or two may follow it.
+    String value = new String(StateDirectory.readBounded(file, 1026, field),
+        java.nio.charset.StandardCharsets.UTF_8).strip();
     // The value itself is never part of a message.
     check(!value.isEmpty() && value.length() <= 1024 && value.chars().allMatch(c -> c > 0x20
         && c < 0x7f), field, file, "one line of 1..1024 printable ASCII characters");
@@ -365,7 +357,8 @@ public final class ConfigLoader {
     check(!tcp || cert != null || loopback(host) || Boolean.TRUE.equals(listen.privateNetwork()),
         "listen.host", host, "a loopback address for plaintext TCP, unless listen.tls is set or"
             + " listen.private_network is true");
-    return new ResolvedConfig.Transport(tcp, socket, cert, key);
+    return new ResolvedConfig.Transport(tcp, socket, cert, key,
+        Boolean.TRUE.equals(listen.privateNetwork()));
   }
 
   /**
@@ -449,8 +442,13 @@ public final class ConfigLoader {
     Path cred = stateDir.resolve(require(c.credentialFile(), at + ".credential_file")).normalize();
     long principal = requireLong(c.principal(), at + ".principal");
     Path key = stateDir.resolve(require(c.principalKeyFile(), at + ".principal_key_file")).normalize();
-    long epoch = c.credentialEpoch() != null ? c.credentialEpoch() : 1L;
-    long revision = c.bindingRevision() != null ? c.bindingRevision() : 1L;
+    long epoch = c.credentialEpoch() != null
+        ? requireLong(c.credentialEpoch(), at + ".credential_epoch") : 1L;
+    long revision = c.bindingRevision() != null
+        ? requireLong(c.bindingRevision(), at + ".binding_revision") : 1L;
+    if (c.role() != null) {
+      requireLong(c.role(), at + ".role"); // a u64 field: a negative one is refused
+    }
     long requests = requireLong(c.requests(), at + ".requests");
     String pub = require(c.publication(), at + ".publication");
     if (!pubs.containsKey(pub)) {
@@ -462,21 +460,32 @@ public final class ConfigLoader {
         r.send() == null || r.send(), r.inspect() == null || r.inspect(), r.read() == null || r.read());
   }
 
+  /** The most threads a ForkJoinPool, and so a {@code LastIdlePool}, can hold. */
+  static final int MAX_POOL_THREADS = 32767;
+  /** Admissions and compilations (at most 1024) each hold a service thread, plus eight more. */
+  static final int MAX_ADMISSIONS = MAX_POOL_THREADS - 1024 - 8;
+  private static final long DAY_MS = 86_400_000L;
+
   private static void validateLimits(Limits l) throws ConfigException {
     check(l.maxConnections() >= 1, "limits.max_connections", l.maxConnections(), ">= 1");
     check(l.maxInboundMessageBytes() >= 1024 && l.maxInboundMessageBytes() <= 16 * 1024,
         "limits.max_inbound_message_bytes", l.maxInboundMessageBytes(), "1024..16384");
     check(l.maxInboundMetadataBytes() >= 1024 && l.maxInboundMetadataBytes() <= 64 * 1024,
         "limits.max_inbound_metadata_bytes", l.maxInboundMetadataBytes(), "1024..65536");
-    check(l.maxLiveStreams() >= 1, "limits.max_live_streams", l.maxLiveStreams(), ">= 1");
-    check(l.admissionPerGateway() >= 1, "limits.admission_per_gateway", l.admissionPerGateway(), ">= 1");
+    // Thread pools (LastIdlePool, a ForkJoinPool) hold at most MAX_POOL_THREADS threads; a
+    // producer thread per live stream by default, one service thread per admission.
+    check(l.maxLiveStreams() >= 1 && l.maxLiveStreams() <= MAX_POOL_THREADS,
+        "limits.max_live_streams", l.maxLiveStreams(), "1.." + MAX_POOL_THREADS);
+    check(l.admissionPerGateway() >= 1 && l.admissionPerGateway() <= MAX_ADMISSIONS,
+        "limits.admission_per_gateway", l.admissionPerGateway(), "1.." + MAX_ADMISSIONS);
     check(l.admissionPerCaller() >= 1 && l.admissionPerCaller() <= l.admissionPerGateway(),
         "limits.admission_per_caller", l.admissionPerCaller(), "1..admission_per_gateway");
     check(l.streamAllocatorBytes() >= 1 << 20 && l.streamAllocatorBytes() <= l.rootAllocatorBytes(),
         "limits.stream_allocator_bytes", l.streamAllocatorBytes(), "1 MiB..root_allocator_bytes");
     check(l.controlDeadlineDefaultMs() >= 1 && l.controlDeadlineDefaultMs() <= l.controlDeadlineMaxMs(),
         "limits.control_deadline_default_ms", l.controlDeadlineDefaultMs(), "1..control_deadline_max_ms");
-    check(l.creditStallMs() >= 100, "limits.credit_stall_ms", l.creditStallMs(), ">= 100");
+    check(l.creditStallMs() >= 100 && l.creditStallMs() <= DAY_MS, "limits.credit_stall_ms",
+        l.creditStallMs(), "100..86400000");
     check(l.rowsPerSegment() >= 1 && l.rowsPerSegment() <= 1 << 20,
         "limits.rows_per_segment", l.rowsPerSegment(), "1..1048576");
     check(l.maxSegmentBytes() >= 1024 && l.maxSegmentBytes() <= l.streamAllocatorBytes(),
@@ -487,8 +496,10 @@ public final class ConfigLoader {
         "limits.upload_part_bytes", l.uploadPartBytes(), "256..8192");
     check(l.diagnosticMetadataBytes() >= 0 && l.diagnosticMetadataBytes() <= 16384,
         "limits.diagnostic_metadata_bytes", l.diagnosticMetadataBytes(), "0..16384");
-    check(l.producerThreads() >= 1, "limits.producer_threads", l.producerThreads(), ">= 1");
-    check(l.writerThreads() >= 1, "limits.writer_threads", l.writerThreads(), ">= 1");
+    check(l.producerThreads() >= 1 && l.producerThreads() <= MAX_POOL_THREADS,
+        "limits.producer_threads", l.producerThreads(), "1.." + MAX_POOL_THREADS);
+    check(l.writerThreads() >= 1 && l.writerThreads() <= MAX_POOL_THREADS,
+        "limits.writer_threads", l.writerThreads(), "1.." + MAX_POOL_THREADS);
     check(l.dataDeadlineDefaultMs() >= 100 && l.dataDeadlineDefaultMs() <= l.dataDeadlineMaxMs(),
         "limits.data_deadline_default_ms", l.dataDeadlineDefaultMs(), "100..data_deadline_max_ms");
     // 256 bytes still lets a small catalog result or a one-row statement through, so a tight

@@ -32,9 +32,11 @@ public record ResolvedConfig(
   /**
    * The listeners beyond {@code host:port}: whether TCP is served at all, an optional Unix domain
    * socket (null when absent) and the gateway's own TLS files (both null when the edge
-   * terminates TLS).
+   * terminates TLS). {@code privateNetwork} only permits plaintext beyond loopback at start; it
+   * is kept so that a reload changing it is refused like any other {@code listen} change.
    */
-  public record Transport(boolean tcp, Path unixSocket, Path tlsCertFile, Path tlsKeyFile) {
+  public record Transport(boolean tcp, Path unixSocket, Path tlsCertFile, Path tlsKeyFile,
+      boolean privateNetwork) {
     public boolean tls() {
       return tlsCertFile != null;
     }

@@ -323,9 +323,33 @@ public final class StateDirectory {
               + " lets group or others access a secret (expected: rw------- / 0600)");
         }
       }
-      return Files.readString(file, StandardCharsets.US_ASCII);
     } catch (IOException e) {
       throw new ConfigException(file + ": cannot read: " + e.getMessage(), e);
+    }
+    // A key or credential file is one line: 64 KiB is far beyond any.
+    return new String(readBounded(file, 64 << 10, "secret file"), StandardCharsets.US_ASCII);
+  }
+
+  /**
+   * The bytes of a secret or key file, refused beyond {@code maxBytes} or when it is not a regular
+   * file (a link to one is followed): a file named by mistake — the journal's database, a device,
+   * a FIFO — is neither read whole into the heap nor waited on (opening a FIFO blocks the load,
+   * and a reload holding the reload lock, until something writes to it). {@code field} names it
+   * in refusals.
+   */
+  public static byte[] readBounded(Path file, int maxBytes, String field) throws ConfigException {
+    if (!Files.isRegularFile(file)) {
+      throw new ConfigException(field + ": " + file + " (expected: a regular file)");
+    }
+    try (java.io.InputStream in = Files.newInputStream(file)) {
+      byte[] bytes = in.readNBytes(maxBytes + 1);
+      if (bytes.length > maxBytes) {
+        throw new ConfigException(
+            field + ": " + file + " (expected: at most " + maxBytes + " bytes)");
+      }
+      return bytes;
+    } catch (IOException e) {
+      throw new ConfigException(field + ": " + file + ": cannot read: " + e.getMessage(), e);
     }
   }
 

@@ -61,12 +61,13 @@ public record OpsSettings(String metricsHost, Integer metricsPort, String logLev
     long drain = ops.has("drain_notice_ms")
         ? integer(ops.get("drain_notice_ms"), "ops.drain_notice_ms") : d.drainNoticeMs();
     if (log.has("access") && !log.get("access").isBoolean()) {
-      throw new ConfigException("ops.log.access: " + log.get("access") + " (expected: true or false)");
+      throw new ConfigException("ops.log.access: " + shown(log.get("access"))
+          + " (expected: true or false)");
     }
     return new OpsSettings(
-        metrics.has("host") ? metrics.get("host").asText() : d.metricsHost(), port,
-        log.has("level") ? log.get("level").asText() : d.logLevel(),
-        log.has("format") ? log.get("format").asText() : d.logFormat(),
+        metrics.has("host") ? text(metrics.get("host"), "ops.metrics.host") : d.metricsHost(), port,
+        log.has("level") ? text(log.get("level"), "ops.log.level") : d.logLevel(),
+        log.has("format") ? text(log.get("format"), "ops.log.format") : d.logFormat(),
         log.has("access") ? log.get("access").asBoolean() : d.accessLog(), drain).validated();
   }
 
@@ -121,20 +122,42 @@ public record OpsSettings(String metricsHost, Integer metricsPort, String logLev
 
   private static void only(JsonNode node, String at, Set<String> known) throws ConfigException {
     if (!node.isObject()) {
-      throw new ConfigException(at + ": " + node + " (expected: an object)");
+      throw new ConfigException(at + ": " + shown(node) + " (expected: an object)");
     }
     for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
       String name = names.next();
       if (!known.contains(name)) {
-        throw new ConfigException(at + ": unknown field " + name + " (expected: one of " + known + ")");
+        throw new ConfigException(at + ": unknown field " + bounded(name) + " (expected: one of "
+            + known + ")");
       }
     }
   }
 
   private static int integer(JsonNode v, String at) throws ConfigException {
     if (!v.canConvertToInt() || !v.isIntegralNumber()) {
-      throw new ConfigException(at + ": " + v + " (expected: an integer)");
+      throw new ConfigException(at + ": " + shown(v) + " (expected: an integer)");
     }
     return v.asInt();
+  }
+
+  /**
+   * A text value, as strictly as the rest of the file is read: {@code "host": 0} is not the
+   * host {@code "0"} (every address), nor {@code null} the host named "null".
+   */
+  private static String text(JsonNode v, String at) throws ConfigException {
+    if (!v.isTextual()) {
+      throw new ConfigException(at + ": " + shown(v) + " (expected: a string)");
+    }
+    return v.asText();
+  }
+
+  /** A refused value as messages show it: scalars as written (bounded), containers by kind. */
+  private static String shown(JsonNode v) {
+    return v.isContainerNode() ? "an " + v.getNodeType().name().toLowerCase(Locale.ROOT)
+        : bounded(v.toString());
+  }
+
+  private static String bounded(String s) {
+    return s.length() <= 64 ? s : s.substring(0, 64) + "…";
   }
 }

@@ -1,7 +1,9 @@
 package io.transit.flight.server.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.nativequery.embedded.DuckSettings;
@@ -143,6 +145,18 @@ class ConfigLoaderTest {
     assertMessage("limits.admission_per_caller",
         VALID.formatted(caller("a", 10)).replace("\"state_dir\"", "\"limits\": {\"admission_per_caller\": 0}, \"state_dir\""));
     assertMessage("unknown field", VALID.formatted(caller("a", 10)).replace("\"state_dir\"", "\"stat_dir\": 1, \"state_dir\""));
+    for (String field : new String[] {"role", "credential_epoch", "binding_revision"}) {
+      assertMessage("callers[0]." + field, VALID.formatted(caller("a", 10))
+          .replace("\"requests\": 1", "\"requests\": 1, \"" + field + "\": -1"));
+    }
+    // Values that validated once and then failed the start (a pool past a ForkJoinPool's most
+    // threads) or every stream (a stall budget past what Duration.toNanos holds).
+    for (String[] bad : new String[][] {
+        {"max_live_streams", "40000"}, {"producer_threads", "32768"}, {"writer_threads", "32768"},
+        {"admission_per_gateway", "2147483647"}, {"credit_stall_ms", "9223372036854775807"}}) {
+      assertMessage("limits." + bad[0], VALID.formatted(caller("a", 10)).replace("\"state_dir\"",
+          "\"limits\": {\"" + bad[0] + "\": " + bad[1] + "}, \"state_dir\""));
+    }
     assertMessage("callers[1].credential_file",
         VALID.formatted(caller("a", 10) + "," + CALLER.formatted("b", "a", 11, "b")));
     // A dedicated key per principal: not another caller's, not the gateway's, not a credential.
@@ -208,6 +222,13 @@ class ConfigLoaderTest {
     assertTrue(secret.getMessage().contains("jdbc:postgresql://h/d?"), secret.getMessage());
     assertTrue(!secret.getMessage().contains("pw1") && !secret.getMessage().contains("pw2"),
         secret.getMessage());
+    // So is a URL refused for its scheme: a pasted libpq URI holds its password before the host.
+    ConfigException pasted = assertThrows(ConfigException.class, () -> load(pg.replace(
+        "\"kind\": \"postgresql\",", "\"kind\": \"postgresql\","
+            + " \"url\": \"postgresql://transit:hunter2@db/transit_journal\",")));
+    assertTrue(pasted.getMessage().contains("postgresql://db/transit_journal"),
+        pasted.getMessage());
+    assertFalse(pasted.getMessage().contains("hunter2"), pasted.getMessage());
     String shown = new io.transit.flight.nativequery.postgres.PostgresSettings(
         "jdbc:postgresql://h:5432/d?password=pw1", "gw", "pw", 1, Duration.ofSeconds(1),
         Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1)).toString();
@@ -215,6 +236,17 @@ class ConfigLoaderTest {
         && !shown.contains("pw1"), shown);
     assertMessage("journal.password_file",
         pg.replace("\"journal.password\"", "\"missing.password\""));
+    // A file named by mistake is neither read whole nor waited on: a FIFO blocked the load.
+    Path fifo = dir.resolve("state/journal.fifo");
+    assertEquals(0, new ProcessBuilder("mkfifo", "-m", "600", fifo.toString()).start().waitFor());
+    assertTimeoutPreemptively(Duration.ofSeconds(10), () -> assertMessage(
+        "journal.password_file: " + fifo + " (expected: a regular file)",
+        pg.replace("\"journal.password\"", "\"journal.fifo\"")));
+    Path big = Files.write(dir.resolve("state/journal.big"), new byte[1 << 20]);
+    Files.setPosixFilePermissions(big,
+        java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    assertMessage("journal.password_file: " + big + " (expected: at most 1024 bytes)",
+        pg.replace("\"journal.password\"", "\"journal.big\""));
     Files.setPosixFilePermissions(pw, java.nio.file.attribute.PosixFilePermissions.fromString(
         "rw-r--r--"));
     assertMessage("journal.password_file", pg);
@@ -244,6 +276,12 @@ class ConfigLoaderTest {
         "10.0.0.5:7070").replace("\"kind\": \"s3\",", "\"kind\": \"s3\", \"private_network\": true,")
     ).segments()).endpoint().getHost());
     assertMessage("segments.endpoint", s3.replace("http://127.0.0.1:7070", "ftp://127.0.0.1"));
+    ConfigException withKeys = assertThrows(ConfigException.class, () -> load(s3.replace(
+        "http://127.0.0.1:7070", "https://AKIAEXAMPLE:wJalrSECRET@s3.example:443/?X-Amz-Credential=k")));
+    assertTrue(withKeys.getMessage().contains("segments.endpoint: https://s3.example:443/?…"),
+        withKeys.getMessage());
+    assertFalse(withKeys.getMessage().contains("SECRET") || withKeys.getMessage().contains("AKIA")
+        || withKeys.getMessage().contains("Amz"), withKeys.getMessage());
     assertMessage("segments.bucket", s3.replace("transit-segments", "Bad_Bucket"));
     assertMessage("segments.prefix", s3.replace("\"bucket\"", "\"prefix\": \"/abs\", \"bucket\""));
     assertMessage("segments.kind", s3.replace("\"s3\"", "\"nfs\""));

@@ -52,5 +52,15 @@ class OpsSettingsTest {
     assertTrue(assertThrows(ConfigException.class,
         () -> OpsSettings.read(file("{\"ops\": {\"drain_notice_ms\": \"5s\"}}")))
         .getMessage().startsWith("ops.drain_notice_ms: \"5s\""));
+    // A number is not the host "0" (every address), nor null the host named "null".
+    assertEquals("ops.metrics.host: 0 (expected: a string)", assertThrows(ConfigException.class,
+        () -> OpsSettings.read(file("{\"ops\": {\"metrics\": {\"host\": 0}}}"))).getMessage());
+    assertTrue(assertThrows(ConfigException.class,
+        () -> OpsSettings.read(file("{\"ops\": {\"metrics\": {\"host\": null}}}")))
+        .getMessage().startsWith("ops.metrics.host: null"));
+    // A refused value is shown bounded: a container by its kind only.
+    assertEquals("ops.log.access: an array (expected: true or false)",
+        assertThrows(ConfigException.class, () -> OpsSettings.read(file(
+            "{\"ops\": {\"log\": {\"access\": [" + "1,".repeat(5000) + "1]}}}"))).getMessage());
   }
 }
