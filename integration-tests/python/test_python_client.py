@@ -497,3 +497,111 @@ def test_adbc_errors_carry_the_diagnostic(gateway):
         assert raised.value.facts == {"column": "nope"}
     finally:
         conn.close()
+
+
+# The credential's rules on scripted answers: what each kind of gateway answer does to the
+# statement's sequence and to the credential's block.
+
+def _answer(status, code, outcome, actions, **facts):
+    trailer = {"contract": "transit.diagnostic.v1", "code": code, "status": status, "cause": "X",
+               "outcome": outcome, "actions": list(actions),
+               "facts": [{"name": k, "kind": "number", "value": str(v)} for k, v in facts.items()]}
+    diagnostic = tf.Diagnostic.parse(json.dumps(trailer).encode())
+    assert diagnostic is not None
+    return tf.errors.BY_STATUS[status](f"{code}: scripted", status, diagnostic)
+
+
+def _scripted(*answers):
+    """An attempt that raises ``answers`` in turn (a result once they run out); its sends."""
+    sent = []
+
+    def attempt(sequence, sql):
+        sent.append((sequence, sql))
+        if len(sent) <= len(answers):
+            raise answers[len(sent) - 1]
+        return "result"
+    return attempt, sent
+
+
+FAST = tf.RetryPolicy(total=2.0, initial_backoff=0.01, max_backoff=0.01)
+
+
+def test_a_recorded_failure_is_never_resent_whatever_its_status():
+    """An UNAVAILABLE the gateway recorded as the statement's failure (an object store that
+    refused its result) spends the sequence: a resend would only replay it, for the whole retry
+    budget, and then block the credential."""
+    from transit_flight.connection import _Credential, admit_once, resume_pending
+    recorded = _answer("UNAVAILABLE", "query.segment_store_unavailable", "failed",
+                       ["use_next_sequence"], next_sequence=8)
+    credential = _Credential()
+    attempt, sent = _scripted(recorded)
+    with pytest.raises(tf.UnavailableError):
+        admit_once(credential, "SELECT 1", FAST, attempt, lambda: 7)
+    assert sent == [(7, "SELECT 1")] and credential.pending is None and credential.next == 8
+    # Met by a resume, the same answer settles the statement: the credential is released.
+    credential.pending = (7, "SELECT 1")
+    attempt, sent = _scripted(recorded)
+    with pytest.raises(tf.UnavailableError):
+        resume_pending(credential, FAST, attempt)
+    assert len(sent) == 1 and credential.pending is None
+
+
+def test_a_resend_refused_for_now_keeps_the_credential_blocked():
+    """A resume refused before anything ran (compilation busy, a full journal disk) says nothing
+    of the first attempt, which may have been admitted: the block stays."""
+    from transit_flight.connection import _Credential, resume_pending
+    for refusal in (_answer("RESOURCE_EXHAUSTED", "query.compile_busy", "not_admitted",
+                            ["retry_later"]),
+                    _answer("RESOURCE_EXHAUSTED", "query.disk_full", "not_admitted",
+                            ["retry_same_sequence_and_sql"])):
+        credential = _Credential()
+        credential.pending = (7, "SELECT 1")
+        attempt, _ = _scripted(refusal)
+        with pytest.raises(tf.ResourceExhaustedError):
+            resume_pending(credential, FAST, attempt)
+        assert credential.pending == (7, "SELECT 1"), refusal.code
+    # A refusal for good (the caller may no longer send) releases it, as documented.
+    credential.pending = (7, "SELECT 1")
+    attempt, _ = _scripted(_answer("PERMISSION_DENIED", "query.access_denied", "not_admitted",
+                                   ["check_access"]))
+    with pytest.raises(tf.PermissionDeniedError):
+        resume_pending(credential, FAST, attempt)
+    assert credential.pending is None
+
+
+def test_an_interrupted_statement_blocks_the_credential():
+    from transit_flight.connection import _Credential, admit_once
+    credential = _Credential()
+    attempt, sent = _scripted(KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        admit_once(credential, "SELECT 1", FAST, attempt, lambda: 7)
+    assert credential.pending == (7, "SELECT 1")
+    with pytest.raises(tf.OutcomeUnknownError):
+        admit_once(credential, "SELECT 2", FAST, _scripted()[0], lambda: 8)
+
+
+def test_an_adbc_read_that_fails_after_admission_is_resumed_not_run_again():
+    """ADBC reads inside its attempt: a read refused for now leaves the admitted statement for
+    resume() (a replay); one refused for good is raised as it is."""
+    from transit_flight.connection import _Credential, admit_once
+    credential = _Credential()
+    busy = _answer("RESOURCE_EXHAUSTED", "flight.streams_exhausted", "not_admitted",
+                   ["retry_later"])
+    busy.after_admission = True
+    with pytest.raises(tf.OutcomeUnknownError):
+        admit_once(credential, "SELECT 1", FAST, _scripted(busy)[0], lambda: 7)
+    assert credential.pending == (7, "SELECT 1")
+    credential = _Credential()
+    revoked = _answer("PERMISSION_DENIED", "access.read_revoked", "not_admitted",
+                      ["check_access"])
+    revoked.after_admission = True
+    with pytest.raises(tf.PermissionDeniedError):
+        admit_once(credential, "SELECT 1", FAST, _scripted(revoked)[0], lambda: 7)
+    assert credential.pending is None
+
+
+def test_adbc_reads_the_next_sequence_as_unsigned():
+    from types import SimpleNamespace
+    from transit_flight import adbc
+    conn = SimpleNamespace(adbc_connection=SimpleNamespace(get_option_int=lambda name: -2))
+    assert adbc.next_sequence(conn, FAST) == 2 ** 64 - 2

@@ -77,7 +77,14 @@ def _attempt(conn):
     def attempt(sequence, sql) -> pa.Table:
         with conn.cursor() as cur:  # a fresh statement: the call header is set once
             cur.adbc_statement.set_options(**{SEQUENCE_OPTION: str(sequence)})
-            return _call(lambda: (cur.execute(sql), cur.fetch_arrow_table())[1])
+            _call(lambda: cur.execute(sql))
+            try:
+                return _call(cur.fetch_arrow_table)
+            except errors.Error as e:
+                # The statement was admitted; only its read failed. A retried read resends the
+                # statement (a replay); one that is not retried leaves it pending for resume().
+                e.after_admission = True
+                raise
     return attempt
 
 
@@ -85,7 +92,8 @@ def next_sequence(conn, retry=RetryPolicy()) -> int:
     """The credential's next sequence (the caller capability), retried after transport failures
     as reads are: every ADBC statement asks it first."""
     option = conn.adbc_connection.get_option_int
-    return retrying(lambda: _call(lambda: option(NEXT_SEQUENCE_OPTION)), retry)
+    # ADBC reads the option as a signed 64-bit integer; sequences are unsigned.
+    return retrying(lambda: _call(lambda: option(NEXT_SEQUENCE_OPTION)), retry) & ((1 << 64) - 1)
 
 
 def execute(conn, sql, retry=RetryPolicy()) -> pa.Table:

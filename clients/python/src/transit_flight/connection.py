@@ -88,8 +88,18 @@ class _Capture(fl.ClientMiddleware):
             self.trailer = value if isinstance(value, bytes) else value.encode()
 
 
+# Outcomes the gateway recorded: the statement's sequence is spent and its answer is final.
+_KNOWN = ("failed", "rejected")
+# Actions of a refusal that ran nothing this time and may pass if sent again.
+_RETRY_ACTIONS = {"retry_same_sequence_and_sql", "retry_later"}
+
+
 def _retryable(e: Error) -> bool:
     """Failures after which the same sequence and SQL may be sent again (a replay at worst)."""
+    if e.outcome in _KNOWN:
+        # Recorded (an object store that refused the result, UNAVAILABLE; a rejection): the
+        # sequence is spent, and every resend would only replay the same answer.
+        return False
     if e.status in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
         return True
     if e.status == "RESOURCE_EXHAUSTED":
@@ -130,11 +140,15 @@ def _unattributed(e: Error) -> bool:
 
 
 def _settled(e: Error) -> bool:
-    """A definite failure of a resend that ends the credential's block: the statement failed
-    (its outcome is now known), or the gateway answered without running anything, so that no
-    resend of this SQL at this sequence can learn more (the sequence holds other bytes, the
-    caller's binding changed, the history was forgotten)."""
-    return e.diagnostic is not None and not _retryable(e) and not _unresolved(e)
+    """A definite failure of a resend that ends the credential's block: the statement failed or
+    was rejected (its outcome is now known), or the gateway answered without running anything,
+    so that no resend of this SQL at this sequence can learn more (the caller may no longer send
+    it, the history was forgotten). A refusal that asks for a retry (compilation busy, a full
+    disk, a journal out of reach) ran nothing *this* time and says nothing of the first attempt:
+    the block stays."""
+    if e.diagnostic is None or _retryable(e) or _unresolved(e):
+        return False
+    return e.outcome in _KNOWN or not (_RETRY_ACTIONS & set(e.actions))
 
 
 def retrying(call, policy: RetryPolicy, reconnect=None, on_give_up=None, on_retry=None):
@@ -203,6 +217,12 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
             except OutcomeUnknownError:
                 raise
             except Error as e:
+                if getattr(e, "after_admission", False) and not _settled(e):
+                    # Admitted, its result not read (ADBC reads inside the attempt) for a reason
+                    # that may pass: resume() replays it and reads again, where running the SQL
+                    # anew would run it twice. A read refused for good (access revoked, the
+                    # result released) is raised as it is.
+                    raise unknown(f"its result could not be read, {e.status}: {e}", e) from e
                 if _unresolved(e) or _unattributed(e) or (unanswered and e.outcome != "failed"):
                     raise unknown(f"{e.status}: {e}", e) from e
                 moved = _sequence_moved(e)
@@ -217,6 +237,11 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
                 # moves the statement on if another writer got there first), else ask next time.
                 credential.next = (e.facts.get("next_sequence")
                                    if "use_next_sequence" in e.actions else None)
+                raise
+            except BaseException:
+                # Interrupted (KeyboardInterrupt) inside an attempt or its retries: one may have
+                # been sent and admitted, so the outcome is as unknown as after a lost answer.
+                credential.pending = (sequence, sql)
                 raise
             credential.next = next_after(result)
             return sequence, result
