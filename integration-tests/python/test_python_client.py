@@ -486,6 +486,41 @@ def test_adbc_and_pyarrow_connections_share_one_credentials_rules(gateway, primi
     assert len(done) == 40
 
 
+def test_an_adbc_connection_that_stops_answering_ends_in_an_unknown_outcome_not_a_hang(
+        gateway):
+    """Each ADBC call is bounded by the connection's timeout: a connection whose answers are held
+    back ends the statement as OutcomeUnknownError once retries run out (until 2026-12-06 the
+    call waited for good, holding the credential's lock)."""
+    from transit_flight import adbc
+    proxy = TcpProxy(gateway.port)
+    conn = adbc.connect(proxy.uri, token_file=token_file(gateway), timeout=3)
+    outcome = []
+    try:
+        assert adbc.execute(conn, "SELECT COUNT(*) FROM primitive WHERE id < 2").to_pylist() == [
+            {"COUNT(*)": 2}]
+        # The sequence known beforehand (as after a PyArrow statement of the same credential), so
+        # the held call is the statement's own, not the sequence's question.
+        adbc._rules(conn).next = adbc.next_sequence(conn)
+        proxy.hold()
+
+        def statement():
+            try:
+                adbc.execute(conn, "SELECT COUNT(*) FROM primitive WHERE id < 3",
+                             tf.RetryPolicy(total=2, initial_backoff=0.2, max_backoff=0.5))
+            except BaseException as e:  # asserted below, on the test's thread
+                outcome.append(e)
+        worker = threading.Thread(target=statement, daemon=True)
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive(), "the held call was not ended by its timeout"
+        assert len(outcome) == 1 and isinstance(outcome[0], tf.OutcomeUnknownError), outcome
+        proxy.cut()
+        assert adbc.resume(conn).to_pylist() == [{"COUNT(*)": 3}]
+    finally:
+        proxy.close()
+        conn.close()
+
+
 def test_adbc_errors_carry_the_diagnostic(gateway):
     from transit_flight import adbc
     conn = adbc.connect(gateway.uri, token_file=token_file(gateway))

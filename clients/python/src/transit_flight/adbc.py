@@ -9,6 +9,7 @@ import weakref
 from pathlib import Path
 
 import adbc_driver_flightsql.dbapi as flight_sql
+from adbc_driver_flightsql import DatabaseOptions
 import adbc_driver_manager
 import pyarrow as pa
 
@@ -44,11 +45,18 @@ def translate(exc: adbc_driver_manager.Error) -> errors.Error:
     return errors.BY_STATUS.get(status, errors.UnknownError)(str(exc), status, diagnostic)
 
 
-def connect(uri, token=None, token_file=None, *, tls_root_certs=None, override_hostname=None):
+def connect(uri, token=None, token_file=None, *, tls_root_certs=None, override_hostname=None,
+            timeout=60.0):
     """An ADBC DBAPI connection to the gateway with the credential (``autocommit=True``: the
-    gateway has no transactions). Use it with `execute` and `resume`."""
+    gateway has no transactions). Use it with `execute` and `resume`. ``timeout`` bounds each
+    call in seconds, as `transit_flight.connect`'s does: a connection that stops answering ends
+    the attempt with DEADLINE_EXCEEDED, which the retry rules resend, instead of holding the
+    credential's lock for good."""
     token = _read_token(token, token_file)
     db_kwargs = {"adbc.flight.sql.authorization_header": f"Bearer {token}"}
+    for option in (DatabaseOptions.TIMEOUT_QUERY, DatabaseOptions.TIMEOUT_FETCH,
+                   DatabaseOptions.TIMEOUT_UPDATE):
+        db_kwargs[option.value] = str(float(timeout))
     if tls_root_certs is not None:
         db_kwargs["adbc.flight.sql.client_option.tls_root_certs"] = \
             tls_root_certs.decode() if isinstance(tls_root_certs, bytes) else tls_root_certs
