@@ -640,3 +640,14 @@ def test_adbc_reads_the_next_sequence_as_unsigned():
     from transit_flight import adbc
     conn = SimpleNamespace(adbc_connection=SimpleNamespace(get_option_int=lambda name: -2))
     assert adbc.next_sequence(conn, FAST) == 2 ** 64 - 2
+
+
+def test_every_failure_to_connect_is_the_packages_exception(tmp_path):
+    from transit_flight import adbc
+    with pytest.raises(tf.InterfaceError) as missing:
+        tf.connect("grpc://127.0.0.1:1", token_file=tmp_path / "absent.token")
+    assert "absent.token" in str(missing.value)
+    with pytest.raises(tf.Error):
+        tf.connect("notascheme://", token="t")
+    with pytest.raises(tf.InterfaceError):
+        adbc.connect("grpc://127.0.0.1:1", token_file=tmp_path / "absent.token")

@@ -62,7 +62,7 @@ def connect(uri, token=None, token_file=None, *, tls_root_certs=None, override_h
             tls_root_certs.decode() if isinstance(tls_root_certs, bytes) else tls_root_certs
     if override_hostname is not None:
         db_kwargs["adbc.flight.sql.client_option.tls_override_hostname"] = override_hostname
-    conn = flight_sql.connect(uri, db_kwargs=db_kwargs, autocommit=True)
+    conn = _call(lambda: flight_sql.connect(uri, db_kwargs=db_kwargs, autocommit=True))
     _credentials[conn] = _credential(token)
     return conn
 
@@ -84,7 +84,7 @@ def _rules(conn):
 def _attempt(conn):
     def attempt(sequence, sql) -> pa.Table:
         with conn.cursor() as cur:  # a fresh statement: the call header is set once
-            cur.adbc_statement.set_options(**{SEQUENCE_OPTION: str(sequence)})
+            _call(lambda: cur.adbc_statement.set_options(**{SEQUENCE_OPTION: str(sequence)}))
             _call(lambda: cur.execute(sql))
             try:
                 return _call(cur.fetch_arrow_table)

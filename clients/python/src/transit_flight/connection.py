@@ -278,7 +278,12 @@ def _read_token(token, token_file):
     if (token is None) == (token_file is None):
         raise errors.InterfaceError("give exactly one of token= and token_file=")
     if token_file is not None:
-        token = Path(token_file).read_text()
+        try:
+            token = Path(token_file).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            # The package's exception, naming the file, never its content.
+            raise errors.InterfaceError(f"token_file {token_file}: cannot read: "
+                                        f"{getattr(e, 'strerror', None) or type(e).__name__}") from e
     token = token.strip()
     if not token:
         raise errors.InterfaceError("the credential is empty")
@@ -323,7 +328,7 @@ class Connection:
         if disable_server_verification:
             kwargs["disable_server_verification"] = True
         self._client_kwargs = kwargs
-        self._client = fl.FlightClient(uri, **kwargs)
+        self._client = self._call(lambda: fl.FlightClient(uri, **kwargs))
         self._closed = False
 
     # ------------------------------------------------------------------------------ DB-API
@@ -362,8 +367,12 @@ class Connection:
         self._check_open()
         body = self._with_retry(lambda: list(self._client.do_action(
             fl.Action("GetSessionOptions", b""), self._options()))[0].body.to_pybytes())
-        # An int64 on the wire; sequences are unsigned 64-bit numbers.
-        return flightsql.session_options(body)[NEXT_SEQUENCE_OPTION] & (1 << 64) - 1
+        try:
+            # An int64 on the wire; sequences are unsigned 64-bit numbers.
+            return flightsql.session_options(body)[NEXT_SEQUENCE_OPTION] & (1 << 64) - 1
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise errors.InterfaceError(
+                f"GetSessionOptions answered without a {NEXT_SEQUENCE_OPTION} integer") from e
 
     def tables(self) -> pa.Table:
         """The Tables this credential may query (catalog_name, db_schema_name, table_name,
@@ -419,7 +428,8 @@ class Connection:
 
     def _reconnect(self):
         # A fresh channel connects at once; the old one may sit in gRPC's reconnect backoff.
-        old, self._client = self._client, fl.FlightClient(self.uri, **self._client_kwargs)
+        old, self._client = self._client, self._call(
+            lambda: fl.FlightClient(self.uri, **self._client_kwargs))
         old.close()
 
     def _with_retry(self, fn):
