@@ -448,6 +448,9 @@ final class QueryRunner {
         if (control.abandoned()) {
           throw new Abandoned(); // its cancel, not a failure of the bundle
         }
+        // A file truncated, rewritten or removed under the scan fails DuckDB's read: that is the
+        // source's change (query.source_changed, naming the file), not a defect of the gateway.
+        tables.checkUnchanged(objectId);
         throw e;
       } finally {
         cancelSent = control.executed();
