@@ -613,6 +613,15 @@ def test_an_interrupted_statement_blocks_the_credential():
     assert credential.pending == (7, "SELECT 1")
     with pytest.raises(tf.OutcomeUnknownError):
         admit_once(credential, "SELECT 2", FAST, _scripted()[0], lambda: 8)
+    # Given up on by the caller: the block is released, and the next statement asks the gateway
+    # for its sequence (past the abandoned one if that ran).
+    from transit_flight.connection import abandon_pending
+    assert abandon_pending(credential) == (7, "SELECT 1")
+    attempt, sent = _scripted()
+    assert admit_once(credential, "SELECT 2", FAST, attempt, lambda: 8) == (8, "result")
+    assert sent == [(8, "SELECT 2")]
+    with pytest.raises(tf.InterfaceError):
+        abandon_pending(credential)
 
 
 def test_an_adbc_read_that_fails_after_admission_is_resumed_not_run_again():

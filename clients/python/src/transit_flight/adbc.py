@@ -14,8 +14,8 @@ import adbc_driver_manager
 import pyarrow as pa
 
 from . import errors
-from .connection import (RetryPolicy, _credential, _read_token, admit_once, resume_pending,
-                         retrying)
+from .connection import (RetryPolicy, _credential, _read_token, abandon_pending, admit_once,
+                         resume_pending, retrying)
 
 SEQUENCE_OPTION = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
 NEXT_SEQUENCE_OPTION = "adbc.flight.sql.session.option.transit.next_sequence"
@@ -114,3 +114,9 @@ def execute(conn, sql, retry=RetryPolicy()) -> pa.Table:
 def resume(conn, retry=RetryPolicy()) -> pa.Table:
     """Resends the credential's statement of unknown outcome; returns its result."""
     return resume_pending(_rules(conn), retry, _attempt(conn))
+
+
+def abandon(conn) -> tuple:
+    """Gives up on the credential's statement of unknown outcome without resending it; returns
+    its (sequence, sql) (`transit_flight.Connection.abandon`)."""
+    return abandon_pending(_rules(conn))

@@ -274,6 +274,18 @@ def resume_pending(credential: _Credential, policy: RetryPolicy, attempt, next_a
         return value
 
 
+def abandon_pending(credential: _Credential) -> tuple:
+    """Releases the credential's block without learning the statement's outcome; returns its
+    (sequence, sql). The next statement asks the gateway for its sequence: if the abandoned one
+    ran, the journal has moved past it, and it is not run again unless the caller sends its SQL
+    again."""
+    with credential.lock:
+        if credential.pending is None:
+            raise errors.InterfaceError("no statement of this credential has an unknown outcome")
+        pending, credential.pending, credential.next = credential.pending, None, None
+        return pending
+
+
 def _read_token(token, token_file):
     if (token is None) == (token_file is None):
         raise errors.InterfaceError("give exactly one of token= and token_file=")
@@ -398,6 +410,14 @@ class Connection:
         self._check_open()
         return resume_pending(self._credential, self.retry, self._attempt, self._next_after,
                               self._read)
+
+    def abandon(self) -> tuple:
+        """Gives up on the statement an `OutcomeUnknownError` left unknown, without resending it;
+        returns its (sequence, sql) and unblocks the credential. For when `resume` cannot settle
+        it (a failure that reaches the client without the gateway's diagnostic, an operator's
+        word that it did or did not run); whether it ran stays unknown to this process."""
+        self._check_open()
+        return abandon_pending(self._credential)
 
     def read(self, ticket: bytes) -> pa.Table:
         """Reads a result again by its ticket (``Cursor.ticket``), e.g. after `Cursor.execute`
