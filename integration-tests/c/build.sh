@@ -11,9 +11,11 @@ venv=${TRANSIT_VENV:-$root/.venv}
 [ -x "$venv/bin/python" ] || { echo "no venv at $venv: run scripts/test or set TRANSIT_VENV" >&2; exit 2; }
 
 # Package directories as the venv's own Python resolves them (no guessing at site-packages paths).
-read -r manager flightsql < <("$venv/bin/python" -c '
+# One a line: a venv's path may hold spaces.
+{ IFS= read -r manager; IFS= read -r flightsql; } < <("$venv/bin/python" -c '
 import os, adbc_driver_manager, adbc_driver_flightsql
-print(os.path.dirname(adbc_driver_manager.__file__), os.path.dirname(adbc_driver_flightsql.__file__))')
+print(os.path.dirname(adbc_driver_manager.__file__))
+print(os.path.dirname(adbc_driver_flightsql.__file__))')
 header=$(find "$manager" -name adbc.h -print -quit)
 driver=$(find "$flightsql" -name 'libadbc_driver_flightsql.so*' -print -quit)
 [ -n "$header" ] || { echo "adbc.h not found under $manager" >&2; exit 2; }

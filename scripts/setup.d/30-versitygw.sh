@@ -18,7 +18,8 @@ if [ -z "$go_bin" ] && [ -x /usr/local/go/bin/go ]; then
   go_bin=/usr/local/go/bin/go
 fi
 if [ -z "$go_bin" ]; then
-  echo "setup: no Go toolchain; the S3 segment-store tests will fail to find versitygw" >&2
+  echo "setup: no Go toolchain to build versitygw, which the S3 segment-store tests need:" \
+    "install Go (go.dev/dl) and run again" >&2
   exit 1
 fi
 mkdir -p "$cache"
