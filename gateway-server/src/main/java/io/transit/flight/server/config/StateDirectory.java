@@ -145,8 +145,10 @@ public final class StateDirectory {
 
   /**
    * Restricts the state, {@code keys}, {@code credentials} and {@code engine} directories to
-   * 0700 and everything under {@code engine} to 0700 (directories) or 0600 (files); symbolic
-   * links are left alone. Returns one line per path whose mode changed. Keys and credentials are
+   * 0700 and everything under {@code engine} to 0700 (directories) or 0600 (files). One of those
+   * four directories that is a symbolic link is judged by its target, which is what is kept
+   * private; links under {@code engine} are left alone. Returns one line per path whose mode
+   * changed. Keys and credentials are
    * not loosened or tightened here: a readable secret is refused where it is read.
    */
   public List<String> tighten() throws ConfigException {
@@ -208,7 +210,9 @@ public final class StateDirectory {
   private static void restrict(Path p, Set<PosixFilePermission> wanted, List<String> changed)
       throws Refused {
     try {
-      Set<PosixFilePermission> now = Files.getPosixFilePermissions(p, LinkOption.NOFOLLOW_LINKS);
+      // Followed, as the change below is: a link's own mode (always rwxrwxrwx) would be reported
+      // as loosened at every start. Only real directories and files reach here from the walk.
+      Set<PosixFilePermission> now = Files.getPosixFilePermissions(p);
       if (now.equals(wanted)) {
         return;
       }

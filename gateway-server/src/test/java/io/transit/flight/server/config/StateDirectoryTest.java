@@ -65,6 +65,22 @@ class StateDirectoryTest {
   }
 
   @Test
+  void aStateDirectoryThatIsALinkIsJudgedByItsTarget() throws Exception {
+    Path target = dir.resolve("real");
+    StateDirectory real = new StateDirectory(target, new SecureRandom());
+    real.prepare();
+    real.tighten();
+    Path link = Files.createSymbolicLink(dir.resolve("link"), target);
+    StateDirectory viaLink = new StateDirectory(link, new SecureRandom());
+    assertEquals(java.util.List.of(), viaLink.tighten(),
+        "a private target is not reported loosened at every start");
+    Files.setPosixFilePermissions(target, PosixFilePermissions.fromString("rwxr-xr-x"));
+    assertEquals(java.util.List.of(link + ": mode rwxr-xr-x restricted to rwx------"),
+        viaLink.tighten());
+    assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(target)));
+  }
+
+  @Test
   void tightenSkipsFilesTheEngineRemovesWhileItWalks() throws Exception {
     StateDirectory s = new StateDirectory(dir.resolve("state"), new SecureRandom());
     s.prepare();
