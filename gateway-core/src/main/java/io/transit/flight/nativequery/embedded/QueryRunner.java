@@ -435,14 +435,21 @@ final class QueryRunner {
       duck.bind(ps);
       sessions.running(ps); // the engine's close may cancel it from here on
       boolean cancelSent = false;
+      long maxRows = bundle.getBudgets().getMaxResultRows();
+      Long overRows = null; // the result's rows, once known to exceed max_result_rows
       try {
         control.executing(ps); // and an abandoned early run's owner from here on
+        boolean over = false;
         try (ResultSet rs = ps.executeQuery()) {
           if (plan.aggregate()) {
-            aggregateRow(plan, rs, writer, bundle.getBudgets().getMaxResultRows());
+            aggregateRow(plan, rs, writer, maxRows);
           } else {
-            projection(rs, child, writer, bundle.getBudgets().getMaxResultRows(), control);
+            over = projection(rs, child, writer, maxRows, control);
           }
+        }
+        if (over) {
+          cancelSent = control.executed();
+          overRows = countRows(session, duck, control);
         }
       } catch (SQLException e) {
         if (control.abandoned()) {
@@ -453,11 +460,15 @@ final class QueryRunner {
         tables.checkUnchanged(objectId);
         throw e;
       } finally {
-        cancelSent = control.executed();
+        cancelSent |= control.executed();
         sessions.ended(ps);
       }
       clean = !cancelSent;
       tables.checkUnchanged(objectId);
+      if (overRows != null) {
+        throw ResultWriter.exhausted(
+            "the result exceeds max_result_rows", "max_result_rows", maxRows, overRows);
+      }
       refs = writer.finish();
       inline = writer.inline();
       totalRows = writer.totalRows();
@@ -524,10 +535,13 @@ final class QueryRunner {
     writer.committed(1);
   }
 
-  private void projection(ResultSet rs, BufferAllocator child, ResultWriter writer, long maxRows,
-      Control control) throws SQLException, IOException {
+  /**
+   * Copies the result's batches into segments; true, having stopped at once, when it passes
+   * {@code maxRows} (the caller counts the whole result another way, without exporting it).
+   */
+  private boolean projection(ResultSet rs, BufferAllocator child, ResultWriter writer,
+      long maxRows, Control control) throws SQLException, IOException {
     long seen = 0;
-    boolean over = false;
     try (ArrowReader reader =
         (ArrowReader) ((DuckDBResultSet) rs)
             .arrowExportStream(child, batchRows)) {
@@ -541,10 +555,9 @@ final class QueryRunner {
         }
         int n = batch.getRowCount();
         seen += n;
-        // Past the row budget only the count goes on, so the failure carries the exact total.
-        over = over || Long.compareUnsigned(seen, maxRows) > 0;
-        if (over) {
-          continue;
+        if (Long.compareUnsigned(seen, maxRows) > 0) {
+          // Exporting the rest only to count it would be the whole scan's work for nothing.
+          return true;
         }
         int done = 0;
         while (done < n) {
@@ -564,9 +577,29 @@ final class QueryRunner {
     } catch (IOException e) {
       throw new SQLException("Arrow export failed", e);
     }
-    if (over) {
-      throw ResultWriter.exhausted(
-          "the result exceeds max_result_rows", "max_result_rows", maxRows, seen);
+    return false;
+  }
+
+  /**
+   * The rows {@code duck}'s query returns, asked of DuckDB as a count: it reads only what the
+   * query's filters need and exports no row, so a result far past {@code max_result_rows} costs
+   * a scan, not the scan plus the export of every row (the failure still names the exact total).
+   * Cancelled as the query's own statement is: by the engine's close, or an early run's abandon.
+   */
+  private long countRows(DuckSessions.Session session, PlanTranslator.Translated duck,
+      Control control) throws SQLException {
+    PreparedStatement count =
+        session.prepared("SELECT count(*) FROM (" + duck.sql() + ") AS over_budget");
+    duck.bind(count);
+    sessions.running(count);
+    try {
+      control.executing(count);
+      try (ResultSet rs = count.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    } finally {
+      sessions.ended(count);
     }
   }
 }

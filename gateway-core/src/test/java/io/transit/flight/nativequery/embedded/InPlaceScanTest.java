@@ -161,6 +161,28 @@ class InPlaceScanTest {
     }
   }
 
+  /**
+   * Past max_result_rows the export stops at once and DuckDB counts the rest (no row of it
+   * exported); the failure still names the exact total, across files and row groups.
+   */
+  @Test
+  void aResultPastItsRowBudgetStopsExportingAndStillNamesItsExactSize() throws Exception {
+    List<Path> files = List.of(parquet("r1.parquet", 0, 400_000, 30_000),
+        parquet("r2.parquet", 400_000, 350_001, 25_000));
+    try (EmbeddedEngine engine = open(List.of(new Publication(TABLE, files, "parquet")))) {
+      long c = admit(engine, engine.nextSequence(PRINCIPAL),
+          bundle(TABLE, "k", budgets(10, 1L << 32, 1L << 28, 2048)));
+      QueryStatus s = engine.awaitQuery(access(), c,
+          System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
+      assertEquals("query.budget_exhausted", s.getCode(), s.getMessage());
+      assertEquals(10, s.getLimit());
+      assertEquals(750_001, s.getRequired());
+      // The session that counted serves the next statement as before.
+      QueryStatus sum = run(engine, TABLE, "sum v");
+      assertEquals(QueryStatus.State.SUCCEEDED, sum.getState(), sum.getMessage());
+    }
+  }
+
   @Test
   void openingReadsFootersNotData() throws Exception {
     Path f = parquet("damaged.parquet", 0, 200_000, 50_000);
