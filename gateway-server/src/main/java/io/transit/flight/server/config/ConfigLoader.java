@@ -49,10 +49,25 @@ public final class ConfigLoader {
     try {
       raw = mapper.readValue(Files.readAllBytes(file), GatewayConfig.class);
     } catch (UnrecognizedPropertyException e) {
-      throw new ConfigException(
-          file + ": unknown field " + e.getPathReference().replace("io.transit.flight.server.config.", ""));
+      throw new ConfigException(file + ": unknown field " + jsonPath(e.getPath()));
+    } catch (com.fasterxml.jackson.databind.JsonMappingException e) {
+      // A value of the wrong type or range: named by its path, as every other refusal is.
+      throw new ConfigException(file + ": " + jsonPath(e.getPath()) + ": "
+          + bounded(e.getOriginalMessage()));
+    } catch (com.fasterxml.jackson.core.exc.StreamReadException e) {
+      // A number past its type (a u64 above 2^63 - 1) is refused while reading, where the parser
+      // still knows the field; a syntax error names its line and column instead.
+      String at = e.getProcessor() == null ? ""
+          : e.getProcessor().getParsingContext().pathAsPointer().toString()
+              .replaceFirst("^/", "").replace('/', '.');
+      String what = e instanceof com.fasterxml.jackson.core.exc.InputCoercionException
+          && !at.isEmpty() ? at : "invalid JSON" + (at.isEmpty() ? "" : " at " + at);
+      throw new ConfigException(file + ": " + what + ": "
+          + bounded(e.getOriginalMessage())
+          + (e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ", column "
+              + e.getLocation().getColumnNr() + ")"));
     } catch (JsonProcessingException e) {
-      throw new ConfigException(file + ": invalid JSON: " + e.getOriginalMessage());
+      throw new ConfigException(file + ": invalid JSON: " + bounded(e.getOriginalMessage()));
     } catch (IOException e) {
       throw new ConfigException(file + ": cannot read: " + e.getMessage(), e);
     }
@@ -458,6 +473,24 @@ public final class ConfigLoader {
     return new ResolvedConfig.Caller(name, cred, principal, key, c.role() != null,
         c.role() != null ? c.role() : 0L, epoch, revision, requests, pub,
         r.send() == null || r.send(), r.inspect() == null || r.inspect(), r.read() == null || r.read());
+  }
+
+  /** A Jackson path as the file spells it: {@code limits.max_connections}, {@code callers[1].name}. */
+  static String jsonPath(List<com.fasterxml.jackson.databind.JsonMappingException.Reference> path) {
+    StringBuilder b = new StringBuilder();
+    for (com.fasterxml.jackson.databind.JsonMappingException.Reference r : path) {
+      if (r.getFieldName() != null) {
+        b.append(b.length() > 0 ? "." : "").append(bounded(r.getFieldName()));
+      } else if (r.getIndex() >= 0) {
+        b.append('[').append(r.getIndex()).append(']');
+      }
+    }
+    return b.length() > 0 ? b.toString() : "(top level)";
+  }
+
+  /** A message or name as refusals show it: at most 160 characters. */
+  private static String bounded(String s) {
+    return s == null || s.length() <= 160 ? String.valueOf(s) : s.substring(0, 160) + "…";
   }
 
   /** The most threads a ForkJoinPool, and so a {@code LastIdlePool}, can hold. */

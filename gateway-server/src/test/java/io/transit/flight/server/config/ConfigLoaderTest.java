@@ -145,6 +145,18 @@ class ConfigLoaderTest {
     assertMessage("limits.admission_per_caller",
         VALID.formatted(caller("a", 10)).replace("\"state_dir\"", "\"limits\": {\"admission_per_caller\": 0}, \"state_dir\""));
     assertMessage("unknown field", VALID.formatted(caller("a", 10)).replace("\"state_dir\"", "\"stat_dir\": 1, \"state_dir\""));
+    // Named by their path too: an unknown field, a value of the wrong type, a u64 past 2^63 - 1.
+    String valid = VALID.formatted(caller("a", 10));
+    assertMessage("unknown field limits.max_conections", valid.replace("\"state_dir\"",
+        "\"limits\": {\"max_conections\": 1}, \"state_dir\""));
+    assertMessage("unknown field callers[0].nme", valid.replace("\"requests\": 1",
+        "\"requests\": 1, \"nme\": 1"));
+    assertMessage("limits.max_connections: ", valid.replace("\"state_dir\"",
+        "\"limits\": {\"max_connections\": \"abc\"}, \"state_dir\""));
+    assertMessage("deployment.realm: ", valid.replace("\"realm\": 1",
+        "\"realm\": 18446744073709551615"));
+    assertMessage("invalid JSON at state_dir: ", valid.replace("\"state_dir\"",
+        "\"state_dir\" \"x\","));
     for (String field : new String[] {"role", "credential_epoch", "binding_revision"}) {
       assertMessage("callers[0]." + field, VALID.formatted(caller("a", 10))
           .replace("\"requests\": 1", "\"requests\": 1, \"" + field + "\": -1"));
