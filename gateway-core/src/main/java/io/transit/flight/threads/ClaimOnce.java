@@ -22,9 +22,11 @@ public final class ClaimOnce {
 
   /**
    * Hands {@code task} to {@code pool}; {@code ifStranded} runs instead if the pool stops before
-   * a worker starts it.
+   * a worker starts it — also when the stop comes while this call is still handing it over: then
+   * the stopping thread ran the fallback, and this returns normally.
    *
-   * @throws RejectedExecutionException when {@code pool} refused it; neither will run
+   * @throws RejectedExecutionException when {@code pool} refused it and no stop claimed it;
+   *     neither will run, the caller decides
    */
   public void execute(Executor pool, Runnable task, Runnable ifStranded) {
     Claim c = new Claim(task, ifStranded);
@@ -32,23 +34,39 @@ public final class ClaimOnce {
     try {
       pool.execute(c);
     } catch (RejectedExecutionException e) {
-      notStarted.remove(c);
-      throw e;
+      if (c.claim()) {
+        throw e;
+      }
+      // runStranded claimed it between the add and the refusal, and ran its fallback: one
+      // last word only, so the caller must not act on the refusal too.
     }
   }
 
   /**
-   * Claims every task no worker started and runs its fallback on the calling thread.
+   * Claims every task no worker started and runs its fallback on the calling thread. A fallback
+   * that throws does not keep the others from running; the first failure is thrown after them.
    *
    * @return how many fallbacks ran
    */
   public int runStranded() {
     int ran = 0;
+    RuntimeException failure = null;
     for (Claim c : notStarted) {
       if (c.claim()) {
-        c.ifStranded.run();
         ran++;
+        try {
+          c.ifStranded.run();
+        } catch (RuntimeException e) {
+          if (failure == null) {
+            failure = e;
+          } else {
+            failure.addSuppressed(e);
+          }
+        }
       }
+    }
+    if (failure != null) {
+      throw failure;
     }
     return ran;
   }

@@ -50,4 +50,42 @@ class ClaimOnceTest {
       pool.shutdownNow();
     }
   }
+
+  /**
+   * The stop claims a task between its hand-over and the pool's refusal: its fallback ran on the
+   * stopping thread, so the caller is not told of the refusal (it would act a second time: a
+   * second terminal call, a second drain of one stream).
+   */
+  @Test
+  void aTaskTheStopClaimedWhileItWasRefusedGetsOneLastWordOnly() {
+    ClaimOnce claims = new ClaimOnce();
+    AtomicInteger fallbacks = new AtomicInteger();
+    java.util.concurrent.Executor stoppingMidHandOver = task -> {
+      assertEquals(1, claims.runStranded()); // the stop runs here, before the pool says no
+      throw new RejectedExecutionException("stopped");
+    };
+    claims.execute(stoppingMidHandOver, () -> { throw new AssertionError("never runs"); },
+        fallbacks::incrementAndGet);
+    assertEquals(1, fallbacks.get());
+    // A fallback that fails does not keep the others from their last word.
+    ExecutorService idle = LastIdlePool.create("claim-test", 1);
+    CountDownLatch release = new CountDownLatch(1);
+    try {
+      idle.execute(() -> {
+        try {
+          release.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      claims.execute(idle, () -> { }, () -> { throw new IllegalStateException("first"); });
+      claims.execute(idle, () -> { }, fallbacks::incrementAndGet);
+      idle.shutdownNow();
+      assertThrows(IllegalStateException.class, claims::runStranded);
+      assertEquals(2, fallbacks.get());
+    } finally {
+      release.countDown();
+      idle.shutdownNow();
+    }
+  }
 }

@@ -67,8 +67,9 @@ import org.slf4j.LoggerFactory;
  * The daemon: builds every component from a {@link ResolvedConfig}, serves Flight SQL on a
  * grpc-netty-shaded listener, reloads credentials and rights on request, and drains on close.
  *
- * <p>Threads: {@link #start} and {@link #close} run on the main thread (close also from the JVM
- * shutdown hook on SIGTERM); {@link #reload} runs on the signal thread. gRPC calls run on the
+ * <p>Threads: {@link #start} and {@link #close} run on the main thread (SIGTERM and SIGINT make
+ * it close; close is idempotent, and also runs on the JVM's shutdown hook at any other exit);
+ * {@link #reload} runs on the signal thread. gRPC calls run on the
  * bounded service executor; DoGet production on the T_caller pool; stream writes on the stream
  * registry's serializing executors.
  */

@@ -31,8 +31,9 @@ import java.util.Set;
  *       GetFlightInfo alone interprets them (ADBC sends statement headers on every RPC).
  * </ul>
  *
- * <p>Runs on the gRPC transport thread that delivers the call's headers; stateless apart from the
- * shared {@link Authorization}.
+ * <p>Runs on the call's executor thread (the service executor, {@code transit-grpc}: grpc-java
+ * looks the method up and starts the call, interceptors included, there, not on the transport's
+ * event loop); stateless apart from the shared {@link Authorization}.
  */
 public final class AuthInterceptor implements ServerInterceptor {
   public static final Context.Key<CallerBinding> CALLER = Context.key("transit.caller");

@@ -39,9 +39,10 @@ import org.slf4j.LoggerFactory;
  * principal, publication or role there differs from this replica's binding is refused as changed
  * (the replicas' files disagree until this one is reloaded).
  *
- * <p>Threads: {@link #authenticate} on gRPC transport threads, {@link #current} on the service
- * executor and on the gRPC thread that opens a DoGet, {@link #recheck} on T_caller workers;
- * {@link #install} on the reload (signal) thread, and at start. The snapshot and the view are
+ * <p>Threads: {@link #authenticate} (from the interceptor) and {@link #current} on the service
+ * executor (a DoGet's opening included), {@link #recheck} on T_caller workers; {@link #install}
+ * on the reload (signal) thread, and at start — one install at a time, which {@code
+ * cli.Reloads} guarantees (its journal commit and its swap are not one atomic step). The snapshot and the view are
  * immutable and swapped whole; the view is replaced only under {@code refreshing}, which also
  * orders the engine's rights updates, so an older version never replaces a newer one there.
  */
@@ -85,7 +86,7 @@ public final class Authorization {
 
   private final AtomicReference<AuthSnapshot> snapshot; // any thread reads; install swaps
   private final AtomicReference<View> view; // any thread reads; replaced under refreshing
-  private final Object refreshing = new Object(); // leaf: a ledger read and the engine update
+  private final Object refreshing = new Object(); // held across a journal read and the engine's update
   private final RightsLedger ledger;
   private final Consumer<Collection<PrincipalRights>> engineRights;
   private final Clock clock;
@@ -155,12 +156,27 @@ public final class Authorization {
     if (v.epoch() == epoch && v.local() == snapshot.get()) {
       return v;
     }
-    return refresh();
+    return refresh(epoch);
   }
 
+  /** Loads the journal's current version (at start, after an install). */
   private View refresh() {
+    return refresh(Long.MAX_VALUE);
+  }
+
+  /**
+   * Loads the journal's current version unless another thread, while this one waited for the
+   * lock, already installed a view as new as the epoch this one read ({@code seen}): on an epoch
+   * change every thread deciding at that moment comes here, and each would otherwise read the
+   * journal again, one after another.
+   */
+  private View refresh(long seen) {
     synchronized (refreshing) {
       AuthSnapshot local = snapshot.get();
+      View installed = view.get();
+      if (installed.epoch() >= seen && installed.local() == local) {
+        return installed;
+      }
       RightsLedger.Version version = ledger.current();
       View v = view.get();
       // Epochs only grow; under the lock the version just read is at least the installed one.

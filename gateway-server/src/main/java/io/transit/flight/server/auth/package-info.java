@@ -10,7 +10,8 @@
  * journal records them), {@link io.transit.flight.server.auth.CallerContext} (the binding inside
  * a call).
  *
- * <p>Threads: the interceptor runs on gRPC transport threads, grants on the service executor,
+ * <p>Threads: the interceptor and grants run on the service executor (grpc-java starts a call
+ * there),
  * rechecks on T_caller workers; each grant and recheck reads the journal's rights epoch, and the
  * thread that finds a newer one loads it under {@code Authorization}'s refresh lock. The snapshot
  * is immutable and replaced by one reference swap on the reload (signal) thread, after its rights

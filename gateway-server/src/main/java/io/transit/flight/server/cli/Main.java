@@ -280,8 +280,12 @@ public final class Main implements Callable<Integer> {
         .<GatewayHooks>map(f -> f).orElse(GatewayHooks.NONE);
     GatewayServer server = GatewayServer.start(cfg, hooks, new Operations(settings));
     CountDownLatch stopRequested = new CountDownLatch(1);
-    // Any other JVM exit still drains (close is idempotent).
-    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "transit-shutdown"));
+    // Any other JVM exit still drains (close is idempotent), and no reload runs once it began.
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.operations().stopRequested();
+      reloads.stopping();
+      server.close();
+    }, "transit-shutdown"));
     Signals.onTerminate(stopRequested::countDown);
     if (noReloads != null) {
       log.warn(noReloads);

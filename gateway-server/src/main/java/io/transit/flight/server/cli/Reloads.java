@@ -11,9 +11,10 @@ import org.slf4j.LoggerFactory;
  * monitor), the later one reading the file last. A HUP while the daemon starts (the engine's
  * open, {@code --warm-up}: minutes) is held, and its reload runs once the gateway serves.
  *
- * <p>Threads: {@link #requested} on the signal threads, {@link #serving} and {@link #stopping}
- * once each on the main thread. Once the stop began no reload runs: one would install rights
- * through a journal the close is about to shut.
+ * <p>Threads: {@link #requested} on the signal threads, {@link #serving} once on the main thread,
+ * {@link #stopping} on the main thread and on the JVM's shutdown hook (whichever stops the
+ * daemon; a second call changes nothing). Once the stop began no reload runs: one would install
+ * rights through a journal the close is about to shut.
  */
 final class Reloads {
   private static final Logger log = LoggerFactory.getLogger(Reloads.class);

@@ -53,7 +53,8 @@ public final class GatewayMetrics implements AutoCloseable {
    */
   private final Map<String, Map<String, Timer>> rpcTimers = new ConcurrentHashMap<>();
   private final Map<String, Timer> statementTimers = new ConcurrentHashMap<>();
-  private MetricsListener listener; // main-thread confined
+  // The main thread; close also on the shutdown hook, after addShutdownHook's happens-before.
+  private MetricsListener listener;
 
   public GatewayMetrics() {
     // Every outcome is present from the start, at zero, so a rate() alert sees the series.

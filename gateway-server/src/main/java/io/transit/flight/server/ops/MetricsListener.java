@@ -54,7 +54,9 @@ final class MetricsListener implements AutoCloseable {
   private static final int MAX_HEAD_BYTES = 8192;
 
   private final Supplier<String> exposition;
-  private NioEventLoopGroup loop; // main-thread confined
+  // Started on the main thread; closed there or on the shutdown hook (after addShutdownHook's
+  // happens-before edge).
+  private NioEventLoopGroup loop;
   private Channel server;
   private int open; // the event loop's only
 

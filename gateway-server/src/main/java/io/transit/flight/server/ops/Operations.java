@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * on. Both the overall status ({@code ""}) and the Flight service's name are reported.
  *
  * <p>Threads: built, started and closed on the daemon's main thread; {@link #draining} runs on the
- * stopping thread (signal or shutdown hook). HealthStatusManager is thread-safe.
+ * stopping thread (the main thread, or the shutdown hook at any other exit). HealthStatusManager is thread-safe.
  */
 public final class Operations implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Operations.class);

@@ -261,11 +261,20 @@ final class QueuedConsoleAppender extends UnsynchronizedAppenderBase<ILoggingEve
       if (dropped > 0) {
         bytes.writeBytes(encoder.encode(droppedLine(dropped)));
       }
-      for (ILoggingEvent e : batch) {
-        bytes.writeBytes(encoder.encode(e));
+      try {
+        for (ILoggingEvent e : batch) {
+          try {
+            bytes.writeBytes(encoder.encode(e));
+          } catch (RuntimeException failed) {
+            // One line that cannot be encoded is lost alone: the writer and the lines after it
+            // go on (an escaping failure would end the writer and every later line with it).
+            addError("could not encode a log line", failed);
+          }
+        }
+      } finally {
+        batch.clear();
       }
       total += taken;
-      batch.clear();
       try {
         OutputStream out = output.get();
         bytes.writeTo(out);

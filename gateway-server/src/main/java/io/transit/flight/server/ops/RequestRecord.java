@@ -6,6 +6,7 @@ import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * What one RPC did, collected for its access-log line and metrics: created by {@link RpcObserver}
@@ -14,8 +15,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * knowing about logs or metrics.
  *
  * <p>Threads: the transport thread adds wire bytes, the service executor sets caller and
- * admission facts, the stream's closing thread reads everything once. Every field is volatile or
- * atomic; each is written by one party.
+ * admission facts, the stream's closing thread reads everything once ({@link #close}). Every
+ * field is volatile or atomic; each is written by one party. The admission and the close meet
+ * under this object's monitor: a call cancelled, or past its deadline, while its statement is
+ * admitted closes first, and the admission that comes after is handed to {@code late} (counted
+ * in the metrics; the access line is written by then).
  */
 public final class RequestRecord {
   static final Context.Key<RequestRecord> KEY = Context.key("transit.request");
@@ -29,13 +33,35 @@ public final class RequestRecord {
   volatile String peer;
   volatile String caller;
   volatile String diagnostic; // the code of a refusal, e.g. query.sequence_gap
-  volatile String admission; // accepted | replayed | conflict | gap | pruned | busy | failed
+  // accepted | replayed | conflict | gap | pruned | busy | failed; @GuardedBy("this")
+  private String admission;
+  private boolean closed; // @GuardedBy("this"): the closing thread has read the record
   volatile String correlation; // unsigned decimal
+  private final Consumer<String> late;
 
-  RequestRecord(String method, long startNanos) {
+  /** {@code late} receives an admission outcome set after the call closed. */
+  RequestRecord(String method, long startNanos, Consumer<String> late) {
     this.id = Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE);
     this.method = method;
     this.startNanos = startNanos;
+    this.late = late;
+  }
+
+  /** The closing thread: the admission outcome so far (null: none); later ones go to late. */
+  synchronized String close() {
+    closed = true;
+    return admission;
+  }
+
+  private void admission(String outcome) {
+    boolean after;
+    synchronized (this) {
+      admission = outcome;
+      after = closed;
+    }
+    if (after) {
+      late.accept(outcome);
+    }
   }
 
   /** The record of the call running on this thread's gRPC context, or null outside a call. */
@@ -51,7 +77,7 @@ public final class RequestRecord {
     RequestRecord r = current();
     if (r != null) {
       r.correlation = Long.toUnsignedString(correlation);
-      r.admission = replayed ? "replayed" : "accepted";
+      r.admission(replayed ? "replayed" : "accepted");
     }
   }
 
@@ -62,15 +88,15 @@ public final class RequestRecord {
       // By type: the engine's conflict, gap and forgotten history; ADMISSION_BUSY is, from
       // admission, the limiter's.
       if (e.queryCode() == QueryCode.NAMESPACE_CONFLICT) {
-        r.admission = "conflict";
+        r.admission("conflict");
       } else if (e.queryCode() == QueryCode.SEQUENCE_GAP) {
-        r.admission = "gap";
+        r.admission("gap");
       } else if (e.queryCode() == QueryCode.HISTORY_PRUNED) {
-        r.admission = "pruned";
+        r.admission("pruned");
       } else if (e.kind() == Cause.ADMISSION_BUSY) {
-        r.admission = "busy";
+        r.admission("busy");
       } else {
-        r.admission = "failed";
+        r.admission("failed");
       }
     }
   }

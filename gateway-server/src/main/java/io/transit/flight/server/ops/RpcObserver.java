@@ -75,7 +75,7 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
 
   @Override
   public ServerStreamTracer newServerStreamTracer(String fullMethodName, Metadata headers) {
-    RequestRecord record = new RequestRecord(fullMethodName, System.nanoTime());
+    RequestRecord record = new RequestRecord(fullMethodName, System.nanoTime(), metrics::admission);
     return new ServerStreamTracer() {
       @Override
       public Context filterContext(Context context) {
@@ -124,10 +124,11 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
       diagnostic = m.find() ? m.group(1) : null;
     }
     metrics.rpc(label, code, nanos);
-    if (r.admission != null) {
-      metrics.admission(r.admission);
+    String admission = r.close();
+    if (admission != null) {
+      metrics.admission(admission);
       if (r.method.equals(STATEMENT_INFO)) {
-        metrics.statement(r.admission, nanos);
+        metrics.statement(admission, nanos);
       }
     }
     if (r.method.equals(DO_GET) && r.messagesOut.get() > 0) {
@@ -152,8 +153,8 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
     if (r.correlation != null) {
       line = line.addKeyValue("correlation", r.correlation);
     }
-    if (r.admission != null) {
-      line = line.addKeyValue("admission", r.admission);
+    if (admission != null) {
+      line = line.addKeyValue("admission", admission);
     }
     line.addKeyValue("peer", r.peer != null ? r.peer : "-").log("rpc");
   }

@@ -97,7 +97,15 @@ final class CompileGate {
       }
       CompileWatch watch = new CompileWatch();
       Bound bound = new Bound(watch, Thread.currentThread().getId(), deadlineNanos);
-      bound.arm(TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+      try {
+        bound.arm(TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+      } catch (java.util.concurrent.RejectedExecutionException stopped) {
+        // The timer is stopped with the gateway: no parse starts without its bound.
+        throw new GatewayException(Cause.TRANSPORT, "flight.shutting_down",
+                "the server is shutting down", stopped)
+            .withOutcome(Outcome.NOT_ADMITTED)
+            .withActions(Action.RETRY_SAME_SEQUENCE_AND_SQL);
+      }
       Context call = Context.current();
       Context.CancellationListener onCancel = c -> watch.abandon(
           c.getDeadline() != null && c.getDeadline().isExpired() ? deadline() : cancelled());

@@ -206,7 +206,6 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       listener.error(errors.toGrpc(t));
       return;
     }
-    StreamDeadline.bound(channel, deadlines, timer);
     FlightOutboundHandler.ProducerBody body;
     if (verified.reference() instanceof StatementReference) {
       body = ch -> results.stream(ch, caller, verified);
@@ -217,8 +216,16 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
         throw GatewayException.of(Cause.INVALID_TICKET, "ticket.layout", "unknown ticket reference");
       };
     }
-    // The stream gets its one terminal call whatever the body does, or if it never runs.
-    producers.start(channel, body);
+    try {
+      StreamDeadline.bound(channel, deadlines, timer);
+      // The stream gets its one terminal call whatever the body does, or if it never runs.
+      producers.start(channel, body);
+    } catch (Throwable t) {
+      // Opened, so it must end here if nothing will run for it (a thread that could not be
+      // made, the timer refusing): else its permit, share and memory stay taken for good. A
+      // second terminal call, had the producer started after all, is ignored by the channel.
+      handler.sendError(channel, t);
+    }
   }
 
   /**

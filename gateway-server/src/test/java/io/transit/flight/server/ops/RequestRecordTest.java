@@ -1,0 +1,31 @@
+package io.transit.flight.server.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import io.grpc.Context;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * An admission outcome reaches the metrics once, whether it is set before the call closes (read
+ * with the record) or after (a call cancelled while its statement was admitted: handed over late).
+ */
+class RequestRecordTest {
+  @Test
+  void anAdmissionAfterTheCallClosedIsStillCountedOnce() {
+    List<String> late = new ArrayList<>();
+    RequestRecord before = new RequestRecord("m", 0, late::add);
+    Context.current().withValue(RequestRecord.KEY, before)
+        .run(() -> RequestRecord.admitted(7, true));
+    assertEquals("replayed", before.close());
+    assertEquals(List.of(), late, "read with the record, not handed over again");
+
+    RequestRecord after = new RequestRecord("m", 0, late::add);
+    assertNull(after.close(), "closed (cancelled) while admitting");
+    Context.current().withValue(RequestRecord.KEY, after)
+        .run(() -> RequestRecord.admitted(8, false));
+    assertEquals(List.of("accepted"), late);
+  }
+}
