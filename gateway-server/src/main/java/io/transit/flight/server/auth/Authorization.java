@@ -282,7 +282,8 @@ public final class Authorization {
           "the caller's read right was revoked");
     }
     long now = TicketService.observe(clock);
-    if (now >= ticket.expiryMillis()) {
+    // Unsigned, as the ticket's verification compares it: one expiry rule everywhere.
+    if (Long.compareUnsigned(now, ticket.expiryMillis()) >= 0) {
       throw GatewayException.of(Cause.TICKET_EXPIRED, "ticket.expired", "the ticket has expired");
     }
     return grant;

@@ -73,7 +73,9 @@ public final class BatchSender {
   }
 
   private void check(VectorSchemaRoot batch) {
-    budget.charge(batch);
+    // The right first: a caller revoked while its producer was parked learns nothing of the
+    // batch, not even its size through the budget's required fact.
     recheck.recheck();
+    budget.charge(batch);
   }
 }

@@ -96,4 +96,22 @@ class BatchSenderTest {
     assertEquals(FlightStatusCode.UNAUTHORIZED, seen.error().status().code());
     assertEquals(2, checks.get(), "the producer stopped at the refusal");
   }
+
+  /**
+   * A revoked caller whose held batch would also pass the budget is told of the revocation, not
+   * of the budget: the budget's refusal would give the withheld batch's size away.
+   */
+  @Test
+  void aRevocationIsAnsweredBeforeTheBudgetAtTheSameBatch() throws Exception {
+    AtomicInteger checks = new AtomicInteger();
+    LoopbackStreams.Seen seen = sendThree(bytesOfOneBatch(), () -> {
+      if (checks.incrementAndGet() == 2) {
+        throw GatewayException.of(Cause.ACCESS_DENIED, "access.read_revoked",
+            "the caller's read right was revoked");
+      }
+    });
+    assertEquals(List.of(0L), seen.firsts());
+    assertEquals(FlightStatusCode.UNAUTHORIZED, seen.error().status().code(),
+        seen.error().toString());
+  }
 }
