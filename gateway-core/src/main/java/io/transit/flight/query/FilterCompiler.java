@@ -79,6 +79,14 @@ final class FilterCompiler {
   private record Operand(Expression expression) {}
 
   private static void flatten(Expression e, List<Object> out) {
+    // Dialect spellings the parser folds into AND and NOT, which DuckDB refuses: taken as AND or
+    // NOT they would answer SQL DuckDB does not run.
+    if (e instanceof AndExpression a && a.isUseOperator()) {
+      throw SafeText.unsupported("unsupported: && (write AND)");
+    }
+    if (e instanceof NotExpression n && n.isExclamationMark()) {
+      throw SafeText.unsupported("unsupported: ! (write NOT)");
+    }
     if (e instanceof AndExpression a) {
       flatten(a.getLeftExpression(), out);
       out.add(Word.AND);
@@ -193,6 +201,10 @@ final class FilterCompiler {
     if (c == EqualsTo.class) {
       return Op.EQ;
     } else if (c == NotEqualsTo.class) {
+      String spelled = ((NotEqualsTo) e).getStringExpression();
+      if (!"<>".equals(spelled) && !"!=".equals(spelled)) {
+        throw SafeText.unsupported("unsupported: the operator " + SafeText.ident(spelled));
+      }
       return Op.NE;
     } else if (c == MinorThan.class) {
       return Op.LT;

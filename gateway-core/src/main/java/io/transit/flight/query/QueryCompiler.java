@@ -271,7 +271,13 @@ public final class QueryCompiler {
     if (item.getAlias().getAliasColumns() != null && !item.getAlias().getAliasColumns().isEmpty()) {
       throw SafeText.unsupported("unsupported: column list in an alias");
     }
-    return Ident.parse(item.getAlias().getName()).text();
+    String raw = item.getAlias().getName();
+    if (raw.length() >= 2 && raw.charAt(0) == '\'' && raw.charAt(raw.length() - 1) == '\'') {
+      // AS 'total': a string as the name, as DuckDB takes it (quotes off, doubled ones single,
+      // backslashes as written).
+      return SqlGuard.restore(raw.substring(1, raw.length() - 1).replace("''", "'"));
+    }
+    return Ident.parse(raw).text();
   }
 
   private static void requireNoAlias(String alias, String what) {

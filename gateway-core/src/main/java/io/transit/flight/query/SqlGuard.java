@@ -81,14 +81,24 @@ final class SqlGuard {
         i++;
         continue;
       }
-      if ((c == '-' || c == '/') && i + 1 < n && sql.charAt(i + 1) == c) {
+      if (c == '-' && i + 1 < n && sql.charAt(i + 1) == '-') {
         i = blank(out, i, lineEnd(sql, i));
         continue;
+      }
+      if (c == '/' && i + 1 < n && sql.charAt(i + 1) == '/') {
+        // JSqlParser reads a line comment here, DuckDB an integer division: `fare // 100` would
+        // compile as `fare` where DuckDB divides. Neither reading is taken.
+        throw SafeText.unsupported("unsupported: // outside quoted text");
       }
       if (c == '/' && i + 1 < n && sql.charAt(i + 1) == '*') {
         int close = sql.indexOf("*/", i + 2);
         if (close < 0) {
           throw SafeText.invalid("query.syntax", "syntax error: unterminated comment");
+        }
+        if (sql.indexOf("/*", i + 2) >= 0 && sql.indexOf("/*", i + 2) < close) {
+          // DuckDB nests block comments, JSqlParser does not: the first */ would end one
+          // comment for the parser and only the inner one for DuckDB.
+          throw SafeText.unsupported("unsupported: a block comment inside a block comment");
         }
         i = blank(out, i, close + 2);
         continue;

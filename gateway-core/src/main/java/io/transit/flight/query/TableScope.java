@@ -120,6 +120,11 @@ final class TableScope {
 
   /** Resolves a column reference to its declaration. */
   DeclaredColumn resolve(Column ref) {
+    // The parser folds a subscript (c['state'], id[1]) or a COMMENT into the column: answered as
+    // the bare column it would read what DuckDB does not.
+    if (ref.getArrayConstructor() != null || ref.getCommentText() != null) {
+      throw SafeText.unsupported("unsupported: a subscript or comment on a column");
+    }
     Table qualifier = ref.getTable();
     if (qualifier != null && qualifier.getName() != null && !qualifier.getNameParts().isEmpty()) {
       List<String> parts = new ArrayList<>(qualifier.getNameParts());
