@@ -168,6 +168,23 @@ def test_literals_read_as_duckdb_reads_them(gateway, mixed, where):
         duck(gateway, "mixed", f"SELECT COUNT(*) FROM T WHERE {where}")
 
 
+def test_forms_duckdb_reads_otherwise_are_refused_and_a_string_alias_names_as_duckdb(
+        gateway, mixed):
+    """DuckDB divides at //, nests block comments and names `AS 'n'` n; the parser comments,
+    ends both comments at the first */ and kept the quotes (until 2026-12-06)."""
+    for sql in ("SELECT COUNT(*) FROM mixed WHERE id > 100 // 7",
+                "SELECT COUNT(*) FROM mixed WHERE id = 1 /* a /* b */ OR id = 2 -- */"):
+        nxt = mixed.next_sequence()
+        with pytest.raises(pa.ArrowNotImplementedError) as e:
+            mixed.query(sql)
+        assert "query.unsupported" in str(e.value)
+        assert mixed.next_sequence() == nxt, "refused before upload"
+    table, _ = mixed.query("SELECT COUNT(*) AS 'n' FROM mixed")
+    assert table.schema.names == ["n"]
+    assert [tuple(r.values()) for r in table.to_pylist()] == \
+        duck(gateway, "mixed", "SELECT COUNT(*) AS 'n' FROM T")
+
+
 def test_sum_overflow_is_out_of_range(cells):
     with pytest.raises(pa.ArrowException) as e:
         cells.query("SELECT SUM(huge) FROM cells")
