@@ -7,6 +7,8 @@ import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.server.config.StateLock;
 import io.transit.flight.server.ops.LogSetup;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.sql.SQLException;
 import java.util.concurrent.Callable;
@@ -36,6 +38,14 @@ final class CompactJournal implements Callable<Integer> {
     StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
     JournalCompaction.Result r;
     try (StateLock lock = StateLock.acquire(cfg.stateDir())) {
+      // The compacted copy replaces the journal and belongs to whoever runs this: run by another
+      // user (sudo), it would leave a journal the daemon cannot open at its next start.
+      Path journal = state.engineDir().resolve("journal.sqlite");
+      String me = System.getProperty("user.name");
+      if (Files.exists(journal) && !Files.getOwner(journal).getName().equals(me)) {
+        throw new ConfigException(journal + " belongs to " + Files.getOwner(journal).getName()
+            + ", not " + me + ": run compact-journal as the daemon's user");
+      }
       r = JournalCompaction.compact(state.engineDir());
     } catch (SQLException e) {
       throw new IOException("the journal could not be compacted: " + e.getMessage(), e);

@@ -68,6 +68,11 @@ final class Init implements Callable<Integer> {
     if (!Files.isRegularFile(parquet)) {
       throw new ConfigException("--parquet: " + parquet + " is not a file");
     }
+    String named = parquet.toString();
+    if (named.indexOf('*') >= 0 || named.indexOf('?') >= 0 || named.indexOf('[') >= 0) {
+      // DuckDB would read the path as a pattern, and the daemon refuses it too (configuration.md).
+      throw new ConfigException("--parquet: " + parquet + " (expected: a path without *, ? or [)");
+    }
     String name = table != null ? table
         : parquet.getFileName().toString().replaceFirst("\\.parquet$", "").replaceAll("\\W", "_");
     requireName("--table", name);

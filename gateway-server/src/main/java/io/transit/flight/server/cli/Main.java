@@ -12,6 +12,7 @@ import io.transit.flight.server.ops.LogSetup;
 import io.transit.flight.server.ops.Operations;
 import io.transit.flight.server.ops.OpsSettings;
 import io.transit.flight.server.testing.TestFaults;
+import io.transit.flight.server.transport.Listeners;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -271,6 +272,9 @@ public final class Main implements Callable<Integer> {
     ResolvedConfig cfg = load(configFile, port);
     // A missing data file is a configuration error (exit 2), said before the engine opens.
     DataFiles.requireReadable(cfg);
+    // So is a TLS certificate or key the listener would refuse: before the warm-up, the engine's
+    // open and the rights' commit to a journal other replicas decide under.
+    Listeners.checkTls(cfg);
     // Before the configured gateway binds its port: callers never meet the scratch one.
     StartWarm.run(warmUp, settings,
         () -> LogSetup.applyDiscarding(settings.logLevel(), settings.logFormat()),

@@ -416,7 +416,12 @@ public final class ConfigLoader {
     List<String> files = p.files() != null ? p.files() : List.of();
     check(!files.isEmpty(), at + ".files", "[]", "at least one data file");
     List<Path> paths = new ArrayList<>();
-    for (String f : files) {
+    for (int i = 0; i < files.size(); i++) {
+      String f = files.get(i);
+      // DuckDB reads *, ? and [ in a path as a pattern: another file than the one published
+      // would be scanned, and only the named one watched for changes.
+      check(f.indexOf('*') < 0 && f.indexOf('?') < 0 && f.indexOf('[') < 0,
+          at + ".files[" + i + "]", bounded(f), "a file path without *, ? or [");
       paths.add(stateDir.resolve(f).normalize());
     }
     List<GatewayConfig.ColumnConfig> cols = p.columns() != null ? p.columns() : List.of();

@@ -105,7 +105,8 @@ public final class Listeners {
 
   /**
    * Refuses {@code cfg}'s TLS certificate and key unless they load as the listener will load them
-   * ({@code check-config}, which otherwise passes a readable file that is not PEM).
+   * ({@code check-config}, which otherwise passes a readable file that is not PEM; {@code run},
+   * before anything else starts).
    */
   public static void checkTls(ResolvedConfig cfg) throws ConfigException {
     if (cfg.transport().tcp() && cfg.transport().tls()) {

@@ -157,6 +157,9 @@ class ConfigLoaderTest {
         "\"realm\": 18446744073709551615"));
     assertMessage("invalid JSON at state_dir: ", valid.replace("\"state_dir\"",
         "\"state_dir\" \"x\","));
+    // DuckDB reads *, ? and [ in a path as a pattern: another file would be scanned.
+    assertMessage("publications[0].files[0]: x[1].parquet (expected: a file path without *, ? or [)",
+        valid.replace("\"x.parquet\"", "\"x[1].parquet\""));
     for (String field : new String[] {"role", "credential_epoch", "binding_revision"}) {
       assertMessage("callers[0]." + field, VALID.formatted(caller("a", 10))
           .replace("\"requests\": 1", "\"requests\": 1, \"" + field + "\": -1"));
