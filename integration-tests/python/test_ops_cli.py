@@ -266,6 +266,8 @@ def test_check_config_refuses_a_tls_pair_the_listener_cannot_load(initialized, t
         assert r.returncode == 2, (command, r.stdout, r.stderr)
         assert "listen.tls: cannot load certificate" in r.stderr, r.stderr
         assert str(cert) in r.stderr and "configuration ok" not in r.stdout
+        # run refuses it before the engine opens (and commits the file's rights to the journal).
+        assert "execution leases" not in r.stdout + r.stderr, (command, r.stderr)
 
 
 def test_check_config_refuses_the_secrets_run_refuses_and_writes_none(initialized, tmp_path):
