@@ -3,6 +3,7 @@ package io.transit.flight.channel;
 import io.grpc.Status;
 import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Outcome;
 import java.nio.ByteBuffer;
@@ -276,8 +277,9 @@ public final class FlightServerChannel {
       return false;
     }
     terminalSent = true;
-    listener.error(map(batchWritten && error instanceof GatewayException g
-        ? g.withOutcome(Outcome.INCOMPLETE) : error));
+    // Whatever the failure (a defect's exception too), a written batch makes the read a prefix.
+    listener.error(map(batchWritten
+        ? ErrorMapper.gatewayFailure(error).withOutcome(Outcome.INCOMPLETE) : error));
     return true;
   }
 
@@ -384,7 +386,8 @@ public final class FlightServerChannel {
       if (!terminalSent && !cancelled) {
         terminalSent = true;
         try {
-          listener.error(map(closedFailure()));
+          listener.error(map(batchWritten
+              ? closedFailure().withOutcome(Outcome.INCOMPLETE) : closedFailure()));
         } catch (Throwable t) {
           LOG.warn("{}: ending an unterminated call failed", name, t);
         }

@@ -150,18 +150,33 @@ public final class ErrorMapper {
     return TRAILER_KEY.length() + base64 + HEADER_FIELD_OVERHEAD;
   }
 
-  /** The gateway failure {@code t} stands for, following the passthrough rules above. */
-  static GatewayException gatewayFailure(Throwable t) {
+  /**
+   * The gateway failure {@code t} stands for, following the passthrough rules above. Mapping a
+   * result again gives it back unchanged (an internal failure is logged once, with one reference).
+   * Any thread.
+   */
+  public static GatewayException gatewayFailure(Throwable t) {
     if (t instanceof GatewayException e) {
-      if (e.kind() == Cause.INTERNAL) {
+      if (e.kind() == Cause.INTERNAL && !e.facts().containsKey("reference")) {
         String ref = reference();
         LOG.error("internal failure {} [ref {}]", e.code(), ref, e);
         return e.with("reference", ref);
       }
       return e;
     }
-    if (t instanceof org.apache.arrow.memory.OutOfMemoryException oom) {
-      return allocationFailure(oom, "an Arrow allocation exceeded its allocator's configured limit");
+    // An allocation failure is UNAVAILABLE however it arrives: wrapped by a library, or as the
+    // JVM's own error (Netty's direct memory; the heap's ends the process, ExitOnOutOfMemoryError).
+    int depth = 0;
+    for (Throwable c = t; c != null && depth < 8; c = c.getCause(), depth++) {
+      if (c instanceof org.apache.arrow.memory.OutOfMemoryException oom) {
+        return allocationFailure(oom,
+            "an Arrow allocation exceeded its allocator's configured limit");
+      }
+      if (c instanceof OutOfMemoryError) {
+        LOG.warn("memory outside the Arrow allocators was exhausted: {}", c.toString());
+        return GatewayException.of(Cause.TRANSPORT, "flight.allocation",
+            "memory outside the Arrow allocators was exhausted");
+      }
     }
     if (t instanceof StatusRuntimeException s) {
       return foreignStatus(s.getStatus().getCode(), s.getStatus().getCause(), t);

@@ -192,6 +192,30 @@ class FlightServerChannelScenarioTest {
     }
   }
 
+  /**
+   * A producer's defect after a written batch (an exception that is not the gateway's) is still a
+   * cut-short read: INTERNAL, outcome incomplete, not unknown.
+   */
+  @Test
+  void s2_aDefectAfterWrittenBatchesSaysTheResultIsIncompleteToo() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      fx.script = side -> fx.handler.produce(side.channel, ch -> {
+        fx.handler.sendResponseBatch(ch, batch(ch.allocator(), 5));
+        throw new IllegalStateException("a defect");
+      });
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertEquals(5L, result.rows());
+      assertEquals(FlightStatusCode.INTERNAL, result.error().status().code());
+      byte[] trailer = result.error().status().metadata().getByte(ErrorMapper.TRAILER_KEY);
+      assertEquals("incomplete", new ObjectMapper().readTree(trailer).get("outcome").asText());
+      assertFalse(result.error().status().description().contains("a defect"),
+          "a defect's text never reaches the caller");
+      assertEndedOnce(side);
+    }
+  }
+
   @Test
   void s3_clientCancelOnIdleChannel() throws Exception {
     try (FlightFixture fx = new FlightFixture()) {
@@ -562,7 +586,10 @@ class FlightServerChannelScenarioTest {
         FlightFixture.ServerSide side = fx.nextOpened();
         fx.awaitQuiet();
         assertEquals(9, result.rows());
-        assertEquals(FlightStatusCode.INTERNAL, result.error().status().code());
+        // Allocation failure is UNAVAILABLE (the profile), a failed assertion a defect.
+        assertEquals(fatal instanceof OutOfMemoryError
+            ? FlightStatusCode.UNAVAILABLE : FlightStatusCode.INTERNAL,
+            result.error().status().code());
         assertEquals(1, side.listener.errors.get());
         assertEquals(0, side.listener.completes.get());
         assertEndedOnce(side);

@@ -83,6 +83,27 @@ class ErrorMapperTest {
     assertFalse(new String(s.getTrailers().get(ErrorMapper.TRAILER)).contains("secret"));
   }
 
+  /**
+   * Allocation failure is UNAVAILABLE however it arrives: an Arrow limit wrapped by a library, or
+   * the JVM's own error (Netty's direct memory), not INTERNAL.
+   */
+  @Test
+  void anAllocationFailureIsUnavailableWrappedOrAsTheJvmsError() {
+    for (Throwable t : new Throwable[] {
+        new RuntimeException("wrapped", new org.apache.arrow.memory.OutOfMemoryException("limit")),
+        new OutOfMemoryError("Cannot reserve 16777216 bytes of direct buffer memory")}) {
+      StatusRuntimeException s = mapper.toGrpc(t);
+      assertEquals(Status.Code.UNAVAILABLE, s.getStatus().getCode(), t.toString());
+      assertTrue(s.getStatus().getDescription().startsWith("flight.allocation: "),
+          s.getStatus().getDescription());
+      assertFalse(s.getStatus().getDescription().contains("16777216"));
+    }
+    // An internal failure mapped twice keeps its one reference (logged once).
+    GatewayException first = ErrorMapper.gatewayFailure(new IllegalStateException("defect"));
+    assertEquals(first.facts().get("reference"),
+        ErrorMapper.gatewayFailure(first).facts().get("reference"));
+  }
+
   @Test
   void foreignStatusKeepsItsMeaningButNotItsDescription() {
     StatusRuntimeException foreign =

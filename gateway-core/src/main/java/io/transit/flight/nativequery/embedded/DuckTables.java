@@ -1,5 +1,6 @@
 package io.transit.flight.nativequery.embedded;
 
+import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.ColumnDeclaration;
@@ -167,11 +168,13 @@ final class DuckTables implements AutoCloseable {
         String name = id.path().getFileName().toString();
         String shown = name.length() <= MAX_NAME_IN_MESSAGE ? name
             : name.substring(0, MAX_NAME_IN_MESSAGE) + "…";
-        throw QueryCode.SOURCE_CHANGED.failure("published file " + shown + " of "
-                + s.publication().declaration().getTable() + " changed since the engine opened ("
-                + change + ")")
+        GatewayException changed = QueryCode.SOURCE_CHANGED.failure("published file " + shown
+                + " of " + s.publication().declaration().getTable()
+                + " changed since the engine opened (" + change + ")")
             .with("file", name)
             .with("change", change);
+        // A name cut here is a message cut where it was made (diagnostic-v1.md).
+        throw name.equals(shown) ? changed : changed.withMessageCut();
       }
     }
   }

@@ -281,7 +281,8 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
             : unimplemented(type);
       } else {
         throw GatewayException.of(Cause.INVALID_REQUEST, "flight.unknown_action",
-            "unknown action type").with("action", type);
+            "unknown action type")
+            .with(io.transit.flight.query.SafeText.fact("action", type)); // caller text: cut, escaped
       }
     } catch (Throwable t) {
       listener.onError(errors.toGrpc(t));
