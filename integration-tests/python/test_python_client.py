@@ -628,20 +628,17 @@ def test_an_adbc_read_that_fails_after_admission_is_resumed_not_run_again():
     """ADBC reads inside its attempt: a read refused for now leaves the admitted statement for
     resume() (a replay); one refused for good is raised as it is."""
     from transit_flight.connection import _Credential, admit_once
-    credential = _Credential()
-    busy = _answer("RESOURCE_EXHAUSTED", "flight.streams_exhausted", "not_admitted",
-                   ["retry_later"])
-    busy.after_admission = True
-    with pytest.raises(tf.OutcomeUnknownError):
-        admit_once(credential, "SELECT 1", FAST, _scripted(busy)[0], lambda: 7)
-    assert credential.pending == (7, "SELECT 1")
-    credential = _Credential()
-    revoked = _answer("PERMISSION_DENIED", "access.read_revoked", "not_admitted",
-                      ["check_access"])
-    revoked.after_admission = True
-    with pytest.raises(tf.PermissionDeniedError):
-        admit_once(credential, "SELECT 1", FAST, _scripted(revoked)[0], lambda: 7)
-    assert credential.pending is None
+    cases = ((("RESOURCE_EXHAUSTED", "flight.streams_exhausted", "not_admitted", ["retry_later"]),
+              tf.OutcomeUnknownError, (7, "SELECT 1")),
+             (("PERMISSION_DENIED", "access.read_revoked", "not_admitted", ["check_access"]),
+              tf.PermissionDeniedError, None))
+    for answer, raised, pending in cases:
+        credential = _Credential()
+        failed = _answer(*answer)
+        failed.after_admission = True
+        with pytest.raises(raised):
+            admit_once(credential, "SELECT 1", FAST, _scripted(failed)[0], lambda: 7)
+        assert credential.pending == pending, answer
 
 
 def test_adbc_reads_the_next_sequence_as_unsigned():
