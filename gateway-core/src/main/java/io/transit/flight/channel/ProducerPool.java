@@ -7,7 +7,6 @@ import io.transit.flight.threads.LastIdlePool;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,27 +62,16 @@ public final class ProducerPool {
    *     ignores interrupts
    */
   public boolean shutdown(Duration grace, Duration after) {
-    workers.shutdown();
-    try {
-      if (workers.awaitTermination(grace.toNanos(), TimeUnit.NANOSECONDS)) {
-        return true;
-      }
-      shutdownNow();
-      if (workers.awaitTermination(after.toNanos(), TimeUnit.NANOSECONDS)) {
-        return true;
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      shutdownNow();
-    }
-    LOG.warn("producer threads still running {} ms into the shutdown",
-        grace.plus(after).toMillis());
-    return false;
+    return LastIdlePool.stop(workers, "producer", grace, after, this::endStranded);
   }
 
   /** Interrupts running producers and ends at once the streams whose producer never started. */
   public void shutdownNow() {
     workers.shutdownNow();
+    endStranded();
+  }
+
+  private void endStranded() {
     try {
       int stranded = producers.runStranded();
       if (stranded > 0) {

@@ -1,10 +1,13 @@
 package io.transit.flight.threads;
 
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinWorkerThread;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A pool of at most {@code threads} threads that hands each task to the thread that went idle
@@ -23,7 +26,40 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Threads: built and shut down by the owning component; tasks are submitted from any thread.
  */
 public final class LastIdlePool {
+  private static final Logger LOG = LoggerFactory.getLogger(LastIdlePool.class);
+
   private LastIdlePool() {}
+
+  /**
+   * Stops {@code pool} the way a stopping gateway does: no new task, queued and running ones get
+   * {@code grace}; then the running ones are interrupted, {@code afterInterrupt} runs (the
+   * owner's last word for queued tasks that {@code shutdownNow} cancelled), and they get {@code
+   * after} more. On the thread stopping the pool's owner.
+   *
+   * @return whether every thread ended; false (logged, naming {@code what}) when one is still
+   *     inside a call that ignores interrupts, e.g. a JDBC or object-store call
+   */
+  public static boolean stop(ExecutorService pool, String what, Duration grace, Duration after,
+      Runnable afterInterrupt) {
+    pool.shutdown();
+    try {
+      if (pool.awaitTermination(grace.toNanos(), TimeUnit.NANOSECONDS)) {
+        return true;
+      }
+      pool.shutdownNow();
+      afterInterrupt.run();
+      if (pool.awaitTermination(after.toNanos(), TimeUnit.NANOSECONDS)) {
+        return true;
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      pool.shutdownNow();
+      afterInterrupt.run();
+    }
+    LOG.warn("{} threads still running {} s into the shutdown", what,
+        grace.plus(after).toSeconds());
+    return false;
+  }
 
   /** A pool of at most {@code threads} daemon threads named {@code name-N}. */
   public static ExecutorService create(String name, int threads) {

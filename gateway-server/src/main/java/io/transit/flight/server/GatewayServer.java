@@ -419,24 +419,8 @@ public final class GatewayServer implements AutoCloseable {
         streams.streamPeakBytes());
   }
 
-  /**
-   * Waits 10 s for {@code e}'s threads to finish, then interrupts them and waits 5 s more; false
-   * (logged) when some still run, e.g. inside a JDBC or object-store call that ignores interrupts.
-   */
+  /** The serving pools' stop: 10 s for their calls, then interrupted, 5 s more (exit 3 after). */
   private static boolean stopped(ExecutorService e, String what) {
-    try {
-      if (e.awaitTermination(10, TimeUnit.SECONDS)) {
-        return true;
-      }
-      e.shutdownNow();
-      if (e.awaitTermination(5, TimeUnit.SECONDS)) {
-        return true;
-      }
-    } catch (InterruptedException ie) {
-      Thread.currentThread().interrupt();
-      e.shutdownNow();
-    }
-    log.warn("{} threads still running 15 s into the shutdown", what);
-    return false;
+    return LastIdlePool.stop(e, what, Duration.ofSeconds(10), Duration.ofSeconds(5), () -> { });
   }
 }
