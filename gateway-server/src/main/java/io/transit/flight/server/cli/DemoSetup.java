@@ -8,6 +8,7 @@ import io.transit.flight.nativequery.Publication;
 import io.transit.flight.nativequery.embedded.DemoData;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
+import io.transit.flight.server.config.StateDirectory;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -80,9 +81,8 @@ public final class DemoSetup {
           .put("publication", name);
       principal++;
     }
-    Path tmp = stateDir.resolve(CONFIG + ".tmp");
-    mapper.writeValue(tmp.toFile(), root);
-    Files.move(tmp, config, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    StateDirectory.replaceDurably(config, mapper.writeValueAsBytes(root),
+        PosixFilePermissions.fromString("rw-r--r--"));
     return config;
   }
 }

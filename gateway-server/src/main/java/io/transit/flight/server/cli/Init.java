@@ -10,7 +10,7 @@ import io.transit.flight.server.ops.LogSetup;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -102,9 +102,8 @@ final class Init implements Callable<Integer> {
         .put("publication", name);
     Path dir = config.toAbsolutePath().getParent();
     Files.createDirectories(dir);
-    Path tmp = dir.resolve(config.getFileName() + ".tmp");
-    mapper.writeValue(tmp.toFile(), root);
-    Files.move(tmp, config, StandardCopyOption.ATOMIC_MOVE);
+    StateDirectory.replaceDurably(config, mapper.writeValueAsBytes(root),
+        PosixFilePermissions.fromString("rw-r--r--"));
     ResolvedConfig cfg;
     try {
       cfg = CheckConfig.check(config);

@@ -4,6 +4,7 @@ import io.transit.flight.crypto.Ed25519;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
@@ -360,23 +361,39 @@ public final class StateDirectory {
   private void writeSecret(Path file, String content) throws ConfigException {
     try {
       createPrivateDirs(file.getParent());
-      // Created with owner-only permissions from the start (never briefly world-readable), and
-      // written through the one open that created it: a name reopened after its creation could
-      // by then be a link another user of the directory put there.
-      Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-      Files.deleteIfExists(tmp);
-      try (SeekableByteChannel ch = Files.newByteChannel(tmp,
-          Set.<OpenOption>of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
-              StandardOpenOption.SYNC, LinkOption.NOFOLLOW_LINKS),
-          PosixFilePermissions.asFileAttribute(OWNER_ONLY_FILE))) {
-        ByteBuffer bytes = ByteBuffer.wrap(content.getBytes(StandardCharsets.US_ASCII));
-        while (bytes.hasRemaining()) {
-          ch.write(bytes);
-        }
-      }
-      Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+      replaceDurably(file, content.getBytes(StandardCharsets.US_ASCII), OWNER_ONLY_FILE);
     } catch (IOException e) {
       throw new ConfigException(file + ": cannot write: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Puts {@code content} at {@code file} whole or not at all, and durably: a power cut after
+   * this returns finds the new file (a regenerated ticket key would refuse every ticket already
+   * handed out; a configuration written by {@code init} would be empty). Written to a sibling
+   * temporary file created with {@code mode} (the umask still applies) and synced, renamed over
+   * {@code file}, then the directory synced so that the rename itself survives.
+   */
+  public static void replaceDurably(Path file, byte[] content, Set<PosixFilePermission> mode)
+      throws IOException {
+    // Created with its mode from the start (a secret is never briefly world-readable), and
+    // written through the one open that created it: a name reopened after its creation could
+    // by then be a link another user of the directory put there.
+    Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+    Files.deleteIfExists(tmp);
+    try (SeekableByteChannel ch = Files.newByteChannel(tmp,
+        Set.<OpenOption>of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+            StandardOpenOption.SYNC, LinkOption.NOFOLLOW_LINKS),
+        PosixFilePermissions.asFileAttribute(mode))) {
+      ByteBuffer bytes = ByteBuffer.wrap(content);
+      while (bytes.hasRemaining()) {
+        ch.write(bytes);
+      }
+    }
+    Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    Path dir = file.toAbsolutePath().getParent();
+    try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+      ch.force(true);
     }
   }
 

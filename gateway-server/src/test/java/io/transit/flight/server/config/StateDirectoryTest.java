@@ -115,6 +115,18 @@ class StateDirectoryTest {
   }
 
   @Test
+  void aReplacedFileIsWholeWithItsModeAndLeavesNoTemporary() throws Exception {
+    Path f = dir.resolve("gateway.json");
+    Files.writeString(f, "{\"old\": true, \"longer\": \"than the new content\"}");
+    Files.writeString(dir.resolve("gateway.json.tmp"), "left by a killed init");
+    StateDirectory.replaceDurably(f, "{}".getBytes(java.nio.charset.StandardCharsets.UTF_8),
+        PosixFilePermissions.fromString("rw-------"));
+    assertEquals("{}", Files.readString(f));
+    assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(f)));
+    assertTrue(Files.notExists(dir.resolve("gateway.json.tmp")));
+  }
+
+  @Test
   void oneLockPerStateDirectoryNamingTheHolder() throws Exception {
     Files.createDirectories(dir.resolve("s"));
     String pid = Long.toString(ProcessHandle.current().pid());
