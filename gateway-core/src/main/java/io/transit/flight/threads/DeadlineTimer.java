@@ -19,8 +19,13 @@ public final class DeadlineTimer {
   private DeadlineTimer() {}
 
   public static ScheduledExecutorService create() {
+    return create("transit-deadlines");
+  }
+
+  /** A timer of its own, on one daemon thread named {@code name}. */
+  public static ScheduledExecutorService create(String name) {
     ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
-      Thread t = new Thread(r, "transit-deadlines");
+      Thread t = new Thread(r, name);
       t.setDaemon(true);
       return t;
     });

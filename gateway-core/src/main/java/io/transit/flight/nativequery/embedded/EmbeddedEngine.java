@@ -509,7 +509,14 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       early.computed(computed); // a submit that comes now records it in its own commit
       EarlyRuns.HandOff h = early.await(EARLY_WAIT_MS, () -> closing);
       if (h != null) {
-        runOne(h.correlation(), h.attempt(), computed);
+        // Its files stay protected while the first run may still adopt them; a rerun after that
+        // computes and stores again under a hold of its own, so none is kept through its pauses.
+        runOne(h.correlation(), h.attempt(), computed, () -> {
+          if (locked[0]) {
+            locked[0] = false;
+            writing.unlock();
+          }
+        });
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt(); // executor shutdownNow: the query resumes at next open
@@ -532,7 +539,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       return;
     }
     try {
-      executor.execute(() -> runOne(correlation, attempt, null));
+      executor.execute(() -> runOne(correlation, attempt, null, () -> { }));
     } catch (RejectedExecutionException e) {
       // Closing: the query stays ACCEPTED; close gives its lease up for the next scan.
       log.info("query {} left for the next open", Long.toUnsignedString(correlation));
@@ -544,8 +551,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     start(correlation, attempt, null);
   }
 
-  /** {@code early}: an early run's result for this query (null: execute it now). */
-  private void runOne(long correlation, long attempt, QueryRunner.Computed early) {
+  /**
+   * {@code early}: an early run's result for this query (null: execute it now); {@code
+   * earlyDone} is run on this thread once the first run, the only one that may adopt it, ended.
+   */
+  private void runOne(long correlation, long attempt, QueryRunner.Computed early,
+      Runnable earlyDone) {
     boolean published = false;
     try {
       if (!holdBack(options.faults().executionDelayMillis())) {
@@ -558,7 +569,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
             attempt);
         return;
       }
-      published = runRecorded(correlation, attempt, early);
+      published = runRecorded(correlation, attempt, early, earlyDone);
       if (published && options.faults().releaseAfterExecution()) {
         // Test-only: released before the finally below wakes waiters, so every ticket issued
         // for this result already names a retired one.
@@ -591,8 +602,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * made-up status. True when this run published the terminal status (false: fenced, or nothing
    * to run).
    */
-  private boolean runRecorded(long correlation, long lease, QueryRunner.Computed early)
-      throws SQLException {
+  private boolean runRecorded(long correlation, long lease, QueryRunner.Computed early,
+      Runnable earlyDone) throws SQLException {
     long pauseMillis = RERUN_FIRST_PAUSE_MS;
     for (int attempt = 1; ; attempt++) {
       try {
@@ -622,6 +633,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
           log.warn("query {} could not open or store its files ({}); running it again until"
               + " it can", Long.toUnsignedString(correlation), e.reason);
         }
+      }
+      if (attempt == 1) {
+        earlyDone.run(); // no rerun adopts the early result: its hold is not kept through pauses
       }
       if (!holdBack(pauseMillis) || !leases.holds(correlation, lease)) {
         return false; // closing, or another replica holds it now
@@ -886,6 +900,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     } while (deadline - System.nanoTime() > 0);
     log.warn("engine closing: execution threads still running after {} ms more",
         options.shutdownWait().toMillis());
+  }
+
+  /** The write side of the sweep's lock, as a sweep removing files holds it (tests). */
+  java.util.concurrent.locks.Lock sweepHold() {
+    return retention.removing();
   }
 
   /** Runs one retention sweep now, on the calling thread (tests; the timer runs the same). */

@@ -2,7 +2,9 @@ package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.crypto.Digests;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
@@ -31,9 +33,13 @@ import org.apache.arrow.memory.BufferAllocator;
  * by another thread a moment ago) thus syncs unless that rename is already durable. The counts
  * start ahead of the record, so files left by an earlier process are synced once before first use.
  *
- * <p>A process out of file descriptors could not answer: every method then throws {@link
- * Unavailable} ({@code open_files}), as a remote store that cannot be reached does, never a
- * failure a reader would take for a damaged segment ({@link OpenFiles}).
+ * <p>A writer whose content is already stored reuses the file only once it has read it back and
+ * found its SHA-256: a damaged file of the right size is replaced, never named by a new manifest.
+ *
+ * <p>A process out of file descriptors, or a thread interrupted mid-call (a shutdown), could not
+ * answer: every method then throws {@link Unavailable} ({@code open_files}, {@code interrupted}),
+ * as a remote store that cannot be reached does, never a failure a reader would take for a
+ * damaged segment ({@link OpenFiles}).
  */
 final class LocalSegmentStore implements SegmentStore {
   private final Path dir;
@@ -55,14 +61,28 @@ final class LocalSegmentStore implements SegmentStore {
     try {
       return writeFile(bytes);
     } catch (IOException e) {
-      throw OpenFiles.unavailable(e);
+      throw failed(e);
     }
+  }
+
+  /**
+   * {@code e} as the store answers it: a process out of descriptors ({@link OpenFiles}) or a
+   * thread interrupted mid-call (the engine's or the producers' shutdown: the channel is closed
+   * under it) could not answer, which is {@link Unavailable}, never a damaged segment or a failed
+   * query.
+   */
+  private static IOException failed(IOException e) {
+    if (e instanceof ClosedByInterruptException || e instanceof InterruptedIOException) {
+      return new Unavailable("interrupted", e);
+    }
+    return OpenFiles.unavailable(e);
   }
 
   private byte[] writeFile(byte[] bytes) throws IOException {
     byte[] sha = Digests.sha256(bytes);
     Path target = dir.resolve(Digests.hex(sha));
-    if (Files.isRegularFile(target) && Files.size(target) == bytes.length) {
+    if (Files.isRegularFile(target) && Files.size(target) == bytes.length
+        && holds(target, sha)) {
       return sha;
     }
     // Refused before writing when it cannot fit: a full disk is the caller's RESOURCE_EXHAUSTED.
@@ -105,6 +125,26 @@ final class LocalSegmentStore implements SegmentStore {
     return sha;
   }
 
+  /**
+   * Whether {@code file} holds the bytes of {@code sha}: a file kept its size but not its bytes
+   * (a damaged disk, a bad restore) is written again, never named by a new manifest as it is.
+   * Reading it back costs less than the write and fsync it saves.
+   */
+  private static boolean holds(Path file, byte[] sha) {
+    java.security.MessageDigest digest = Digests.sha256();
+    ByteBuffer chunk = ByteBuffer.allocate(64 * 1024);
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+      while (ch.read(chunk) >= 0) {
+        chunk.flip();
+        digest.update(chunk);
+        chunk.clear();
+      }
+    } catch (IOException e) {
+      return false; // unreadable as it is: written again
+    }
+    return java.security.MessageDigest.isEqual(sha, digest.digest());
+  }
+
   @Override
   public Optional<byte[]> read(byte[] sha256) throws IOException {
     try {
@@ -112,7 +152,7 @@ final class LocalSegmentStore implements SegmentStore {
     } catch (NoSuchFileException e) {
       return Optional.empty();
     } catch (IOException e) {
-      throw OpenFiles.unavailable(e);
+      throw failed(e);
     }
   }
 
@@ -122,7 +162,7 @@ final class LocalSegmentStore implements SegmentStore {
     try {
       return readInto(sha256, expectedBytes, allocator);
     } catch (IOException e) {
-      throw OpenFiles.unavailable(e);
+      throw failed(e);
     }
   }
 
@@ -184,7 +224,7 @@ final class LocalSegmentStore implements SegmentStore {
     try {
       return listStored();
     } catch (IOException e) {
-      throw OpenFiles.unavailable(e);
+      throw failed(e);
     }
   }
 
@@ -244,7 +284,7 @@ final class LocalSegmentStore implements SegmentStore {
       ch.force(true);
     } catch (IOException e) {
       if (!System.getProperty("os.name", "").startsWith("Windows")) {
-        throw OpenFiles.unavailable(e);
+        throw failed(e);
       }
     }
     synchronized (this) {

@@ -94,17 +94,6 @@ final class QueryRunner {
    * exported batches) and may store segments only once its bundle is verified.
    */
   interface Control {
-    /** A query's own run: never abandoned, always verified. */
-    Control RUN = new Control() {
-      @Override
-      public boolean abandoned() {
-        return false;
-      }
-
-      @Override
-      public void beforeStoring() {}
-    };
-
     /** True once the computation's work can only be dropped. */
     boolean abandoned();
 
@@ -184,16 +173,49 @@ final class QueryRunner {
     if (pending == null) {
       return null;
     }
-    // Held until the manifest commits: the retention sweep removes no file this run wrote.
-    writing.lock();
+    // Taken at the first segment write and held until the manifest commits: the retention sweep
+    // removes no file this run wrote, and a result small enough to stay inline (most) never
+    // waits on a sweep at all.
+    Storing storing = new Storing(writing);
     try {
-      return runLocked(correlation, attempt, pending);
+      return runPending(correlation, attempt, pending, storing);
     } finally {
-      writing.unlock();
+      storing.release();
     }
   }
 
-  private QueryStatus runLocked(long correlation, long attempt, Pending pending)
+  /**
+   * A query's own run: never abandoned, takes the sweep's read side right before its first segment
+   * goes to the store. One execution thread calls every method.
+   */
+  private static final class Storing implements Control {
+    private final Lock writing;
+    private boolean held; // the execution thread only
+
+    Storing(Lock writing) {
+      this.writing = writing;
+    }
+
+    @Override
+    public boolean abandoned() {
+      return false;
+    }
+
+    @Override
+    public void beforeStoring() {
+      writing.lock();
+      held = true;
+    }
+
+    void release() {
+      if (held) {
+        held = false;
+        writing.unlock();
+      }
+    }
+  }
+
+  private QueryStatus runPending(long correlation, long attempt, Pending pending, Control control)
       throws SQLException, SegmentStore.Unavailable {
     QueryStatus accepted = pending.saved().status();
     QueryStatus.Builder done = accepted.toBuilder();
@@ -201,7 +223,7 @@ final class QueryRunner {
     try {
       Computed computed = pending.early() != null ? pending.early()
           : compute(pending.saved().bundleSha256(), RequestBundle.parseFrom(pending.bundle()),
-              "query-" + Long.toUnsignedString(correlation), Control.RUN);
+              "query-" + Long.toUnsignedString(correlation), control);
       ok = succeeded(correlation, accepted, computed);
     } catch (GatewayException e) {
       failed(done, e);
@@ -402,7 +424,7 @@ final class QueryRunner {
 
   /**
    * Plans and executes {@code bundle} on DuckDB and writes its segments: held inline when small,
-   * else durable in the store. A failure is thrown as it happened ({@link #runLocked} turns it into
+   * else durable in the store. A failure is thrown as it happened ({@link #runPending} turns it into
    * a status). {@code control} may stop an early run whose submit will not come (an {@link
    * Abandoned} is thrown) and holds its first store write until its bundle is verified.
    *

@@ -43,12 +43,16 @@ import org.slf4j.LoggerFactory;
  * <p>The removal step reads the retained manifests aside ({@link
  * JournalStore#liveManifestsAside}), holding neither the journal nor that lock, because the read
  * grows with what is retained (an index entry per retained result, 60 ms over 62,000) and every
- * query's run would wait behind it. Only then does it take the write side, for as long as listing and removing take. A file it
- * finds there that no manifest of its read names either belongs to a released result, or was
- * written by a query whose manifest committed after the read began: such a query held the read
- * side when it wrote, after the write side was last held, so its digest is in {@link #written},
- * which the removal step counts as live and clears while it holds the write side. It waits at
- * most {@code removalWait} for running queries and otherwise leaves removal to the next sweep.
+ * query's segment write would wait behind it; it lists the store then, holding nothing either.
+ * Only then does it take the write side, and only to remove, for at most {@link
+ * #REMOVAL_HOLD_NANOS} (what is left goes at the next sweep, which comes sooner). A listed file
+ * that no manifest of its read names either belongs to a released result, or was written by a
+ * query whose manifest committed after the read began or has not committed yet: such a query
+ * held the read side when it wrote, after the write side was last held, so its digest is in
+ * {@link #written}, which the removal step counts as live and clears while it holds the write
+ * side. It takes the write side only when it is free, looking for at most {@code removalWait}
+ * (never queued on the fair lock, where it would hold up every run behind it), and otherwise
+ * leaves removal to the next sweep.
  * {@link #released()} is called from any thread (the engine's release). {@link #close} is called
  * once by the engine.
  */
@@ -87,6 +91,13 @@ final class Retention implements AutoCloseable {
    * it with more past the bounds is {@code behind}, and the next sweep comes sooner.
    */
   static final int RELEASE_PAGES_PER_SWEEP = 64;
+  /**
+   * The longest one sweep removes files while holding the write side (segment writers wait on
+   * it); what is left is removed by the next sweep, which then comes sooner.
+   */
+  static final long REMOVAL_HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+  /** How often a sweep looks whether the write side is free (see {@link #acquire}). */
+  private static final long ACQUIRE_POLL_MILLIS = 5;
   /** At most this many sweeps in a row skip the manifest read (see removeUnreferenced). */
   static final int FULL_READ_EVERY = 30;
   /** Finished statements one transaction of {@link #forgetHistory} forgets at most. */
@@ -127,6 +138,8 @@ final class Retention implements AutoCloseable {
   // @GuardedBy("sweeping"): this sweep's manifest read and its hold of the write side (0: none).
   private long readNanos;
   private long heldNanos;
+  // @GuardedBy("sweeping"): this sweep's removal stopped at REMOVAL_HOLD_NANOS with files left.
+  private boolean removalCut;
   // @GuardedBy("this"): set by start(), shut down by close(); each timed sweep schedules the
   // next on it (a schedule after close() is refused, which ends the chain).
   private ScheduledExecutorService timer;
@@ -143,6 +156,11 @@ final class Retention implements AutoCloseable {
   /** Held by a query runner while its segments are not yet named by a committed manifest. */
   Lock writing() {
     return writers.readLock();
+  }
+
+  /** The write side, as {@link #removeUnreferenced} holds it (tests). */
+  Lock removing() {
+    return writers.writeLock();
   }
 
   /** {@code store} as query runners write to it: each written digest counts as live (above). */
@@ -263,6 +281,7 @@ final class Retention implements AutoCloseable {
     long forgetNanos = System.nanoTime() - forgetStarted;
     readNanos = 0;
     heldNanos = 0;
+    removalCut = false;
     int removed = removeUnreferenced();
     if (released > 0 || removed > 0) {
       // The two costs say what the sweep did to statements: the read runs beside them, only the
@@ -278,7 +297,7 @@ final class Retention implements AutoCloseable {
           forgot.behind() ? " (more past the bound: the next sweep comes sooner)" : "");
     }
     return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgot.total(),
-        releaseBehind || forgot.behind());
+        releaseBehind || forgot.behind() || removalCut);
   }
 
   /** What one page of {@link #releasePage} did. */
@@ -496,14 +515,28 @@ final class Retention implements AutoCloseable {
       }
     }
     readNanos = System.nanoTime() - started;
-    Lock exclusive = writers.writeLock();
-    try {
-      if (!exclusive.tryLock(removalWait.toMillis(), TimeUnit.MILLISECONDS)) {
-        return NOT_READ; // a long query is writing: the next sweep removes
+    // Listed before the write side is taken too: a listing is a network call with the object
+    // store, and no query's segment write may wait on it. Listing early only narrows the
+    // candidates: a file stored after it is not removed this time.
+    List<byte[]> candidates = new ArrayList<>();
+    Set<ByteString> kept = new HashSet<>();
+    for (byte[] sha : segments.stored()) {
+      ByteString digest = ByteString.copyFrom(sha);
+      if (live.contains(digest)) {
+        kept.add(digest);
+      } else {
+        candidates.add(sha);
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return NOT_READ;
+    }
+    if (candidates.isEmpty()) {
+      forgetWritten();
+      knownLive = kept;
+      releasesAtRead = releasesBefore;
+      return 0;
+    }
+    Lock exclusive = writers.writeLock();
+    if (!acquire(exclusive)) {
+      return NOT_READ; // a long query is writing: the next sweep removes
     }
     long locked = System.nanoTime();
     try {
@@ -512,17 +545,23 @@ final class Retention implements AutoCloseable {
       live.addAll(written);
       written.clear();
       int removed = 0;
-      Set<ByteString> kept = new HashSet<>();
-      // Listed under the write lock: a file written since the first listing is either named by a
-      // manifest the read saw or in written.
-      for (byte[] sha : segments.stored()) {
+      for (byte[] sha : candidates) {
         ByteString digest = ByteString.copyFrom(sha);
         if (live.contains(digest)) {
           kept.add(digest);
-        } else if (segments.remove(sha)) {
+          continue;
+        }
+        if (System.nanoTime() - locked > REMOVAL_HOLD_NANOS) {
+          // The rest waits for the next sweep, which comes sooner: every removal is a round trip
+          // with the object store, and segment writers wait on this hold.
+          removalCut = true;
+          break;
+        }
+        if (segments.remove(sha)) {
           removed++;
         }
       }
+      // The files left by a cut are in neither set: the next sweep reads the manifests again.
       knownLive = kept;
       releasesAtRead = releasesBefore;
       return removed;
@@ -530,6 +569,28 @@ final class Retention implements AutoCloseable {
       exclusive.unlock();
       heldNanos = System.nanoTime() - locked;
     }
+  }
+
+  /**
+   * Takes the write side within {@code removalWait} without queueing for it: on a fair lock a
+   * queued writer holds up every reader behind it, so a sweep that waited in line would stall
+   * each segment-writing run for as long as the longest one running. A sweep that never finds
+   * the lock free leaves removal to the next.
+   */
+  private boolean acquire(Lock exclusive) {
+    long end = System.nanoTime() + removalWait.toNanos();
+    while (!exclusive.tryLock()) {
+      if (System.nanoTime() - end >= 0) {
+        return false;
+      }
+      try {
+        Thread.sleep(ACQUIRE_POLL_MILLIS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+    return true;
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.crypto.Digests;
+import io.transit.flight.threads.DeadlineTimer;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -17,6 +18,10 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
@@ -55,9 +60,13 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  *       while holding the retention sweep's writing lock;
  *   <li>{@link #read(byte[], long, BufferAllocator)} — DoGet producers (T_caller) through {@code
  *       ResultReader}; {@link #read(byte[])} — the heap read of the same path;
- *   <li>{@link #stored} and {@link #remove} — the single {@code native-retention} thread, holding
- *       the writing lock's exclusive side (no local query is between segment write and manifest
- *       commit);
+ *   <li>{@link #stored} — the single {@code native-retention} thread, holding nothing; {@link
+ *       #remove} — the same thread, holding the writing lock's exclusive side (no local query is
+ *       between segment write and manifest commit);
+ *   <li>the body deadline's abort — the store's own timer thread {@code
+ *       segments-read-deadlines}: {@code abort()} on a GET's stream still being read by its
+ *       caller, which then fails that read (the SDK's abort is made to be called from another
+ *       thread); cancelled by the caller once the body is read;
  *   <li>{@link #sync} — execution threads; a no-op (see there);
  *   <li>{@link #close} — the engine's closing thread, once, after the execution pool and the
  *       sweep have stopped, so no call is in flight.
@@ -87,7 +96,8 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * connection outlives the call that leased it, and no lock of this class is held across network
  * I/O (there is none). Who waits on whom: a caller waits only on the pool (bounded by {@code
  * requestTimeout}) and on the server (connect bounded by {@code connectTimeout}, the whole call
- * with retries by {@code requestTimeout}); nothing here waits on another caller.
+ * with retries by {@code requestTimeout}, a GET's body by {@code requestTimeout} more from its
+ * headers); nothing here waits on another caller.
  *
  * <p><b>Buffers.</b> {@link #write} never keeps {@code bytes} after it returns (the request body
  * streams from the caller's array). {@link #read(byte[], long, BufferAllocator)} allocates the
@@ -105,15 +115,26 @@ final class S3SegmentStore implements SegmentStore {
 
   private final S3Client client;
   private final String bucket;
+  /** The bound of one whole call, a GET's body included (see {@link #bodyDeadline}). */
+  private final Duration requestTimeout;
+  /**
+   * Aborts a GET whose body is still streaming at its deadline: the SDK's call timeout ends when
+   * the response's headers arrive, and the socket timeout bounds only each gap between bytes, so
+   * a store sending a byte now and then would hold a reader and a pooled connection for hours.
+   */
+  private final ScheduledExecutorService deadlines;
   /** Bound of {@link #reachable}: short, a waiting caller asks it. */
   private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(1);
   private final String prefix;
   // Objects younger than this are left by stored(): another replica may be about to name them.
   private final Duration sweepMinAge;
 
-  private S3SegmentStore(S3Client client, String bucket, String prefix, Duration sweepMinAge) {
+  private S3SegmentStore(S3Client client, String bucket, String prefix, Duration sweepMinAge,
+      Duration requestTimeout) {
     this.client = client;
     this.bucket = bucket;
+    this.requestTimeout = requestTimeout;
+    this.deadlines = DeadlineTimer.create("segments-read-deadlines");
     this.prefix = prefix;
     this.sweepMinAge = sweepMinAge;
   }
@@ -142,16 +163,17 @@ final class S3SegmentStore implements SegmentStore {
             .connectionAcquisitionTimeout(s.requestTimeout()))
         .overrideConfiguration(c -> c.apiCallTimeout(s.requestTimeout()))
         .build();
-    S3SegmentStore store = new S3SegmentStore(client, s.bucket(), s.prefix(), s.sweepMinAge());
+    S3SegmentStore store = new S3SegmentStore(client, s.bucket(), s.prefix(), s.sweepMinAge(),
+        s.requestTimeout());
     try {
       client.headBucket(b -> b.bucket(s.bucket()));
       return store;
     } catch (S3Exception e) {
-      client.close();
+      store.close();
       throw new IOException("segments: bucket " + s.bucket() + " at " + s.endpoint()
           + " cannot be used (HTTP " + e.statusCode() + ")", e);
     } catch (SdkException e) {
-      client.close();
+      store.close();
       throw new IOException("segments: the object store at " + s.endpoint()
           + " cannot be reached (" + reason(e) + ")", e);
     }
@@ -208,21 +230,27 @@ final class S3SegmentStore implements SegmentStore {
 
   /**
    * S3's codes for a 4xx that a later request need not meet: an upload the server gave up
-   * reading in time (400, a stalled sender), and a request signed by a clock out of step (403,
-   * until the host's clock is corrected). Failing the statement for them would spend its sequence
-   * for a passing condition.
+   * reading in time (400, a stalled sender), a request signed by a clock out of step (403, until
+   * the host's clock is corrected), and a body that arrived damaged or short (400 {@code
+   * BadDigest}, {@code IncompleteBody}, {@code XAmzContentSHA256Mismatch}: the next PUT sends it
+   * again). Failing the statement for them would spend its sequence for a passing condition.
    */
-  private static final Set<String> PASSING_CLIENT_ERRORS =
-      Set.of("RequestTimeout", "RequestTimeTooSkewed");
+  private static final Set<String> PASSING_CLIENT_ERRORS = Set.of("RequestTimeout",
+      "RequestTimeTooSkewed", "BadDigest", "IncompleteBody", "XAmzContentSHA256Mismatch");
 
   /**
-   * A 4xx the same request would meet again: not a timeout (408, or 400 {@code RequestTimeout}),
-   * a clock out of step (403 {@code RequestTimeTooSkewed}), a conflict with a concurrent request
-   * (409), throttling (429) or a closed request (499). Access denied (403), an invalid request
-   * (400) and the like mean the deployment's store or credentials are wrong, and a query rerun
-   * for them would never finish. {@code code}: S3's error code, null when the answer had none.
+   * An answer the same request would meet again. A 4xx, unless a timeout (408, or 400 {@code
+   * RequestTimeout}), a passing condition ({@link #PASSING_CLIENT_ERRORS}), a conflict with a
+   * concurrent request (409), throttling (429) or a closed request (499): access denied (403), an
+   * invalid request (400) and the like mean the deployment's store or credentials are wrong, and
+   * a query rerun for them would never finish. Of the 5xx, a server that does not implement what
+   * is asked (501) or the protocol version (505): an outage's 500, 502, 503 and 504 pass.
+   * {@code code}: S3's error code, null when the answer had none.
    */
   static boolean refusedForGood(int status, String code) {
+    if (status == 501 || status == 505) {
+      return true;
+    }
     return status >= 400 && status < 500 && status != 404 && status != 408 && status != 409
         && status != 429 && status != 499
         && (code == null || !PASSING_CLIENT_ERRORS.contains(code));
@@ -258,10 +286,35 @@ final class S3SegmentStore implements SegmentStore {
     if (in == null) {
       return Optional.empty();
     }
+    BodyDeadline deadline = bodyDeadline(in);
     try (in) {
       return Optional.of(in.readAllBytes());
     } catch (IOException | SdkException e) {
-      throw unavailable(e);
+      throw deadline.unavailable(e);
+    } finally {
+      deadline.cancel();
+    }
+  }
+
+  /** A GET's body deadline: {@code requestTimeout} from when its headers arrived. */
+  private BodyDeadline bodyDeadline(ResponseInputStream<GetObjectResponse> in) {
+    AtomicBoolean fired = new AtomicBoolean();
+    ScheduledFuture<?> task = deadlines.schedule(() -> {
+      fired.set(true);
+      in.abort(); // the reading thread's next read fails; its connection is dropped
+    }, requestTimeout.toMillis(), TimeUnit.MILLISECONDS);
+    return new BodyDeadline(task, fired);
+  }
+
+  /** The abort scheduled for one GET's body, and whether it fired. */
+  private record BodyDeadline(ScheduledFuture<?> task, AtomicBoolean fired) {
+    void cancel() {
+      task.cancel(false);
+    }
+
+    /** {@code e}, a failure reading the body, as the store's answer. */
+    Unavailable unavailable(Throwable e) {
+      return fired.get() ? new Unavailable("timeout", e) : S3SegmentStore.unavailable(e);
     }
   }
 
@@ -285,6 +338,7 @@ final class S3SegmentStore implements SegmentStore {
       discard(in);
       throw e;
     }
+    BodyDeadline deadline = bodyDeadline(in);
     try {
       fill(in, buf, expectedBytes);
       buf.writerIndex(expectedBytes);
@@ -294,7 +348,9 @@ final class S3SegmentStore implements SegmentStore {
       if (e instanceof WrongSize || !(e instanceof IOException || e instanceof SdkException)) {
         throw e;
       }
-      throw unavailable(e); // the connection broke or timed out mid-body
+      throw deadline.unavailable(e); // the connection broke or timed out mid-body
+    } finally {
+      deadline.cancel();
     }
     // The body was read whole: a failure to give the connection back changes nothing read, and
     // must not leave the buffer with no owner (a try-with-resources threw past the return).
@@ -370,6 +426,7 @@ final class S3SegmentStore implements SegmentStore {
 
   @Override
   public void close() {
+    deadlines.shutdownNow();
     client.close();
   }
 

@@ -1,7 +1,13 @@
 package io.transit.flight.nativequery.embedded;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The {@link SegmentStore} contract on the reference store, a local directory. */
@@ -18,5 +24,34 @@ class LocalSegmentStoreContractTest extends SegmentStoreContract {
   @Override
   void damage(byte[] sha256, byte[] bytes) throws Exception {
     Files.write(local.path(sha256), bytes);
+  }
+
+  /** A file that kept its size but not its bytes is not reused by the next write of them. */
+  @Test
+  void aDamagedFileOfTheRightSizeIsWrittenAgain() throws Exception {
+    byte[] sha = store.write(Y);
+    byte[] flipped = Y.clone();
+    flipped[3] ^= 0x20;
+    damage(sha, flipped);
+    assertArrayEquals(sha, store.write(Y));
+    assertArrayEquals(Y, Files.readAllBytes(local.path(sha)));
+  }
+
+  /** A shutdown interrupting a reader is an answer the store could not give, not a lost file. */
+  @Test
+  void aReadInterruptedByAShutdownIsUnavailable() throws Exception {
+    byte[] sha = store.write(Y);
+    Thread.currentThread().interrupt();
+    try {
+      SegmentStore.Unavailable e = assertThrows(SegmentStore.Unavailable.class,
+          () -> store.read(sha, Y.length, allocator));
+      assertEquals("interrupted", e.reason);
+    } finally {
+      Thread.interrupted();
+    }
+    assertTrue(store.read(sha, Y.length, allocator).map(b -> {
+      b.close();
+      return true;
+    }).orElse(false));
   }
 }

@@ -25,6 +25,7 @@ import io.transit.flight.query.LogicalType;
 import io.transit.flight.query.QueryPlan;
 import io.transit.flight.query.QueryPlan.Literal;
 import io.transit.flight.query.QueryPlan.Op;
+import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
@@ -38,9 +39,17 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.Lock;
 import java.util.stream.Stream;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -548,6 +557,192 @@ class RetentionTest {
         assertEquals(0, r.sweep().released());
       }
       assertTrue(journal.transaction(() -> journal.oldestRetained(1)).isEmpty());
+    }
+  }
+
+  /**
+   * A result small enough for the journal writes no file, so it never waits on the sweep's hold;
+   * a result written to files does, until the hold ends.
+   */
+  @Test
+  void aResultKeptInTheJournalNeverWaitsOnTheSweepsHold() throws Exception {
+    open(EngineOptions.defaults());
+    Lock hold = engine.sweepHold();
+    hold.lock();
+    long large;
+    try {
+      run(INLINE);
+      long first = engine.nextSequence(PRINCIPAL);
+      large = admit(engine, first, bundle(demo.get(0).declaration(), LARGE,
+          budgets(1L << 40, 1L << 40, 1L << 30, 1000)));
+      QueryStatus waiting = engine.awaitQuery(access(), large,
+          System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300));
+      assertEquals(QueryStatus.State.ACCEPTED, waiting.getState(),
+          "its first segment write waits for the hold");
+    } finally {
+      hold.unlock();
+    }
+    QueryStatus s = engine.awaitQuery(access(), large,
+        System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
+    assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
+    assertTrue(files().containsAll(named(manifest(s))));
+  }
+
+  /** A store whose listing and removals the test watches, over a local directory. */
+  private static SegmentStore watched(SegmentStore local, Runnable onList, Runnable onRemove) {
+    return new SegmentStore() {
+      @Override
+      public byte[] write(byte[] bytes) throws IOException {
+        return local.write(bytes);
+      }
+
+      @Override
+      public Optional<byte[]> read(byte[] sha256) throws IOException {
+        return local.read(sha256);
+      }
+
+      @Override
+      public Optional<org.apache.arrow.memory.ArrowBuf> read(byte[] sha256,
+          long expectedBytes, BufferAllocator allocator)
+          throws IOException {
+        return local.read(sha256, expectedBytes, allocator);
+      }
+
+      @Override
+      public void sync() throws IOException {
+        local.sync();
+      }
+
+      @Override
+      public List<byte[]> stored() throws IOException {
+        onList.run();
+        return local.stored();
+      }
+
+      @Override
+      public boolean remove(byte[] sha256) throws IOException {
+        onRemove.run();
+        return local.remove(sha256);
+      }
+    };
+  }
+
+  private void strays(int n) throws Exception {
+    Files.createDirectories(state.resolve("segments"));
+    for (int i = 0; i < n; i++) {
+      byte[] b = ("stray " + i).getBytes(StandardCharsets.UTF_8);
+      Files.write(state.resolve("segments").resolve(Digests.hex(Digests.sha256(b))), b);
+    }
+  }
+
+  /** Listing the store is a network call with S3: no segment writer waits on it. */
+  @Test
+  void theSweepListsTheStoreWithoutHoldingUpWriters() throws Exception {
+    strays(1);
+    AtomicReference<Retention> retention =
+        new AtomicReference<>();
+    List<Boolean> writableWhileListing = new ArrayList<>();
+    ExecutorService other =
+        Executors.newSingleThreadExecutor();
+    Runnable onList = () -> {
+      try {
+        writableWhileListing.add(other.submit(() -> {
+          Lock writing = retention.get().writing();
+          if (writing.tryLock()) {
+            writing.unlock();
+            return true;
+          }
+          return false;
+        }).get(10, TimeUnit.SECONDS));
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    };
+    try (SqliteJournal journal = SqliteJournal.open(state.resolve("list.sqlite"));
+        Retention r = new Retention(journal,
+            watched(new LocalSegmentStore(state.resolve("segments")), onList, () -> { }),
+            new RetentionPolicy(Duration.ofDays(1), 1L << 40, Duration.ofHours(1)),
+            () -> 1_000_000L, Duration.ofSeconds(2))) {
+      retention.set(r);
+      assertEquals(new Retention.Swept(0, 1, true), r.sweep());
+      assertFalse(writableWhileListing.isEmpty());
+      assertFalse(writableWhileListing.contains(false), writableWhileListing.toString());
+    } finally {
+      other.shutdownNow();
+      assertTrue(other.awaitTermination(10, TimeUnit.SECONDS));
+    }
+  }
+
+  /**
+   * A sweep looking for the write side does not queue on the fair lock: a run that starts
+   * writing segments meanwhile is not held up behind it by a run already writing.
+   */
+  @Test
+  void aSweepWaitingForTheWriteSideHoldsUpNoNewWriter() throws Exception {
+    strays(1);
+    ExecutorService threads =
+        Executors.newFixedThreadPool(2);
+    CountDownLatch holding = new java.util.concurrent.CountDownLatch(1);
+    CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+    try (SqliteJournal journal = SqliteJournal.open(state.resolve("queue.sqlite"));
+        Retention r = new Retention(journal, new LocalSegmentStore(state.resolve("segments")),
+            new RetentionPolicy(Duration.ofDays(1), 1L << 40, Duration.ofHours(1)),
+            () -> 1_000_000L, Duration.ofSeconds(10))) {
+      var writer = threads.submit(() -> {
+        Lock writing = r.writing();
+        writing.lock(); // a long run writing its segments
+        try {
+          holding.countDown();
+          return letGo.await(30, TimeUnit.SECONDS);
+        } finally {
+          writing.unlock();
+        }
+      });
+      assertTrue(holding.await(10, TimeUnit.SECONDS));
+      var sweep = threads.submit(r::sweep);
+      Thread.sleep(200); // the sweep is looking for the write side now
+      Lock writing = r.writing();
+      assertTrue(writing.tryLock(2, TimeUnit.SECONDS), "a new writer went ahead of the sweep");
+      writing.unlock();
+      letGo.countDown();
+      assertTrue(writer.get(10, TimeUnit.SECONDS));
+      assertEquals(new Retention.Swept(0, 1, true), sweep.get(20, TimeUnit.SECONDS));
+    } finally {
+      letGo.countDown();
+      threads.shutdownNow();
+      assertTrue(threads.awaitTermination(10, TimeUnit.SECONDS));
+    }
+  }
+
+  /** Removals that take long stop at the hold's bound; the sweep is behind and the next goes on. */
+  @Test
+  void removalStopsAtTheHoldsBoundAndTheNextSweepGoesOn() throws Exception {
+    int strays = 12;
+    strays(strays);
+    long pauseMillis = TimeUnit.NANOSECONDS.toMillis(Retention.REMOVAL_HOLD_NANOS) / 4;
+    Runnable slowRemove = () -> {
+      try {
+        Thread.sleep(pauseMillis);
+      } catch (InterruptedException e) {
+        throw new AssertionError(e);
+      }
+    };
+    try (SqliteJournal journal = SqliteJournal.open(state.resolve("cut.sqlite"));
+        Retention r = new Retention(journal,
+            watched(new LocalSegmentStore(state.resolve("segments")), () -> { }, slowRemove),
+            new RetentionPolicy(Duration.ofDays(1), 1L << 40, Duration.ofHours(1)),
+            () -> 1_000_000L, Duration.ofSeconds(2))) {
+      Retention.Swept first = r.sweep();
+      assertTrue(first.removed() >= 1 && first.removed() < strays, first.toString());
+      assertTrue(first.behind(), "files left: the next sweep comes sooner");
+      assertEquals(Retention.CATCH_UP_MILLIS, Retention.nextDelayMillis(first, 300_000));
+      int removed = first.removed();
+      for (int i = 0; i < strays && removed < strays; i++) {
+        removed += r.sweep().removed();
+      }
+      assertEquals(strays, removed);
+      assertEquals(Set.of(), files());
+      assertFalse(r.sweep().behind());
     }
   }
 

@@ -71,11 +71,18 @@ class S3SegmentStoreTest extends SegmentStoreContract {
     }
     assertTrue(S3SegmentStore.refusedForGood(403, "AccessDenied"));
     assertTrue(S3SegmentStore.refusedForGood(403, "SignatureDoesNotMatch"));
+    // A server that does not implement the request would answer every rerun the same.
+    assertTrue(S3SegmentStore.refusedForGood(501, "NotImplemented"));
+    assertTrue(S3SegmentStore.refusedForGood(505, null));
     for (int status : new int[] {200, 404, 408, 409, 429, 499, 500, 502, 503, 504, 507}) {
       assertFalse(S3SegmentStore.refusedForGood(status, null), "status " + status);
     }
-    // Until 2026-12-06 these failed the statement for good: a stalled upload, a skewed clock.
-    assertFalse(S3SegmentStore.refusedForGood(400, "RequestTimeout"));
+    // Until 2026-12-06 these failed the statement for good: a stalled upload, a skewed clock, a
+    // body damaged or cut on its way (the next PUT sends it again).
+    for (String passing : List.of("RequestTimeout", "BadDigest", "IncompleteBody",
+        "XAmzContentSHA256Mismatch")) {
+      assertFalse(S3SegmentStore.refusedForGood(400, passing), passing);
+    }
     assertFalse(S3SegmentStore.refusedForGood(403, "RequestTimeTooSkewed"));
   }
 
@@ -151,6 +158,78 @@ class S3SegmentStoreTest extends SegmentStoreContract {
       IOException e = assertThrows(IOException.class, () -> S3SegmentStore.open(mute));
       assertTrue(e.getMessage().contains("(timeout)"), e.getMessage());
       assertTrue(System.nanoTime() - start < Duration.ofSeconds(10).toNanos());
+    }
+  }
+
+  /**
+   * A store that answers a GET's headers and then sends its body a byte now and then: each gap
+   * is under the socket timeout, so only the body's own deadline ends the read.
+   */
+  @Test
+  void aBodyThatTricklesIsCutAtTheRequestTimeout() throws Exception {
+    try (ServerSocket trickle = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+      Thread server = new Thread(() -> serveTrickling(trickle), "trickling-s3");
+      server.setDaemon(true);
+      server.start();
+      SegmentSettings.ObjectStore s = gw.settings(bucket, PREFIX);
+      SegmentSettings.ObjectStore slow = new SegmentSettings.ObjectStore(
+          URI.create("http://127.0.0.1:" + trickle.getLocalPort()), s.region(), s.bucket(),
+          s.prefix(), s.accessKeyId(), s.secretAccessKey(), Duration.ofSeconds(1),
+          Duration.ofSeconds(1), 2, Duration.ZERO);
+      try (S3SegmentStore store = S3SegmentStore.open(slow)) {
+        long start = System.nanoTime();
+        SegmentStore.Unavailable e = assertThrows(SegmentStore.Unavailable.class,
+            () -> store.read(new byte[32], 1000, allocator));
+        assertEquals("timeout", e.reason);
+        SegmentStore.Unavailable heap = assertThrows(SegmentStore.Unavailable.class,
+            () -> store.read(new byte[32]));
+        assertEquals("timeout", heap.reason);
+        // Two reads, each cut a second after its headers (the trickle would take 250 s).
+        assertTrue(System.nanoTime() - start < Duration.ofSeconds(10).toNanos());
+      }
+    }
+  }
+
+  /** Answers HEAD with 200 and GET with 1000 promised bytes, one every 250 ms. */
+  private static void serveTrickling(ServerSocket server) {
+    while (!server.isClosed()) {
+      java.net.Socket c;
+      try {
+        c = server.accept();
+      } catch (IOException closed) {
+        return;
+      }
+      Thread t = new Thread(() -> {
+        try (c) {
+          var in = new java.io.BufferedReader(new java.io.InputStreamReader(
+              c.getInputStream(), java.nio.charset.StandardCharsets.US_ASCII));
+          var out = c.getOutputStream();
+          for (String line = in.readLine(); line != null; line = in.readLine()) {
+            boolean get = line.startsWith("GET ");
+            for (String h = in.readLine(); h != null && !h.isEmpty(); h = in.readLine()) {
+              // the request's headers: nothing in them matters here
+            }
+            if (!get) {
+              out.write("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+                  .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+              out.flush();
+              continue;
+            }
+            out.write(("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n"
+                + "Content-Type: application/octet-stream\r\n\r\n")
+                .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            for (int i = 0; i < 1000; i++) {
+              out.write(0);
+              out.flush();
+              Thread.sleep(250);
+            }
+          }
+        } catch (IOException | InterruptedException e) {
+          // the client cut the read: what this test expects
+        }
+      }, "trickling-s3-connection");
+      t.setDaemon(true);
+      t.start();
     }
   }
 
