@@ -220,6 +220,56 @@ def test_second_concurrent_stream_on_one_connection_is_refused(d):
     C.healthy_query(d)
 
 
+def test_health_watches_past_their_bound_are_refused_even_on_a_peer_that_ignores_settings(d):
+    """Watches are held open and need no credential; a peer that never acknowledges the server's
+    SETTINGS is not yet held to one stream per connection, so the bound is the gateway's own."""
+    import base64
+    import json
+    import struct
+    from hpack import Decoder, Encoder
+    from hyperframe.frame import DataFrame, HeadersFrame, SettingsFrame
+    s = H.raw_connect(d.port)
+    s.sendall(PREFACE + SettingsFrame(0).serialize())  # and never an ACK of the server's
+    encoder, decoder = Encoder(), Decoder()
+    opened = 80
+    for i in range(opened):
+        sid = 2 * i + 1
+        f = HeadersFrame(sid)
+        f.data = encoder.encode(H.grpc_request_headers(d.port, "/grpc.health.v1.Health/Watch"))
+        f.flags.add("END_HEADERS")
+        name = ("watched-%d" % i).encode()
+        message = b"\x0a" + bytes([len(name)]) + name
+        body = DataFrame(sid)
+        body.data = b"\x00" + struct.pack(">I", len(message)) + message
+        body.flags.add("END_STREAM")
+        s.sendall(f.serialize() + body.serialize())
+    served, refused = set(), {}
+    try:
+        for _, frame in H.frames(s, 5, "frame"):
+            if isinstance(frame, DataFrame) and frame.data:
+                served.add(frame.stream_id)
+            elif isinstance(frame, HeadersFrame):
+                headers = dict(decoder.decode(frame.data))
+                if headers.get("grpc-status") == "8":
+                    refused[frame.stream_id] = headers
+            if len(served) + len(refused) == opened:
+                break
+    except AssertionError:
+        pass  # the watches stay open: nothing more comes
+    s.close()
+    assert len(served) == 64 and len(refused) == opened - 64, (len(served), len(refused))
+    trailer = next(iter(refused.values()))["transit-diagnostic-bin"]
+    diagnostic = json.loads(base64.b64decode(trailer + "=" * (-len(trailer) % 4)))
+    assert diagnostic["code"] == "transport.health_watches_exhausted", diagnostic
+    assert diagnostic["actions"] == ["retry_later"] and diagnostic["outcome"] == "not_admitted"
+    # The closed connection gave every permit back: a new Watch is served.
+    with grpc.insecure_channel(f"127.0.0.1:{d.port}") as ch:
+        stream = ch.unary_stream("/grpc.health.v1.Health/Watch")(b"", timeout=10)
+        assert next(iter(stream))[:1] == b"\x08"
+        stream.cancel()
+    C.healthy_query(d)
+
+
 def test_thousands_of_cancels(d):
     ch = C.channel(d)
     ticket = C.flight_info(ch, d, "SELECT id, a, b, c, d FROM primitive")

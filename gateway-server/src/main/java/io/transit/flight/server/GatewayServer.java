@@ -186,7 +186,7 @@ public final class GatewayServer implements AutoCloseable {
               ops.observer().callerTap(), new AuthInterceptor(authorization, errors),
               ops.observer().requestId()),
           serviceExecutor, connections,
-          new Listeners.Extras(List.of(MalformedRequests.guard(ops.healthService(), errors, faults,
+          new Listeners.Extras(List.of(MalformedRequests.guard(ops.healthService(errors), errors, faults,
                   limits.maxInboundMessageBytes())), ops.observer(),
               new UnknownMethods(errors, faults, List.of(ops.observer().requestId()))));
       OpsGauges.register(ops.metrics(), allocator, streams, connections, embedded,

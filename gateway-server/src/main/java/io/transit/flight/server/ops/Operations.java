@@ -1,6 +1,7 @@
 package io.transit.flight.server.ops;
 
 import io.grpc.ForwardingServerCall;
+import io.grpc.ForwardingServerCallListener;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
@@ -8,11 +9,20 @@ import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthGrpc;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.protobuf.services.HealthStatusManager;
+import io.transit.flight.diagnostic.Action;
+import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.ErrorMapper;
+import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.GrpcMessage;
+import io.transit.flight.diagnostic.Outcome;
 import java.io.IOException;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,6 +41,7 @@ public final class Operations implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Operations.class);
   /** The Flight service's health name, besides the server-wide "". */
   public static final String FLIGHT_SERVICE = "arrow.flight.protocol.FlightService";
+  private static final String WATCH = HealthGrpc.getWatchMethod().getFullMethodName();
 
   private final OpsSettings settings;
   private final HealthStatusManager health = new HealthStatusManager();
@@ -52,25 +63,81 @@ public final class Operations implements AutoCloseable {
   }
 
   /**
+   * Health {@code Watch} calls served at once, whoever asks: each is held open until its caller
+   * cancels (grpc-services keeps its observer, keyed by the service name the caller chose), and
+   * the health service needs no credential; a peer that ignores the one-stream-per-connection
+   * setting (HTTP/2 applies it only once the peer acknowledges it) could otherwise open Watches
+   * without bound.
+   */
+  public static final int MAX_HEALTH_WATCHES = 64;
+
+  /**
    * The health service, its answers' messages bounded ({@link GrpcMessage#bound}): grpc-services
    * answers a Check of a name it does not report NOT_FOUND "unknown service " and the caller's
    * name, which may be as long as the whole request message. Its requests are parsed by the
-   * caller's {@code MalformedRequests} guard, as the Flight service's are.
+   * caller's {@code MalformedRequests} guard, as the Flight service's are. A {@code Watch} past
+   * {@link #MAX_HEALTH_WATCHES} is refused RESOURCE_EXHAUSTED {@code
+   * transport.health_watches_exhausted} with its trailer ({@code errors}).
+   *
+   * <p>Threads: calls start on the service executor; a Watch's permit is given back by its
+   * listener's {@code onComplete} or {@code onCancel} (the call's serialized executor), once.
    */
-  public ServerServiceDefinition healthService() {
+  public ServerServiceDefinition healthService(ErrorMapper errors) {
+    Semaphore watches = new Semaphore(MAX_HEALTH_WATCHES);
     return ServerInterceptors.intercept(health.getHealthService().bindService(),
         new ServerInterceptor() {
           @Override
           public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call,
               Metadata headers, ServerCallHandler<Q, R> next) {
-            return next.startCall(new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
+            ServerCall<Q, R> bounded = new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
               @Override
               public void close(Status status, Metadata trailers) {
                 String text = status.getDescription();
                 super.close(text == null ? status : status.withDescription(GrpcMessage.bound(text)),
                     trailers);
               }
-            }, headers);
+            };
+            if (!call.getMethodDescriptor().getFullMethodName().equals(WATCH)) {
+              return next.startCall(bounded, headers);
+            }
+            if (!watches.tryAcquire()) {
+              StatusRuntimeException s = errors.toGrpc(GatewayException.of(
+                      Cause.BUDGET_EXHAUSTED, "transport.health_watches_exhausted",
+                      "the gateway serves at most " + MAX_HEALTH_WATCHES
+                          + " health watches at once; retry later or use Check")
+                  .with("limit", MAX_HEALTH_WATCHES)
+                  .with("required", MAX_HEALTH_WATCHES + 1)
+                  .withOutcome(Outcome.NOT_ADMITTED)
+                  .withActions(Action.RETRY_LATER));
+              call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
+              return new ServerCall.Listener<>() {};
+            }
+            AtomicBoolean held = new AtomicBoolean(true);
+            Runnable release = () -> {
+              if (held.getAndSet(false)) {
+                watches.release();
+              }
+            };
+            ServerCall.Listener<Q> listener;
+            try {
+              listener = next.startCall(bounded, headers);
+            } catch (RuntimeException | Error e) {
+              release.run();
+              throw e;
+            }
+            return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(listener) {
+              @Override
+              public void onComplete() {
+                release.run();
+                super.onComplete();
+              }
+
+              @Override
+              public void onCancel() {
+                release.run();
+                super.onCancel();
+              }
+            };
           }
         });
   }
