@@ -37,16 +37,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.append(str(ROOT / "integration-tests" / "python"))
 from calls import Caller, app_metadata  # noqa: E402
 from daemon import Daemon, Postgres, Versitygw  # noqa: E402
+from percentiles import percentile  # noqa: E402
 
 SMALL = "SELECT COUNT(*), SUM(id) FROM primitive WHERE id >= {lo} AND id < {hi}"
 LARGE = "SELECT id, a FROM primitive WHERE id >= {lo} AND id < {hi}"
 LARGE_ROWS = 10_000
 WAYS = ("embedded", "postgresql", "postgresql+s3")
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
 class Reference:

@@ -18,14 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python
 from transit_flight import flightsql  # noqa: E402
 
 from deployment import COLUMNS, TABLE, rss_bytes  # noqa: E402
+from percentiles import percentile  # noqa: E402,F401  (re-exported: scale.py, paired.py)
 
 BYTES_PER_ROW = 8 * len(COLUMNS)  # logical int64 payload; the same for both servers
 BULK_SQL = f"SELECT {', '.join(COLUMNS)} FROM {TABLE}"
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
 class GatewayClient:

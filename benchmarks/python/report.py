@@ -9,6 +9,7 @@ matplotlib.use("Agg")  # files only; no display on a server
 import matplotlib.pyplot as plt  # noqa: E402
 
 import measure  # noqa: E402
+from percentiles import describe  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -96,6 +97,7 @@ def table(r: dict) -> str:
            "of GetTableTypes round trips and a slice of the floor's single operations"
            + _jit_while_timed(p2["gateway"].get("jit_blocks")) + "."
            if p2.get("floor_slices") else "."),
+        _ranks(p2),
         f"Gateway statement for P1 (admission + execution + retention, once): "
         f"{p1['gateway_statement_s']:.2f} s.",
         f"Loopback ceiling (iperf3, one TCP stream): {ceiling}.",
@@ -106,6 +108,15 @@ def table(r: dict) -> str:
            if m.get("args", {}).get("java_opts") else ""),
     ]
     return "\n".join(head + body + notes) + "\n"
+
+
+def _ranks(p2: dict) -> str:
+    """What a p50 and a p99 are here: nearest-rank percentiles, one of the timed values each."""
+    n = p2["gateway"]["n"]
+    return (f"Percentiles are nearest-rank (the ⌈q·n/100⌉-th smallest, one of the values, never "
+            f"interpolated): P2's p99 is {describe(n, 99)} timed statements and its p50 "
+            f"{describe(n, 50)}; each peer's and the round trip's likewise of their own "
+            f"{n:,}.")
 
 
 def _count(n: int, noun: str) -> str:
