@@ -199,19 +199,6 @@ def first(a) -> int:
     return 0
 
 
-def _threads(pid: int) -> dict:
-    """Each thread's (name, CPU ns, ns waiting for a CPU) from /proc's schedstat, by thread id."""
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-            run, wait, _ = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()
-        except OSError:
-            continue  # the thread ended meanwhile
-        out[tid] = (name, int(run), int(wait))
-    return out
-
-
 def _slow_commits(url: str) -> tuple:
     """(journal commits, those slower than 1 ms) so far, from the daemon's metrics."""
     text = urllib.request.urlopen(url, timeout=10).read().decode()
@@ -233,12 +220,12 @@ def tail(a) -> int:
         client = measure.GatewayClient(d.uri, d.token(deployment.CALLER))
         for _ in range(a.warmup):
             client.query(SQL)
-        threads0, commits0 = _threads(d.pid), _slow_commits(url)
+        threads0, commits0 = deployment.threads(d.pid), _slow_commits(url)
         for _ in range(a.statements):
             t, p = time.time(), time.perf_counter()
             client.query(SQL)
             timed.append((t, (time.perf_counter() - p) * 1e3))
-        threads1, commits1 = _threads(d.pid), _slow_commits(url)
+        threads1, commits1 = deployment.threads(d.pid), _slow_commits(url)
     finally:
         print(deployment.shutdown(d))
     n = a.statements
