@@ -82,6 +82,12 @@ def machine() -> dict:
             "python": platform.python_version()}
 
 
+def engine_threads() -> int:
+    """The gateway's DuckDB threads by default: the processors the JVM finds (this process's
+    affinity is the nearest Python sees)."""
+    return len(os.sched_getaffinity(0))
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -219,21 +225,26 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
         raise AssertionError(f"gateway answers {info.total_records} rows, expected {a.rows}")
     ticket = client.ticket(info)
     print(f"P1: statement admitted and retained in {statement_s:.2f} s; reading", flush=True)
-    # Untimed reads warm caches and the JIT; the same first value proves the same data.
+    # Untimed reads warm caches and the JIT; each column's sum over everything each server sent
+    # proves the same data (a first value alone would not see a later batch differ).
     peer_ticket = pclient.ticket(pclient.info(b"bulk"))
     for _ in range(max(1, a.warmup_reads)):
-        first_gw = measure.drain(client.reader(ticket))[2]
-        first_peer = measure.drain(pclient.reader(peer_ticket))[2]
-    if first_gw != first_peer:
-        raise AssertionError(f"gateway and peer serve different data: {first_gw} != {first_peer}")
+        sent_gw = measure.drain(client.reader(ticket), sums=True)
+        sent_peer = measure.drain(pclient.reader(peer_ticket), sums=True)
+        if (sent_gw[0], sent_gw[2]) != (sent_peer[0], sent_peer[2]):
+            raise AssertionError(f"gateway and peer serve different data (rows, column sums): "
+                                 f"{sent_gw[0]} {sent_gw[2]} != {sent_peer[0]} {sent_peer[2]}")
     if a.jfr:
         subprocess.run(["jcmd", str(gw.pid), "JFR.start", "name=p1", "settings=profile",
                         f"filename={out / 'p1.jfr'}"], check=True, capture_output=True)
-    p1_gw = measure.bulk_doget(client, ticket, a.runs, a.rows)
+    # The two servers' reads take turns, run by run, so both see the same minutes of the host.
+    # (JFR then also records the gateway idle while the peer is read: no samples, no skew.)
+    p1 = measure.bulk_doget({"gateway": (client, ticket), "peer": (pclient, peer_ticket)},
+                            a.runs, a.rows)
     if a.jfr:
         subprocess.run(["jcmd", str(gw.pid), "JFR.stop", "name=p1"], check=True,
                        capture_output=True)
-    p1_peer = measure.bulk_doget(pclient, peer_ticket, a.runs, a.rows)
+    p1_gw, p1_peer = p1["gateway"], p1["peer"]
     print(f"P1: gateway {p1_gw['gb_per_s']:.3f} GB/s, peer {p1_peer['gb_per_s']:.3f} GB/s",
           flush=True)
 
@@ -303,21 +314,49 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
                 if one is started_statement:
                     kept.extend(range(len(starts) - n, len(starts)))
                 return lat
-    # Timed in rounds: a block of statements, a block of round trips and a slice of the floor's
-    # single operations, so that the statement and its floor see the same minutes of the host.
+
+    def canned():
+        pclient.reader(pclient.ticket(pclient.info(b"count"))).read_all()
+
+    def sql_statement():
+        got = sclient.query(count_sql)
+        if got.num_rows != 1 or got.column(0)[0].as_py() != a.rows:
+            raise AssertionError(f"the SQL peer counts {got.to_pylist()}, expected {a.rows}")
+
+    # The peers' fixed warm-up (they have no JIT to settle), before the rounds.
+    for one in (canned, sql_statement):
+        for _ in range(a.warmup):
+            one()
+
+    # Timed in rounds: a block of statements, a block of round trips, a block of the canned
+    # peer's round trips, a block of the SQL peer's statements and a slice of the floor's single
+    # operations, so that the statement, its floor and both peers see the same minutes of the
+    # host (its speed drifts over minutes by as much as a target's margin).
     floor = FloorSlices(a, state)
     rounds = max(1, a.floor_rounds)
     per = max(1, a.statements // rounds)
-    stmt_lat, rt_lat, slices, jit_blocks = [], [], [], []
-    # After a slice the daemon has idled for seconds: its first calls are ~10 % slower (caches,
-    # parked threads), so each block starts with a few untimed ones.
+    stmt_lat, rt_lat, canned_lat, sql_lat, slices, jit_blocks = [], [], [], [], [], []
+    block_p50 = {"statement": [], "round_trip": [], "canned": [], "sql_peer": []}
+    # After a slice (or the other servers' blocks) a server has idled for seconds: its first
+    # calls are ~10 % slower (caches, parked threads), so each block starts with a few untimed
+    # ones, the peers' as the gateway's.
     rewarm = min(10, a.warmup)
+
+    def block(kind, lat):
+        block_p50[kind].append(measure.percentile(lat, 50))
+        return lat
+
     # The launcher's pump may not have read the last few lines yet: start a little before.
     log_from, rounds_t0 = max(0, len(gw.output) - 200), time.time()
     try:
         for _ in range(rounds):
-            stmt_lat += timed_block(started_statement, per, rewarm, jit_blocks, "statement")
-            rt_lat += timed_block(table_types, per, rewarm, jit_blocks, "round_trip")
+            stmt_lat += block("statement", timed_block(started_statement, per, rewarm,
+                                                       jit_blocks, "statement"))
+            rt_lat += block("round_trip", timed_block(table_types, per, rewarm, jit_blocks,
+                                                      "round_trip"))
+            canned_lat += block("canned", measure.closed_loop(canned, per, rewarm)["latencies_ms"])
+            sql_lat += block("sql_peer", measure.closed_loop(sql_statement, per, rewarm)[
+                "latencies_ms"])
             slices.append(floor.slice())
     finally:
         floor.close()
@@ -328,21 +367,11 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
         [starts[i] for i in kept], stmt_lat, pairs,
         measure.collector_pauses((out / "gateway-gc.log").read_text().splitlines()))
     p2_gw = dict(measure.summary(stmt_lat), settle=settled, mix_settle=mix_settled,
-                 jit_blocks=jit_blocks, where=where)
-    p2_rt = dict(measure.summary(rt_lat), settle=rt_settled)
-
-    def canned():
-        pclient.reader(pclient.ticket(pclient.info(b"count"))).read_all()
-
-    p2_peer = measure.closed_loop(canned, a.statements, a.warmup)
-
-    def sql_statement():
-        got = sclient.query(count_sql)
-        if got.num_rows != 1 or got.column(0)[0].as_py() != a.rows:
-            raise AssertionError(f"the SQL peer counts {got.to_pylist()}, expected {a.rows}")
-
+                 jit_blocks=jit_blocks, where=where, block_p50_ms=block_p50["statement"])
+    p2_rt = dict(measure.summary(rt_lat), settle=rt_settled, block_p50_ms=block_p50["round_trip"])
+    p2_peer = dict(measure.summary(canned_lat), block_p50_ms=block_p50["canned"])
     # A fair SQL peer: the same statement, the same client calls, DuckDB doing the SQL.
-    p2_sql = measure.closed_loop(sql_statement, a.statements, a.warmup)
+    p2_sql = dict(measure.summary(sql_lat), block_p50_ms=block_p50["sql_peer"])
     print(f"P2: gateway p50 {p2_gw['p50_ms']:.2f} ms p99 {p2_gw['p99_ms']:.2f} ms; "
           f"peer p50 {p2_peer['p50_ms']:.2f} ms p99 {p2_peer['p99_ms']:.2f} ms; gateway "
           f"GetTableTypes round trip p50 {p2_rt['p50_ms']:.2f} ms; DuckDB Flight SQL peer p50 "
@@ -352,9 +381,12 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
     for name, q in p3.items():
         print(f"P3 {name}: gateway {q['gateway_ms']:.1f} ms, duckdb {q['duckdb_ms']:.1f} ms, "
               f"DuckDB Flight SQL peer {q['sql_peer_ms']:.1f} ms", flush=True)
-    return {"p1": {"gateway": p1_gw, "peer": p1_peer, "gateway_statement_s": statement_s},
+    return {"p1": {"gateway": p1_gw, "peer": p1_peer, "gateway_statement_s": statement_s,
+                   "column_sums": dict(sent_gw[2] or ())},
             "p2": {"gateway": p2_gw, "peer": p2_peer, "gateway_metadata_round_trip": p2_rt,
-                   "sql_peer": p2_sql, "floor_slices": slices},
+                   "sql_peer": p2_sql, "floor_slices": slices,
+                   "round_layout": ["statement", "round_trip", "canned", "sql_peer",
+                                    "floor_slice"]},
             "p3": p3}
 
 
@@ -419,6 +451,7 @@ def main() -> int:
     parquet = state / "data" / "bench.parquet"
     results = {"meta": dict(machine(), rows=a.rows, runs=a.runs, statements=a.statements,
                             warmup=a.warmup, warmup_reads=a.warmup_reads,
+                            sql_peer_threads=engine_threads(),
                             started=stamp, load_before=load(), args=vars(a) | {
                                 "out": str(out), "state_root": str(a.state_root)})}
     results["iperf3"] = iperf(a.iperf_seconds)
@@ -437,7 +470,9 @@ def main() -> int:
     peer = Peer(parquet)
     sql_peer = None
     try:
-        sql_peer = Peer(parquet, "duckdb_peer.py", "--table", deployment.TABLE)
+        # DuckDB gets as many threads as the gateway's engine (one per processor it may use).
+        sql_peer = Peer(parquet, "duckdb_peer.py", "--table", deployment.TABLE, "--threads",
+                        str(engine_threads()))
         results.update(p1_p2_p3(a, gw, peer, sql_peer, out, parquet, state))
     finally:
         peer.stop()

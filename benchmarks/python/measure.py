@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import pyarrow.compute as pc
 import pyarrow.flight as fl
 
 # The client package's Flight SQL encoder (clients/python), from the source tree: the bench venv
@@ -105,31 +106,46 @@ class SqlPeerClient:
         return self.reader(self.ticket(self.info(sql))).read_all()
 
 
-def drain(reader) -> tuple:
-    """Reads a stream to its end; returns (rows, batches, sum of column a)."""
+def drain(reader, sums: bool = False) -> tuple:
+    """Reads a stream to its end; returns (rows, batches, digest). With ``sums`` the digest is
+    each column's name and the sum of its values over the whole stream, a cheap check that two
+    servers sent the same data; without it None, so that a timed read does nothing but read."""
     rows = batches = 0
-    first = None
+    totals = None
     for chunk in reader:
-        rows += chunk.data.num_rows
+        data = chunk.data
+        rows += data.num_rows
         batches += 1
-        if first is None and chunk.data.num_rows:
-            first = chunk.data.column(0)[0].as_py()
-    return rows, batches, first
+        if sums:
+            part = [pc.sum(column).as_py() or 0 for column in data.columns]
+            totals = part if totals is None else [t + p for t, p in zip(totals, part)]
+            names = data.schema.names
+    return rows, batches, None if totals is None else tuple(zip(names, totals))
 
 
-def bulk_doget(client, ticket, runs: int, expected_rows: int) -> dict:
-    """Times ``runs`` full reads of one ticket: GB/s and rows/s, median and every run."""
-    seconds = []
-    batches = None
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        rows, batches, _ = drain(client.reader(ticket))
-        seconds.append(time.perf_counter() - t0)
-        if rows != expected_rows:
-            raise AssertionError(f"read {rows} rows, expected {expected_rows}")
-    med = statistics.median(seconds)
-    return {"runs_s": seconds, "median_s": med, "rows": expected_rows, "batches": batches,
-            "rows_per_s": expected_rows / med, "gb_per_s": expected_rows * BYTES_PER_ROW / med / 1e9}
+def bulk_doget(sides: dict, runs: int, expected_rows: int) -> dict:
+    """Times ``runs`` full reads of each side's ticket (``sides``: name -> (client, ticket)), the
+    sides taking turns run by run and the first of each run alternating, so that every side is
+    read in the same minutes of the host (its speed drifts over minutes). Returns, per side, GB/s
+    and rows/s of the median run and every run's seconds."""
+    seconds = {name: [] for name in sides}
+    batches = {}
+    order = list(sides)
+    for run in range(runs):
+        for name in (order if run % 2 == 0 else order[::-1]):
+            client, ticket = sides[name]
+            t0 = time.perf_counter()
+            rows, batches[name], _ = drain(client.reader(ticket))
+            seconds[name].append(time.perf_counter() - t0)
+            if rows != expected_rows:
+                raise AssertionError(f"{name}: read {rows} rows, expected {expected_rows}")
+    out = {}
+    for name, runs_s in seconds.items():
+        med = statistics.median(runs_s)
+        out[name] = {"runs_s": runs_s, "median_s": med, "rows": expected_rows,
+                     "batches": batches[name], "rows_per_s": expected_rows / med,
+                     "gb_per_s": expected_rows * BYTES_PER_ROW / med / 1e9}
+    return out
 
 
 def closed_loop(one_statement, n: int, warmup: int) -> dict:
@@ -274,13 +290,24 @@ def compute(gateway: GatewayClient, parquet: Path, queries: dict, runs: int,
     con = duckdb.connect()
     con.execute(f"CREATE VIEW {TABLE} AS SELECT * FROM read_parquet('{parquet}')")
     out = {}
+
+    def checked(who, table, expected):
+        if [tuple(r.values()) for r in table.to_pylist()] != expected:
+            raise AssertionError(f"{name}: {who} {table.to_pylist()} != duckdb {expected}")
+
     for name, sql in queries.items():
+        # One untimed run of each (DuckDB's gives the expected answer): every side's first run
+        # of a query pays for its plan, caches and the file's metadata, and none is timed.
         expected = con.execute(sql).fetchall()
+        checked("gateway", gateway.query(sql), expected)
+        if sql_peer is not None:
+            checked("SQL peer", sql_peer.query(sql), expected)
         gw, dk, sp = [], [], []
         for _ in range(runs):
             t0 = time.perf_counter()
             got = gateway.query(sql)
             gw.append(time.perf_counter() - t0)
+            checked("gateway", got, expected)
             t0 = time.perf_counter()
             con.execute(sql).fetchall()
             dk.append(time.perf_counter() - t0)
@@ -288,10 +315,7 @@ def compute(gateway: GatewayClient, parquet: Path, queries: dict, runs: int,
                 t0 = time.perf_counter()
                 peer_got = sql_peer.query(sql)
                 sp.append(time.perf_counter() - t0)
-                if [tuple(r.values()) for r in peer_got.to_pylist()] != expected:
-                    raise AssertionError(f"{name}: SQL peer {peer_got.to_pylist()} != {expected}")
-        if [tuple(r.values()) for r in got.to_pylist()] != expected:
-            raise AssertionError(f"{name}: gateway {got.to_pylist()} != duckdb {expected}")
+                checked("SQL peer", peer_got, expected)
         out[name] = {"sql": sql, "gateway_ms": statistics.median(gw) * 1e3,
                      "duckdb_ms": statistics.median(dk) * 1e3, "result": expected[0][0]}
         if sp:

@@ -87,14 +87,21 @@ def table(r: dict) -> str:
         f"data from memory; P3 DuckDB {m['duckdb']} in-process scanning the same Parquet file in "
         f"place (a view, as the gateway's engine does). Rows marked \"vs DuckDB Flight SQL "
         f"peer\": a PyArrow Flight SQL server running each statement's SQL in DuckDB over the "
-        f"same file (benchmarks/python/duckdb_peer.py), through the same client calls.",
+        f"same file (benchmarks/python/duckdb_peer.py), through the same client calls"
+        + (f", DuckDB with {m['sql_peer_threads']} threads as the gateway's engine"
+           if m.get("sql_peer_threads") else "") + ".",
         f"Rows: {m['rows']:,} × 4 int64 (P1 payload {m['rows'] * 32 / 1e9:.2f} GB); "
-        f"P1 runs: {m['runs']} (after {m.get('warmup_reads', 1)} untimed reads of each server); "
+        f"P1 runs: {m['runs']} (after {m.get('warmup_reads', 1)} untimed reads of each server"
+        + ("; the two servers' reads alternating run by run, the same data checked by each "
+           "column's sum" if "column_sums" in p1 else "") + "); "
         f"P2 statements: {p2['gateway']['n']} (after {m.get('warmup', 0)} untimed"
         + _settled(p2["gateway"].get("settle")) + _mix_settled(p2["gateway"].get("mix_settle"))
         + ")"
         + (f", timed in {len(p2['floor_slices'])} rounds, each a block of statements, a block "
-           "of GetTableTypes round trips and a slice of the floor's single operations"
+           "of GetTableTypes round trips, "
+           + ("a block of the canned peer's and one of the SQL peer's (each block after the same "
+              "untimed re-warm), " if "round_layout" in p2 else "")
+           + "and a slice of the floor's single operations"
            + _jit_while_timed(p2["gateway"].get("jit_blocks")) + "."
            if p2.get("floor_slices") else "."),
         _ranks(p2),
@@ -365,7 +372,7 @@ def _settled(s) -> str:
     how = "until the JIT was quiet" if s["settled"] else "without the JIT going quiet (limit)"
     return (f", then {s['statements']} more in {s['seconds']:g} s {how}: its compiler threads "
             f"under {s['quiet_share']:.0%} of a block's wall time in two {s['block_s']:g} s "
-            f"blocks in a row; the peer gets the fixed warm-up only")
+            f"blocks in a row; the peers, which have no JIT, get the fixed warm-up only")
 
 
 def _mix_settled(s) -> str:

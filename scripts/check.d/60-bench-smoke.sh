@@ -19,7 +19,17 @@ out = Path(sys.argv[1])
 r = json.loads((out / "results.json").read_text())
 assert {"p1", "p2", "p3", "p4", "mandated", "iperf3"} <= r.keys(), r.keys()
 assert r["p1"]["gateway"]["gb_per_s"] > 0 and r["p1"]["peer"]["gb_per_s"] > 0
-assert len(r["p2"]["gateway"]["latencies_ms"]) == 20 and r["p2"]["gateway"]["settle"] is None
+assert len(r["p1"]["gateway"]["runs_s"]) == len(r["p1"]["peer"]["runs_s"]) == 1
+# What both servers sent, column by column (a = i, d = -i over 100,000 rows).
+sums = r["p1"]["column_sums"]
+assert list(sums) == ["a", "b", "c", "d"] and sums["a"] == 4_999_950_000 == -sums["d"], sums
+assert r["p2"]["gateway"]["settle"] is None
+# Every round: the gateway's two blocks, then the canned and the SQL peer's, then a floor slice.
+assert r["p2"]["round_layout"] == ["statement", "round_trip", "canned", "sql_peer", "floor_slice"]
+for side in ("gateway", "gateway_metadata_round_trip", "peer", "sql_peer"):
+    s = r["p2"][side]
+    assert len(s["latencies_ms"]) == 20 and len(s["block_p50_ms"]) == 5 and s["p50_ms"] > 0, side
+assert r["meta"]["sql_peer_threads"] >= 1
 assert r["p2"]["gateway"]["mix_settle"] is None
 jit = r["p2"]["gateway"]["jit_blocks"]
 assert [b["kind"] for b in jit] == ["statement", "round_trip"] * 5 and all(
@@ -34,7 +44,6 @@ assert len(r["p2"]["floor_slices"]) == 5 and all(
     and x["engine_run_ns"] > 0 and len(x["sequence_us"]) >= 5 and min(x["sequence_us"]) > 0
     for x in r["p2"]["floor_slices"]), r["p2"]["floor_slices"]
 assert r["mandated"]["deferred_commit_ns"] > 0 and r["mandated"]["engine_run_ns"] > 0
-assert len(r["p2"]["sql_peer"]["latencies_ms"]) == 20 and r["p2"]["sql_peer"]["p50_ms"] > 0
 assert set(r["p3"]) == {"filtered SUM", "filtered COUNT"}
 assert all(q["sql_peer_ms"] > 0 for q in r["p3"].values()), r["p3"]
 cancel = r["p4"]["cancel"]
