@@ -6,11 +6,14 @@ results.md and PNG plots into bench-results/<timestamp>/. See docs/performance.m
 """
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import re
+import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -92,15 +95,46 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+class Lines:
+    """The lines a child process writes to its stdout pipe, each waited for at most a given time
+    (select on the pipe; the pipe's own buffered reader is never used), so that a child hanging
+    before its answer fails the run instead of holding it, and the daemon it measures, forever."""
+
+    def __init__(self, proc: subprocess.Popen, what: str):
+        self.fd, self.what, self.buf = proc.stdout.fileno(), what, b""
+
+    def read(self, timeout: float) -> str:
+        """The next line with its newline; what is left, possibly "", at the end of the output."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{self.what} wrote no answer in {timeout:g} s")
+            if select.select([self.fd], [], [], left)[0]:
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    break
+                self.buf += chunk
+        line, newline, self.buf = self.buf.partition(b"\n")
+        return (line + newline).decode()
+
+
 class Peer:
     """A peer server process: the canned PyArrow server (peer_server.py) by default, or the
     DuckDB Flight SQL peer (duckdb_peer.py)."""
+
+    # The canned peer loads the whole Table into memory before it serves: 20M rows take seconds.
+    START_S = 300
 
     def __init__(self, parquet: Path, script: str = "peer_server.py", *extra: str):
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name(script)), "--parquet",
              str(parquet), *extra], stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
+        try:
+            line = Lines(self.proc, script).read(self.START_S)
+        except BaseException:
+            self.stop()
+            raise
         if not line.startswith("serving "):
             self.stop()
             raise RuntimeError(f"{script} did not start")
@@ -180,10 +214,18 @@ class FloorSlices:
             mandated_command(state, "--serve", "--warmup", str(a.floor_seconds),
                              "--seconds", str(a.floor_slice_seconds)),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self._answer()  # {"ready": true} once warm
+        self.lines = Lines(self.proc, "MandatedWork --serve")
+        # A slice times six operations (five alone and the sequence), the warm-up as many, the
+        # JVM starts first: twenty times their seconds and two minutes more is no hang.
+        self.slice_s = 120 + 20 * a.floor_slice_seconds
+        try:
+            self._answer(120 + 20 * a.floor_seconds)  # {"ready": true} once warm
+        except BaseException:
+            self._kill()
+            raise
 
-    def _answer(self) -> dict:
-        line = self.proc.stdout.readline()
+    def _answer(self, timeout: float) -> dict:
+        line = self.lines.read(timeout)
         if not line:
             raise RuntimeError(f"MandatedWork --serve ended ({self.proc.wait(10)})")
         return json.loads(line)
@@ -191,12 +233,34 @@ class FloorSlices:
     def slice(self) -> dict:
         self.proc.stdin.write("slice\n")
         self.proc.stdin.flush()
-        return self._answer()
+        return self._answer(self.slice_s)
 
-    def close(self):
-        self.proc.stdin.close()
-        if self.proc.wait(60) != 0:
-            raise RuntimeError(f"MandatedWork --serve exited {self.proc.returncode}")
+    def _kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def close(self, check: bool = True):
+        """Ends it (stdin closed, then killed if it has not exited within 60 s); with ``check``
+        a failed exit raises."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass  # it ended already: its exit status tells
+        try:
+            rc = self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            rc = "none within 60 s; killed"
+        if check and rc != 0:
+            raise RuntimeError(f"MandatedWork --serve exit status: {rc}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        # While an exception unwinds, a failed exit is not raised over it.
+        self.close(check=exc_type is None)
 
 
 def _statements_since(gw: deployment.Daemon, line: int, since: float, expected: int) -> list:
@@ -332,7 +396,6 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
     # peer's round trips, a block of the SQL peer's statements and a slice of the floor's single
     # operations, so that the statement, its floor and both peers see the same minutes of the
     # host (its speed drifts over minutes by as much as a target's margin).
-    floor = FloorSlices(a, state)
     rounds = max(1, a.floor_rounds)
     per = max(1, a.statements // rounds)
     stmt_lat, rt_lat, canned_lat, sql_lat, slices, jit_blocks = [], [], [], [], [], []
@@ -348,7 +411,7 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
 
     # The launcher's pump may not have read the last few lines yet: start a little before.
     log_from, rounds_t0 = max(0, len(gw.output) - 200), time.time()
-    try:
+    with FloorSlices(a, state) as floor:
         for _ in range(rounds):
             stmt_lat += block("statement", timed_block(started_statement, per, rewarm,
                                                        jit_blocks, "statement"))
@@ -358,8 +421,6 @@ def p1_p2_p3(a, gw: deployment.Daemon, peer: Peer, sql_peer: Peer, out: Path,
             sql_lat += block("sql_peer", measure.closed_loop(sql_statement, per, rewarm)[
                 "latencies_ms"])
             slices.append(floor.slice())
-    finally:
-        floor.close()
     pairs = _statements_since(gw, log_from, rounds_t0, len(starts))
     if len(pairs) == len(starts):
         pairs = [pairs[i] for i in kept]
@@ -433,7 +494,24 @@ def p4(a, config: Path, log: Path, budget: int) -> dict:
     return out
 
 
+def terminate_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does: scripts/bench execs this process, so a
+    SIGTERM (timeout(1), a cancelled CI job) reaches it, and without this it died at once,
+    leaving the daemon, the peers and MandatedWork running. Now every finally and ExitStack
+    stops them. Later SIGTERMs are ignored while that runs (timeout(1) signals its child and
+    then its whole process group); a handler, not SIG_IGN, so that no child inherits it."""
+    fired = []
+
+    def handler(signum, frame):
+        if not fired:
+            fired.append(signum)
+            raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def main() -> int:
+    terminate_as_interrupt()
     a = args_parser().parse_args()
     root = deployment.ROOT
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -466,19 +544,19 @@ def main() -> int:
         java_opts += " " + cpu_profile.java_option(cpu_profile.agent(root), collapsed)
     if a.java_opts:
         java_opts += " " + a.java_opts
-    gw = deployment.gateway(config, log, java_opts)
-    peer = Peer(parquet)
-    sql_peer = None
-    try:
+    shutdown = {}
+    # Whatever fails after the daemon started — a peer that does not start included — stops
+    # what was started, in reverse order: the peers, then the daemon.
+    with contextlib.ExitStack() as started:
+        gw = deployment.gateway(config, log, java_opts)
+        started.callback(lambda: shutdown.update(deployment.shutdown(gw)))
+        peer = Peer(parquet)
+        started.callback(peer.stop)
         # DuckDB gets as many threads as the gateway's engine (one per processor it may use).
         sql_peer = Peer(parquet, "duckdb_peer.py", "--table", deployment.TABLE, "--threads",
                         str(engine_threads()))
+        started.callback(sql_peer.stop)
         results.update(p1_p2_p3(a, gw, peer, sql_peer, out, parquet, state))
-    finally:
-        peer.stop()
-        if sql_peer is not None:
-            sql_peer.stop()
-        shutdown = deployment.shutdown(gw)
     results["p1"]["gateway_shutdown"] = shutdown
     results["p4"] = p4(a, config, log, budget)
     results["mandated"] = mandated_work(a, state)

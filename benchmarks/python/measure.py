@@ -367,18 +367,25 @@ def slow_readers(gateway: GatewayClient, ticket, readers: int, batches: int,
             errors.append(f"{type(e).__name__}: {str(e)[:200]}")
 
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=one) for _ in range(readers)]
+    # Daemon threads with one deadline for all: a stuck stream neither holds the process open
+    # nor goes unreported.
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(readers)]
     for t in threads:
         t.start()
+    deadline = time.monotonic() + 600
     for t in threads:
-        t.join(600)
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = sum(t.is_alive() for t in threads)
+    if stuck:
+        errors.append(f"{stuck} readers still reading after 600 s")
     return {"readers": readers, "batches_each": batches, "pause_s": pause_s, "errors": errors,
             "seconds": time.perf_counter() - t0}
 
 
 def cancelled_streams(gateway: GatewayClient, ticket, count: int, threads: int) -> dict:
-    """Opens ``count`` streams, reads one batch of each and cancels it."""
-    done, refused = [0], []
+    """Opens ``count`` streams, reads one batch of each and cancels it. A Flight error is a
+    refusal (counted); any other failure is recorded in ``errors`` and the worker goes on."""
+    done, refused, errors = [0], [], []
     lock = threading.Lock()
     per_thread = [count // threads + (1 if i < count % threads else 0) for i in range(threads)]
 
@@ -393,12 +400,20 @@ def cancelled_streams(gateway: GatewayClient, ticket, count: int, threads: int) 
             except fl.FlightError as e:
                 with lock:
                     refused.append(str(e)[:200])
+            except Exception as e:  # a finding, never a worker that ends silently
+                with lock:
+                    errors.append(f"{type(e).__name__}: {str(e)[:200]}")
 
     t0 = time.perf_counter()
-    pool = [threading.Thread(target=worker, args=(n,)) for n in per_thread]
+    pool = [threading.Thread(target=worker, args=(n,), daemon=True) for n in per_thread]
     for t in pool:
         t.start()
+    deadline = time.monotonic() + 3600
     for t in pool:
-        t.join(3600)
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = sum(t.is_alive() for t in pool)
+    if stuck:
+        errors.append(f"{stuck} workers still running after 3600 s")
     return {"cancelled": done[0], "refused": len(refused), "refused_examples": refused[:3],
+            "error_count": len(errors), "errors": errors[:20],
             "seconds": time.perf_counter() - t0}
