@@ -13,6 +13,16 @@ from percentiles import describe  # noqa: E402
 
 MIB = 1024 * 1024
 
+# Issue 19's targets, the one set every table here judges against: P2's p50 and p99 within these
+# multiples of the canned round trip's and of its floor's, and P3 within P3_VS_DUCKDB × DuckDB
+# in-process — a target defined at P3_ROWS rows only (at 20M rows the issue asks "no worse than
+# 2026-11-30", which one run cannot judge).
+P2_P50_VS_CANNED = 6
+P2_P99_VS_CANNED = 10
+P2_VS_FLOOR = 1.3
+P3_VS_DUCKDB = 4
+P3_ROWS = 1_000_000
+
 
 def _ratio(a, b):
     return f"{a / b:.2f}×" if a is not None and b else "n/a"
@@ -35,9 +45,11 @@ def table(r: dict) -> str:
     pg, pc = p2["gateway"], p2["peer"]
     rows += [
         ("P2 statement p50 ms", f"{pg['p50_ms']:.2f}", f"{pc['p50_ms']:.2f}",
-         _ratio(pg["p50_ms"], pc["p50_ms"]), "≤ 3×", _verdict(pg["p50_ms"] <= 3 * pc["p50_ms"])),
+         _ratio(pg["p50_ms"], pc["p50_ms"]), f"≤ {P2_P50_VS_CANNED}×",
+         _verdict(pg["p50_ms"] <= P2_P50_VS_CANNED * pc["p50_ms"])),
         ("P2 statement p99 ms", f"{pg['p99_ms']:.2f}", f"{pc['p99_ms']:.2f}",
-         _ratio(pg["p99_ms"], pc["p99_ms"]), "≤ 5×", _verdict(pg["p99_ms"] <= 5 * pc["p99_ms"])),
+         _ratio(pg["p99_ms"], pc["p99_ms"]), f"≤ {P2_P99_VS_CANNED}×",
+         _verdict(pg["p99_ms"] <= P2_P99_VS_CANNED * pc["p99_ms"])),
     ]
     ps = p2.get("sql_peer")
     if ps:
@@ -47,10 +59,13 @@ def table(r: dict) -> str:
             ("P2 statement p99 ms vs DuckDB Flight SQL peer", f"{pg['p99_ms']:.2f}",
              f"{ps['p99_ms']:.2f}", _ratio(pg["p99_ms"], ps["p99_ms"]), "", ""),
         ]
+    at_target_rows = r["meta"]["rows"] == P3_ROWS
     for name, q in p3.items():
         rows.append((f"P3 {name} ms (median)", f"{q['gateway_ms']:.1f}", f"{q['duckdb_ms']:.1f}",
-                     _ratio(q["gateway_ms"], q["duckdb_ms"]), "≤ 1.5×",
-                     _verdict(q["gateway_ms"] <= 1.5 * q["duckdb_ms"])))
+                     _ratio(q["gateway_ms"], q["duckdb_ms"]),
+                     f"≤ {P3_VS_DUCKDB}× at {P3_ROWS:,} rows",
+                     _verdict(q["gateway_ms"] <= P3_VS_DUCKDB * q["duckdb_ms"]) if at_target_rows
+                     else f"n/a (defined at {P3_ROWS:,} rows)"))
         if "sql_peer_ms" in q:
             rows.append((f"P3 {name} ms vs DuckDB Flight SQL peer", f"{q['gateway_ms']:.1f}",
                          f"{q['sql_peer_ms']:.1f}", _ratio(q["gateway_ms"], q["sql_peer_ms"]),
@@ -201,16 +216,17 @@ def latency_targets(r: dict) -> str:
     pg, pc = r["p2"]["gateway"], r["p2"]["peer"]
     rows = [
         ("P2 p50 against the canned round trip", f"{pg['p50_ms']:.2f} ms", f"{pc['p50_ms']:.2f} ms",
-         _ratio(pg["p50_ms"], pc["p50_ms"]), "≤ 6×", _verdict(pg["p50_ms"] <= 6 * pc["p50_ms"])),
+         _ratio(pg["p50_ms"], pc["p50_ms"]), f"≤ {P2_P50_VS_CANNED}×",
+         _verdict(pg["p50_ms"] <= P2_P50_VS_CANNED * pc["p50_ms"])),
         ("P2 p99 against the canned round trip", f"{pg['p99_ms']:.2f} ms", f"{pc['p99_ms']:.2f} ms",
-         _ratio(pg["p99_ms"], pc["p99_ms"]), "≤ 10×",
-         _verdict(pg["p99_ms"] <= 10 * pc["p99_ms"])),
+         _ratio(pg["p99_ms"], pc["p99_ms"]), f"≤ {P2_P99_VS_CANNED}×",
+         _verdict(pg["p99_ms"] <= P2_P99_VS_CANNED * pc["p99_ms"])),
         ("P2 p50 against its floor p50", f"{pg['p50_ms']:.2f} ms", f"{floor[0]:.2f} ms",
          _ratio(pg["p50_ms"], floor[0]),
-         "≤ 1.3×", _verdict(pg["p50_ms"] <= 1.3 * floor[0])),
+         f"≤ {P2_VS_FLOOR}×", _verdict(pg["p50_ms"] <= P2_VS_FLOOR * floor[0])),
         ("P2 p99 against its floor p99", f"{pg['p99_ms']:.2f} ms", f"{floor[1]:.2f} ms",
          _ratio(pg["p99_ms"], floor[1]),
-         "≤ 1.3×", _verdict(pg["p99_ms"] <= 1.3 * floor[1])),
+         f"≤ {P2_VS_FLOOR}×", _verdict(pg["p99_ms"] <= P2_VS_FLOOR * floor[1])),
     ]
     serial = _one_after_another_ms(r)
     if serial:
@@ -259,9 +275,11 @@ def floors(r: dict) -> str:
 
     A target is out of reach on this machine when the work the profile requires, timed alone
     with nothing else running, already misses it: P1 cannot beat the rate at which one stream
-    digests its segments (one bounded batch resident, each verified before conversion), and a
-    P2 statement cannot answer faster than the gateway's own cheapest round trip plus the
-    durable records and signatures its admission adds.
+    digests its segments (one bounded batch resident, each verified before conversion). The P2
+    floor — the gateway's own cheapest round trip plus the medians of the single operations its
+    admission adds — is a reference, not a strict lower bound: the gateway overlaps part of that
+    work, and the floor's p99 takes the round trip's p99, which a slow minute can raise above a
+    statement's (P2 p99 ÷ floor p99 read 0.91× once, docs/performance.md, seventh round).
     """
     w = r.get("mandated")
     if not w:
@@ -292,12 +310,12 @@ def floors(r: dict) -> str:
          f"({ops['engine_run'] * 1e3:.0f} µs) + {per['signs']} Ed25519 signs "
          f"({ops['sign'] * 1e3:.0f} µs) + {per['verifies']} verifies "
          f"({ops['verify'] * 1e3:.0f} µs)",
-         f"{alone_ms:.2f} ms", _ratio(alone_ms, canned50) + " canned p50", "≤ 3×",
-         reach(alone_ms <= 3 * canned50)),
+         f"{alone_ms:.2f} ms", _ratio(alone_ms, canned50) + " canned p50",
+         f"≤ {P2_P50_VS_CANNED}×", reach(alone_ms <= P2_P50_VS_CANNED * canned50)),
         ("P2 mandated work + the canned round trip (two RPCs cost the gateway at least what a "
          "C++ server answering from memory takes)", f"{alone_ms + canned50:.2f} ms",
-         _ratio(alone_ms + canned50, canned50) + " canned p50", "≤ 3×",
-         reach(alone_ms + canned50 <= 3 * canned50)),
+         _ratio(alone_ms + canned50, canned50) + " canned p50", f"≤ {P2_P50_VS_CANNED}×",
+         reach(alone_ms + canned50 <= P2_P50_VS_CANNED * canned50)),
     ]
     rt = r["p2"].get("gateway_metadata_round_trip")
     floor = _p2_floor_ms(r)
@@ -310,9 +328,11 @@ def floors(r: dict) -> str:
                  f"{per['verifies'] - _ticket_verifies(per)} verifies")
         rows += [
             (f"P2 floor p50: {label}", f"{floor[0]:.2f} ms",
-             _ratio(floor[0], canned50) + " canned p50", "≤ 3×", reach(floor[0] <= 3 * canned50)),
+             _ratio(floor[0], canned50) + " canned p50", f"≤ {P2_P50_VS_CANNED}×",
+             reach(floor[0] <= P2_P50_VS_CANNED * canned50)),
             ("P2 floor p99: the same with the round trip's p99", f"{floor[1]:.2f} ms",
-             _ratio(floor[1], canned99) + " canned p99", "≤ 5×", reach(floor[1] <= 5 * canned99)),
+             _ratio(floor[1], canned99) + " canned p99", f"≤ {P2_P99_VS_CANNED}×",
+             reach(floor[1] <= P2_P99_VS_CANNED * canned99)),
         ]
     seq = _sequence_ms(r)
     if seq:
@@ -359,7 +379,10 @@ def floors(r: dict) -> str:
            "of its own, which the floor's p99 leaves out. The round trip plus that sequence is "
            "reported for reference, not as a floor: the gateway overlaps part of the work (docs/"
            "performance.md, the twenty-fourth round). " if seq else "")
-        + "The P1 cap assumes the "
+        + "The P2 floor is a reference, not a strict lower bound: the sum of the single "
+        "operations' medians plus the round trip, while the gateway overlaps part of that work "
+        "and its p99 is the round trip's p99 (a statement's p99 has read 0.91× of it). "
+        "The P1 cap assumes the "
         "segment's SHA-256 (the architecture's digest) is computed by one thread: one bounded "
         "batch is resident and its bytes are verified before conversion.",
     ]
