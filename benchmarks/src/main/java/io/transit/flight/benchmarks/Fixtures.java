@@ -136,7 +136,12 @@ final class Fixtures {
 
     /** The chain of {@code bundle} signed at the principal's next sequence. */
     List<SignedCommand> nextChain(byte[] bundle) {
-      return CommandChain.derive(bundle, PRINCIPAL, KEY, engine.nextSequence(PRINCIPAL),
+      return chainAt(bundle, engine.nextSequence(PRINCIPAL));
+    }
+
+    /** The chain of {@code bundle} signed from {@code sequence} on. */
+    List<SignedCommand> chainAt(byte[] bundle, long sequence) {
+      return CommandChain.derive(bundle, PRINCIPAL, KEY, sequence,
           CommandChain.DEFAULT_PART_BYTES).commands();
     }
 
