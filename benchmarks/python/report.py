@@ -103,7 +103,7 @@ def table(r: dict) -> str:
         f"place (a view, as the gateway's engine does). Rows marked \"vs DuckDB Flight SQL "
         f"peer\": a PyArrow Flight SQL server running each statement's SQL in DuckDB over the "
         f"same file (benchmarks/python/duckdb_peer.py), through the same client calls"
-        + (f", DuckDB with {m['sql_peer_threads']} threads as the gateway's engine"
+        + (f", DuckDB with {m['sql_peer_threads']} threads, as many as the gateway's engine"
            if m.get("sql_peer_threads") else "") + ".",
         f"Rows: {m['rows']:,} × 4 int64 (P1 payload {m['rows'] * 32 / 1e9:.2f} GB); "
         f"P1 runs: {m['runs']} (after {m.get('warmup_reads', 1)} untimed reads of each server"
