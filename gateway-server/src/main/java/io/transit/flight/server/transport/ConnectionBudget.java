@@ -19,15 +19,25 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>A connection takes a slot when its HTTP/2 (and TLS) handshake is done ({@link
  * #transportReady}) and gives it back when it ends ({@link #transportTerminated}); both run on the
- * connection's Netty event loop. A connection that finds no free slot is marked refused in its
- * transport attributes and holds no slot: every call on it is closed with RESOURCE_EXHAUSTED
- * {@code transport.connections_exhausted} before authentication or any Flight code runs, and
- * {@link AuthenticationBudget} closes it (none of its calls authenticates). A peer that never finishes the handshake
- * is bounded by {@code handshake_timeout_ms} instead. {@link #interceptCall} runs on the thread
- * that delivers the call's headers and only reads the immutable attributes.
+ * connection's Netty event loop. A connection that finds no free slot holds none: each call on it
+ * looks for one again ({@link #interceptCall}, on the service executor), and one that finds none
+ * is closed with RESOURCE_EXHAUSTED {@code transport.connections_exhausted} before authentication
+ * or any Flight code runs. A connection an edge keeps open and sends calls over is thus served
+ * again as soon as a slot frees, not refused until it closes; one whose calls all stay refused is
+ * closed by {@link AuthenticationBudget} (none of them authenticates). A peer that never finishes
+ * the handshake is bounded by {@code handshake_timeout_ms} instead.
+ *
+ * <p>The connection's slot state ({@link #SLOT}, in its transport attributes) moves only forward
+ * by compare-and-set: REFUSED to HELD (a call found a slot), REFUSED or HELD to ENDED (the
+ * transport ended; a HELD slot is given back then, once). A call that takes a slot for a
+ * connection that ended meanwhile, or that another call already gave one, gives its own back.
  */
 public final class ConnectionBudget extends ServerTransportFilter implements ServerInterceptor {
-  static final Attributes.Key<Boolean> ADMITTED = Attributes.Key.create("transit.connection.admitted");
+  /** The connection's slot: {@link #REFUSED}, {@link #HELD} or {@link #ENDED}. */
+  static final Attributes.Key<AtomicInteger> SLOT = Attributes.Key.create("transit.connection.slot");
+  static final int REFUSED = 0;
+  static final int HELD = 1;
+  static final int ENDED = 2;
 
   private final int max;
   private final ErrorMapper errors;
@@ -62,15 +72,33 @@ public final class ConnectionBudget extends ServerTransportFilter implements Ser
 
   @Override
   public Attributes transportReady(Attributes attrs) {
-    boolean admitted = tryAcquire();
-    return attrs.toBuilder().set(ADMITTED, admitted).build();
+    AtomicInteger slot = new AtomicInteger(tryAcquire() ? HELD : REFUSED);
+    return attrs.toBuilder().set(SLOT, slot).build();
   }
 
   @Override
   public void transportTerminated(Attributes attrs) {
-    if (attrs != null && Boolean.TRUE.equals(attrs.get(ADMITTED))) {
+    AtomicInteger slot = attrs == null ? null : attrs.get(SLOT);
+    if (slot != null && slot.getAndSet(ENDED) == HELD) {
       live.decrementAndGet();
     }
+  }
+
+  /** Whether the connection of {@code slot} holds a slot now, taking a free one if it had none. */
+  private boolean holds(AtomicInteger slot) {
+    int state = slot.get();
+    if (state != REFUSED) {
+      return state == HELD;
+    }
+    if (!tryAcquire()) {
+      return false;
+    }
+    if (slot.compareAndSet(REFUSED, HELD)) {
+      return true;
+    }
+    // Ended meanwhile, or another call on it took one first: this one goes back.
+    live.decrementAndGet();
+    return slot.get() == HELD;
   }
 
   private boolean tryAcquire() {
@@ -89,7 +117,8 @@ public final class ConnectionBudget extends ServerTransportFilter implements Ser
   @Override
   public <Q, R> ServerCall.Listener<Q> interceptCall(
       ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
-    if (Boolean.FALSE.equals(call.getAttributes().get(ADMITTED))) {
+    AtomicInteger slot = call.getAttributes().get(SLOT);
+    if (slot != null && !holds(slot)) {
       StatusRuntimeException s = errors.toGrpc(GatewayException.of(Cause.BUDGET_EXHAUSTED,
               "transport.connections_exhausted",
               "the gateway serves at most " + max + " connections; retry later")

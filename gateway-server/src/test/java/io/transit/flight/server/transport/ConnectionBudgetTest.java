@@ -1,0 +1,127 @@
+package io.transit.flight.server.transport;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.grpc.Attributes;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.Status;
+import io.transit.flight.diagnostic.ErrorMapper;
+import java.io.InputStream;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** The connection budget's slots, driven through its transport filter and interceptor. */
+class ConnectionBudgetTest {
+  private final ConnectionBudget budget =
+      new ConnectionBudget(1, new ErrorMapper(), new AuthenticationBudget(10_000));
+  private final AtomicInteger started = new AtomicInteger();
+  private final ServerCallHandler<InputStream, InputStream> next = (call, headers) -> {
+    started.incrementAndGet();
+    return new ServerCall.Listener<>() {};
+  };
+
+  /** A call on the connection of {@code attrs}; its close status, or null when it was started. */
+  private Status call(Attributes attrs) {
+    Status[] closed = {null};
+    budget.interceptCall(new Call(attrs, closed), new Metadata(), next);
+    return closed[0];
+  }
+
+  /**
+   * An edge keeps a connection that was refused a slot and sends its next calls over it: they are
+   * served once a slot is free, not refused until that connection closes.
+   */
+  @Test
+  void aRefusedConnectionIsServedOnceASlotFrees() {
+    Attributes a = budget.transportReady(Attributes.EMPTY);
+    Attributes b = budget.transportReady(Attributes.EMPTY);
+    assertNull(call(a));
+    Status refused = call(b);
+    assertEquals(Status.Code.RESOURCE_EXHAUSTED, refused.getCode());
+    assertTrue(refused.getDescription().startsWith("transport.connections_exhausted"),
+        refused.getDescription());
+    budget.transportTerminated(a);
+    assertEquals(0, budget.live());
+    assertNull(call(b), "the freed slot goes to the connection still open");
+    assertEquals(1, budget.live());
+    assertNull(call(b));
+    Attributes c = budget.transportReady(Attributes.EMPTY);
+    assertEquals(Status.Code.RESOURCE_EXHAUSTED, call(c).getCode());
+    budget.transportTerminated(b);
+    budget.transportTerminated(c);
+    assertEquals(0, budget.live(), "each slot given back once");
+    assertEquals(3, started.get());
+  }
+
+  /** A call that finds a slot for a connection that ended meanwhile gives it back. */
+  @Test
+  void aSlotTakenForAnEndedConnectionGoesBack() {
+    Attributes a = budget.transportReady(Attributes.EMPTY);
+    Attributes b = budget.transportReady(Attributes.EMPTY);
+    budget.transportTerminated(b); // refused, then ended with its call still on its way
+    budget.transportTerminated(a);
+    assertEquals(Status.Code.RESOURCE_EXHAUSTED, call(b).getCode());
+    assertEquals(0, budget.live());
+    assertEquals(0, started.get());
+  }
+
+  private static final class Call extends ServerCall<InputStream, InputStream> {
+    private static final MethodDescriptor.Marshaller<InputStream> RAW =
+        new MethodDescriptor.Marshaller<>() {
+          @Override
+          public InputStream stream(InputStream value) {
+            return value;
+          }
+
+          @Override
+          public InputStream parse(InputStream stream) {
+            return stream;
+          }
+        };
+    private static final MethodDescriptor<InputStream, InputStream> METHOD =
+        MethodDescriptor.<InputStream, InputStream>newBuilder()
+            .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName("test/call")
+            .setRequestMarshaller(RAW).setResponseMarshaller(RAW).build();
+    private final Attributes attrs;
+    private final Status[] closed;
+
+    Call(Attributes attrs, Status[] closed) {
+      this.attrs = attrs;
+      this.closed = closed;
+    }
+
+    @Override
+    public void request(int numMessages) {}
+
+    @Override
+    public void sendHeaders(Metadata headers) {}
+
+    @Override
+    public void sendMessage(InputStream message) {}
+
+    @Override
+    public void close(Status status, Metadata trailers) {
+      closed[0] = status;
+    }
+
+    @Override
+    public boolean isCancelled() {
+      return false;
+    }
+
+    @Override
+    public Attributes getAttributes() {
+      return attrs;
+    }
+
+    @Override
+    public MethodDescriptor<InputStream, InputStream> getMethodDescriptor() {
+      return METHOD;
+    }
+  }
+}
