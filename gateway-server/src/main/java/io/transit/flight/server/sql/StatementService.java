@@ -83,7 +83,7 @@ final class StatementService {
     Authorization.Grant grant = authorization.current(caller, Right.READ);
     nativeClient.checkAccess(grant.readAccess(), grant.caller().table(), AccessUse.DISCLOSE);
     rejectTransaction(command);
-    QueryPlan plan = compile(command, grant.caller());
+    QueryPlan plan = compile(command, grant.caller(), deadlines.controlDeadlineNanos());
     return new SchemaResult(QueryCompiler.outputSchema(plan));
   }
 
@@ -96,6 +96,9 @@ final class StatementService {
   FlightInfo getFlightInfo(
       CommandStatementQuery command, FlightDescriptor descriptor, CallerBinding caller,
       List<String> sequenceValues) {
+    // One bound for the whole call, taken once: compilation and admission share it (each taking
+    // the default afresh would let the call run twice the default, and past the maximum).
+    long deadlineNanos = deadlines.controlDeadlineNanos();
     // One grant for the whole call: the admission subject and the ticket scope come from the
     // same configuration even if a reload lands while admission waits.
     Authorization.Grant grant = authorization.current(caller, ADMISSION_RIGHTS);
@@ -109,13 +112,12 @@ final class StatementService {
       throw NextSequenceHint.tell(e, next);
     }
     rejectTransaction(command);
-    QueryPlan plan = compile(command, bound);
+    QueryPlan plan = compile(command, bound, deadlineNanos);
     Schema schema = QueryCompiler.outputSchema(plan);
     Admitted admitted;
     try {
       admitted = admission.admit(new AdmissionRequest(grant.admissionSubject(), bound.table(),
-          budgets, firstSequence, command.getQueryBytes().toByteArray(),
-          deadlines.controlDeadlineNanos()));
+          budgets, firstSequence, command.getQueryBytes().toByteArray(), deadlineNanos));
     } catch (GatewayException e) {
       RequestRecord.refused(e);
       throw NextSequenceHint.tell(e, next);
@@ -141,9 +143,10 @@ final class StatementService {
         .build();
   }
 
-  private QueryPlan compile(CommandStatementQuery command, CallerBinding caller) {
+  private QueryPlan compile(CommandStatementQuery command, CallerBinding caller,
+      long deadlineNanos) {
     return compiler.compile(caller.principal(), command.getQuery(), caller.table(),
-        deadlines.controlDeadlineNanos());
+        deadlineNanos);
   }
 
   private static void rejectTransaction(CommandStatementQuery command) {
