@@ -21,6 +21,7 @@ from pathlib import Path
 
 import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
+from adbc_driver_flightsql import DatabaseOptions
 import pyarrow as pa
 import pyarrow.flight as fl
 
@@ -182,6 +183,21 @@ class Result:
 
 # ---------------------------------------------------------------------------------- ADBC (Python)
 
+def adbc_connect(uri, token=None, timeout=60.0, **extra_db_kwargs):
+    """The tests' one way to open an ADBC DBAPI connection: ``token`` as the bearer credential
+    (None: none, as a pool's anchor), every query, fetch and update RPC bounded by ``timeout``
+    seconds (the driver's default is none: a daemon that stops answering would hang the test),
+    ``extra_db_kwargs`` further database options by name. ``autocommit=True``: the gateway has no
+    transactions."""
+    db_kwargs = {option.value: str(float(timeout)) for option in (
+        DatabaseOptions.TIMEOUT_QUERY, DatabaseOptions.TIMEOUT_FETCH,
+        DatabaseOptions.TIMEOUT_UPDATE)}
+    if token is not None:
+        db_kwargs[AUTH_OPTION] = f"Bearer {token}"
+    db_kwargs.update(extra_db_kwargs)
+    return flight_sql.connect(uri, db_kwargs=db_kwargs, autocommit=True)
+
+
 def _adbc_failure(e):
     details = {k.decode() if isinstance(k, bytes) else k: v for k, v in (getattr(e, "details", None) or [])}
     return _failure(str(e), details.get("transit-diagnostic-bin"))
@@ -292,14 +308,13 @@ class AdbcPyClient:
         self._pool = None
 
     def connect(self, caller):
-        return AdbcPySession(flight_sql.connect(self.gateway.uri, db_kwargs={
-            AUTH_OPTION: f"Bearer {self.gateway.token(caller)}"}, autocommit=True))
+        return AdbcPySession(adbc_connect(self.gateway.uri, self.gateway.token(caller)))
 
     def pooled(self, caller):
         # One AdbcDatabase without a credential (held by an anchor connection that never runs
         # anything); each clone shares it and carries its own credential as a call header.
         if self._pool is None:
-            self._pool = flight_sql.connect(self.gateway.uri, autocommit=True)
+            self._pool = adbc_connect(self.gateway.uri)
         with warnings.catch_warnings():
             # adbc_clone cannot pass autocommit=True, so the DBAPI warns that the (transactionless)
             # gateway cannot disable autocommit; the anchor connection was opened with it.

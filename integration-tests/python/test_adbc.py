@@ -2,17 +2,17 @@
 
 import json
 
-import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
 import pytest
+
+from clients import adbc_connect
 
 SEQ = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
 NEXT = "adbc.flight.sql.session.option.transit.next_sequence"
 
 
 def connect(gateway, caller):
-    return flight_sql.connect(gateway.uri, db_kwargs={
-        "adbc.flight.sql.authorization_header": f"Bearer {gateway.token(caller)}"})
+    return adbc_connect(gateway.uri, gateway.token(caller))
 
 
 def execute(conn, sql):

@@ -3,11 +3,11 @@ the exception's ``details`` and validates against docs/diagnostic-v1.schema.json
 before any header (compile error, admission, unauthenticated) and in the middle of a DoGet stream.
 """
 
-import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
 import pytest
 
 from calls import TRAILER
+from clients import adbc_connect
 from daemon import Daemon
 from diagnostic_clients import bounded, decode_diagnostic, facts
 
@@ -16,8 +16,7 @@ NEXT = "adbc.flight.sql.session.option.transit.next_sequence"
 
 
 def connect(gw, caller, token=None):
-    return flight_sql.connect(gw.uri, db_kwargs={
-        "adbc.flight.sql.authorization_header": f"Bearer {token or gw.token(caller)}"})
+    return adbc_connect(gw.uri, token or gw.token(caller))
 
 
 def fail(conn, sql, sequence=None, fetch=False):

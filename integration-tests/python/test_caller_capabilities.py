@@ -5,20 +5,19 @@ no-op success."""
 import json
 import struct
 
-import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
 import pyarrow.flight as fl
 import pytest
 
 import flightsql
+from clients import adbc_connect
 
 SEQ = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
 NEXT = "adbc.flight.sql.session.option.transit.next_sequence"
 
 
 def test_adbc_learns_each_next_sequence_only_from_caller_capabilities(gateway):
-    with flight_sql.connect(gateway.uri, db_kwargs={
-            "adbc.flight.sql.authorization_header": f"Bearer {gateway.token('primitive')}"}) as conn:
+    with adbc_connect(gateway.uri, gateway.token("primitive")) as conn:
         seen = []
         for limit in (11, 22, 33):
             seq = conn.adbc_connection.get_option_int(NEXT)
@@ -34,8 +33,7 @@ def test_adbc_learns_each_next_sequence_only_from_caller_capabilities(gateway):
 
 def test_adbc_cannot_set_the_read_only_option(gateway, primitive):
     before = primitive.next_sequence()
-    with flight_sql.connect(gateway.uri, db_kwargs={
-            "adbc.flight.sql.authorization_header": f"Bearer {gateway.token('primitive')}"}) as conn:
+    with adbc_connect(gateway.uri, gateway.token("primitive")) as conn:
         with pytest.raises(adbc_driver_manager.Error):
             conn.adbc_connection.set_options(**{NEXT: "1"})
         # Erasing it sends a value without a variant: refused in the result, by name.

@@ -8,16 +8,15 @@ import contextlib
 import secrets
 import time
 
+import adbc_driver_manager
 import grpc
 import pyarrow.flight as fl
 import pytest
 
-import adbc_driver_flightsql.dbapi as adbc_flight_sql
-import adbc_driver_manager
-
 import flightsql
 from calls import (SMALL_WINDOW, TRAILER, Caller, action, binding_revision, channel, do_get_exact,
                    expiry_ms, failure, info, next_sequence, options, schema, sql_info, ticket_of)
+from clients import adbc_connect
 from daemon import Daemon
 from diagnostic_clients import decode_diagnostic
 
@@ -409,11 +408,6 @@ def test_a_table_the_engine_does_not_serve_is_neither_listed_nor_counted(daemon)
         hidden.close()
 
 
-def adbc_connect(daemon, caller):
-    return adbc_flight_sql.connect(daemon.uri, db_kwargs={
-        "adbc.flight.sql.authorization_header": f"Bearer {daemon.token(caller)}"})
-
-
 def adbc_failure(conn, call):
     """The DBAPI error of ``call(cursor)`` and its checked Diagnostic v1 (ADBC's named detail)."""
     cur = conn.cursor()
@@ -429,7 +423,7 @@ def adbc_failure(conn, call):
 
 
 def test_adbc_sees_permission_denied_not_a_compile_error(daemon):
-    with adbc_connect(daemon, "primitive") as conn:
+    with adbc_connect(daemon.uri, daemon.token("primitive")) as conn:
         # With the right, GetSchema (no sequence needed) tells what does not compile.
         err, d = adbc_failure(conn, lambda cur: cur.adbc_execute_schema(BROKEN[1]))
         assert (d["status"], d["code"]) == ("INVALID_ARGUMENT", "query.unknown_column")

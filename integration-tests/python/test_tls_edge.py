@@ -5,13 +5,14 @@ transit-diagnostic-bin trailer arrive unchanged. Also the gateway's own TLS list
 
 import json
 
-import adbc_driver_flightsql.dbapi as flight_sql
 import grpc
 import pyarrow.flight as fl
 import pytest
+from adbc_driver_flightsql import DatabaseOptions
 
 import calls as C
 import edgetls
+from clients import adbc_connect
 from daemon import gateway_once
 
 pytestmark = pytest.mark.skipif(edgetls.nginx_binary() is None,
@@ -61,9 +62,8 @@ def test_pyarrow_through_nginx_tls(edge, certs, via):
 def test_adbc_through_nginx_tls(edge, certs, via):
     daemon, nginx = edge
     port = nginx.tcp_port if via == "tcp" else nginx.uds_port
-    with flight_sql.connect(f"grpc+tls://localhost:{port}", db_kwargs={
-            "adbc.flight.sql.authorization_header": f"Bearer {daemon.token('primitive')}",
-            "adbc.flight.sql.client_option.tls_root_certs": certs["ca"].read_text()}) as conn:
+    with adbc_connect(f"grpc+tls://localhost:{port}", daemon.token("primitive"), **{
+            DatabaseOptions.TLS_ROOT_CERTS.value: certs["ca"].read_text()}) as conn:
         cur = conn.cursor()
         cur.adbc_statement.set_options(**{SEQ: str(conn.adbc_connection.get_option_int(NEXT))})
         cur.execute("SELECT SUM(c) FROM primitive")
