@@ -3,15 +3,79 @@ never from this module."""
 
 import os
 import shutil
+import signal
+import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from calls import Caller
-import sys
-
 from daemon import Cluster, Daemon, Postgres
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item, settings):
+    """pytest-timeout's thread method (pytest.ini), but before it dumps the stacks and ends the
+    run with os._exit (no teardown runs), the processes this run started (daemons, nginx,
+    versitygw, the C consumer: this process's children) are killed, so none outlives the run."""
+    if settings.method != "thread":
+        return None  # pytest-timeout's own
+
+    import pytest_timeout
+
+    def expire():
+        _kill_children()
+        pytest_timeout.timeout_timer(item, settings)
+
+    timer = threading.Timer(settings.timeout, expire)
+    timer.name = f"pytest-timeout {item.nodeid}"
+    timer.daemon = True
+
+    def cancel():
+        timer.cancel()
+        timer.join()
+
+    item.cancel_timeout = cancel  # what pytest-timeout's cancel hook calls
+    timer.start()
+    return True
+
+
+def _kill_children(grace: float = 5.0):
+    """SIGTERM to each child (nginx's master then stops its workers; a SIGKILLed master leaves
+    them running), SIGKILL to those still running after ``grace`` seconds."""
+    children = set()
+    try:
+        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+            try:
+                children.update(int(c) for c in (task / "children").read_text().split())
+            except OSError:
+                pass  # the thread ended meanwhile
+    except OSError:
+        return
+
+    def running(pid):
+        try:  # gone, or a zombie nobody here will reap now
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    def signal_all(pids, sig):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+                print(f"pytest-timeout: {signal.Signals(sig).name} to child process {pid}",
+                      file=sys.stderr)
+            except OSError:
+                pass  # already gone
+
+    signal_all(children, signal.SIGTERM)
+    end = time.monotonic() + grace
+    while any(running(pid) for pid in children) and time.monotonic() < end:
+        time.sleep(0.1)
+    signal_all([pid for pid in children if running(pid)], signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")

@@ -47,6 +47,8 @@ from ops_support import metrics_port, sample, scrape
 
 RUNS = int(os.environ.get("TRANSIT_CRASH_RUNS", "6"))
 SEED = int(os.environ.get("TRANSIT_CRASH_SEED", str(time.time_ns() % 1_000_000)))
+# pytest.ini's per-test bound, raised for the stress profile: a minute per kill and restart.
+pytestmark = pytest.mark.timeout(max(1800, 60 * RUNS))
 # Each window a mode holds open lasts this long, so kills often find a statement inside it.
 HOLD_MS = 300
 FAULTS = {

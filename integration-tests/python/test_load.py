@@ -15,12 +15,15 @@ import threading
 import time
 
 import grpc
+import pytest
 
 import calls as C
 
 STRESS = os.environ.get("TRANSIT_STRESS") == "1"
 CLIENTS = int(os.environ.get("TRANSIT_LOAD_CLIENTS", 32 if STRESS else 8))
 SECONDS = float(os.environ.get("TRANSIT_LOAD_SECONDS", 300 if STRESS else 20))
+# pytest.ini's per-test bound, raised for a longer run: the load, then up to 300 s to finish.
+pytestmark = pytest.mark.timeout(max(1800, SECONDS + 900))
 HEAP_MB = 384
 ROOT_MB = 256
 # Peak RSS budget: JVM heap + Arrow root allocator + a fixed allowance for everything native the

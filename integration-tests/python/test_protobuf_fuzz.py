@@ -22,6 +22,8 @@ import flightsql as F
 SERVICE = "/arrow.flight.protocol.FlightService/"
 REQUESTS = int(os.environ.get("TRANSIT_FUZZ_REQUESTS", "5000"))
 SEED = int(os.environ.get("TRANSIT_FUZZ_SEED", "14"))
+# pytest.ini's per-test bound, raised past the fuzz's own join bound for the stress profile.
+pytestmark = pytest.mark.timeout(max(1800, REQUESTS / 20 + 600))
 WORKERS = 4
 # The access log writes one bounded line per request; a client fault adds at most one line per
 # caller per 10 s (never a stack trace). So the log grows by at most this much per request.
