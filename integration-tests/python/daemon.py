@@ -55,12 +55,14 @@ STATIC_PARTS = ("credentials", "keys", "demo-data")
 U64 = (1 << 64) - 1
 
 
-def wait_until(predicate, timeout: float = 60.0, what: str = "condition"):
-    """Polls ``predicate`` every 20 ms; AssertionError after ``timeout`` seconds."""
+def wait_until(predicate, timeout: float = 60.0, what="condition"):
+    """Polls ``predicate`` every 20 ms; AssertionError after ``timeout`` seconds naming ``what``
+    (a string, or a function called then: the message can show what the polls saw)."""
     end = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for"
+                                 f" {what() if callable(what) else what}")
         time.sleep(0.02)
 
 

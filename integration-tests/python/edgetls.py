@@ -13,10 +13,19 @@ def nginx_binary():
     return shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list:
+    """``n`` distinct free loopback ports: each socket stays bound until all are known (one
+    bound and closed at a time, the kernel may hand out the same port twice)."""
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            sockets.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def make_certs(directory: Path) -> dict:
@@ -91,7 +100,7 @@ class Nginx:
     def __init__(self, scratch: Path, certs: dict, gateway_port: int, gateway_socket: Path):
         self.scratch = scratch
         scratch.mkdir(parents=True, exist_ok=True)
-        self.tcp_port, self.uds_port = free_port(), free_port()
+        self.tcp_port, self.uds_port = free_ports(2)
         # As root, master and workers stay root so they can read the test's 0700 scratch dir.
         user = "user root root;" if os.geteuid() == 0 else ""
         self.conf = scratch / "nginx.conf"
@@ -106,16 +115,20 @@ class Nginx:
                        capture_output=True, timeout=30)
         self.proc = subprocess.Popen([binary, "-c", str(self.conf), "-p", str(self.scratch)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        for port in (self.tcp_port, self.uds_port):
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if self.proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError("nginx did not start:\n" + self.error_log())
-                    time.sleep(0.05)
+        try:
+            deadline = time.monotonic() + timeout
+            for port in (self.tcp_port, self.uds_port):
+                while True:
+                    try:
+                        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                        break
+                    except OSError:
+                        if self.proc.poll() is not None or time.monotonic() > deadline:
+                            raise RuntimeError("nginx did not start:\n" + self.error_log())
+                        time.sleep(0.05)
+        except BaseException:
+            self.stop()  # a late or half-started nginx must not outlive the failed start
+            raise
         return self
 
     def error_log(self) -> str:

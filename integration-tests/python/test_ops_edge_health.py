@@ -3,12 +3,12 @@ forwards grpc.health.v1 to the gateway over TCP and the Unix socket; an edge pro
 then NOT_SERVING once the gateway drains."""
 
 import signal
-import time
 
 import grpc
 import pytest
 
 import edgetls
+from daemon import wait_until
 from ops_support import HEALTH_CHECK, STATUS
 
 pytestmark = pytest.mark.skipif(edgetls.nginx_binary() is None,
@@ -28,22 +28,25 @@ def test_health_through_nginx_edge_across_drain(configured, tmp_path):
     sock = tmp_path / "gw.sock"
     daemon = configured(tmp_path / "gw", {
         "listen": {"unix_socket": str(sock)}, "ops": {"drain_notice_ms": 8000}}).start()
-    nginx = edgetls.Nginx(tmp_path / "nginx", certs, daemon.port, sock).start()
+    nginx = None
     try:
+        nginx = edgetls.Nginx(tmp_path / "nginx", certs, daemon.port, sock).start()
         assert edge_health(nginx.tcp_port, ca_pem) == "SERVING"
         assert edge_health(nginx.uds_port, ca_pem) == "SERVING"
         daemon.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 3.0
         seen = []
-        while time.monotonic() < deadline:
+
+        def not_serving():
             seen.append(edge_health(nginx.tcp_port, ca_pem))
-            if seen[-1] == "NOT_SERVING":
-                break
-            time.sleep(0.05)
-        assert seen[-1] == "NOT_SERVING", seen
+            return seen[-1] == "NOT_SERVING"
+
+        wait_until(not_serving, 3.0, lambda: f"the edge's health NOT_SERVING (saw {seen})")
         assert edge_health(nginx.uds_port, ca_pem) == "NOT_SERVING"
         assert daemon.proc.wait(30) == 0
     finally:
-        nginx.stop()
-        if daemon.alive():
-            daemon.stop()
+        try:
+            if nginx is not None:  # else its failed start stopped it
+                nginx.stop()
+        finally:
+            if daemon.alive():
+                daemon.stop()

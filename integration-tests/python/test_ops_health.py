@@ -2,13 +2,12 @@
 loaded, NOT_SERVING while draining after SIGTERM, answered without a credential (issue 17)."""
 
 import signal
-import time
 
 import grpc
 import pytest
 
 from calls import Caller
-from daemon import Daemon
+from daemon import Daemon, wait_until
 from ops_support import health
 
 
@@ -30,14 +29,13 @@ def test_health_serving_after_start_not_serving_while_draining(tmp_path):
         assert c.next_sequence() == 1
 
         d.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 3.0
         seen = []
-        while time.monotonic() < deadline:
+
+        def not_serving():
             seen.append(health(d.port))
-            if seen[-1] == "NOT_SERVING":
-                break
-            time.sleep(0.05)
-        assert seen[-1] == "NOT_SERVING", seen
+            return seen[-1] == "NOT_SERVING"
+
+        wait_until(not_serving, 3.0, lambda: f"health NOT_SERVING (saw {seen})")
         # During the notice the listener still serves calls: an edge routes away first.
         assert Caller(d, "primitive").next_sequence() == 1
         d.saw("draining: health NOT_SERVING")

@@ -32,10 +32,18 @@ def edge(configured, tmp_path_factory, certs):
     work = tmp_path_factory.mktemp("edge")
     sock = work / "gw.sock"
     daemon = configured(work / "gw", {"listen": {"unix_socket": str(sock)}}).start()
-    nginx = edgetls.Nginx(work / "nginx", certs, daemon.port, sock).start()
-    yield daemon, nginx
-    nginx.stop()
-    daemon.assert_clean_stop()
+    try:
+        nginx = edgetls.Nginx(work / "nginx", certs, daemon.port, sock).start()
+    except BaseException:
+        daemon.stop()  # nginx did not start (and was stopped): the daemon goes too
+        raise
+    try:
+        yield daemon, nginx
+    finally:
+        try:
+            nginx.stop()
+        finally:
+            daemon.assert_clean_stop()
     assert not sock.exists(), "the daemon removes its socket file on exit"
 
 
