@@ -158,11 +158,8 @@ def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path
     rnd = random.Random(SEED)
     early = mode == "early"
     metrics = {"ops": {"metrics": {"host": "127.0.0.1", "port": 0}}} if early else {}
-    d = Daemon(Daemon.template(tmp_path / "state", **metrics), faults=FAULTS[mode]).start()
-    journal, principal = d.journal(), d.principal("primitive")
+    d = Daemon(Daemon.template(tmp_path / "state", **metrics), faults=FAULTS[mode])
     admitted = {}  # first sequence -> (sql, correlation, next sequence)
-    with channel(d) as ch:
-        expected = next_sequence(ch, d, "primitive")
     figures = {"not_started": 0, "mid_upload": 0, "accepted_unfinished": 0,
                "finished_unreported": 0, "resumed": 0, "killed_before_execution": 0,
                "killed_before_terminal_commit": 0, "killed_before_submit_record": 0,
@@ -172,6 +169,10 @@ def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path
     # counter starts at 0 with each daemon; the stream's scrapes continue from there).
     life_adopted = 0.0
     try:
+        d.start()
+        journal, principal = d.journal(), d.principal("primitive")
+        with channel(d) as ch:
+            expected = next_sequence(ch, d, "primitive")
         for run in range(RUNS):
             stream = Stream(d, expected, len(admitted), early)
             stream.start()

@@ -124,7 +124,6 @@ def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_pa
                                str(state), "--port", "0", "--warm-up", "300"])
     started = {}
     th = threading.Thread(target=lambda: started.update(d=d.start(timeout=180)), daemon=True)
-    th.start()
 
     def warming_up():
         # The scratch gateway's threads run only after the handler is installed.
@@ -142,15 +141,18 @@ def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_pa
                 pass
         return any(n.startswith("native-exec") for n in names)
 
-    wait_until(warming_up, 120, "the warm-up to run")
-    os.kill(d.proc.pid, signal.SIGHUP)
-    th.join(200)
     try:
+        th.start()
+        wait_until(warming_up, 120, "the warm-up to run")
+        os.kill(d.proc.pid, signal.SIGHUP)
+        th.join(200)
         assert started.get("d") is d, "".join(d.output[-20:])
         d.saw("SIGHUP received while starting")
         d.saw("configuration reloaded")
         assert Caller(d, "primitive").next_sequence() == 1
     finally:
+        # Whatever failed, the start ends first (its own 180 s bound), then the daemon stops.
+        th.join(200)
         assert d.stop() == 0
 
 

@@ -52,11 +52,14 @@ def rss_kib(pid, field):
     return 0
 
 
-def test_bounded_load(configured, tmp_path, monkeypatch):
+def test_bounded_load(configured, tmp_path, monkeypatch, request):
     monkeypatch.setenv("TRANSIT_JAVA_OPTS", f"-Xmx{HEAP_MB}m -Xms64m")
     d = configured(tmp_path, {"limits": {
         "root_allocator_bytes": ROOT_MB << 20, "stream_allocator_bytes": 64 << 20,
-        "credit_stall_ms": 1000, "max_connections": CLIENTS + 8}}).start()
+        "credit_stall_ms": 1000, "max_connections": CLIENTS + 8}})
+    # Registered before the start: a test that fails before its own stop_report stops it too.
+    request.addfinalizer(lambda: d.alive() and d.stop())
+    d.start()
     setup = C.channel(d)
     big = C.flight_info(setup, d, "SELECT id, a, b, c, d FROM primitive")
     mid = C.flight_info(setup, d, "SELECT id, a FROM primitive WHERE a > 0")

@@ -36,9 +36,9 @@ def test_statements_run_through_pyarrow_on_the_postgresql_journal(template_state
                                                                   tmp_path):
     d, database = pg_daemon(template_state, postgres, tmp_path)
     sqlite_d = Daemon.variant(template_state)
-    d.start()
-    sqlite_d.start()
     try:
+        d.start()
+        sqlite_d.start()
         pg_caller, sqlite_caller = Caller(d, "primitive"), Caller(sqlite_d, "primitive")
         first = pg_caller.next_sequence()
         for sql in SQL:
@@ -57,18 +57,20 @@ def test_statements_run_through_pyarrow_on_the_postgresql_journal(template_state
         pg_caller.close()
         sqlite_caller.close()
     finally:
-        sqlite_d.close()
-        d.close()
+        try:
+            sqlite_d.close()
+        finally:
+            d.close()
 
 
 def test_kill9_restart_and_the_same_sequence_replays(template_state, postgres, tmp_path):
     # Accepted queries wait before they run, so the kill finds the last one unfinished.
     d, _ = pg_daemon(template_state, postgres, tmp_path, faults="execution-delay-ms:1500")
-    d.start()
-    principal = d.principal("primitive")
-    journal = d.journal()
     admitted = []  # (first sequence, sql, correlation, next sequence)
     try:
+        d.start()
+        principal = d.principal("primitive")
+        journal = d.journal()
         with channel(d) as ch:
             seq = next_sequence(ch, d, "primitive")
             for sql in SQL[:2]:
@@ -232,9 +234,9 @@ def test_a_stop_during_a_reload_waiting_for_the_journal_is_not_serving_at_once(
     from ops_support import health
 
     d, _ = pg_daemon(template_state, postgres, tmp_path)
-    d.start()
     stopped = []
     try:
+        d.start()
         assert Caller(d, "primitive").next_sequence() >= 1
         sessions = [pid for (pid,) in d.journal().query(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
@@ -250,9 +252,16 @@ def test_a_stop_during_a_reload_waiting_for_the_journal_is_not_serving_at_once(
         d.proc.send_signal(signal.SIGTERM)
         wait_until(lambda: health(d.port) == "NOT_SERVING", 10, "health NOT_SERVING")
     finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
-    assert d.stop() == 0
+        try:
+            for pid in stopped:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass  # that session ended: the others still need their SIGCONT
+        finally:
+            # Stopped here, not after: a failure above must not leave the daemon running.
+            rc = d.stop()
+    assert rc == 0
 
 
 def test_a_password_in_the_journal_urls_parameters_is_never_logged(template_state, postgres,
