@@ -66,6 +66,23 @@ def wait_until(predicate, timeout: float = 60.0, what="condition"):
         time.sleep(0.02)
 
 
+def close_all(closers) -> None:
+    """Calls every function of ``closers`` (each stops or closes one thing), whatever the ones
+    before it raised, then raises: the one failure, or an AssertionError naming them all. One
+    failed stop must not leave the rest running."""
+    errors = []
+    for close in closers:
+        try:
+            close()
+        except Exception as e:  # noqa: BLE001 (raised below, after the others ran)
+            errors.append(e)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise AssertionError(f"{len(errors)} stops failed: "
+                             + "; ".join(repr(e) for e in errors)) from errors[0]
+
+
 def gateway_once(*args, timeout: float = 120.0, cwd=None) -> subprocess.CompletedProcess:
     """Runs ``scripts/gateway args`` to its end (check-config, a start that must be refused), in
     ``cwd`` when given."""

@@ -24,7 +24,7 @@ import pytest
 import flightsql
 from calls import (drain, expiry_ms, failure, info, next_sequence, sql_info, sql_info_future,
                    ticket_of)
-from daemon import ROOT, Daemon, wait_until
+from daemon import ROOT, Daemon, close_all, wait_until
 from diagnostic_clients import bounded, check_message, decode_diagnostic, facts
 
 # A status-table row in docs/status.md: "| `CAUSE` | `STATUS` | ...".
@@ -78,8 +78,7 @@ def rigs(gateway):
         return started[name]
 
     yield get
-    for d in started.values():
-        d.close()
+    close_all(d.close for d in started.values())
 
 
 class Ctx:

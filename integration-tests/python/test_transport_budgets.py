@@ -16,6 +16,7 @@ from hyperframe.frame import GoAwayFrame, PingFrame
 import calls as C
 import flightsql
 import h2raw as H
+from daemon import close_all
 
 BIG = "SELECT id, a, b, c, d FROM primitive"
 
@@ -32,9 +33,7 @@ def daemon_with(configured, tmp_path):
         return d
 
     yield start
-    for d in started:
-        if d.alive():
-            d.assert_clean_stop()
+    close_all(d.assert_clean_stop for d in started if d.alive())
 
 
 # Budget figures are number facts (docs/diagnostic-v1.md): shortening never touches them.
