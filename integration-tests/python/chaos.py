@@ -39,7 +39,7 @@ import grpc
 import pyarrow.flight as fl
 
 from calls import TrailerCapture, channel, info_fields, next_sequence, seen, sql_info, ticket_of
-from daemon import U64, Cluster, Daemon, wait_until
+from daemon import U64, Cluster, Daemon, close_all, wait_until
 
 RETRIED = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
            grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNKNOWN}
@@ -61,6 +61,9 @@ OUTAGE_CODES = {"query.journal_unavailable", "query.segment_store_unavailable",
 EDGE_UNAVAILABLE = re.compile(r"Received http2 header with status: 50[234]\b")
 # QueryRunner's line when a run's attempt was superseded and its result dropped unpublished.
 FENCED = re.compile(r"query (\d+) attempt (\d+): fenced")
+# The bound of a killed replica's start again: a JVM start (with Flyway's validation) on a
+# shared 2-core machine; at load average 40 one was still starting, not hung, after 120 s.
+RERUN_START_S = 300
 
 
 @dataclass
@@ -200,6 +203,8 @@ class ChaosRun:
         # (kind, target, monotonic time): appended by the killer and its run-again threads
         self.events = []
         self.reruns = {}  # replica name -> its run-again thread; killer-owned
+        self.rerun_threads = []  # every run-again thread started (close joins them all)
+        self.killer = None  # the killer thread, once run() started it
         self.t0 = time.monotonic()  # reset by run: times in the evidence are relative to it
         self.records = {c: [] for c in self.callers}  # each list owned by its client thread
         self.done = threading.Event()  # set by run: the killer ends its plan
@@ -327,18 +332,23 @@ class ChaosRun:
         # goes on with the other replicas meanwhile.
         t = threading.Thread(target=self._rerun, args=(name,), name=f"chaos-rerun-{name}")
         self.reruns[name] = t
+        self.rerun_threads.append(t)
         t.start()
 
     def _rerun(self, name: str):
         try:
             rdir = self.cluster.state_dir / name
             # Same state directory and port, so the edge's upstream reaches it again; its lines
-            # go to the replica's own log, where the fenced count is read. The bound is a JVM
-            # start (with Flyway's validation) on a shared 2-core machine: at load average 40
-            # one was still starting, not hung, after 120 s.
+            # go to the replica's own log, where the fenced count is read.
             d = Daemon(rdir, configured=True, faults=self.cluster.faults,
-                       log_file=rdir / "gateway.log").start(timeout=300)
+                       log_file=rdir / "gateway.log").start(timeout=RERUN_START_S)
             self.procs[name] = self.daemons[name] = d
+            # Where scripts/cluster down finds the replica's process (the killed one's PID was
+            # there): it stops this one too should close() never run.
+            pid_file = rdir / "pid"
+            tmp = pid_file.with_suffix(".tmp")
+            tmp.write_text(f"{d.pid}\n")
+            os.replace(tmp, pid_file)
             self._event("rerun", name)
         except Exception as e:  # noqa: BLE001
             self.errors.append(f"rerun of {name}: {e!r}")
@@ -415,9 +425,13 @@ class ChaosRun:
         except Exception as e:  # noqa: BLE001
             self.errors.append(f"killer: {e!r}")
         finally:
-            for name in list(self.reruns):
-                self._running(name)
-            self.plan_done.set()
+            try:
+                for name in list(self.reruns):
+                    self._running(name)
+            except Exception as e:  # noqa: BLE001 (close() joins what is left)
+                self.errors.append(f"killer: {e!r}")
+            finally:
+                self.plan_done.set()
 
     # -- run and verdict -----------------------------------------------------------------------
 
@@ -429,8 +443,8 @@ class ChaosRun:
         threads = [threading.Thread(target=self._client, name=f"chaos-{c}",
                                     args=(c, n, random.Random(rng.random())))
                    for c, n in zip(self.callers, per)]
-        killer = threading.Thread(target=self._killer, name="chaos-killer",
-                                  args=(random.Random(rng.random()), pace_s))
+        killer = self.killer = threading.Thread(target=self._killer, name="chaos-killer",
+                                                args=(random.Random(rng.random()), pace_s))
         started = self.t0 = time.monotonic()
         for t in threads:
             t.start()
@@ -592,11 +606,24 @@ class ChaosRun:
         return out
 
     def close(self):
-        """Stops (SIGTERM) the replicas this run started again; scripts/cluster down stops the
+        """Waits (bounded) for every run-again still starting, then stops (SIGTERM) each replica
+        this run started again, whatever the stops before it did; scripts/cluster down stops the
         ones it started. Returns their exit statuses."""
+        self.done.set()  # the killer ends its plan (run() sets it too, unless it failed first)
+        if self.killer is not None:  # run() may have given up on it: it may still start one
+            self.killer.join(2 * RERUN_START_S)
+        for t in list(self.rerun_threads):
+            t.join(RERUN_START_S + 30)  # the start's own bound ends it (the JVM killed)
         out = {}
-        for name, d in self.daemons.items():
-            out[name] = d.stop(timeout=60)
+
+        def stopper(name, d):
+            def stop():
+                out[name] = d.stop(timeout=60)
+            return stop
+
+        close_all([stopper(name, d) for name, d in list(self.daemons.items())])
+        hung = [t.name for t in [self.killer] + self.rerun_threads if t and t.is_alive()]
+        assert not hung, f"chaos threads still running: {hung}"
         return out
 
 
