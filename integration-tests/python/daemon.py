@@ -95,6 +95,31 @@ def _env() -> dict:
     return dict(os.environ, TRANSIT_NO_BUILD="1")
 
 
+def write_private(path: Path, text: str) -> None:
+    """Writes ``path`` whole with mode 0600 (a temporary file renamed over it: a reload may read
+    it at any moment). gateway.json may hold secrets (a journal URL's password), so never the
+    umask's mode."""
+    path = Path(path)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)  # a leftover tmp file keeps its mode through O_CREAT
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class PortInUse(RuntimeError):
+    """A server could not bind the port picked for it: another process took it meanwhile."""
+
+
+def free_port() -> int:
+    """A loopback port free right now; pick it just before the bind, which may still lose it
+    (PortInUse: pick again)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def deep_merge(base: dict, extra: dict) -> dict:
     for k, v in extra.items():
         if isinstance(v, dict) and isinstance(base.get(k), dict):
@@ -138,6 +163,7 @@ class Daemon:
         self.uris = []
         self.startup_s = None
         self._pump = None
+        self._served = False  # a start succeeded once
 
     # -- state directories --------------------------------------------------------------------
 
@@ -166,7 +192,7 @@ class Daemon:
         cfg = json.loads((base / "gateway.json").read_text())
         cfg["listen"]["port"] = 0
         deep_merge(cfg, overrides or {})
-        (target / "gateway.json").write_text(json.dumps(cfg, indent=2))
+        write_private(target / "gateway.json", json.dumps(cfg, indent=2))
         return target
 
     @classmethod
@@ -178,8 +204,13 @@ class Daemon:
             root = Path(tempfile.mkdtemp(prefix="transit-variant-"))
             options["remove_on_close"] = root
             target = root / "state"
-        return cls(cls.copy_state(getattr(base, "state_dir", base), target, overrides, whole),
-                   **options)
+        try:
+            return cls(cls.copy_state(getattr(base, "state_dir", base), target, overrides,
+                                      whole), **options)
+        except BaseException:
+            if options.get("remove_on_close"):  # a half-made copy of keys and credentials
+                shutil.rmtree(options["remove_on_close"], ignore_errors=True)
+            raise
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -191,10 +222,7 @@ class Daemon:
         return json.loads(self.config_path.read_text())
 
     def write_config(self, cfg: dict) -> None:
-        # Replaced whole, never half-written: a reload may read it at any moment.
-        tmp = self.config_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(cfg, indent=2))
-        os.replace(tmp, self.config_path)
+        write_private(self.config_path, json.dumps(cfg, indent=2))
 
     def edit_config(self, **overrides) -> dict:
         """Merges ``overrides`` (top-level sections, merged deeply) into gateway.json."""
@@ -240,6 +268,19 @@ class Daemon:
         """Starts the daemon and waits for its connection help. SIGHUP starts at its default,
         whatever this runner inherited (so the reload tests also pass under nohup);
         ``ignore_hangup`` starts it ignored, as nohup does."""
+        try:
+            self._start(timeout, ignore_hangup)
+        except BaseException:
+            if not self._served and self.remove_on_close:
+                # A variant's first start failed: its copy of the keys and credentials goes now
+                # (``Daemon.variant(...).start()`` leaves the caller no daemon to close).
+                shutil.rmtree(self.remove_on_close, ignore_errors=True)
+                self.remove_on_close = None
+            raise
+        self._served = True
+        return self
+
+    def _start(self, timeout: float, ignore_hangup: bool) -> None:
         if self.object_store is not None:
             assert self.configured, "an object store needs a written configuration"
             self.edit_config(segments=self.object_store.segments(self.bucket))
@@ -267,7 +308,8 @@ class Daemon:
                                      stderr=subprocess.PIPE if self.stderr_unread
                                      else subprocess.STDOUT, text=True, env=env)
         self.uris = []
-        ready = threading.Event()
+        ready = threading.Event()  # the connection help's last line, or the output's end
+        helped = []  # the connection help arrived (not just the end of a failed start's output)
         proc = self.proc
 
         def pump():
@@ -283,6 +325,7 @@ class Daemon:
                         if m.group(1) != "grpc+unix":
                             self.port = int(m.group(2).rsplit(":", 1)[1])
                     if line.startswith(READY):
+                        helped.append(True)
                         ready.set()
             finally:
                 if log:
@@ -291,14 +334,20 @@ class Daemon:
 
         self._pump = threading.Thread(target=pump, daemon=True)
         self._pump.start()
-        if not ready.wait(timeout) or self.proc.poll() is not None:
-            self.proc.kill()
-            self.proc.wait(10)
-            self.proc = None
+        served = False
+        try:
+            # At the output's end the process may not have exited yet: poll() alone saw a
+            # failed start as served.
+            served = ready.wait(timeout) and bool(helped) and self.proc.poll() is None
+        finally:
+            if not served:  # also when interrupted while waiting: no process left behind
+                self.proc.kill()
+                self.proc.wait(10)
+                self.proc = None
+        if not served:
             raise RuntimeError("gateway did not start:\n" + "".join(self.output[-40:]))
         # From exec to serving: the launcher's heap look-up, JVM start, engine open, listeners.
         self.startup_s = time.perf_counter() - started
-        return self
 
     @property
     def pid(self) -> int:
@@ -418,9 +467,9 @@ class Postgres:
     def available(cls) -> bool:
         return (cls.BIN / "initdb").exists() and (cls.BIN / "pg_ctl").exists()
 
+    BIND_ATTEMPTS = 3
+
     def __init__(self):
-        import secrets
-        import socket
         self.dir = Path(tempfile.mkdtemp(prefix="transit-pg-"))
         os.chmod(self.dir, 0o700)
         self.password_file = self.dir / "password"
@@ -431,20 +480,37 @@ class Postgres:
         if self.root:
             subprocess.run(["chown", "-R", f"{self.OS_USER}:", str(self.dir)], check=True,
                            timeout=30)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = None
         self.databases = 0
         try:
             self._run(str(self.BIN / "initdb"), "-D", str(self.dir / "data"), "-U", self.ROLE,
                       f"--pwfile={self.password_file}", "-A", "scram-sha-256", "-E", "UTF8",
                       "--locale=C", "--no-sync")
-            self._run(str(self.BIN / "pg_ctl"), "-D", str(self.dir / "data"), "-l",
-                      str(self.dir / "server.log"), "-w", "-t", "60", "-o",
-                      f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1", "start")
+            self._start()
         except BaseException:
             self.close()
             raise
+
+    def _start(self) -> None:
+        """pg_ctl start on a port picked just before (initdb takes seconds: a port picked before
+        it is more likely gone); another port when that one was taken meanwhile, a few times."""
+        log = self.dir / "server.log"
+        for attempt in range(self.BIND_ATTEMPTS):
+            port = free_port()
+            logged = log.stat().st_size if log.exists() else 0
+            try:
+                self._run(str(self.BIN / "pg_ctl"), "-D", str(self.dir / "data"), "-l",
+                          str(log), "-w", "-t", "60", "-o",
+                          f"-p {port} -k {self.dir} -c listen_addresses=127.0.0.1", "start")
+            except RuntimeError:
+                with open(log, "rb") as f:
+                    f.seek(logged)
+                    taken = b"Address already in use" in f.read()
+                if not taken or attempt == self.BIND_ATTEMPTS - 1:
+                    raise
+                continue
+            self.port = port
+            return
 
     @classmethod
     def run_as_owner(cls, *cmd):
@@ -512,9 +578,7 @@ class Versitygw:
         self.secret_key = secrets.token_hex(20)
         self.access_key_file = self._private("s3-access-key", self.access_key)
         self.secret_key_file = self._private("s3-secret-key", self.secret_key)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = None  # picked by the first start; restarts keep it
         self.proc = None
 
     @staticmethod
@@ -535,6 +599,7 @@ class Versitygw:
 
     @property
     def endpoint(self) -> str:
+        assert self.port is not None, "versitygw has no port before its first start"
         return f"http://127.0.0.1:{self.port}"
 
     def create_bucket(self, bucket: str) -> Path:
@@ -558,18 +623,32 @@ class Versitygw:
         d = self.root / bucket / "segments"
         return {p.name: p for p in d.iterdir() if len(p.name) == 64} if d.exists() else {}
 
+    BIND_ATTEMPTS = 3
+
     def start(self, timeout: float = 20.0) -> "Versitygw":
-        self.proc = self.launch(self.port, self.root, self.access_key, self.secret_key,
-                                self.work / "versitygw.log", timeout)
-        return self
+        """Starts versitygw: again on its port (the daemons' configuration names it), or the
+        first time on a port picked just before, another one when that was taken meanwhile."""
+        for attempt in range(self.BIND_ATTEMPTS):
+            port = self.port if self.port is not None else free_port()
+            try:
+                self.proc = self.launch(port, self.root, self.access_key, self.secret_key,
+                                        self.work / "versitygw.log", timeout)
+            except PortInUse:
+                if self.port is not None or attempt == self.BIND_ATTEMPTS - 1:
+                    raise
+                continue
+            self.port = port
+            return self
 
     @classmethod
     def launch(cls, port: int, root: Path, access_key: str, secret_key: str, log_path: Path,
                timeout: float = 20.0, **popen) -> subprocess.Popen:
         """Starts versitygw on 127.0.0.1:``port`` over ``root`` (keys by environment, output
-        appended to ``log_path``) and waits until it listens; returns the process."""
+        appended to ``log_path``) and waits until it listens; returns the process. When it does
+        not, it is killed: PortInUse when the port was taken, else AssertionError."""
         env = dict(os.environ, ROOT_ACCESS_KEY_ID=access_key, ROOT_SECRET_ACCESS_KEY=secret_key)
         with open(log_path, "a") as log:
+            logged = log.tell()
             proc = subprocess.Popen([str(cls.binary()), "--quiet", "--keep-alive", "--port",
                                      f"127.0.0.1:{port}", "posix", str(root)],
                                     stdout=log, stderr=subprocess.STDOUT, env=env, **popen)
@@ -578,11 +657,23 @@ class Versitygw:
             assert proc.poll() is None, f"versitygw exited; see {log_path}"
             try:
                 socket.create_connection(("127.0.0.1", port), 0.2).close()
-                return True
             except OSError:
                 return False
+            # Another process may hold the port: versitygw then exits at once, failing its bind.
+            time.sleep(0.1)
+            assert proc.poll() is None, f"versitygw exited; see {log_path}"
+            return True
 
-        wait_until(listening, timeout, "versitygw to listen")
+        try:
+            wait_until(listening, timeout, "versitygw to listen")
+        except BaseException:
+            proc.kill()
+            proc.wait(10)
+            with open(log_path, "rb") as f:
+                f.seek(logged)
+                if b"address already in use" in f.read():
+                    raise PortInUse(f"127.0.0.1:{port} was taken; see {log_path}") from None
+            raise
         return proc
 
     def stop(self) -> None:
@@ -768,7 +859,13 @@ class Cluster:
                     out, err = p.communicate(timeout=180)
                 except subprocess.TimeoutExpired:
                     p.kill()
-                    out, err = p.communicate()
+                    try:
+                        out, err = p.communicate(timeout=30)
+                    except subprocess.TimeoutExpired as e:
+                        # What the script started (setsid) may hold its pipes open for good:
+                        # the output so far, then the pipes are closed unread.
+                        err = e.stderr or b""  # raw bytes, even in text mode
+                        err = err if isinstance(err, str) else err.decode(errors="replace")
                 raise AssertionError(f"scripts/cluster {args[0]} gave no answer in {timeout:.0f} s"
                                      f" (stopped):\n{err[-3000:]}") from None
             return subprocess.CompletedProcess(p.args, p.returncode, out, err)
