@@ -16,6 +16,8 @@ import os
 import re
 import select
 import subprocess
+import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -342,32 +344,74 @@ def build_c_consumer():
 
 
 class CConsumer:
-    """One transit-adbc-c process; every answer awaited at most `timeout` seconds."""
+    """One transit-adbc-c process; every answer awaited at most `timeout` seconds. Its standard
+    error goes to a file (a pipe nobody reads would fill up and stall it), shown on failures."""
 
     def __init__(self, binary, driver, uri, timeout=120.0):
-        self.proc = subprocess.Popen([binary, driver, uri], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([binary, driver, uri], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._stderr)
         self.timeout = timeout
         self.slots = 0
+        self._pending = b""  # read from stdout past the last answer line
+
+    def stderr(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read()[-4000:].decode(errors="replace")
+
+    def _exited(self):
+        try:
+            rc = self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait(10)
+        return AssertionError(f"C consumer exited ({rc}): {self.stderr()}")
+
+    def _answer(self, verb) -> bytes:
+        """The next answer line, read from the raw pipe against one deadline (readline after
+        select could still block on an answer without its newline)."""
+        deadline = time.monotonic() + self.timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError(f"C consumer gave no answer to {verb} within"
+                                     f" {self.timeout}s: {self.stderr()}")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise self._exited()
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
+        return line
 
     def command(self, *fields):
         line = "\t".join(str(f) for f in fields)
         assert "\n" not in line
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
-        if not ready:
-            self.proc.kill()
-            raise AssertionError(f"C consumer gave no answer to {fields[0]} within {self.timeout}s")
-        answer = self.proc.stdout.readline()
-        if not answer:
-            raise AssertionError(f"C consumer exited ({self.proc.wait(10)}): {self.proc.stderr.read()}")
-        return json.loads(answer)
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise self._exited() from None
+        return json.loads(self._answer(fields[0]))
 
     def close(self):
-        self.proc.stdin.close()
-        rc = self.proc.wait(60)
-        assert rc == 0, f"C consumer exited {rc}: {self.proc.stderr.read()}"
+        try:
+            try:
+                self.proc.stdin.close()  # the end of its input: it closes its slots and exits
+            except BrokenPipeError:
+                pass
+            try:
+                rc = self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError(f"C consumer did not exit within 60 s: {self.stderr()}")
+            assert rc == 0, f"C consumer exited {rc}: {self.stderr()}"
+        finally:
+            self.proc.stdout.close()
+            self._stderr.close()
 
 
 class AdbcCSession:
