@@ -92,11 +92,16 @@ def h2_open(port: int, timeout: float = 10.0, header_encoding="utf-8", acked: bo
             not acked or h2.events.SettingsAcknowledged in got)
 
     events = h2_read(s, conn, done)
+    if not done(events):  # the server closed the connection first
+        s.close()
+        raise AssertionError("the server closed the connection before its SETTINGS%s: %r"
+                             % (" and its ACK of ours" if acked else "", events))
     return s, conn, events
 
 
 def h2_read(s, conn, done, limit_s: float = 30.0):
-    """Feeds received bytes to `conn` until done(events so far) or the peer closes; bounded."""
+    """Feeds received bytes to `conn` until done(events so far) or the peer closes (then the
+    last event is "closed"); AssertionError when ``limit_s`` passes first."""
     events = []
     deadline = time.monotonic() + limit_s
     while not done(events):
@@ -106,8 +111,12 @@ def h2_read(s, conn, done, limit_s: float = 30.0):
         s.settimeout(remaining)
         try:
             data = s.recv(65536)
-        except (ConnectionResetError, socket.timeout):
+        except ConnectionResetError:
             data = b""
+        except socket.timeout:
+            # The deadline passed with the connection open: not a close.
+            raise AssertionError("no expected HTTP/2 event within %.0fs: %r"
+                                 % (limit_s, events)) from None
         if not data:
             events.append("closed")
             break
