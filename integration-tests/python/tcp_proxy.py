@@ -24,7 +24,8 @@ class TcpProxy:
         self._armed = False
         self.connections = 0
         self.cuts = 0
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._accepter = threading.Thread(target=self._accept, daemon=True)
+        self._accepter.start()
 
     @property
     def uri(self) -> str:
@@ -94,8 +95,17 @@ class TcpProxy:
         self._holding = self._armed = False
 
     def close(self):
+        try:
+            # Wakes the accept thread: on Linux close() alone leaves accept() blocked.
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self._listener.close()
+        # Ended before the cut, so no connection it accepts comes after it (the bound: its
+        # connect to the upstream's 10 s timeout).
+        self._accepter.join(15)
         self.cut()
+        assert not self._accepter.is_alive(), "the proxy's accept thread did not end"
 
 
 def pending_statement(upstream_port: int, token_file, sql: str, recorded):
