@@ -106,6 +106,8 @@ def test_a_warm_up_at_start_leaves_the_served_deployment_untouched(tmp_path):
         assert c.next_sequence() == 1
         table, _ = c.query("SELECT COUNT(*) FROM primitive")
         assert table.column(0).to_pylist() == [1_000_000]
+        # The control of the check above: the served gateway's own calls are logged with it.
+        d.saw("access - rpc")
     finally:
         assert d.stop() == 0
 
@@ -127,7 +129,7 @@ def test_a_stop_during_the_warm_up_removes_its_scratch_state(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.wait(30)
 
 
 def _scratch_statements(state):

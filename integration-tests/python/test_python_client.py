@@ -444,6 +444,10 @@ def test_a_statement_recorded_as_failed_names_the_next_sequence_and_the_client_u
         assert cur.sequence == hint
         gateway.quiet_log()
         assert asked() == before, "no GetSessionOptions: the failure named the next sequence"
+        # The control: a GetSessionOptions of this caller is counted, so the check above could
+        # fail (a changed access line would make it pass whatever the client did).
+        conn.next_sequence()
+        wait_until(lambda: asked() == before + 1, 10, "the GetSessionOptions access line")
 
 
 def test_adbc_and_pyarrow_connections_share_one_credentials_rules(gateway, primitive):
