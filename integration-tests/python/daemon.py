@@ -36,6 +36,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import tarfile
 import tempfile
 import threading
 import time
@@ -88,6 +89,29 @@ def gateway_once(*args, timeout: float = 120.0, cwd=None) -> subprocess.Complete
     ``cwd`` when given."""
     return subprocess.run([str(ROOT / "scripts" / "gateway")] + list(args), capture_output=True,
                           text=True, timeout=timeout, env=_env(), cwd=cwd)
+
+
+def release_archive() -> Path:
+    """The distribution archive of this build (the newest, should several versions be there)."""
+    found = sorted((ROOT / "distribution" / "target").glob("transit-flight-*.tar.gz"))
+    assert found, "no distribution archive: build the reactor first (mvn install)"
+    return found[-1]
+
+
+def unpack_release(workdir: Path) -> tuple:
+    """The distribution archive unpacked into ``workdir``/unpacked, as a user installs it;
+    returns its top directory and an environment without a JDK or Maven: PATH holds bash alone
+    (the launcher's shell), HOME is ``workdir``."""
+    workdir = Path(workdir)
+    home = workdir / "unpacked"
+    home.mkdir()
+    with tarfile.open(release_archive()) as t:
+        t.extractall(home, filter="tar")
+    [top] = list(home.iterdir())
+    tools = workdir / "path"
+    tools.mkdir()
+    (tools / "bash").symlink_to(shutil.which("bash"))
+    return top, {"PATH": str(tools), "HOME": str(workdir)}
 
 
 def _env() -> dict:

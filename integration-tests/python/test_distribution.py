@@ -6,34 +6,19 @@ import os
 import shutil
 import signal
 import subprocess
-import tarfile
 
 from calls import Caller
-from daemon import ROOT, Daemon, wait_until
+from daemon import Daemon, unpack_release, wait_until
 from ops_support import health
 
 
-def archive():
-    found = sorted((ROOT / "distribution" / "target").glob("transit-flight-*.tar.gz"))
-    assert found, "no distribution archive: build the reactor first (mvn install)"
-    return found[-1]
-
-
 def test_archive_runs_the_demo_without_a_jdk(tmp_path):
-    home = tmp_path / "unpacked"
-    home.mkdir()
-    with tarfile.open(archive()) as t:
-        t.extractall(home, filter="tar")
-    [top] = list(home.iterdir())
+    top, env = unpack_release(tmp_path)
     for part in ("bin/transit-flight", "lib", "runtime/bin/java", "LICENSE", "README.md",
                  "config/gateway.example.json", "config/nginx-edge.example.conf",
                  "config/transit-flight.service"):
         assert (top / part).exists(), part
     assert os.access(top / "bin" / "transit-flight", os.X_OK)
-    tools = tmp_path / "path"
-    tools.mkdir()
-    (tools / "bash").symlink_to(shutil.which("bash"))
-    env = {"PATH": str(tools), "HOME": str(tmp_path)}
     assert shutil.which("java", path=env["PATH"]) is None
     assert shutil.which("mvn", path=env["PATH"]) is None
 

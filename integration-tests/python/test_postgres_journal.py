@@ -8,7 +8,6 @@ archive's own runtime image runs on it too."""
 
 import contextlib
 import os
-import shutil
 import signal
 import time
 
@@ -16,7 +15,7 @@ import grpc
 
 from calls import (Caller, channel, do_get_exact, failure, info_fields, next_sequence,
                    read_result, sql_info, sql_info_future, ticket_of)
-from daemon import RELOADED, Daemon, wait_until
+from daemon import RELOADED, Daemon, unpack_release, wait_until
 
 SQL = [
     "SELECT COUNT(*) FROM primitive",
@@ -199,22 +198,12 @@ def test_the_release_archive_runtime_runs_on_the_postgresql_journal(template_sta
                                                                      tmp_path):
     """The jlink runtime image of the archive carries every module the driver, the pool and the
     migrations need (a missing one would fail at start or at the first statement)."""
-    import tarfile
-    from test_distribution import archive
-    home = tmp_path / "unpacked"
-    home.mkdir()
-    with tarfile.open(archive()) as t:
-        t.extractall(home, filter="tar")
-    [top] = list(home.iterdir())
-    tools = tmp_path / "path"
-    tools.mkdir()
-    (tools / "bash").symlink_to(shutil.which("bash"))
+    top, env = unpack_release(tmp_path)
     database = postgres.create_database()
     state = Daemon.copy_state(template_state, tmp_path / "state",
                               {"journal": postgres.journal_config(database)})
     d = Daemon(state, command=[str(top / "bin" / "transit-flight"), "run", "--config",
-                               str(state / "gateway.json")],
-               env={"PATH": str(tools), "HOME": str(tmp_path)}).start()
+                               str(state / "gateway.json")], env=env).start()
     try:
         caller = Caller(d, "primitive")
         table, _ = caller.query("SELECT COUNT(*) FROM primitive WHERE a > 1")

@@ -5,15 +5,12 @@ definite UNAVAILABLE query.segment_store_unavailable for a read (outcome incompl
 a statement whose segments it cannot take (it completes, same sequence, once the store is back)
 until the store is back, and a damaged or missing object fails closed as DATA_LOSS."""
 
-import shutil
-import tarfile
-
 import grpc
 import pyarrow.flight as fl
 import pytest
 
 import calls as C
-from daemon import ROOT, Daemon, Versitygw
+from daemon import Daemon, Versitygw, unpack_release
 
 # Several segments per result (the demo's rows_per_segment is far below this).
 SQL = [f"SELECT id, a, b, c, d FROM primitive WHERE id >= {k * 50_000} AND id < {(k + 1) * 50_000}"
@@ -141,21 +138,12 @@ def test_a_damaged_or_missing_object_fails_closed_as_data_loss(daemon, store):
 def test_the_distribution_archive_keeps_segments_in_the_bucket(store, template_state, tmp_path):
     """The jlink runtime image carries what the S3 client needs (its HTTP client names JDK
     modules the daemon otherwise does not use)."""
-    [archive] = sorted((ROOT / "distribution" / "target").glob("transit-flight-*.tar.gz"))[-1:]
-    home = tmp_path / "unpacked"
-    home.mkdir()
-    with tarfile.open(archive) as t:
-        t.extractall(home, filter="tar")
-    [top] = list(home.iterdir())
-    tools = tmp_path / "path"
-    tools.mkdir()
-    (tools / "bash").symlink_to(shutil.which("bash"))
+    top, env = unpack_release(tmp_path)
     state = tmp_path / "state"
     d = Daemon.variant(template_state, target=state, whole=True, configured=True,
                        object_store=store, bucket="distribution",
                        command=[str(top / "bin" / "transit-flight"), "run", "--config",
-                                str(state / "gateway.json")],
-                       env={"PATH": str(tools), "HOME": str(tmp_path)})
+                                str(state / "gateway.json")], env=env)
     d.start()
     try:
         caller = C.Caller(d, "primitive")
