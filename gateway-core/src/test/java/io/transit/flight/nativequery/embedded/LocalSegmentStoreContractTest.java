@@ -30,9 +30,7 @@ class LocalSegmentStoreContractTest extends SegmentStoreContract {
   @Test
   void aDamagedFileOfTheRightSizeIsWrittenAgain() throws Exception {
     byte[] sha = store.write(Y);
-    byte[] flipped = Y.clone();
-    flipped[3] ^= 0x20;
-    damage(sha, flipped);
+    damage(sha, flipped(Y));
     assertArrayEquals(sha, store.write(Y));
     assertArrayEquals(Y, Files.readAllBytes(local.path(sha)));
   }

@@ -38,6 +38,13 @@ abstract class SegmentStoreContract {
   SegmentStore store;
   BufferAllocator allocator;
 
+  /** {@code bytes} with one bit changed: the same size, another digest. */
+  static byte[] flipped(byte[] bytes) {
+    byte[] out = bytes.clone();
+    out[3] ^= 0x20;
+    return out;
+  }
+
   /** A fresh, empty store for one test. */
   abstract SegmentStore open() throws Exception;
 
@@ -100,8 +107,7 @@ abstract class SegmentStoreContract {
   @Test
   void aDamagedSegmentIsHandedBackAsStoredSoItsDigestCheckFails() throws Exception {
     byte[] sha = store.write(Y);
-    byte[] flipped = Y.clone();
-    flipped[3] ^= 0x20;
+    byte[] flipped = flipped(Y);
     damage(sha, flipped);
     try (ArrowBuf buf = store.read(sha, Y.length, allocator).orElseThrow()) {
       byte[] back = new byte[Y.length];

@@ -45,8 +45,8 @@ import org.apache.arrow.flight.impl.Flight;
  * already closed, or the parse failed) is closed here.
  */
 public final class MalformedRequests {
-  /** Hands gRPC's request stream over unparsed (also {@link UnknownMethods}'). */
-  static final MethodDescriptor.Marshaller<InputStream> RAW =
+  /** Hands gRPC's request stream over unparsed (also {@link UnknownMethods}', and tests'). */
+  public static final MethodDescriptor.Marshaller<InputStream> RAW =
       new MethodDescriptor.Marshaller<>() {
         @Override
         public InputStream stream(InputStream value) {

@@ -11,6 +11,7 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.Status;
 import io.transit.flight.diagnostic.ErrorMapper;
+import io.transit.flight.server.flight.MalformedRequests;
 import java.io.InputStream;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -71,22 +72,11 @@ class ConnectionBudgetTest {
   }
 
   private static final class Call extends ServerCall<InputStream, InputStream> {
-    private static final MethodDescriptor.Marshaller<InputStream> RAW =
-        new MethodDescriptor.Marshaller<>() {
-          @Override
-          public InputStream stream(InputStream value) {
-            return value;
-          }
-
-          @Override
-          public InputStream parse(InputStream stream) {
-            return stream;
-          }
-        };
     private static final MethodDescriptor<InputStream, InputStream> METHOD =
         MethodDescriptor.<InputStream, InputStream>newBuilder()
             .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName("test/call")
-            .setRequestMarshaller(RAW).setResponseMarshaller(RAW).build();
+            .setRequestMarshaller(MalformedRequests.RAW)
+            .setResponseMarshaller(MalformedRequests.RAW).build();
     private final Attributes attrs;
     private final Status[] closed;
 
