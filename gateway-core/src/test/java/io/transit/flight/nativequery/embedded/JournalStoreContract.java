@@ -187,8 +187,8 @@ public abstract class JournalStoreContract {
     byte[] inline = bytes("manifest-of-an-inline-result");
     journal.transaction(() -> {
       for (int i = 0; i < 2; i++) {
-        QueryStatus s = QueryStatus.newBuilder().setCorrelation(c[i])
-            .setState(QueryStatus.State.SUCCEEDED).setTotalRows(1)
+        QueryStatus s = QueryStatus.newBuilder().setCorrelation(c[i]).setPrincipal(1)
+            .setNamespace(i).setState(QueryStatus.State.SUCCEEDED).setTotalRows(1)
             .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
         assertTrue(journal.finish(s, i == 0 ? stored : inline, 100, 1_000 + i, 0));
       }
@@ -227,10 +227,11 @@ public abstract class JournalStoreContract {
     long failed = correlations.get(1);
     byte[] manifest = bytes("manifest-bytes");
     QueryStatus succeeded = QueryStatus.newBuilder().setCorrelation(ok)
-        .setState(QueryStatus.State.SUCCEEDED).setTotalRows(12)
+        .setPrincipal(MAX_U64).setNamespace(0).setState(QueryStatus.State.SUCCEEDED)
+        .setTotalRows(12)
         .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
     QueryStatus failure = QueryStatus.newBuilder().setCorrelation(failed)
-        .setState(QueryStatus.State.FAILED).setCode("query.budget_exhausted")
+        .setPrincipal(MAX_U64).setNamespace(1).setState(QueryStatus.State.FAILED).setCode("query.budget_exhausted")
         .setStage("execution").setMessage("over the row budget").setLimit(10).setRequired(11)
         .setColumn("big").build();
     journal.transaction(() -> {
@@ -240,7 +241,8 @@ public abstract class JournalStoreContract {
     });
     // A terminal status is final: a second finish of the same query changes nothing.
     assertFalse(journal.transaction(() ->
-        journal.finish(failure.toBuilder().setCorrelation(ok).build(), null, 0, 3_000, 0)));
+        journal.finish(failure.toBuilder().setCorrelation(ok).setNamespace(0).build(), null, 0,
+            3_000, 0)));
 
     JournalStore.SavedQuery s = journal.transaction(() -> journal.query(ok)).orElseThrow();
     assertEquals(QueryStatus.State.SUCCEEDED, s.status().getState());
@@ -253,7 +255,7 @@ public abstract class JournalStoreContract {
     assertFalse(s.released());
 
     JournalStore.SavedQuery f = journal.transaction(() -> journal.query(failed)).orElseThrow();
-    assertEquals(failure.toBuilder().setPrincipal(MAX_U64).setNamespace(1).build(), f.status());
+    assertEquals(failure, f.status());
     assertNull(f.manifest());
     assertTrue(journal.transaction(() -> journal.query(0x7777L)).isEmpty());
 
@@ -301,7 +303,8 @@ public abstract class JournalStoreContract {
     }
     journal.transaction(() -> {
       for (int i = 0; i < at.length; i++) {
-        QueryStatus.Builder s = QueryStatus.newBuilder().setCorrelation(c[i]);
+        QueryStatus.Builder s = QueryStatus.newBuilder().setCorrelation(c[i])
+            .setPrincipal(principal).setNamespace(100 + 10L * i);
         if (i == 1) {
           s.setState(QueryStatus.State.FAILED).setCode("query.budget_exhausted");
           assertTrue(journal.finish(s.build(), null, 0, at[i], 0));
@@ -445,7 +448,7 @@ public abstract class JournalStoreContract {
       long c = journal.transaction(() -> {
         long n = journal.allocateCorrelation();
         journal.insertAccepted(n, 1, at, bytes("b"));
-        journal.finish(QueryStatus.newBuilder().setCorrelation(n)
+        journal.finish(QueryStatus.newBuilder().setCorrelation(n).setPrincipal(1).setNamespace(at)
             .setState(QueryStatus.State.SUCCEEDED)
             .setManifestSha256(ByteString.copyFrom(new byte[32])).build(), bytes("m"), at, at, 0);
         return n;
@@ -527,7 +530,7 @@ public abstract class JournalStoreContract {
     assertEquals(2L, journal.transaction(() -> journal.claim(q, 200, "b/2", 20_000, 30_000))
         .orElseThrow());
     assertFalse(journal.transaction(() -> journal.renew(q, 100, 1, 40_000)));
-    QueryStatus done = QueryStatus.newBuilder().setCorrelation(q)
+    QueryStatus done = QueryStatus.newBuilder().setCorrelation(q).setPrincipal(21).setNamespace(1)
         .setState(QueryStatus.State.SUCCEEDED)
         .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
     assertFalse(journal.transaction(() -> journal.finish(done, bytes("m1"), 1, 21_000, 1)));
@@ -538,6 +541,45 @@ public abstract class JournalStoreContract {
     assertTrue(journal.transaction(() -> journal.claim(q, 300, "c/3", 99_000, 99_999)).isEmpty());
     assertFalse(journal.transaction(() -> journal.renew(q, 200, 2, 99_999)));
     assertTrue(journal.transaction(() -> journal.expiredLeases(Long.MAX_VALUE, 10)).isEmpty());
+  }
+
+  /**
+   * A correlation is not a statement's identity on a shared journal: a database crash that takes
+   * back a deferred submit lets the correlation sequence hand its value out again, to another
+   * statement whose first claim is attempt 1 as well. A finish naming another principal or
+   * namespace than the row's, even at the row's attempt, is a run of that lost statement: it
+   * changes nothing, and the row's own run still publishes.
+   */
+  @Test
+  void aFinishForAnotherStatementUnderTheSameCorrelationAndAttemptChangesNothing()
+      throws Exception {
+    long q = journal.transaction(() -> {
+      long n = journal.allocateCorrelation();
+      journal.insertAccepted(n, 31, 5, bytes("new-bundle"));
+      return n;
+    });
+    assertEquals(1L, journal.transaction(() -> journal.claim(q, 100, "a/1", 1_000, 11_000))
+        .orElseThrow());
+    QueryStatus own = QueryStatus.newBuilder().setCorrelation(q).setPrincipal(31).setNamespace(5)
+        .setState(QueryStatus.State.SUCCEEDED).setTotalRows(7)
+        .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
+    for (QueryStatus stale : List.of(own.toBuilder().setPrincipal(30).build(),
+        own.toBuilder().setNamespace(6).build(),
+        own.toBuilder().setState(QueryStatus.State.FAILED).setPrincipal(MAX_U64).build())) {
+      assertFalse(journal.transaction(() -> journal.finish(stale, bytes("old-manifest"), 4096,
+          2_000, 1)), "another statement's run: " + stale.getPrincipal() + "/"
+          + stale.getNamespace());
+    }
+    JournalStore.SavedQuery saved = journal.transaction(() -> journal.query(q)).orElseThrow();
+    assertEquals(QueryStatus.State.ACCEPTED, saved.status().getState());
+    assertEquals(0, saved.status().getTotalRows());
+    assertNull(saved.manifest());
+    assertEquals(0, journal.transaction(journal::retainedBytes));
+    assertEquals(List.of(q), journal.transaction(() -> journal.expiredLeases(Long.MAX_VALUE, 10)));
+    assertTrue(journal.transaction(() -> journal.finish(own, bytes("new-manifest"), 10, 3_000, 1)));
+    saved = journal.transaction(() -> journal.query(q)).orElseThrow();
+    assertEquals(own, saved.status());
+    assertArrayEquals(bytes("new-manifest"), saved.manifest());
   }
 
   private static long publish(JournalStore store, String document) throws SQLException {

@@ -81,7 +81,7 @@ class PostgresJournalContractTest extends JournalStoreContract {
     j.setNextSequence(principal, ns + CHAIN);
     j.insertAccepted(correlation, principal, ns, bytes("digest"));
     assertTrue(j.finish(QueryStatus.newBuilder().setCorrelation(correlation)
-        .setState(QueryStatus.State.SUCCEEDED)
+        .setPrincipal(principal).setNamespace(ns).setState(QueryStatus.State.SUCCEEDED)
         .setManifestSha256(ByteString.copyFrom(new byte[32])).build(), bytes("m"), 10,
         1_000 + i, 0));
     assertTrue(j.release(correlation));

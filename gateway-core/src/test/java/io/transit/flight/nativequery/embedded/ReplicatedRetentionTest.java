@@ -91,7 +91,8 @@ class ReplicatedRetentionTest {
         long c = journal.allocateCorrelation();
         journal.insertAccepted(c, 1, i + 1, digest);
         assertTrue(journal.finish(QueryStatus.newBuilder().setCorrelation(c)
-            .setState(QueryStatus.State.SUCCEEDED).build(), manifest, RESULT_BYTES, 1_000 + i, 0));
+            .setPrincipal(1).setNamespace(i + 1).setState(QueryStatus.State.SUCCEEDED).build(),
+            manifest, RESULT_BYTES, 1_000 + i, 0));
       }
       return null;
     });

@@ -492,7 +492,7 @@ class RetentionTest {
           long c = journal.allocateCorrelation();
           journal.insertAccepted(c, 1, i + 1, digest);
           assertTrue(journal.finish(QueryStatus.newBuilder().setCorrelation(c)
-              .setState(QueryStatus.State.FAILED).setCode("query.test").build(), null, 0,
+              .setPrincipal(1).setNamespace(i + 1).setState(QueryStatus.State.FAILED).setCode("query.test").build(), null, 0,
               1_000, 0));
         }
         return null;
@@ -540,7 +540,8 @@ class RetentionTest {
           long c = journal.allocateCorrelation();
           journal.insertAccepted(c, 1, i + 1, digest);
           assertTrue(journal.finish(QueryStatus.newBuilder().setCorrelation(c)
-              .setState(QueryStatus.State.SUCCEEDED).build(), manifest, 10, 1_000, 0));
+              .setPrincipal(1).setNamespace(i + 1).setState(QueryStatus.State.SUCCEEDED).build(),
+              manifest, 10, 1_000, 0));
         }
         return null;
       });

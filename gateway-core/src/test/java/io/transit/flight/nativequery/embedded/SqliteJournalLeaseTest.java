@@ -31,7 +31,7 @@ class SqliteJournalLeaseTest {
     return QueryStatus.newBuilder()
         .setCorrelation(correlation)
         .setPrincipal(7)
-        .setNamespace(1)
+        .setNamespace(correlation) // as accept() inserts it
         .setState(QueryStatus.State.SUCCEEDED)
         .setManifestSha256(com.google.protobuf.ByteString.copyFrom(new byte[32]))
         .setTotalRows(rows)
