@@ -178,8 +178,8 @@ final class CommandProcessor {
    */
   static final class NotDurable extends SQLException {
     NotDurable(SQLException cause) {
-      super("the decision committed but could not be made durable: " + cause.getMessage(),
-          cause.getSQLState(), cause);
+      // The cause's text stays with the cause (logged by the engine), out of this message.
+      super("the decision committed but could not be made durable", cause.getSQLState(), cause);
     }
   }
 

@@ -388,8 +388,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     if (e instanceof CommandProcessor.NotDurable) {
       // Checked first: its cause may be the full disk or the lost connection of the flush, which
       // would otherwise read as a commit that recorded nothing.
-      return unknownOutcome(parsed, "the decision could not be made durable")
-          .with("reason", e.getMessage());
+      log.warn("command at sequence {}: its decision committed but could not be made durable",
+          Long.toUnsignedString(parsed.getSequence()), e);
+      return sqlFacts(unknownOutcome(parsed, "the decision could not be made durable"), e);
     }
     if (journal.isFullWithNothingRecorded(e)) {
       return journalFull(parsed);
@@ -403,11 +404,42 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
               "the native journal cannot be written; nothing was recorded", e)
           .with(Fact.unsigned("sequence", parsed.getSequence()))
           .with(Fact.unsigned("namespace", parsed.getNamespace()));
-      return e.getSQLState() == null ? g : g.with("sql_state", e.getSQLState());
+      return sqlFacts(g, e);
     }
     // Any other failed commit may or may not have reached the disk: the outcome is unknown.
-    return unknownOutcome(parsed, "the journal commit failed").with("reason", e.getMessage());
+    log.warn("command at sequence {}: its journal commit failed, outcome unknown",
+        Long.toUnsignedString(parsed.getSequence()), e);
+    return sqlFacts(unknownOutcome(parsed, "the journal commit failed"), e);
   }
+
+  /**
+   * {@code g} with what {@code e} says about its cause in bounded facts a client may see: the
+   * SQLSTATE ({@code sql_state}) and the driver's vendor code ({@code vendor_code}; SQLite's
+   * result code, which its SQLExceptions carry instead of a SQLSTATE), the first of each along
+   * the cause chain. Never the exception's text: it can hold SQL, paths and server internals, and
+   * the log has it.
+   */
+  static GatewayException sqlFacts(GatewayException g, SQLException e) {
+    String state = null;
+    int vendor = 0;
+    for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+      if (t instanceof SQLException s) {
+        if (state == null && s.getSQLState() != null && SQL_STATE.matcher(s.getSQLState())
+            .matches()) {
+          state = s.getSQLState();
+        }
+        if (vendor == 0) {
+          vendor = s.getErrorCode();
+        }
+      }
+    }
+    GatewayException out = state == null ? g : g.with("sql_state", state);
+    return vendor == 0 ? out : out.with(Fact.signed("vendor_code", vendor));
+  }
+
+  /** A SQLSTATE as the standard writes it: five digits or upper-case letters. */
+  private static final java.util.regex.Pattern SQL_STATE =
+      java.util.regex.Pattern.compile("[0-9A-Z]{5}");
 
   /**
    * The journal's storage is full and the store guarantees the transaction rolled back: nothing

@@ -335,6 +335,32 @@ class EmbeddedEngineCommandTest {
     assertEquals(CommandOutcome.Kind.REJECTED, again.getKind());
   }
 
+  /**
+   * A journal failure reaches the caller as bounded facts (the SQLite result code), never as the
+   * driver's text, which can carry SQL, paths or what a trigger or the server said.
+   */
+  @Test
+  void aJournalFailureTellsItsCodeNotItsText() throws Exception {
+    open(EngineOptions.defaults());
+    SignedCommand begin = chain(1, bundle(table(), SQL, roomyBudgets()), 200).get(0);
+    String secret = "secret-text-of-the-journal-/var/lib/x";
+    try (java.sql.Connection c = java.sql.DriverManager.getConnection(
+            "jdbc:sqlite:" + state.resolve(SqliteJournal.FILE));
+        java.sql.Statement s = c.createStatement()) {
+      s.execute("CREATE TRIGGER refuse BEFORE INSERT ON commands BEGIN SELECT RAISE(ABORT, '"
+          + secret + "'); END");
+    }
+    GatewayException e = assertThrows(GatewayException.class, () -> engine.send(begin));
+    assertEquals(Cause.UNKNOWN_OUTCOME, e.kind());
+    assertEquals("query.unknown_outcome", e.code());
+    assertFalse(e.facts().containsKey("reason"), e.facts().toString());
+    assertEquals(Fact.signed("vendor_code", 19), e.facts().get("vendor_code"),
+        "SQLITE_CONSTRAINT, as the trigger's RAISE(ABORT) is");
+    assertFalse(e.getMessage().contains(secret), e.getMessage());
+    assertFalse(e.facts().toString().contains(secret), e.facts().toString());
+    assertFalse(e.facts().toString().contains("SQLITE"), e.facts().toString());
+  }
+
   @Test
   void faultsBeforeAndAfterRecordReportUnknownOutcome() throws Exception {
     AtomicReference<CommandFaults.Point> failAt = new AtomicReference<>();

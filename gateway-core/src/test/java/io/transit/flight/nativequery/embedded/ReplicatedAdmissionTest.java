@@ -6,6 +6,7 @@ import static io.transit.flight.nativequery.embedded.EngineTestSupport.fullRight
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.sign;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -292,6 +293,10 @@ class ReplicatedAdmissionTest {
       GatewayException e = assertThrows(GatewayException.class, () -> impatient.send(stray));
       assertEquals(Cause.UNKNOWN_OUTCOME, e.kind());
       assertEquals("query.unknown_outcome", e.code());
+      // Why, in a bounded fact: the SQLSTATE, not the server's text (which names the lock).
+      assertEquals("55P03", e.facts().get("sql_state"));
+      assertFalse(e.facts().containsKey("reason"), e.facts().toString());
+      assertFalse(e.facts().toString().contains("lock timeout"), e.facts().toString());
       holder.rollback();
       CommandOutcome replayed = impatient.send(stray);
       assertEquals(CommandOutcome.Kind.REJECTED, replayed.getKind(), "the refusal was recorded");
