@@ -228,8 +228,30 @@ final class SqliteJournal implements JournalStore {
    * Adds the retention and history columns to an older journal. Results finished before have no
    * recorded time: they count as finished now, so an upgrade does not expire every earlier result
    * at once.
+   *
+   * <p>One transaction (SQLite's DDL is transactional), taken for writing before the columns are
+   * read: whether a column is back-filled is decided by its absence, so a column committed without
+   * its back-fill (a kill between two auto-commits) would keep 0 for good — every earlier result
+   * then past the age bound at the first sweep. Two connections opening one file at once (engines
+   * as replicas) upgrade it one after the other, the second finding nothing to add.
    */
   private static void addMissingColumns(Statement s) throws SQLException {
+    s.execute("BEGIN IMMEDIATE");
+    try {
+      upgrade(s);
+      s.execute("COMMIT");
+    } catch (SQLException | RuntimeException e) {
+      try {
+        s.execute("ROLLBACK");
+      } catch (SQLException rollback) {
+        e.addSuppressed(rollback); // the connection is closed by the caller either way
+      }
+      throw e;
+    }
+  }
+
+  /** {@link #addMissingColumns}'s work, inside its transaction. */
+  private static void upgrade(Statement s) throws SQLException {
     java.util.Set<String> have = new java.util.HashSet<>();
     for (String table : new String[] {"queries", "commands", "uploads"}) {
       try (ResultSet r = s.executeQuery("PRAGMA table_info(" + table + ")")) {

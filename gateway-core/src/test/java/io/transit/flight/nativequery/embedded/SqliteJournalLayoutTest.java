@@ -2,6 +2,8 @@ package io.transit.flight.nativequery.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
@@ -167,6 +169,74 @@ class SqliteJournalLayoutTest {
         return null;
       });
     }
+  }
+
+  /**
+   * An upgrade that fails part way (here a back-fill refused by a trigger, as a kill between the
+   * column and its back-fill would leave it) adds nothing: the next open adds each column with
+   * its back-fill, so results and uploads from before count from the upgrade, not from 0.
+   */
+  @Test
+  void anUpgradeCutShortAddsNoColumnWithoutItsBackFill() throws Exception {
+    Path file = dir.resolve("before-retention.sqlite");
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      journal.transaction(() -> null);
+    }
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        Statement s = c.createStatement()) {
+      // Back to a journal from before the retention and history columns, with one finished
+      // result and one upload.
+      s.execute("DROP INDEX queries_retained");
+      s.execute("DROP INDEX uploads_begun");
+      s.execute("ALTER TABLE queries DROP COLUMN finished_ms");
+      s.execute("ALTER TABLE queries DROP COLUMN result_bytes");
+      s.execute("ALTER TABLE uploads DROP COLUMN begun_ms");
+      s.execute("INSERT INTO queries (correlation, principal, namespace, bundle_sha256, state,"
+          + " code, stage, message, total_rows, limit_amount, required_amount, failed_column,"
+          + " released, manifest) VALUES (1, 4, 20, x'00', 'SUCCEEDED', '', '', '', 0, 0, 0,"
+          + " '', 0, x'01')");
+      s.execute("INSERT INTO uploads VALUES (4, 20, 3, 1, x'03', 1, 3, 'SUBMITTED')");
+      s.execute("CREATE TRIGGER no_backfill BEFORE UPDATE ON queries"
+          + " BEGIN SELECT RAISE(ABORT, 'back-fill refused'); END");
+    }
+    assertThrows(SQLException.class, () -> SqliteJournal.open(file));
+    assertFalse(columns(file, "queries").contains("finished_ms"), "no column without back-fill");
+    assertFalse(columns(file, "uploads").contains("begun_ms"));
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        Statement s = c.createStatement()) {
+      s.execute("DROP TRIGGER no_backfill");
+    }
+    long before = System.currentTimeMillis();
+    try (SqliteJournal journal = SqliteJournal.open(file)) {
+      long after = System.currentTimeMillis();
+      List<JournalStore.Retained> retained = journal.transaction(() -> journal.oldestRetained(10));
+      assertEquals(1, retained.size());
+      long finished = retained.get(0).finishedMillis();
+      assertTrue(finished >= before && finished <= after, "finished at the upgrade: " + finished);
+      journal.transaction(() -> {
+        assertTrue(journal.finishedBefore(Long.MAX_VALUE, 10).isEmpty(), "still retained");
+        assertTrue(journal.abandonedBefore(Long.MAX_VALUE, 10).isEmpty(), "submitted");
+        return null;
+      });
+    }
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT begun_ms FROM uploads")) {
+      assertTrue(r.next());
+      assertTrue(r.getLong(1) >= before, "begun at the upgrade: " + r.getLong(1));
+    }
+  }
+
+  private static List<String> columns(Path file, String table) throws SQLException {
+    List<String> out = new ArrayList<>();
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("PRAGMA table_info(" + table + ")")) {
+      while (r.next()) {
+        out.add(r.getString("name"));
+      }
+    }
+    return out;
   }
 
   @Test
