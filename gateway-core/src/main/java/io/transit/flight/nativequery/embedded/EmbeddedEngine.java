@@ -827,7 +827,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   @Override
   public boolean release(long correlation) {
     try {
-      boolean released = journal.transaction(() -> journal.release(correlation));
+      // Serialized with the sweeps' pages of every replica (JournalStore.shareReleases).
+      boolean released = journal.transaction(() -> {
+        journal.shareReleases();
+        return journal.release(correlation);
+      });
       if (released) {
         retention.released(); // its files, if only it named them, go at the next sweep
       }

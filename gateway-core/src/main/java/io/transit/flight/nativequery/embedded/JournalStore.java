@@ -338,6 +338,17 @@ public interface JournalStore extends AutoCloseable {
    */
   void lockReleases() throws SQLException;
 
+  /**
+   * Inside a transaction, before anything else in it, when it releases a result outside the
+   * retention sweep (an operator's release): waits for a sweep's page that holds {@link
+   * #lockReleases} and keeps the next page from starting until this transaction ends, so no such
+   * release commits between a page's sum and its read of the oldest results (it would be counted
+   * twice, and a younger result released for it). Releases that take it do not wait for each
+   * other. A shared journal takes the same advisory lock in shared mode; the embedded journal's
+   * single writer already excludes every other transaction.
+   */
+  void shareReleases() throws SQLException;
+
   /** Deletes an upload's row and its parts. */
   void forgetUpload(long principal, long namespace) throws SQLException;
 

@@ -754,6 +754,10 @@ final class SqliteJournal implements JournalStore {
   @Override
   public void lockReleases() {}
 
+  /** Nothing to take: as {@link #lockReleases}. */
+  @Override
+  public void shareReleases() {}
+
   @Override
   public void forgetUpload(long principal, long namespace) throws SQLException {
     JournalRows.forgetUpload(principal, namespace, this::update);

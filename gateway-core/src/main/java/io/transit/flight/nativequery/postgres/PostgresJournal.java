@@ -612,6 +612,17 @@ public final class PostgresJournal implements JournalStore {
     read("SELECT pg_advisory_xact_lock(?)", r -> null, RELEASE_LOCK);
   }
 
+  /**
+   * The release lock in shared mode. No deadlock with a sweep's page: both take the advisory
+   * lock before any row, so neither waits for it while holding a row the other needs, and the
+   * server queues a shared request behind a waiting exclusive one, so operators' releases do not
+   * starve the sweep.
+   */
+  @Override
+  public void shareReleases() throws SQLException {
+    read("SELECT pg_advisory_xact_lock_shared(?)", r -> null, RELEASE_LOCK);
+  }
+
   @Override
   public void forgetUpload(long principal, long namespace) throws SQLException {
     JournalRows.forgetUpload(principal, namespace, this::write); // held, as forgetCommand's are

@@ -12,6 +12,8 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -76,6 +78,58 @@ class ReplicatedRetentionTest {
           .anyMatch(r -> r.finishedMillis() == 1_000), "the oldest is the one released");
       retentionA.close();
       retentionB.close();
+    } finally {
+      threads.shutdownNow();
+      assertTrue(threads.awaitTermination(30, TimeUnit.SECONDS));
+    }
+  }
+
+  /**
+   * An operator's release on another replica ({@link EmbeddedEngine#release}) that comes between
+   * a sweep's sum and its page waits for the page, as another replica's sweep does: had it
+   * committed in between, the page would have found the next result oldest with its sum still one
+   * over, and released that one too.
+   */
+  @Test
+  void anOperatorsReleaseBetweenASweepsSumAndItsPageIsNotCountedTwice() throws Exception {
+    String db = CLUSTER.get().createDatabase();
+    ExecutorService threads = Executors.newFixedThreadPool(2);
+    try (PostgresJournal b = PostgresJournal.open(CLUSTER.get().settings(db))) {
+      seed(b);
+      long oldest = b.transaction(() -> b.oldestRetained(1)).get(0).correlation();
+      // The operator's replica; its own sweeps find nothing past its bounds.
+      EmbeddedEngine operator = EmbeddedEngine.open(segments.resolve("operator"),
+          EngineOptions.defaults().withRetention(Duration.ofDays(36_500), 1L << 40,
+              Duration.ofHours(1)),
+          PostgresJournal.open(CLUSTER.get().settings(db)), List.of(),
+          List.of(EngineTestSupport.fullRights()), new EngineTestSupport.TablePlanner());
+      try {
+        AtomicBoolean first = new AtomicBoolean(true);
+        List<Future<Boolean>> release = new ArrayList<>();
+        JournalStore interleaved = beforeFirstPage(b, () -> {
+          if (first.getAndSet(false)) {
+            release.add(threads.submit(() -> operator.release(oldest)));
+            try {
+              release.get(0).get(2, TimeUnit.SECONDS);
+            } catch (TimeoutException waiting) {
+              // The release waits for this page's transaction: the outcome the lock is for.
+            }
+          }
+        });
+        RetentionPolicy policy =
+            new RetentionPolicy(Duration.ofDays(1), MAX_BYTES, Duration.ofDays(7));
+        Retention retentionB = new Retention(interleaved, new LocalSegmentStore(
+            segments.resolve("b")), policy, () -> 2_000_000L, Duration.ofSeconds(2));
+        Retention.Swept swept = threads.submit(retentionB::sweep).get(30, TimeUnit.SECONDS);
+        assertTrue(release.get(0).get(30, TimeUnit.SECONDS));
+        retentionB.close();
+        assertEquals(1, swept.released());
+        assertEquals(MAX_BYTES, b.transaction(b::retainedBytes),
+            "one result released in all: the operator's and the sweep's are the same");
+        assertEquals(RESULTS - 1, b.transaction(() -> b.oldestRetained(RESULTS)).size());
+      } finally {
+        operator.close();
+      }
     } finally {
       threads.shutdownNow();
       assertTrue(threads.awaitTermination(30, TimeUnit.SECONDS));
