@@ -159,7 +159,8 @@ public final class PostgresJournal implements JournalStore {
     c.addDataSourceProperty("socketTimeout", Long.toString(socketTimeoutSeconds(settings)));
     // The session settings the journal's guarantees rest on, whatever the server's defaults:
     // every commit waits for its WAL flush, and no wait (lock, statement, idle transaction)
-    // is unbounded.
+    // is unbounded. The driver lets a URL parameter override a property, so PostgresSettings
+    // refuses a URL that sets any of these (JOURNAL_PARAMETERS).
     c.addDataSourceProperty("options", "-c synchronous_commit=on"
         + " -c lock_timeout=" + settings.lockTimeout().toMillis()
         + " -c statement_timeout=" + settings.statementTimeout().toMillis()

@@ -1,6 +1,11 @@
 package io.transit.flight.nativequery.postgres;
 
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -8,7 +13,8 @@ import java.util.Objects;
  * 0600 file at start by the configuration loader and is never printed ({@link #toString()} leaves
  * it out).
  *
- * @param jdbcUrl {@code jdbc:postgresql://host:port/database}
+ * @param jdbcUrl {@code jdbc:postgresql://host:port/database}, with driver parameters if need be,
+ *     but none of {@link #JOURNAL_PARAMETERS}
  * @param user the database role the gateway logs in as
  * @param password that role's password (SCRAM over the wire)
  * @param poolSize the most connections this gateway holds: one per running transaction
@@ -37,6 +43,11 @@ public record PostgresSettings(
     if (!jdbcUrl.startsWith("jdbc:postgresql:")) {
       throw new IllegalArgumentException("jdbcUrl: " + jdbcUrl + " (expected: jdbc:postgresql:…)");
     }
+    List<String> own = journalParameters(jdbcUrl);
+    if (!own.isEmpty()) {
+      throw new IllegalArgumentException("jdbcUrl: " + shown(jdbcUrl) + " sets "
+          + String.join(", ", own) + " (expected: " + EXPECTED_PARAMETERS + ")");
+    }
     if (poolSize < 1) {
       throw new IllegalArgumentException("poolSize: " + poolSize + " (expected: >= 1)");
     }
@@ -47,6 +58,51 @@ public record PostgresSettings(
         throw new IllegalArgumentException("timeouts: " + d + " (expected: >= 1 ms)");
       }
     }
+  }
+
+  /**
+   * The driver parameters the journal sets itself, on which its guarantees rest: {@code options}
+   * carries the session settings ({@code synchronous_commit=on} and the lock, statement and
+   * idle-in-transaction timeouts), {@code socketTimeout} bounds every read, {@code
+   * connectTimeout} every connect, {@code tcpKeepAlive} notices a silent peer. The driver lets a
+   * URL parameter override the data source's property of the same name, so a URL may set none
+   * of them (a role's defaults, {@code ALTER ROLE … SET}, are the place for other settings).
+   */
+  public static final List<String> JOURNAL_PARAMETERS =
+      List.of("options", "socketTimeout", "connectTimeout", "tcpKeepAlive");
+
+  /** What a refusal of {@link #JOURNAL_PARAMETERS} says is expected. */
+  public static final String EXPECTED_PARAMETERS = "no options, socketTimeout, connectTimeout"
+      + " or tcpKeepAlive parameter: the journal sets them itself";
+
+  /**
+   * The names of {@link #JOURNAL_PARAMETERS} that {@code url}'s query sets, as the URL spells
+   * them; matched whatever their case or percent-encoding, so nothing the driver might read as
+   * one of them passes.
+   */
+  public static List<String> journalParameters(String url) {
+    List<String> found = new ArrayList<>();
+    int q = url.indexOf('?');
+    if (q < 0) {
+      return found;
+    }
+    int end = url.indexOf('#', q);
+    for (String pair : url.substring(q + 1, end < 0 ? url.length() : end).split("&")) {
+      int eq = pair.indexOf('=');
+      String raw = eq < 0 ? pair : pair.substring(0, eq);
+      String name;
+      try {
+        name = URLDecoder.decode(raw, StandardCharsets.UTF_8);
+      } catch (IllegalArgumentException malformed) {
+        name = raw;
+      }
+      for (String own : JOURNAL_PARAMETERS) {
+        if (own.toLowerCase(Locale.ROOT).equals(name.strip().toLowerCase(Locale.ROOT))) {
+          found.add(own);
+        }
+      }
+    }
+    return found;
   }
 
   /** The JDBC URL for {@code host:port/database}. */

@@ -333,6 +333,35 @@ class PostgresJournalTest {
     assertFalse(s.toString().contains(s.password()), "settings never print the password");
   }
 
+  /**
+   * The driver lets a URL parameter override the data source's property of the same name, so a
+   * URL setting one the journal sets itself would silently undo a guarantee (options with
+   * synchronous_commit=off, socketTimeout=0): such a URL is refused; other parameters still
+   * reach the driver, under the journal's own settings.
+   */
+  @Test
+  void aUrlCannotOverrideTheSettingsTheGuaranteesRestOn() throws Exception {
+    String db = CLUSTER.get().createDatabase();
+    PostgresSettings s = CLUSTER.get().settings(db);
+    for (String query : new String[] {"options=-c%20synchronous_commit%3Doff",
+        "sslmode=disable&socketTimeout=0", "connectTimeout=0", "tcpKeepAlive=false",
+        "SocketTimeout=0", "options"}) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> new PostgresSettings(s.jdbcUrl() + "?" + query, s.user(), s.password(), 2,
+              s.connectionTimeout(), s.lockTimeout(), s.statementTimeout(),
+              s.idleInTransactionTimeout()), query);
+      assertTrue(e.getMessage().contains("the journal sets them itself"), e.getMessage());
+      assertFalse(e.getMessage().contains("synchronous_commit"), "the URL's values are not shown");
+    }
+    try (PostgresJournal j = PostgresJournal.open(new PostgresSettings(
+        s.jdbcUrl() + "?sslmode=disable&prepareThreshold=3", s.user(), s.password(), 2,
+        s.connectionTimeout(), Duration.ofMillis(4321), s.statementTimeout(),
+        s.idleInTransactionTimeout()))) {
+      assertEquals(List.of("on", "4321ms"), j.transaction(JournalStore.Durability.DURABLE,
+          () -> List.of(show(j, "synchronous_commit"), show(j, "lock_timeout"))));
+    }
+  }
+
   @Test
   void sessionsRunWithTheConfiguredGuarantees() throws Exception {
     String db = CLUSTER.get().createDatabase();

@@ -232,6 +232,10 @@ public final class ConfigLoader {
           PostgresSettings.shown(url), "either url or host, port and database, not both");
       check(url.startsWith("jdbc:postgresql://"), "journal.url", PostgresSettings.shown(url),
           "jdbc:postgresql://host:port/database");
+      // A URL parameter would override the journal's own setting of the same name.
+      List<String> own = PostgresSettings.journalParameters(url);
+      check(own.isEmpty(), "journal.url", PostgresSettings.shown(url) + " sets "
+          + String.join(", ", own), PostgresSettings.EXPECTED_PARAMETERS);
     } else {
       String host = j.host() != null ? j.host() : "127.0.0.1";
       int port = j.port() != null ? j.port() : 5432;

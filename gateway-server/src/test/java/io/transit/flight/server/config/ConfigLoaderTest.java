@@ -230,6 +230,20 @@ class ConfigLoaderTest {
     assertMessage("journal.pool_size", pg.replace("\"pool_size\": 4", "\"pool_size\": 0"));
     assertMessage("journal.url", pg.replace("\"kind\": \"postgresql\",",
         "\"kind\": \"postgresql\", \"url\": \"jdbc:postgresql://h/d\","));
+    // A URL parameter the journal sets itself would override it: refused, by name.
+    assertMessage("journal.url: jdbc:postgresql://h/d?… sets socketTimeout (expected: no options,",
+        pg.replace("\"kind\": \"postgresql\", \"host\": \"db.internal\", \"port\": 5433,"
+            + " \"database\": \"journal\",", "\"kind\": \"postgresql\","
+            + " \"url\": \"jdbc:postgresql://h/d?sslmode=require&socketTimeout=0\","));
+    assertMessage("journal.url: jdbc:postgresql://h/d?… sets options", pg.replace(
+        "\"kind\": \"postgresql\", \"host\": \"db.internal\", \"port\": 5433,"
+            + " \"database\": \"journal\",", "\"kind\": \"postgresql\","
+            + " \"url\": \"jdbc:postgresql://h/d?options=-c%20synchronous_commit%3Doff\","));
+    assertEquals("jdbc:postgresql://h/d?sslmode=require", load(pg.replace(
+        "\"kind\": \"postgresql\", \"host\": \"db.internal\", \"port\": 5433,"
+            + " \"database\": \"journal\",", "\"kind\": \"postgresql\","
+            + " \"url\": \"jdbc:postgresql://h/d?sslmode=require\",")).journal().postgres()
+        .jdbcUrl());
     // A refusal names the URL without its parameters, which may hold a password.
     ConfigException secret = assertThrows(ConfigException.class, () -> load(pg.replace(
         "\"kind\": \"postgresql\",", "\"kind\": \"postgresql\","
