@@ -63,6 +63,8 @@ import org.flywaydb.core.api.FlywayException;
 public final class PostgresJournal implements JournalStore {
   /** Shortest wait for the database at start, whatever {@code connection_timeout_ms} says. */
   static final Duration START_WAIT = Duration.ofSeconds(15);
+  /** Shortest statement timeout of a migration's session, whatever the journal's own is. */
+  static final Duration MIGRATION_STATEMENT = Duration.ofMinutes(10);
   /** SQLSTATE of PostgreSQL's "could not extend file": its storage is full. */
   private static final String DISK_FULL = "53100";
 
@@ -182,6 +184,16 @@ public final class PostgresJournal implements JournalStore {
     migrations.setPassword(settings.password());
     migrations.setApplicationName("transit-flight");
     migrations.setConnectTimeout((int) Math.max(1, settings.connectionTimeout().toSeconds()));
+    // Bounded as the pool's sessions are, so a start against a database that holds a lock the
+    // migration needs, or that stops answering, fails instead of hanging; a statement may take
+    // longer than a command's (an index built over a large journal), up to MIGRATION_STATEMENT.
+    Duration statement = settings.statementTimeout().compareTo(MIGRATION_STATEMENT) > 0
+        ? settings.statementTimeout() : MIGRATION_STATEMENT;
+    migrations.setTcpKeepAlive(true);
+    migrations.setSocketTimeout((int) Math.min(Integer.MAX_VALUE,
+        socketTimeoutSeconds(statement, settings.lockTimeout())));
+    migrations.setOptions("-c lock_timeout=" + settings.lockTimeout().toMillis()
+        + " -c statement_timeout=" + statement.toMillis());
     try {
       Flyway.configure()
           .dataSource(migrations)
@@ -816,8 +828,12 @@ public final class PostgresJournal implements JournalStore {
 
   /** The journal connections' read timeout: the server's longest bounded wait plus 10 s. */
   static long socketTimeoutSeconds(PostgresSettings settings) {
-    long longest = Math.max(settings.statementTimeout().toMillis(),
-        settings.lockTimeout().toMillis());
+    return socketTimeoutSeconds(settings.statementTimeout(), settings.lockTimeout());
+  }
+
+  /** A read timeout past a session's statement and lock timeouts, by 10 s. */
+  private static long socketTimeoutSeconds(Duration statement, Duration lock) {
+    long longest = Math.max(statement.toMillis(), lock.toMillis());
     return (longest + 999) / 1000 + 10;
   }
 

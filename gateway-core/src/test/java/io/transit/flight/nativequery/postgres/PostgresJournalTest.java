@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.nativequery.embedded.JournalStore;
@@ -360,6 +361,33 @@ class PostgresJournalTest {
       assertEquals(List.of("on", "4321ms"), j.transaction(JournalStore.Durability.DURABLE,
           () -> List.of(show(j, "synchronous_commit"), show(j, "lock_timeout"))));
     }
+  }
+
+  /**
+   * The migrations' own connections are bounded as the pool's are: a start whose schema check
+   * meets a lock held by another session (an operator's, a stuck replica's) fails at the lock
+   * timeout instead of waiting as long as the lock is held.
+   */
+  @Test
+  void aStartWhoseMigrationMeetsAHeldLockFailsInsteadOfHanging() throws Exception {
+    String db = CLUSTER.get().createDatabase();
+    PostgresJournal.open(CLUSTER.get().settings(db)).close();
+    try (Connection holder = CLUSTER.get().connect(db)) {
+      holder.setAutoCommit(false);
+      try (Statement s = holder.createStatement()) {
+        s.execute("LOCK TABLE journal_schema_history IN ACCESS EXCLUSIVE MODE");
+      }
+      long started = System.nanoTime();
+      SQLException e = assertTimeoutPreemptively(Duration.ofSeconds(30),
+          () -> assertThrows(SQLException.class, () -> PostgresJournal.open(
+              withLockTimeout(CLUSTER.get().settings(db), Duration.ofMillis(500)))));
+      assertTrue(e.getMessage().contains("cannot be migrated"), e.getMessage());
+      assertEquals("55P03", e.getSQLState(), e.getMessage()); // lock_not_available
+      assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(20),
+          "failed at the lock timeout, not at a retry budget");
+      holder.rollback();
+    }
+    PostgresJournal.open(CLUSTER.get().settings(db)).close(); // once the lock is gone
   }
 
   @Test
