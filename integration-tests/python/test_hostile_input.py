@@ -276,6 +276,28 @@ def test_thousands_of_cancels(d):
     ch.close()
     errors = []
 
+    # A cancelled stream counts against its caller's share until its producer has ended
+    # (docs/limits.md, max_live_streams_per_caller): on a loaded host a burst of cancels can leave
+    # the share taken for a moment, and the next DoGet is refused retry_later, as documented. The
+    # workers do what that action says; any other failure is an error.
+    for_now = {"flight.caller_streams_exhausted", "flight.streams_exhausted"}
+    refused_for_now = []
+
+    def first_message(c):
+        deadline = time.monotonic() + 60
+        while True:
+            call = C.do_get(c, d, ticket)
+            try:
+                next(iter(call))
+                return call
+            except grpc.RpcError as e:
+                seen = C.seen(e)
+                diagnostic = seen.diagnostic or {}
+                if diagnostic.get("code") not in for_now or time.monotonic() > deadline:
+                    raise AssertionError(f"{seen.status} {seen.message!r} {diagnostic}") from e
+                refused_for_now.append(diagnostic["code"])
+                time.sleep(0.05)
+
     def worker(n_immediate, n_after_first):
         c = C.channel(d)
         try:
@@ -283,9 +305,7 @@ def test_thousands_of_cancels(d):
                 call = C.do_get(c, d, ticket)
                 call.cancel()
             for _ in range(n_after_first):
-                call = C.do_get(c, d, ticket)
-                next(iter(call))
-                call.cancel()
+                first_message(c).cancel()
         except Exception as e:  # noqa: BLE001  (reported below)
             errors.append(e)
         finally:
@@ -297,7 +317,7 @@ def test_thousands_of_cancels(d):
     for t in threads:
         t.join(300)
     assert not any(t.is_alive() for t in threads), "cancel workers did not finish within 300 s"
-    assert not errors, errors[:3]
+    assert not errors, (errors[:3], f"{len(refused_for_now)} refused for now and sent again")
     C.healthy_query(d)
 
 
