@@ -1,6 +1,7 @@
 package io.transit.flight.diagnostic;
 
 import io.grpc.Metadata;
+import io.grpc.ServerCall;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.util.concurrent.ThreadLocalRandom;
@@ -92,6 +93,15 @@ public final class ErrorMapper {
     Status status =
         Status.fromCode(e.kind().code()).withDescription(message(e)).withCause(e);
     return status.asRuntimeException(trailers);
+  }
+
+  /**
+   * Ends {@code call} with {@code t}'s status and its trailer ({@link #toGrpc}): an interceptor's
+   * refusal, made before any handler ran. On the thread the interceptor runs on.
+   */
+  public void close(ServerCall<?, ?> call, Throwable t) {
+    StatusRuntimeException s = toGrpc(t);
+    call.close(s.getStatus(), s.getTrailers());
   }
 
   /**

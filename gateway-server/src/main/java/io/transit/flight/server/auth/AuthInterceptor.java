@@ -6,7 +6,6 @@ import io.grpc.Metadata;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
-import io.grpc.StatusRuntimeException;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
@@ -96,8 +95,7 @@ public final class AuthInterceptor implements ServerInterceptor {
   }
 
   private void close(ServerCall<?, ?> call, GatewayException e) {
-    StatusRuntimeException s = errors.toGrpc(e);
-    call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
+    errors.close(call, e);
   }
 
   private Optional<CallerBinding> authenticate(Metadata headers) {

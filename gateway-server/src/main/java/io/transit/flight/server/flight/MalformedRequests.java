@@ -8,7 +8,6 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerMethodDefinition;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
-import io.grpc.StatusRuntimeException;
 import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
@@ -194,8 +193,7 @@ public final class MalformedRequests {
       CallerBinding caller = AuthInterceptor.CALLER.get();
       faults.fault(caller != null ? caller.name() : "-", method.getFullMethodName(),
           refusal.code());
-      StatusRuntimeException s = errors.toGrpc(refusal);
-      call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
+      errors.close(call, refusal);
     }
 
     private static void close(InputStream in) {

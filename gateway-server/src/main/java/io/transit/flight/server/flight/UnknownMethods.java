@@ -7,7 +7,6 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerMethodDefinition;
-import io.grpc.StatusRuntimeException;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.diagnostic.GatewayException;
@@ -65,9 +64,7 @@ public final class UnknownMethods extends HandlerRegistry {
   private ServerCall.Listener<InputStream> refuse(ServerCall<InputStream, InputStream> call,
       Metadata headers) {
     faults.fault("-", call.getMethodDescriptor().getFullMethodName(), CODE);
-    StatusRuntimeException s =
-        errors.toGrpc(GatewayException.of(Cause.UNSUPPORTED, CODE, MESSAGE));
-    call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
+    errors.close(call, GatewayException.of(Cause.UNSUPPORTED, CODE, MESSAGE));
     return new ServerCall.Listener<>() {
       @Override
       public void onMessage(InputStream message) {

@@ -9,7 +9,6 @@ import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
-import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.protobuf.services.HealthStatusManager;
@@ -101,7 +100,7 @@ public final class Operations implements AutoCloseable {
               return next.startCall(bounded, headers);
             }
             if (!watches.tryAcquire()) {
-              StatusRuntimeException s = errors.toGrpc(GatewayException.of(
+              errors.close(call, GatewayException.of(
                       Cause.BUDGET_EXHAUSTED, "transport.health_watches_exhausted",
                       "the gateway serves at most " + MAX_HEALTH_WATCHES
                           + " health watches at once; retry later or use Check")
@@ -109,7 +108,6 @@ public final class Operations implements AutoCloseable {
                   .with("required", MAX_HEALTH_WATCHES + 1)
                   .withOutcome(Outcome.NOT_ADMITTED)
                   .withActions(Action.RETRY_LATER));
-              call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
               return new ServerCall.Listener<>() {};
             }
             AtomicBoolean held = new AtomicBoolean(true);

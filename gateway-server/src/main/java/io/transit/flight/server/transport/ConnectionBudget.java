@@ -6,7 +6,6 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerTransportFilter;
-import io.grpc.StatusRuntimeException;
 import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
@@ -119,7 +118,7 @@ public final class ConnectionBudget extends ServerTransportFilter implements Ser
       ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
     AtomicInteger slot = call.getAttributes().get(SLOT);
     if (slot != null && !holds(slot)) {
-      StatusRuntimeException s = errors.toGrpc(GatewayException.of(Cause.BUDGET_EXHAUSTED,
+      errors.close(call, GatewayException.of(Cause.BUDGET_EXHAUSTED,
               "transport.connections_exhausted",
               "the gateway serves at most " + max + " connections; retry later")
           .with("limit", max)
@@ -127,7 +126,6 @@ public final class ConnectionBudget extends ServerTransportFilter implements Ser
           // Nothing about the request was wrong: the same call on a later connection can pass.
           .withOutcome(Outcome.NOT_ADMITTED)
           .withActions(Action.RETRY_LATER));
-      call.close(s.getStatus(), s.getTrailers() != null ? s.getTrailers() : new Metadata());
       return new ServerCall.Listener<>() {};
     }
     return next.startCall(call, headers);
