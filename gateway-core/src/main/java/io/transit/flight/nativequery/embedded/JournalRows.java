@@ -42,17 +42,19 @@ public final class JournalRows {
   public static final String SELECT_PARTS = "SELECT data FROM upload_parts"
       + " WHERE principal = ? AND namespace = ? ORDER BY part_index";
   /**
-   * Fenced by the attempt and by the row's statement (principal and namespace): parameters as
-   * {@link #finishArgs} lays them out. The attempt alone is no identity: a shared journal's
-   * correlation sequence can hand a value out again after a database crash took back the
-   * deferred submit that first drew it, and every first claim is attempt 1, so a run of the lost
-   * statement would otherwise publish its result on another principal's query.
+   * Fenced by the attempt and by the row's statement (principal, namespace and bundle digest):
+   * parameters as {@link #finishArgs} lays them out. The attempt alone is no identity: a shared
+   * journal's correlation sequence can hand a value out again after a database crash took back
+   * the deferred submit that first drew it, and every first claim is attempt 1, so a run of the
+   * lost statement would otherwise publish its result on another statement's query — another
+   * principal's, or the same principal's at the same namespace with other SQL, if that caller
+   * reused the namespace after the unknown outcome.
    */
   public static final String FINISH = "UPDATE queries SET state = ?, code = ?, stage = ?,"
       + " message = ?, manifest_sha256 = ?, total_rows = ?, limit_amount = ?,"
       + " required_amount = ?, failed_column = ?, failed_bound = ?, manifest = ?,"
       + " result_bytes = ?, finished_ms = ? WHERE correlation = ? AND state = ? AND attempt = ?"
-      + " AND principal = ? AND namespace = ?";
+      + " AND principal = ? AND namespace = ? AND bundle_sha256 = ?";
   /**
    * A lease claim, fenced by the row's own attempt (the UPDATE takes the row's write lock, so of
    * two concurrent claims the second sees the first's expiry and changes nothing); returns the new
@@ -125,14 +127,16 @@ public final class JournalRows {
    * The parameters of {@link #FINISH}; {@code text} turns each text value into what the database
    * can store (PostgreSQL text holds no NUL).
    */
-  public static Object[] finishArgs(QueryStatus s, byte[] manifest, long resultBytes,
-      long finishedMillis, long attempt, java.util.function.UnaryOperator<String> text) {
+  public static Object[] finishArgs(QueryStatus s, byte[] bundleSha256, byte[] manifest,
+      long resultBytes, long finishedMillis, long attempt,
+      java.util.function.UnaryOperator<String> text) {
     return new Object[] {
       s.getState().name(), text.apply(s.getCode()), text.apply(s.getStage()),
       text.apply(s.getMessage()), manifest == null ? null : s.getManifestSha256().toByteArray(),
       s.getTotalRows(), s.getLimit(), s.getRequired(), text.apply(s.getColumn()),
       text.apply(s.getBound()), manifest, resultBytes, finishedMillis, s.getCorrelation(),
-      QueryStatus.State.ACCEPTED.name(), attempt, s.getPrincipal(), s.getNamespace()};
+      QueryStatus.State.ACCEPTED.name(), attempt, s.getPrincipal(), s.getNamespace(),
+      bundleSha256};
   }
 
   /**

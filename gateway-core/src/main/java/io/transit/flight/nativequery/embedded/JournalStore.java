@@ -197,13 +197,14 @@ public interface JournalStore extends AutoCloseable {
    * Stores a terminal status (and, when it succeeded, the manifest) of a running query, with the
    * bytes its segments list and the wall-clock time it finished (the retention policy's inputs),
    * only if the query is still ACCEPTED under {@code attempt}: the fencing token of the lease
-   * its runner claimed, and only if the row is still the statement {@code s} names (its principal
-   * and namespace: a correlation is not an identity across a shared journal's crash, which can
-   * hand it out again). False, and nothing written, when a later claim or a terminal status came
-   * first, or the row is another statement's — the caller then drops its result unpublished.
+   * its runner claimed, and only if the row is still the statement {@code s} names with the
+   * bundle the result was computed from, {@code bundleSha256} (a correlation is not an identity
+   * across a shared journal's crash, which can hand it out again). False, and nothing written,
+   * when a later claim or a terminal status came first, or the row is another statement's — the
+   * caller then drops its result unpublished.
    */
-  boolean finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis,
-      long attempt) throws SQLException;
+  boolean finish(QueryStatus s, byte[] bundleSha256, byte[] manifest, long resultBytes,
+      long finishedMillis, long attempt) throws SQLException;
 
   // Execution leases (docs/native-engine.md "Execution leases"). Times are wall-clock millis of
   // the calling replica; each method is one conditional UPDATE or SELECT of the queries row.

@@ -218,11 +218,12 @@ final class QueryRunner {
   private QueryStatus runPending(long correlation, long attempt, Pending pending, Control control)
       throws SQLException, SegmentStore.Unavailable {
     QueryStatus accepted = pending.saved().status();
+    byte[] bundleSha256 = pending.saved().bundleSha256();
     QueryStatus.Builder done = accepted.toBuilder();
     Succeeded ok = null;
     try {
       Computed computed = pending.early() != null ? pending.early()
-          : compute(pending.saved().bundleSha256(), RequestBundle.parseFrom(pending.bundle()),
+          : compute(bundleSha256, RequestBundle.parseFrom(pending.bundle()),
               "query-" + Long.toUnsignedString(correlation), control);
       ok = succeeded(correlation, accepted, computed);
     } catch (GatewayException e) {
@@ -245,7 +246,7 @@ final class QueryRunner {
     } catch (SQLException | IOException | RuntimeException e) {
       if (outOfMemory(e) && !stopping.getAsBoolean()) {
         failed(done, outOfMemory());
-        return finish(done.build(), null, 0, List.of(), attempt);
+        return finish(done.build(), bundleSha256, null, 0, List.of(), attempt);
       }
       if (stopping.getAsBoolean()) {
         // The engine is closing under this query: leave it ACCEPTED so it resumes at next open.
@@ -264,8 +265,9 @@ final class QueryRunner {
       failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
     }
     // Outside the try: a journal failure at the terminal commit is not the query's failure.
-    return ok != null ? finish(ok.status(), ok.manifest(), ok.resultBytes(), ok.inline(), attempt)
-        : finish(done.build(), null, 0, List.of(), attempt);
+    return ok != null
+        ? finish(ok.status(), bundleSha256, ok.manifest(), ok.resultBytes(), ok.inline(), attempt)
+        : finish(done.build(), bundleSha256, null, 0, List.of(), attempt);
   }
 
   /**
@@ -293,17 +295,17 @@ final class QueryRunner {
 
   /**
    * The query's one durable commit: inline segments, manifest and terminal status together, fenced
-   * by {@code attempt} (a fenced run writes nothing: the inline rows are written only when the
-   * status is).
+   * by {@code attempt} and by the bundle the run computed, {@code bundleSha256} (a fenced run
+   * writes nothing: the inline rows are written only when the status is).
    */
-  private QueryStatus finish(QueryStatus status, byte[] manifest, long resultBytes,
-      List<byte[]> inline, long attempt) throws SQLException {
+  private QueryStatus finish(QueryStatus status, byte[] bundleSha256, byte[] manifest,
+      long resultBytes, List<byte[]> inline, long attempt) throws SQLException {
     if (!beforeFinish.test(status.getCorrelation())) {
       throw new IllegalStateException("engine closing before the terminal commit");
     }
     long now = System.currentTimeMillis();
     boolean published = journal.transaction(
-        () -> recordTerminal(status, manifest, resultBytes, inline, attempt, now));
+        () -> recordTerminal(status, bundleSha256, manifest, resultBytes, inline, attempt, now));
     if (!published) {
       fenced.incrementAndGet();
       log.warn("query {} attempt {}: fenced (another replica claimed or finished it), its {}"
@@ -315,9 +317,9 @@ final class QueryRunner {
   }
 
   /** The terminal rows, inside the caller's transaction; false (nothing written) when fenced. */
-  private boolean recordTerminal(QueryStatus status, byte[] manifest, long resultBytes,
-      List<byte[]> inline, long attempt, long now) throws SQLException {
-    if (!journal.finish(status, manifest, resultBytes, now, attempt)) {
+  private boolean recordTerminal(QueryStatus status, byte[] bundleSha256, byte[] manifest,
+      long resultBytes, List<byte[]> inline, long attempt, long now) throws SQLException {
+    if (!journal.finish(status, bundleSha256, manifest, resultBytes, now, attempt)) {
       return false;
     }
     for (int i = 0; i < inline.size(); i++) {
@@ -353,8 +355,8 @@ final class QueryRunner {
       return false;
     }
     Succeeded ok = succeeded(correlation, accepted(correlation, principal, namespace), computed);
-    return recordTerminal(ok.status(), ok.manifest(), ok.resultBytes(), ok.inline(), attempt,
-        System.currentTimeMillis());
+    return recordTerminal(ok.status(), bundleSha256, ok.manifest(), ok.resultBytes(), ok.inline(),
+        attempt, System.currentTimeMillis());
   }
 
   /** The status of a query row as {@link JournalStore#insertAccepted} writes it. */
@@ -428,8 +430,9 @@ final class QueryRunner {
    * a status). {@code control} may stop an early run whose submit will not come (an {@link
    * Abandoned} is thrown) and holds its first store write until its bundle is verified.
    *
-   * <p>The caller holds {@link #writing} when the result may reach the store, and until a
-   * manifest naming its segments commits.
+   * <p>{@code control}'s {@link Control#beforeStoring} takes the sweep's writing lock before the
+   * first segment reaches the store; the caller releases it once a manifest naming the segments
+   * committed or the result was dropped.
    */
   Computed compute(byte[] bundleSha256, RequestBundle bundle, String allocatorName,
       Control control) throws SQLException, IOException {

@@ -548,10 +548,10 @@ final class SqliteJournal implements JournalStore {
 
   /** Stores a terminal status (and, when it succeeded, the manifest), fenced by the attempt. */
   @Override
-  public boolean finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis,
-      long attempt) throws SQLException {
-    return update(JournalRows.FINISH, JournalRows.finishArgs(s, manifest, resultBytes,
-        finishedMillis, attempt, t -> t)) == 1;
+  public boolean finish(QueryStatus s, byte[] bundleSha256, byte[] manifest, long resultBytes,
+      long finishedMillis, long attempt) throws SQLException {
+    return update(JournalRows.FINISH, JournalRows.finishArgs(s, bundleSha256, manifest,
+        resultBytes, finishedMillis, attempt, t -> t)) == 1;
   }
 
   @Override

@@ -507,10 +507,10 @@ public final class PostgresJournal implements JournalStore {
   }
 
   @Override
-  public boolean finish(QueryStatus s, byte[] manifest, long resultBytes, long finishedMillis,
-      long attempt) throws SQLException {
-    return update(JournalRows.FINISH, JournalRows.finishArgs(s, manifest, resultBytes,
-        finishedMillis, attempt, PostgresJournal::text)) == 1;
+  public boolean finish(QueryStatus s, byte[] bundleSha256, byte[] manifest, long resultBytes,
+      long finishedMillis, long attempt) throws SQLException {
+    return update(JournalRows.FINISH, JournalRows.finishArgs(s, bundleSha256, manifest,
+        resultBytes, finishedMillis, attempt, PostgresJournal::text)) == 1;
   }
 
   /** One statement: the conditional claim and the new attempt come back together. */

@@ -190,7 +190,8 @@ public abstract class JournalStoreContract {
         QueryStatus s = QueryStatus.newBuilder().setCorrelation(c[i]).setPrincipal(1)
             .setNamespace(i).setState(QueryStatus.State.SUCCEEDED).setTotalRows(1)
             .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
-        assertTrue(journal.finish(s, i == 0 ? stored : inline, 100, 1_000 + i, 0));
+        assertTrue(journal.finish(s, bytes("bundle-" + i), i == 0 ? stored : inline, 100,
+            1_000 + i, 0));
       }
       journal.storeInline(c[1], 0, bytes("segment"));
       return null;
@@ -235,14 +236,14 @@ public abstract class JournalStoreContract {
         .setStage("execution").setMessage("over the row budget").setLimit(10).setRequired(11)
         .setColumn("big").build();
     journal.transaction(() -> {
-      assertTrue(journal.finish(succeeded, manifest, 4096, 1_000, 0));
-      assertTrue(journal.finish(failure, null, 0, 2_000, 0));
+      assertTrue(journal.finish(succeeded, bytes("bundle-0"), manifest, 4096, 1_000, 0));
+      assertTrue(journal.finish(failure, bytes("bundle-1"), null, 0, 2_000, 0));
       return null;
     });
     // A terminal status is final: a second finish of the same query changes nothing.
     assertFalse(journal.transaction(() ->
-        journal.finish(failure.toBuilder().setCorrelation(ok).setNamespace(0).build(), null, 0,
-            3_000, 0)));
+        journal.finish(failure.toBuilder().setCorrelation(ok).setNamespace(0).build(),
+            bytes("bundle-0"), null, 0, 3_000, 0)));
 
     JournalStore.SavedQuery s = journal.transaction(() -> journal.query(ok)).orElseThrow();
     assertEquals(QueryStatus.State.SUCCEEDED, s.status().getState());
@@ -307,11 +308,11 @@ public abstract class JournalStoreContract {
             .setPrincipal(principal).setNamespace(100 + 10L * i);
         if (i == 1) {
           s.setState(QueryStatus.State.FAILED).setCode("query.budget_exhausted");
-          assertTrue(journal.finish(s.build(), null, 0, at[i], 0));
+          assertTrue(journal.finish(s.build(), bytes("digest"), null, 0, at[i], 0));
         } else {
           s.setState(QueryStatus.State.SUCCEEDED)
               .setManifestSha256(ByteString.copyFrom(new byte[32]));
-          assertTrue(journal.finish(s.build(), bytes("m"), 10, at[i], 0));
+          assertTrue(journal.finish(s.build(), bytes("digest"), bytes("m"), 10, at[i], 0));
         }
       }
       journal.storeInline(c[0], 0, bytes("segment"));
@@ -450,7 +451,8 @@ public abstract class JournalStoreContract {
         journal.insertAccepted(n, 1, at, bytes("b"));
         journal.finish(QueryStatus.newBuilder().setCorrelation(n).setPrincipal(1).setNamespace(at)
             .setState(QueryStatus.State.SUCCEEDED)
-            .setManifestSha256(ByteString.copyFrom(new byte[32])).build(), bytes("m"), at, at, 0);
+            .setManifestSha256(ByteString.copyFrom(new byte[32])).build(), bytes("b"), bytes("m"),
+            at, at, 0);
         return n;
       });
       cs.add(c);
@@ -533,8 +535,10 @@ public abstract class JournalStoreContract {
     QueryStatus done = QueryStatus.newBuilder().setCorrelation(q).setPrincipal(21).setNamespace(1)
         .setState(QueryStatus.State.SUCCEEDED)
         .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
-    assertFalse(journal.transaction(() -> journal.finish(done, bytes("m1"), 1, 21_000, 1)));
-    assertTrue(journal.transaction(() -> journal.finish(done, bytes("m2"), 1, 22_000, 2)));
+    assertFalse(journal.transaction(() -> journal.finish(done, bytes("b"), bytes("m1"), 1, 21_000,
+        1)));
+    assertTrue(journal.transaction(() -> journal.finish(done, bytes("b"), bytes("m2"), 1, 22_000,
+        2)));
     assertArrayEquals(bytes("m2"), journal.transaction(() -> journal.query(q)).orElseThrow()
         .manifest());
     // Terminal: no claim, no renewal, not expired.
@@ -546,9 +550,9 @@ public abstract class JournalStoreContract {
   /**
    * A correlation is not a statement's identity on a shared journal: a database crash that takes
    * back a deferred submit lets the correlation sequence hand its value out again, to another
-   * statement whose first claim is attempt 1 as well. A finish naming another principal or
-   * namespace than the row's, even at the row's attempt, is a run of that lost statement: it
-   * changes nothing, and the row's own run still publishes.
+   * statement whose first claim is attempt 1 as well. A finish naming another principal,
+   * namespace or bundle than the row's, even at the row's attempt, is a run of that lost
+   * statement: it changes nothing, and the row's own run still publishes.
    */
   @Test
   void aFinishForAnotherStatementUnderTheSameCorrelationAndAttemptChangesNothing()
@@ -566,17 +570,22 @@ public abstract class JournalStoreContract {
     for (QueryStatus stale : List.of(own.toBuilder().setPrincipal(30).build(),
         own.toBuilder().setNamespace(6).build(),
         own.toBuilder().setState(QueryStatus.State.FAILED).setPrincipal(MAX_U64).build())) {
-      assertFalse(journal.transaction(() -> journal.finish(stale, bytes("old-manifest"), 4096,
-          2_000, 1)), "another statement's run: " + stale.getPrincipal() + "/"
-          + stale.getNamespace());
+      assertFalse(journal.transaction(() -> journal.finish(stale, bytes("new-bundle"),
+          bytes("old-manifest"), 4096, 2_000, 1)), "another statement's run: "
+          + stale.getPrincipal() + "/" + stale.getNamespace());
     }
+    // The same principal at the same namespace with another bundle (a caller that reused the
+    // namespace after an unknown outcome): still another statement's run.
+    assertFalse(journal.transaction(() -> journal.finish(own, bytes("old-bundle"),
+        bytes("old-manifest"), 4096, 2_000, 1)), "another bundle's run");
     JournalStore.SavedQuery saved = journal.transaction(() -> journal.query(q)).orElseThrow();
     assertEquals(QueryStatus.State.ACCEPTED, saved.status().getState());
     assertEquals(0, saved.status().getTotalRows());
     assertNull(saved.manifest());
     assertEquals(0, journal.transaction(journal::retainedBytes));
     assertEquals(List.of(q), journal.transaction(() -> journal.expiredLeases(Long.MAX_VALUE, 10)));
-    assertTrue(journal.transaction(() -> journal.finish(own, bytes("new-manifest"), 10, 3_000, 1)));
+    assertTrue(journal.transaction(() -> journal.finish(own, bytes("new-bundle"),
+        bytes("new-manifest"), 10, 3_000, 1)));
     saved = journal.transaction(() -> journal.query(q)).orElseThrow();
     assertEquals(own, saved.status());
     assertArrayEquals(bytes("new-manifest"), saved.manifest());

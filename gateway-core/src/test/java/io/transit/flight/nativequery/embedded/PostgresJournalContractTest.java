@@ -82,8 +82,8 @@ class PostgresJournalContractTest extends JournalStoreContract {
     j.insertAccepted(correlation, principal, ns, bytes("digest"));
     assertTrue(j.finish(QueryStatus.newBuilder().setCorrelation(correlation)
         .setPrincipal(principal).setNamespace(ns).setState(QueryStatus.State.SUCCEEDED)
-        .setManifestSha256(ByteString.copyFrom(new byte[32])).build(), bytes("m"), 10,
-        1_000 + i, 0));
+        .setManifestSha256(ByteString.copyFrom(new byte[32])).build(), bytes("digest"),
+        bytes("m"), 10, 1_000 + i, 0));
     assertTrue(j.release(correlation));
   }
 

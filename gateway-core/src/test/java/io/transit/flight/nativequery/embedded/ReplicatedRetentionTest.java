@@ -146,7 +146,7 @@ class ReplicatedRetentionTest {
         journal.insertAccepted(c, 1, i + 1, digest);
         assertTrue(journal.finish(QueryStatus.newBuilder().setCorrelation(c)
             .setPrincipal(1).setNamespace(i + 1).setState(QueryStatus.State.SUCCEEDED).build(),
-            manifest, RESULT_BYTES, 1_000 + i, 0));
+            digest, manifest, RESULT_BYTES, 1_000 + i, 0));
       }
       return null;
     });

@@ -63,19 +63,19 @@ class SqliteJournalLeaseTest {
       assertEquals(List.of(q), b.transaction(() -> b.expiredLeases(15_000, 10)));
       assertEquals(OptionalLong.of(2), b.transaction(() -> b.claim(q, B, "b/2", 15_000, 25_000)));
       assertFalse(a.transaction(() -> a.renew(q, A, 1, 30_000)));
-      assertFalse(a.transaction(() -> a.finish(succeeded(q, 99), new byte[] {1}, 5, 16_000, 1)));
+      assertFalse(a.transaction(() -> a.finish(succeeded(q, 99), SHA, new byte[] {1}, 5, 16_000, 1)));
       assertEquals(QueryStatus.State.ACCEPTED,
           b.transaction(() -> b.query(q)).orElseThrow().status().getState());
       assertEquals(List.of(B, 2L, 25_000L), lease(file, q));
       // The current attempt publishes; afterwards nothing can claim or renew it.
-      assertTrue(b.transaction(() -> b.finish(succeeded(q, 3), new byte[] {2}, 5, 17_000, 2)));
+      assertTrue(b.transaction(() -> b.finish(succeeded(q, 3), SHA, new byte[] {2}, 5, 17_000, 2)));
       JournalStore.SavedQuery saved = a.transaction(() -> a.query(q)).orElseThrow();
       assertEquals(3, saved.status().getTotalRows());
       assertEquals(1, saved.manifest().length);
       assertEquals(2, saved.manifest()[0]);
       assertEquals(OptionalLong.empty(), a.transaction(() -> a.claim(q, A, "a/1", 90_000, 99_000)));
       assertFalse(b.transaction(() -> b.renew(q, B, 2, 99_000)));
-      assertFalse(b.transaction(() -> b.finish(succeeded(q, 4), new byte[] {3}, 5, 18_000, 2)));
+      assertFalse(b.transaction(() -> b.finish(succeeded(q, 4), SHA, new byte[] {3}, 5, 18_000, 2)));
       assertEquals(List.of(), a.transaction(() -> a.expiredLeases(Long.MAX_VALUE, 10)));
     }
   }

@@ -454,7 +454,8 @@ class PostgresJournalTest {
         }));
         // A deferred transaction whose first statement is a write that returns its count.
         settings.add(j.transaction(d, () -> {
-          j.finish(io.transit.flight.proto.QueryStatus.getDefaultInstance(), null, 0, 0, 0);
+          j.finish(io.transit.flight.proto.QueryStatus.getDefaultInstance(), new byte[32], null,
+              0, 0, 0);
           return show(j, "synchronous_commit");
         }));
       }
