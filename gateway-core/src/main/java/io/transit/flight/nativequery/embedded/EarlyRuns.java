@@ -320,8 +320,15 @@ final class EarlyRuns {
       boolean verified) {
     Key key = new Key(principal, namespace);
     Early existing;
+    Early e = null;
+    // One look and one insert under the lock: two calls for the same namespace at once (a retry
+    // overlapping its first call) start one run, not two of which the second hides the first.
     synchronized (this) {
       existing = open.get(key);
+      if (existing == null && permits.tryAcquire()) {
+        e = new Early(principal, namespace, bundle, bundleSha256, verified);
+        open.put(key, e);
+      }
     }
     if (existing != null) {
       if (!Arrays.equals(existing.bundleSha256, bundleSha256)) {
@@ -333,14 +340,7 @@ final class EarlyRuns {
       }
       return Optional.empty();
     }
-    if (!permits.tryAcquire()) {
-      return Optional.empty();
-    }
-    Early e = new Early(principal, namespace, bundle, bundleSha256, verified);
-    synchronized (this) {
-      open.put(key, e);
-    }
-    return Optional.of(e);
+    return Optional.ofNullable(e);
   }
 
   /**

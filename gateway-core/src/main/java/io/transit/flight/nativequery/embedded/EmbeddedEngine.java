@@ -490,10 +490,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /**
    * An execution thread: executes an early run's bundle, then waits for its submit and runs the
-   * handed-off query with that result. The retention sweep's writing lock is held from the first
-   * segment write (none for a result small enough to stay in memory) until the query's manifest
-   * commits or the result is dropped: a run waiting for a submit that may never come must not
-   * hold up a sweep, which, queued on that fair lock, would hold up every other query's run.
+   * handed-off query with that result. The retention sweep's writing lock (its read side) is held
+   * from the first segment write (none for a result small enough to stay in memory) until the
+   * query's first run, the only one that may adopt the result, ended — through the wait for the
+   * submit (at most {@link #EARLY_WAIT_MS}), since the files may yet be named by its manifest — or
+   * at once when the run computed nothing to adopt.
    */
   private void runEarly(EarlyRuns.Early early) {
     java.util.concurrent.locks.Lock writing = retention.writing();
@@ -537,6 +538,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         // Error ended the thread, that query would stay ACCEPTED under a lease renewed for good.
         log.debug("early run of namespace {} left to the query's run",
             Long.toUnsignedString(early.namespace), e);
+      }
+      if (computed == null && locked[0]) {
+        // Nothing to adopt: what it stored is unreferenced, and a handed-off query stores again
+        // under its own hold.
+        locked[0] = false;
+        writing.unlock();
       }
       early.computed(computed); // a submit that comes now records it in its own commit
       EarlyRuns.HandOff h = early.await(EARLY_WAIT_MS, () -> closing);
@@ -585,7 +592,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
 
   /**
    * {@code early}: an early run's result for this query (null: execute it now); {@code
-   * earlyDone} is run on this thread once the first run, the only one that may adopt it, ended.
+   * earlyDone} is run on this thread when the first run, the only one that may adopt it, ended
+   * without recording and a rerun is to come (otherwise the caller's own cleanup follows).
    */
   private void runOne(long correlation, long attempt, QueryRunner.Computed early,
       Runnable earlyDone) {

@@ -51,8 +51,9 @@ import org.slf4j.LoggerFactory;
  * held the read side when it wrote, after the write side was last held, so its digest is in
  * {@link #written}, which the removal step counts as live and clears while it holds the write
  * side. It takes the write side only when it is free, looking for at most {@code removalWait}
- * (never queued on the fair lock, where it would hold up every run behind it), and otherwise
- * leaves removal to the next sweep.
+ * (not queued on the fair lock, where it would hold up every run behind it), and otherwise
+ * leaves removal to the next sweep, which comes sooner; after {@link #QUEUE_AFTER_MISSES} such
+ * sweeps in a row the next one queues, for at most {@code removalWait}.
  * {@link #released()} is called from any thread (the engine's release). {@link #close} is called
  * once by the engine.
  */
@@ -62,9 +63,10 @@ final class Retention implements AutoCloseable {
   /**
    * What one sweep did: results released, files removed, whether it read the retained manifests
    * to look for unreferenced files (see {@link #removeUnreferenced}), how many statements,
-   * unsubmitted uploads and other refused commands' records it forgot, and whether releasing or
-   * forgetting stopped at its budget with more past the bounds ({@link #RELEASE_PAGES_PER_SWEEP},
-   * {@link #FORGET_PAGES_PER_SWEEP}).
+   * unsubmitted uploads and other refused commands' records it forgot, and whether it left work
+   * for a sooner sweep ({@code behind}): releasing or forgetting stopped at its budget with more
+   * past the bounds ({@link #RELEASE_PAGES_PER_SWEEP}, {@link #FORGET_PAGES_PER_SWEEP}), removal
+   * stopped at its hold's bound, or files to remove met no free write side.
    */
   record Swept(int released, int removed, boolean manifestsRead, int forgotten, boolean behind) {
     Swept(int released, int removed, boolean manifestsRead) {
@@ -98,6 +100,11 @@ final class Retention implements AutoCloseable {
   static final long REMOVAL_HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
   /** How often a sweep looks whether the write side is free (see {@link #acquire}). */
   private static final long ACQUIRE_POLL_MILLIS = 5;
+  /**
+   * Sweeps in a row that had files to remove and never found the write side free; the next one
+   * queues for it (see {@link #acquire}).
+   */
+  static final int QUEUE_AFTER_MISSES = 3;
   /** At most this many sweeps in a row skip the manifest read (see removeUnreferenced). */
   static final int FULL_READ_EVERY = 30;
   /** Finished statements one transaction of {@link #forgetHistory} forgets at most. */
@@ -140,6 +147,9 @@ final class Retention implements AutoCloseable {
   private long heldNanos;
   // @GuardedBy("sweeping"): this sweep's removal stopped at REMOVAL_HOLD_NANOS with files left.
   private boolean removalCut;
+  // @GuardedBy("sweeping"): sweeps in a row (this one included) that had files to remove and did
+  // not get the write side.
+  private int missedLocks;
   // @GuardedBy("this"): set by start(), shut down by close(); each timed sweep schedules the
   // next on it (a schedule after close() is refused, which ends the chain).
   private ScheduledExecutorService timer;
@@ -282,6 +292,7 @@ final class Retention implements AutoCloseable {
     readNanos = 0;
     heldNanos = 0;
     removalCut = false;
+    int missedBefore = missedLocks;
     int removed = removeUnreferenced();
     if (released > 0 || removed > 0) {
       // The two costs say what the sweep did to statements: the read runs beside them, only the
@@ -297,7 +308,7 @@ final class Retention implements AutoCloseable {
           forgot.behind() ? " (more past the bound: the next sweep comes sooner)" : "");
     }
     return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgot.total(),
-        releaseBehind || forgot.behind() || removalCut);
+        releaseBehind || forgot.behind() || removalCut || missedLocks > missedBefore);
   }
 
   /** What one page of {@link #releasePage} did. */
@@ -536,8 +547,13 @@ final class Retention implements AutoCloseable {
     }
     Lock exclusive = writers.writeLock();
     if (!acquire(exclusive)) {
-      return NOT_READ; // a long query is writing: the next sweep removes
+      if (++missedLocks > QUEUE_AFTER_MISSES) {
+        log.warn("retention has not had the segment writers' lock in {} sweeps; unreferenced"
+            + " segment files wait", missedLocks);
+      }
+      return NOT_READ; // queries are writing: the next sweep, which comes sooner, removes
     }
+    missedLocks = 0;
     long locked = System.nanoTime();
     try {
       // No query holds the read side now: every file written since the write side was last held
@@ -572,25 +588,31 @@ final class Retention implements AutoCloseable {
   }
 
   /**
-   * Takes the write side within {@code removalWait} without queueing for it: on a fair lock a
-   * queued writer holds up every reader behind it, so a sweep that waited in line would stall
-   * each segment-writing run for as long as the longest one running. A sweep that never finds
-   * the lock free leaves removal to the next.
+   * Takes the write side within {@code removalWait}, as a rule without queueing for it: on a fair
+   * lock a queued writer holds up every reader behind it, so a sweep that waited in line would
+   * stall each segment-writing run for as long as the longest one running. A sweep that never
+   * finds the lock free leaves removal to the next. But runs whose holds overlap without a gap
+   * would then put removal off for good, until the disk fills: after {@link #QUEUE_AFTER_MISSES}
+   * such sweeps the next one queues, so that the runs holding the read side finish and new ones
+   * wait behind it — for at most {@code removalWait}, once in that many sweeps.
    */
   private boolean acquire(Lock exclusive) {
-    long end = System.nanoTime() + removalWait.toNanos();
-    while (!exclusive.tryLock()) {
-      if (System.nanoTime() - end >= 0) {
-        return false;
+    try {
+      if (missedLocks >= QUEUE_AFTER_MISSES) {
+        return exclusive.tryLock(removalWait.toNanos(), TimeUnit.NANOSECONDS);
       }
-      try {
+      long end = System.nanoTime() + removalWait.toNanos();
+      while (!exclusive.tryLock()) {
+        if (System.nanoTime() - end >= 0) {
+          return false;
+        }
         Thread.sleep(ACQUIRE_POLL_MILLIS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
       }
+      return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     }
-    return true;
   }
 
   /**

@@ -245,31 +245,72 @@ class EarlyRunTest {
     within(5_000, () -> engine.allocatedBytes() == 0, "no execution buffer held");
   }
 
+  /**
+   * An early run whose result stays in memory holds nothing of the retention sweep's while it
+   * waits for its submit: a sweep with a file to remove takes the write side and removes it, and
+   * the submit that follows still takes the early result.
+   */
   @Test
   void anEarlyRunWaitingForItsSubmitDoesNotHoldUpARetentionSweep() throws Exception {
-    // A released result makes the next sweep read the manifests under the write side of the
-    // removal lock, which waits for every run holding the read side (and, the lock being fair,
-    // holds up every run that asks after it).
-    QueryStatus done = await(admit(engine, engine.nextSequence(PRINCIPAL), bundle(COUNT)));
-    assertTrue(engine.release(done.getCorrelation()));
-    // Adoption is counted after the commit that wakes the wait, before the early run ends.
-    within(5_000, () -> engine.earlyRunsRunning() == 0, "its early run ended");
     long adopted = engine.earlyRunsAdopted();
+    // A segment file no manifest names: only a sweep that takes the write side removes it.
+    byte[] stray = "stray".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    java.nio.file.Files.createDirectories(state.resolve("segments"));
+    java.nio.file.Files.write(state.resolve("segments").resolve(Digests.hex(Digests.sha256(stray))),
+        stray);
 
     // Sealed, not submitted: the early run has its one-row result in memory and waits.
     List<SignedCommand> chain = chain(engine.nextSequence(PRINCIPAL), bundle(COUNT), 200);
     sendAll(chain.subList(0, chain.size() - 1));
     Thread.sleep(200);
     assertEquals(1, engine.earlyRunsRunning());
-    assertTrue(engine.sweepRetention().manifestsRead(), "the sweep took the removal lock");
+    assertEquals(1, engine.sweepRetention().removed(), "the sweep took the write side");
+    assertEquals(0, segmentFiles());
+    assertEquals(1, engine.earlyRunsRunning(), "the early run still waits");
 
-    // It did not wait the early run out: the submit that follows still takes its result.
     CommandOutcome accepted = sendAll(List.of(chain.get(chain.size() - 1)));
     QueryStatus s = await(accepted.getCorrelation());
     assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
     within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
         "no early run left open, no execution buffer held");
     assertAdopted(adopted + 1, "the early run took the query");
+  }
+
+  /**
+   * An early run that has nothing to adopt — here its result ran past max_result_bytes after its
+   * first segments were stored — lets go of the sweep's lock at once, not after its wait for the
+   * submit: those files are unreferenced, and the query's own run stores again under its own hold.
+   */
+  @Test
+  void anEarlyRunThatFailedAfterStoringHoldsNothingWhileItWaitsForItsSubmit() throws Exception {
+    RequestBundle overBudget = EngineTestSupport.bundle(demo.get(0).declaration(), LARGE,
+        budgets(10_000_000, ResultWriter.INLINE_RESULT_BYTES * 4L, 1L << 28, 2048));
+    List<SignedCommand> chain = chain(engine.nextSequence(PRINCIPAL), overBudget, 200);
+    sendAll(chain.subList(0, chain.size() - 1)); // sealed: verified, so it may store
+    within(5_000, () -> {
+      try {
+        return segmentFiles() > 0;
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }, "the early run stored segments");
+    java.util.concurrent.locks.Lock sweep = engine.sweepHold();
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!sweep.tryLock()) {
+      assertTrue(System.nanoTime() - end < 0, "the write side was never free");
+      Thread.sleep(5);
+    }
+    sweep.unlock();
+    // Free well before the wait for the submit (EARLY_WAIT_MS from the failure) ended.
+    Thread.sleep(100);
+    assertEquals(1, engine.earlyRunsRunning(), "the early run still waits for its submit");
+
+    CommandOutcome accepted = sendAll(List.of(chain.get(chain.size() - 1)));
+    QueryStatus s = await(accepted.getCorrelation());
+    assertEquals(QueryStatus.State.FAILED, s.getState());
+    assertEquals("query.budget_exhausted", s.getCode(), s.getMessage());
+    within(5_000, () -> engine.earlyRunsRunning() == 0 && engine.allocatedBytes() == 0,
+        "no early run left open, no execution buffer held");
   }
 
   /**

@@ -492,8 +492,8 @@ class RetentionTest {
           long c = journal.allocateCorrelation();
           journal.insertAccepted(c, 1, i + 1, digest);
           assertTrue(journal.finish(QueryStatus.newBuilder().setCorrelation(c)
-              .setPrincipal(1).setNamespace(i + 1).setState(QueryStatus.State.FAILED).setCode("query.test").build(), null, 0,
-              1_000, 0));
+              .setPrincipal(1).setNamespace(i + 1).setState(QueryStatus.State.FAILED).setCode("query.test").build(), digest, null,
+              0, 1_000, 0));
         }
         return null;
       });
@@ -541,7 +541,7 @@ class RetentionTest {
           journal.insertAccepted(c, 1, i + 1, digest);
           assertTrue(journal.finish(QueryStatus.newBuilder().setCorrelation(c)
               .setPrincipal(1).setNamespace(i + 1).setState(QueryStatus.State.SUCCEEDED).build(),
-              manifest, 10, 1_000, 0));
+              digest, manifest, 10, 1_000, 0));
         }
         return null;
       });
@@ -712,6 +712,66 @@ class RetentionTest {
       letGo.countDown();
       threads.shutdownNow();
       assertTrue(threads.awaitTermination(10, TimeUnit.SECONDS));
+    }
+  }
+
+  /**
+   * Runs whose holds overlap without a gap never leave the write side free: the sweeps that miss
+   * it are behind, and after {@link Retention#QUEUE_AFTER_MISSES} of them the next queues for it,
+   * so the runs holding it finish, and removes.
+   */
+  @Test
+  void runsThatNeverLeaveTheWriteSideFreeStillLetAQueuedSweepRemove() throws Exception {
+    strays(1);
+    ExecutorService runs = Executors.newFixedThreadPool(2);
+    java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicInteger holders = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicInteger turn = new java.util.concurrent.atomic.AtomicInteger();
+    try (SqliteJournal journal = SqliteJournal.open(state.resolve("relay.sqlite"));
+        Retention r = new Retention(journal, new LocalSegmentStore(state.resolve("segments")),
+            new RetentionPolicy(Duration.ofDays(1), 1L << 40, Duration.ofHours(1)),
+            () -> 1_000_000L, Duration.ofMillis(300))) {
+      CountDownLatch both = new CountDownLatch(2);
+      List<java.util.concurrent.Future<Integer>> relay = new ArrayList<>();
+      for (int i = 0; i < 2; i++) {
+        int me = i;
+        relay.add(runs.submit(() -> {
+          // Each run lets go only when it is its turn and the other holds the read side too, so
+          // the lock is never free — unless a queued sweep keeps the other from taking it again,
+          // when the run lets go after 200 ms regardless.
+          int rounds = 0;
+          Lock writing = r.writing();
+          while (!stop.get()) {
+            writing.lock();
+            holders.incrementAndGet();
+            both.countDown();
+            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
+            while ((holders.get() < 2 || turn.get() != me) && System.nanoTime() < until) {
+              Thread.onSpinWait();
+            }
+            holders.decrementAndGet();
+            turn.set(1 - me);
+            writing.unlock();
+            rounds++;
+          }
+          return rounds;
+        }));
+      }
+      assertTrue(both.await(10, TimeUnit.SECONDS));
+      for (int i = 0; i < Retention.QUEUE_AFTER_MISSES; i++) {
+        Retention.Swept missed = r.sweep();
+        assertEquals(0, missed.removed(), "sweep " + i + " found the write side free");
+        assertTrue(missed.behind(), "a sweep that missed the lock is behind");
+      }
+      assertEquals(1, r.sweep().removed(), "the queued sweep removes");
+      stop.set(true);
+      for (var run : relay) {
+        assertTrue(run.get(10, TimeUnit.SECONDS) > 0);
+      }
+    } finally {
+      stop.set(true);
+      runs.shutdownNow();
+      assertTrue(runs.awaitTermination(10, TimeUnit.SECONDS));
     }
   }
 
