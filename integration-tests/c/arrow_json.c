@@ -160,6 +160,12 @@ static int nested(struct jbuf* b, const struct ArrowSchema* s, const struct Arro
 static int value(struct jbuf* b, const struct ArrowSchema* s, const struct ArrowArray* a,
                  int64_t i, char* err, size_t errlen) {
   int64_t j = a->offset + i;
+  if (s->dictionary != NULL) {
+    /* The array would hold indices into a->dictionary: printing them as the values is wrong. */
+    snprintf(err, errlen, "dictionary-encoded column %s (index format %s) is not supported",
+             s->name ? s->name : "", s->format);
+    return -1;
+  }
   if (is_null(s, a, j)) {
     jb_str(b, "null");
     return 0;

@@ -26,7 +26,7 @@ void jb_quote(struct jbuf* b, const char* s, size_t n);
  * Appends row `row` of a record batch (a struct array whose children are the columns) as a JSON
  * array of column values. Nested structs become objects keyed by field name, lists become
  * arrays, unions render their selected child, binary becomes a hex string. Returns 0, or -1 with
- * a message in `err` for a type the renderer does not know.
+ * a message in `err` for a type the renderer does not know, dictionary-encoded columns among them.
  */
 int render_row(struct jbuf* b, const struct ArrowSchema* schema, const struct ArrowArray* batch,
                int64_t row, char* err, size_t errlen);

@@ -21,13 +21,21 @@
  *   tableschema H CAT SCHEMA TABLE  GetTableSchema
  *   tabletypes H                    GetTableTypes
  *   info H CODES                    GetInfo for comma-separated codes (empty = all)
- *   close H
+ *   close H                         releases the slot's open stream and its statement first (the
+ *                                   answer then says "released_open_stream":true), then the
+ *                                   connection and its own database, each even if one before failed
+ *
+ * Malformed fields are refused with {"ok":false,"where":"usage",...} rather than guessed at: a
+ * token longer than the header buffer, odd-length or non-hex partitions, more than 64 info
+ * codes or a code that is not a number, a drain EXPECT that is not a number.
  *
  * A failure answers {"ok":false,...} with the ADBC status, sqlstate, vendor code, message and
  * every error detail (the gateway's transit-diagnostic-bin among them). Exit status: 0 at end of
  * input, 2 on bad usage.
  */
+#include <ctype.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +48,7 @@
 #define AUTH_OPTION "adbc.flight.sql.authorization_header"
 #define SLOTS 8
 #define MAX_FIELDS 8
+#define MAX_INFO_CODES 64
 
 static struct AdbcDriver drv;
 static const char* uri;
@@ -59,6 +68,7 @@ static int pool_open;
 /* The one stream `open` leaves for `drain`, with the statement that produced it. */
 static struct {
   int active;
+  struct slot* owner; /* the slot whose connection the statement is on */
   struct AdbcStatement st;
   struct ArrowArrayStream stream;
   int64_t rows;
@@ -114,10 +124,56 @@ static void error_fields(struct jbuf* o, const char* where, AdbcStatusCode st,
   jb_printf(o, ",\"vendor_code\":%d}", e ? e->vendor_code : 0);
 }
 
+/* Turns o into the failure answer and releases `e`: `e` must not be passed to the driver again. */
 static void fail(struct jbuf* o, const char* where, AdbcStatusCode st, struct AdbcError* e) {
   jb_clear(o);
   error_fields(o, where, st, e, NULL);
   if (e->release) e->release(e);
+}
+
+static int answer_ok(const struct jbuf* o) { return strncmp(o->data, "{\"ok\":true", 10) == 0; }
+
+/*
+ * Reports a cleanup call's outcome; `e` is that call's own error (fresh ADBC_ERROR_INIT), always
+ * released here. A failure turns an answer that was a success into this failure; an answer that
+ * already reports a failure keeps it (the first cause), and this one goes to standard error, as
+ * it does with o == NULL (at exit). Returns rc.
+ */
+static AdbcStatusCode cleanup(struct jbuf* o, const char* where, AdbcStatusCode rc, struct AdbcError* e) {
+  if (rc != ADBC_STATUS_OK) {
+    if (o && answer_ok(o)) {
+      fail(o, where, rc, e);
+      return rc;
+    }
+    fprintf(stderr, "%s failed during cleanup: %s: %s\n", where, status_name(rc),
+            e->message ? e->message : "");
+  }
+  if (e->release) e->release(e);
+  return rc;
+}
+
+static AdbcStatusCode release_statement(struct jbuf* o, struct AdbcStatement* st) {
+  struct AdbcError e = ADBC_ERROR_INIT;
+  return cleanup(o, "StatementRelease", drv.StatementRelease(st, &e), &e);
+}
+
+static AdbcStatusCode release_connection(struct jbuf* o, struct AdbcConnection* cn) {
+  struct AdbcError e = ADBC_ERROR_INIT;
+  return cleanup(o, "ConnectionRelease", drv.ConnectionRelease(cn, &e), &e);
+}
+
+static AdbcStatusCode release_database(struct jbuf* o, struct AdbcDatabase* db) {
+  struct AdbcError e = ADBC_ERROR_INIT;
+  return cleanup(o, "DatabaseRelease", drv.DatabaseRelease(db, &e), &e);
+}
+
+/* Releases the open stream and its statement, if any. */
+static void release_pending(struct jbuf* o) {
+  if (!pending.active) return;
+  if (pending.stream.release) pending.stream.release(&pending.stream);
+  release_statement(o, &pending.st);
+  pending.active = 0;
+  pending.owner = NULL;
 }
 
 static void usage_error(struct jbuf* o, const char* msg) {
@@ -143,11 +199,13 @@ static struct slot* slot_of(struct jbuf* o, const char* field, int want_open) {
 
 /*
  * Reads `stream` to its end. Rows are rendered into o as "rows":[...] when `render` is set,
- * otherwise only counted. A failing get_next reports its errno, message and, through
- * ErrorFromArrayStream, the ADBC status and details. Returns 0 on success. Releases nothing.
+ * otherwise only counted; `rows_at` (may be NULL) gets the offset in o where that array begins
+ * and, with the array ending at o->len on success, is what check_rows compares. A failing
+ * get_next reports its errno, message and, through ErrorFromArrayStream, the ADBC status and
+ * details. Returns 0 on success. Releases nothing.
  */
 static int read_stream(struct jbuf* o, struct ArrowArrayStream* stream, int render, int64_t max_batches,
-                       int64_t* rows) {
+                       int64_t* rows, size_t* rows_at) {
   struct ArrowSchema schema = {0};
   char err[256] = {0};
   int rc = stream->get_schema(stream, &schema);
@@ -155,7 +213,9 @@ static int read_stream(struct jbuf* o, struct ArrowArrayStream* stream, int rend
   if (render) {
     jb_str(o, ",\"schema\":");
     render_fields(o, &schema);
-    jb_str(o, ",\"rows\":[");
+    jb_str(o, ",\"rows\":");
+    if (rows_at) *rows_at = o->len;
+    jb_str(o, "[");
   }
   int64_t seen = 0, batches = 0;
   for (; max_batches < 0 || batches < max_batches; batches++) {
@@ -168,7 +228,6 @@ static int read_stream(struct jbuf* o, struct ArrowArrayStream* stream, int rend
       if (render_row(o, &schema, &batch, r, err, sizeof err)) {
         batch.release(&batch);
         schema.release(&schema);
-        jb_clear(o);
         usage_error(o, err);
         return -1;
       }
@@ -219,21 +278,23 @@ static int prepare_statement(struct jbuf* o, struct slot* s, const char* seq, co
   if ((rc = drv.StatementSetOption(st, SEQUENCE_OPTION, seq, &e)) ||
       (rc = drv.StatementSetSqlQuery(st, sql, &e))) {
     fail(o, "StatementSetOption/SetSqlQuery", rc, &e);
-    drv.StatementRelease(st, &e);
+    release_statement(o, st);
     return -1;
   }
   return 0;
 }
 
-/* Compares the rendered "rows" array in o with `expect`; turns o into a failure if they differ. */
-static void check_rows(struct jbuf* o, const char* expect) {
-  const char* rows = strstr(o->data, ",\"rows\":");
-  if (!expect || !rows) return;
-  rows += strlen(",\"rows\":");
+/*
+ * Compares the rendered "rows" array, o->data[at, end) as read_stream placed it, with `expect`;
+ * turns o into a failure if they differ. Offsets rather than a text search: a struct field named
+ * "rows" or "row_count" inside the values must not be taken for the answer's own keys.
+ */
+static void check_rows(struct jbuf* o, const char* expect, size_t at, size_t end) {
+  if (!expect) return;
+  const char* rows = o->data + at;
   size_t n = strlen(expect);
-  const char* end = strstr(rows, ",\"row_count\":");
-  size_t have = end ? (size_t)(end - rows) : strlen(rows);
-  if (have == n && strncmp(rows, expect, n) == 0) return;
+  size_t have = end - at;
+  if (have == n && memcmp(rows, expect, n) == 0) return;
   struct jbuf got;
   jb_init(&got);
   jb_put(&got, rows, have);
@@ -252,11 +313,51 @@ static AdbcStatusCode open_database(struct AdbcDatabase* db, const char* auth, s
   if ((rc = drv.DatabaseNew(db, e)) || (rc = drv.DatabaseSetOption(db, "uri", uri, e)) ||
       (auth && (rc = drv.DatabaseSetOption(db, AUTH_OPTION, auth, e))) ||
       (rc = drv.DatabaseInit(db, e))) {
-    struct AdbcError ignored = ADBC_ERROR_INIT;
-    if (db->private_data) drv.DatabaseRelease(db, &ignored);
-    if (ignored.release) ignored.release(&ignored);
+    if (db->private_data) release_database(NULL, db);
   }
   return rc;
+}
+
+/* A whole field as a decimal integer: no sign but '-', no spaces, no trailing text, no overflow. */
+static int parse_int64(const char* field, int64_t* out) {
+  const char* p = field[0] == '-' ? field + 1 : field;
+  if (*p == '\0') return -1;
+  for (; *p; p++) {
+    if (!isdigit((unsigned char)*p)) return -1;
+  }
+  errno = 0;
+  long long v = strtoll(field, NULL, 10);
+  if (errno == ERANGE) return -1;
+  *out = v;
+  return 0;
+}
+
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Comma-separated GetInfo codes (empty: none, meaning all); NULL, or why they are refused. */
+static const char* parse_codes(const char* p, uint32_t* codes, size_t* count) {
+  *count = 0;
+  if (*p == '\0') return NULL;
+  for (;;) {
+    size_t k = strcspn(p, ",");
+    if (*count == MAX_INFO_CODES) return "info takes at most 64 codes";
+    if (k == 0) return "info codes must be comma-separated numbers";
+    if (k > 10) return "info code out of range (32 bits)";
+    uint64_t v = 0;
+    for (size_t i = 0; i < k; i++) {
+      if (!isdigit((unsigned char)p[i])) return "info codes must be comma-separated numbers";
+      v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    if (v > UINT32_MAX) return "info code out of range (32 bits)";
+    codes[(*count)++] = (uint32_t)v;
+    if (p[k] == '\0') return NULL;
+    p += k + 1;
+  }
 }
 
 static void cmd_connect(struct jbuf* o, char** f, int n) {
@@ -267,7 +368,14 @@ static void cmd_connect(struct jbuf* o, char** f, int n) {
   struct AdbcError e = ADBC_ERROR_INIT;
   AdbcStatusCode rc;
   char auth[512];
-  snprintf(auth, sizeof auth, "Bearer %s", f[2]);
+  int len = snprintf(auth, sizeof auth, "Bearer %s", f[2]);
+  if (len < 0 || (size_t)len >= sizeof auth) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "token too long: at most %zu characters",
+             sizeof auth - 1 - strlen("Bearer "));
+    usage_error(o, msg);
+    return;
+  }
   if (attach && !pool_open) {
     if ((rc = open_database(&pool_db, NULL, &e))) {
       fail(o, "Database", rc, &e);
@@ -285,8 +393,8 @@ static void cmd_connect(struct jbuf* o, char** f, int n) {
                                                auth, &e))) ||
       (rc = drv.ConnectionInit(&s->cn, attach ? &pool_db : &s->db, &e))) {
     fail(o, "Connection", rc, &e);
-    if (s->cn.private_data) drv.ConnectionRelease(&s->cn, &e);
-    if (!attach) drv.DatabaseRelease(&s->db, &e);
+    if (s->cn.private_data) release_connection(o, &s->cn);
+    if (!attach) release_database(o, &s->db);
     return;
   }
   s->open = 1;
@@ -310,6 +418,7 @@ static void cmd_query(struct jbuf* o, struct slot* s, char** f, int n, int keep_
   struct AdbcError e = ADBC_ERROR_INIT;
   struct ArrowArrayStream stream = {0};
   int64_t seq, affected = -1, rows = 0;
+  size_t rows_at = 0;
   if (keep_open && pending.active) {
     usage_error(o, "a stream is already open");
     return;
@@ -318,44 +427,53 @@ static void cmd_query(struct jbuf* o, struct slot* s, char** f, int n, int keep_
   AdbcStatusCode rc = drv.StatementExecuteQuery(&st, &stream, &affected, &e);
   if (rc) {
     fail(o, "StatementExecuteQuery", rc, &e);
-    drv.StatementRelease(&st, &e);
+    if (stream.release) stream.release(&stream);
+    release_statement(o, &st);
     return;
   }
   jb_printf(o, "{\"ok\":true,\"sequence\":%lld", (long long)seq);
-  int read_ok = read_stream(o, &stream, !keep_open, keep_open ? 1 : -1, &rows) == 0;
+  int read_ok = read_stream(o, &stream, !keep_open, keep_open ? 1 : -1, &rows, &rows_at) == 0;
   if (read_ok) {
+    size_t rows_end = o->len;
     jb_printf(o, ",\"row_count\":%lld}", (long long)rows);
-    if (!keep_open) check_rows(o, n > 4 ? f[4] : NULL);
+    if (!keep_open) check_rows(o, n > 4 ? f[4] : NULL, rows_at, rows_end);
   }
   if (keep_open && read_ok) {
     pending.active = 1;
+    pending.owner = s;
     pending.st = st;
     pending.stream = stream;
     pending.rows = rows;
     return;
   }
-  stream.release(&stream);
-  drv.StatementRelease(&st, &e);
+  if (stream.release) stream.release(&stream);
+  release_statement(o, &st);
 }
 
 static void cmd_drain(struct jbuf* o, char** f, int n) {
-  struct AdbcError e = ADBC_ERROR_INIT;
+  int64_t expect = 0;
+  if (n > 2) {
+    usage_error(o, "drain [EXPECT_ROWS]");
+    return;
+  }
+  if (n == 2 && parse_int64(f[1], &expect)) {
+    usage_error(o, "drain EXPECT_ROWS must be an integer");
+    return;
+  }
   if (!pending.active) {
     usage_error(o, "no open stream");
     return;
   }
   jb_str(o, "{\"ok\":true");
-  if (read_stream(o, &pending.stream, 0, -1, &pending.rows) == 0) {
+  if (read_stream(o, &pending.stream, 0, -1, &pending.rows, NULL) == 0) {
     jb_printf(o, ",\"row_count\":%lld}", (long long)pending.rows);
-    if (n > 1 && strtoll(f[1], NULL, 10) != pending.rows) {
+    if (n == 2 && expect != pending.rows) {
       jb_clear(o);
-      jb_printf(o, "{\"ok\":false,\"where\":\"values\",\"expected\":%s,\"got\":%lld}", f[1],
+      jb_printf(o, "{\"ok\":false,\"where\":\"values\",\"expected\":%lld,\"got\":%lld}", (long long)expect,
                 (long long)pending.rows);
     }
   }
-  pending.stream.release(&pending.stream);
-  drv.StatementRelease(&pending.st, &e);
-  pending.active = 0;
+  release_pending(o);
 }
 
 static void cmd_partitions(struct jbuf* o, struct slot* s, char** f) {
@@ -375,44 +493,55 @@ static void cmd_partitions(struct jbuf* o, struct slot* s, char** f) {
     for (size_t i = 0; i < parts.num_partitions; i++) {
       if (i) jb_str(o, ",");
       jb_str(o, "\"");
-      for (size_t k = 0; k < parts.partition_lengths[i]; k++) jb_printf(o, "%02x", parts.partitions[i][k]);
+      for (size_t k = 0; k < parts.partition_lengths[i]; k++) {
+        jb_printf(o, "%02x", (unsigned)parts.partitions[i][k]);
+      }
       jb_str(o, "\"");
     }
     jb_str(o, "]}");
-    schema.release(&schema);
-    parts.release(&parts);
   }
-  drv.StatementRelease(&st, &e);
+  if (schema.release) schema.release(&schema);
+  if (parts.release) parts.release(&parts);
+  release_statement(o, &st);
 }
 
 static void cmd_readpart(struct jbuf* o, struct slot* s, char** f, int n) {
-  size_t len = strlen(f[2]) / 2;
+  const char* hex = f[2];
+  size_t digits = strlen(hex);
+  if (digits % 2) {
+    usage_error(o, "partition must be hex: an even number of digits");
+    return;
+  }
+  size_t len = digits / 2;
   uint8_t* bytes = malloc(len ? len : 1);
   if (!bytes) abort();
   for (size_t i = 0; i < len; i++) {
-    unsigned v;
-    if (sscanf(f[2] + 2 * i, "%2x", &v) != 1) {
+    int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
       free(bytes);
-      usage_error(o, "partition must be hex");
+      usage_error(o, "partition must be hex: digits 0-9, a-f, A-F only");
       return;
     }
-    bytes[i] = (uint8_t)v;
+    bytes[i] = (uint8_t)(hi << 4 | lo);
   }
   struct AdbcError e = ADBC_ERROR_INIT;
   struct ArrowArrayStream stream = {0};
   int64_t rows = 0;
+  size_t rows_at = 0;
   AdbcStatusCode rc = drv.ConnectionReadPartition(&s->cn, bytes, len, &stream, &e);
   free(bytes);
   if (rc) {
     fail(o, "ConnectionReadPartition", rc, &e);
+    if (stream.release) stream.release(&stream);
     return;
   }
   jb_str(o, "{\"ok\":true");
-  if (read_stream(o, &stream, 1, -1, &rows) == 0) {
+  if (read_stream(o, &stream, 1, -1, &rows, &rows_at) == 0) {
+    size_t rows_end = o->len;
     jb_printf(o, ",\"row_count\":%lld}", (long long)rows);
-    check_rows(o, n > 3 ? f[3] : NULL);
+    check_rows(o, n > 3 ? f[3] : NULL, rows_at, rows_end);
   }
-  stream.release(&stream);
+  if (stream.release) stream.release(&stream);
 }
 
 static const char* opt(const char* field) { return *field ? field : NULL; }
@@ -424,15 +553,22 @@ static void cmd_metadata(struct jbuf* o, struct slot* s, char** f, int n) {
   AdbcStatusCode rc;
   const char* what = f[0];
   if (strcmp(what, "objects") == 0 && n == 6) {
-    rc = drv.ConnectionGetObjects(&s->cn, atoi(f[2]), opt(f[3]), opt(f[4]), opt(f[5]), NULL, NULL,
+    int64_t depth;
+    if (parse_int64(f[2], &depth) || depth < INT32_MIN || depth > INT32_MAX) {
+      usage_error(o, "objects DEPTH must be an integer");
+      return;
+    }
+    rc = drv.ConnectionGetObjects(&s->cn, (int)depth, opt(f[3]), opt(f[4]), opt(f[5]), NULL, NULL,
                                   &stream, &e);
   } else if (strcmp(what, "tabletypes") == 0 && n == 2) {
     rc = drv.ConnectionGetTableTypes(&s->cn, &stream, &e);
   } else if (strcmp(what, "info") == 0 && n == 3) {
-    uint32_t codes[64];
+    uint32_t codes[MAX_INFO_CODES];
     size_t count = 0;
-    for (char* p = f[2]; *p && count < 64; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 1 : 0)) {
-      codes[count++] = (uint32_t)strtoul(p, NULL, 10);
+    const char* refused = parse_codes(f[2], codes, &count);
+    if (refused) {
+      usage_error(o, refused);
+      return;
     }
     rc = drv.ConnectionGetInfo(&s->cn, count ? codes : NULL, count, &stream, &e);
   } else if (strcmp(what, "tableschema") == 0 && n == 5) {
@@ -440,12 +576,13 @@ static void cmd_metadata(struct jbuf* o, struct slot* s, char** f, int n) {
     rc = drv.ConnectionGetTableSchema(&s->cn, opt(f[2]), opt(f[3]), f[4], &schema, &e);
     if (rc) {
       fail(o, "ConnectionGetTableSchema", rc, &e);
+      if (schema.release) schema.release(&schema);
       return;
     }
     jb_str(o, "{\"ok\":true,\"schema\":");
     render_fields(o, &schema);
     jb_str(o, "}");
-    schema.release(&schema);
+    if (schema.release) schema.release(&schema);
     return;
   } else {
     usage_error(o, "objects H DEPTH CAT SCHEMA TABLE | tabletypes H | info H CODES | tableschema H CAT SCHEMA TABLE");
@@ -453,24 +590,30 @@ static void cmd_metadata(struct jbuf* o, struct slot* s, char** f, int n) {
   }
   if (rc) {
     fail(o, what, rc, &e);
+    if (stream.release) stream.release(&stream);
     return;
   }
   int64_t rows = 0;
   jb_str(o, "{\"ok\":true");
-  if (read_stream(o, &stream, 1, -1, &rows) == 0) jb_printf(o, ",\"row_count\":%lld}", (long long)rows);
-  stream.release(&stream);
+  if (read_stream(o, &stream, 1, -1, &rows, NULL) == 0) jb_printf(o, ",\"row_count\":%lld}", (long long)rows);
+  if (stream.release) stream.release(&stream);
 }
 
+/*
+ * Releases, in order, the slot's open stream and its statement (a statement must not outlive its
+ * connection), the connection, and the database the slot owns: each even when one before failed,
+ * the first failure answered, the rest on standard error. The slot is closed either way: its
+ * handles were handed to their release calls and cannot be used again.
+ */
 static void cmd_close(struct jbuf* o, struct slot* s) {
-  struct AdbcError e = ADBC_ERROR_INIT;
-  AdbcStatusCode rc = drv.ConnectionRelease(&s->cn, &e);
-  if (rc == 0 && s->owns_db) rc = drv.DatabaseRelease(&s->db, &e);
+  int had_stream = pending.active && pending.owner == s;
+  jb_str(o, "{\"ok\":true"); /* completed below unless a release turns it into a failure */
+  if (had_stream) release_pending(o);
+  release_connection(o, &s->cn);
+  if (s->owns_db) release_database(o, &s->db);
   s->open = 0;
-  if (rc) {
-    fail(o, "Release", rc, &e);
-    return;
-  }
-  jb_str(o, "{\"ok\":true}");
+  s->owns_db = 0;
+  if (answer_ok(o)) jb_str(o, had_stream ? ",\"released_open_stream\":true}" : "}");
 }
 
 static void dispatch(struct jbuf* o, char** f, int n) {
@@ -518,6 +661,7 @@ int main(int argc, char** argv) {
   AdbcStatusCode rc = init ? init(ADBC_VERSION_1_1_0, &drv, &e) : ADBC_STATUS_NOT_FOUND;
   if (rc) {
     fprintf(stderr, "driver init failed: %s\n", e.message ? e.message : status_name(rc));
+    if (e.release) e.release(&e);
     return 2;
   }
   struct jbuf out;
@@ -546,19 +690,21 @@ int main(int argc, char** argv) {
     fputc('\n', stdout);
     fflush(stdout);
   }
-  if (pending.active) {
-    pending.stream.release(&pending.stream);
-    drv.StatementRelease(&pending.st, &e);
-  }
+  /* At the end of input: the open stream before its connection, connections before databases. */
+  release_pending(NULL);
   for (int i = 0; i < SLOTS; i++) {
     if (slots[i].open) {
-      drv.ConnectionRelease(&slots[i].cn, &e);
-      if (slots[i].owns_db) drv.DatabaseRelease(&slots[i].db, &e);
+      release_connection(NULL, &slots[i].cn);
+      if (slots[i].owns_db) release_database(NULL, &slots[i].db);
+      slots[i].open = 0;
     }
   }
-  if (pool_open) drv.DatabaseRelease(&pool_db, &e);
+  if (pool_open) release_database(NULL, &pool_db);
   free(line);
   jb_free(&out);
-  if (drv.release) drv.release(&drv, &e);
+  if (drv.release) {
+    struct AdbcError de = ADBC_ERROR_INIT;
+    cleanup(NULL, "AdbcDriver.release", drv.release(&drv, &de), &de);
+  }
   return 0;
 }
