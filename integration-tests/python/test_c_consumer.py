@@ -83,3 +83,52 @@ def test_adbc_c_bad_credential_is_unauthenticated(gateway):
         assert diagnostic["identity"] == {} and diagnostic["facts"] == [], diagnostic
     finally:
         consumer.close()
+
+
+def usage(answer):
+    assert answer["ok"] is False and answer["where"] == "usage", answer
+    return answer["message"]
+
+
+def test_adbc_c_close_releases_the_slots_open_stream_first(c, gateway):
+    """The open stream's statement is on the slot's connection: close releases it before the
+    connection, so nothing later (drain, the exit) touches a statement whose connection is gone."""
+    first = c.command("open", 0, "next", "SELECT id, a, c FROM primitive")
+    assert first["ok"], first
+    assert c.command("close", 1) == {"ok": True}, "another slot's close leaves the stream open"
+    assert c.command("close", 0) == {"ok": True, "released_open_stream": True}
+    assert usage(c.command("drain")) == "no open stream"
+    assert usage(c.command("next", 0)) == "slot is not connected"
+    assert c.command("connect", 0, gateway.token("primitive"))["ok"], "the slot can be used again"
+    assert c.command("next", 0)["ok"]
+
+
+def test_adbc_c_refuses_malformed_fields(c, gateway):
+    assert "token too long" in usage(c.command("connect", 5, "t" * 600))
+    assert usage(c.command("next", 5)) == "slot is not connected"
+    for bad in ("abc", "+f", "0x", "zz", " 1"):
+        assert "partition must be hex" in usage(c.command("readpart", 0, bad)), bad
+    assert "at most 64" in usage(c.command("info", 0, ",".join(["0"] * 65)))
+    for bad in ("0,x", "0,,1", "-1", "4294967296", "0,"):
+        assert usage(c.command("info", 0, bad)), bad
+    assert c.command("info", 0, ",".join(["0"] * 64))["ok"]
+    assert usage(c.command("objects", 0, "x", "", "", ""))
+    total = duck(gateway, "primitive", "SELECT COUNT(*) FROM T")[0][0]
+    assert c.command("open", 0, "next", "SELECT id FROM primitive")["ok"]
+    for bad in ("many", "", "12x", "99999999999999999999"):
+        assert "must be an integer" in usage(c.command("drain", bad)), bad
+    # A refused drain left the stream open: it is still read to its end.
+    assert c.command("drain", total) == {"ok": True, "row_count": total}
+
+
+def test_adbc_c_partition_round_trip_in_either_hex_case(c, gateway):
+    sql = "SELECT SUM(a), COUNT(*) FROM primitive"
+    expect = compact(duck(gateway, "primitive", "SELECT SUM(a), COUNT(*) FROM T"))
+    r = c.command("partitions", 0, "next", sql)
+    assert r["ok"] and len(r["partitions"]) == 1, r
+    ticket = r["partitions"][0]
+    for hex_text in (ticket, ticket.upper()):
+        got = c.command("readpart", 0, hex_text, expect)
+        assert got["ok"] and got["row_count"] == 1, got
+    wrong = c.command("readpart", 0, ticket, "[[0,0]]")
+    assert wrong["where"] == "values" and wrong["got"] == expect, wrong
