@@ -2,8 +2,9 @@ package io.transit.flight.diagnostic;
 
 /**
  * Where a fact points: an optional source path (e.g. {@code statement} or a column path) plus
- * optional numeric coordinates. Line and column are 1-based, offset and length count UTF-8
- * bytes of the source. Shortening a diagnostic may cut or drop the path but never the numbers.
+ * optional numeric coordinates, each non-negative (0 included, as the schema allows); offset and
+ * length count UTF-8 bytes of the source. Shortening a diagnostic may cut or drop the path but
+ * never the numbers.
  */
 public record Location(String path, Integer line, Integer column, Integer offset, Integer length) {
   public Location {
