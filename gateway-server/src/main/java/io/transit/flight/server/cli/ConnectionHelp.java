@@ -39,11 +39,12 @@ final class ConnectionHelp {
     out.println("  client = fl.FlightClient('" + uri + "')");
     out.println("  opts = fl.FlightCallOptions(headers=[(b'authorization', f'Bearer {token}'.encode()),");
     out.println("                                       (b'x-transit-request-sequence', b'1')])");
-    out.println("  # a Flight SQL CommandStatementQuery; see docs/quickstart.md for the helper");
+    out.println("  # a Flight SQL CommandStatementQuery: transit_flight.flightsql encodes it (docs/clients.md#pyarrow)");
     out.println("  # next statement: json.loads(info.app_metadata)['next_sequence']");
     out.println();
     out.println("ADBC (Python DBAPI):");
     out.println("  import adbc_driver_flightsql.dbapi as f");
+    out.println("  token = open('" + first.credentialFile() + "').read().strip()");
     out.println("  conn = f.connect('" + uri + "', autocommit=True, db_kwargs={'adbc.flight.sql.authorization_header': f'Bearer {token}'})");
     out.println("  cur = conn.cursor()");
     out.println("  cur.adbc_statement.set_options(**{'adbc.flight.sql.rpc.call_header.x-transit-request-sequence': '1'})");
