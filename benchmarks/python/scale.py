@@ -684,7 +684,9 @@ def main():
     started = time.monotonic()
     for n in ns:
         state = Path(tempfile.mkdtemp(prefix="transit-scale-"))
-        s3_log = state.parent / (state.name + "-s3-access.log")
+        # In the cluster's own 0700 s3/ (made by `up` before versitygw opens the log), not beside
+        # the state directory in a shared /tmp: it names every object the run wrote.
+        s3_log = state / "s3" / "access.log"
         cluster = Cluster(state, replicas=n, callers=args.callers, callers_on="primitive",
                           java_opts="-XX:ActiveProcessorCount=1",
                           env={"VGW_ACCESS_LOG": str(s3_log)})
@@ -712,7 +714,6 @@ def main():
             finally:
                 groups.close()
                 shutil.rmtree(state, ignore_errors=True)
-                s3_log.unlink(missing_ok=True)
     results["wall_s"] = time.monotonic() - started
     summarize(results)
     (out / "results.json").write_text(json.dumps(results, indent=2))
