@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Debian's nginx, for the TLS-edge tests (integration-tests/python/test_tls_edge.py). Idempotent:
-# does nothing when an nginx binary with the gRPC and HTTP/2 modules is already installed.
+# Debian's nginx, for the TLS-edge tests (integration-tests/python/test_tls_edge.py) and the
+# local cluster's edge (scripts/cluster). Idempotent: installs nothing when an nginx binary is
+# there; one built without the HTTP/2 or gRPC module (not Debian's) is named, since the tests and
+# the cluster's `nginx -t` would refuse their configurations with it.
 set -euo pipefail
-if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+nginx_bin=$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)
+if [ -x "$nginx_bin" ]; then
+  built=$("$nginx_bin" -V 2>&1)
+  # http_v2 is opt-in at build time, grpc opt-out.
+  if [[ $built != *--with-http_v2_module* || $built == *--without-http_grpc_module* ]]; then
+    echo "setup: $nginx_bin lacks the HTTP/2 or gRPC module: the TLS-edge tests and" \
+      "scripts/cluster need both (Debian's nginx-light or nginx has them)" >&2
+  fi
   exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
