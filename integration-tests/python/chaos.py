@@ -209,6 +209,9 @@ class ChaosRun:
         self.records = {c: [] for c in self.callers}  # each list owned by its client thread
         self.done = threading.Event()  # set by run: the killer ends its plan
         self.plan_done = threading.Event()  # set by the killer when its plan is carried out
+        # Set by close: a client stops retrying (a run cut short by a signal ends now, not after
+        # every statement in flight spent its budget against a cluster being taken down).
+        self.aborted = threading.Event()
         self.errors = []
 
     # -- clients -------------------------------------------------------------------------------
@@ -245,7 +248,7 @@ class ChaosRun:
             try:
                 return next_sequence(ch, edge, caller)
             except grpc.RpcError as e:
-                if e.code() not in RETRIED or time.monotonic() > end:
+                if e.code() not in RETRIED or time.monotonic() > end or self.aborted.is_set():
                     raise
                 time.sleep(0.2)
 
@@ -254,7 +257,7 @@ class ChaosRun:
         st.started = time.monotonic()
         deadline = st.started + self.statement_budget_s
         nxt = None
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.aborted.is_set():
             st.attempts += 1
             call, at = "GetFlightInfo", time.monotonic()
             try:
@@ -610,6 +613,7 @@ class ChaosRun:
         this run started again, whatever the stops before it did; scripts/cluster down stops the
         ones it started. Returns their exit statuses."""
         self.done.set()  # the killer ends its plan (run() sets it too, unless it failed first)
+        self.aborted.set()
         if self.killer is not None:  # run() may have given up on it: it may still start one
             self.killer.join(2 * RERUN_START_S)
         for t in list(self.rerun_threads):
@@ -661,6 +665,17 @@ def check(result: dict, timing: bool = True) -> list:
     return broken
 
 
+def _interrupted(signum, frame):
+    """SIGTERM, SIGHUP and SIGINT end the run as ^C does, through main's cleanup (the cluster
+    taken down); once that began, another one is ignored, here and in the cleanup's children
+    (scripts/cluster down), so it runs to its end."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    e = KeyboardInterrupt(f"signal {signum}")
+    e.signum = signum
+    raise e
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Chaos run over a local cluster (scripts/cluster).")
     ap.add_argument("--statements", type=int, default=2000)
@@ -688,10 +703,17 @@ def main(argv=None) -> int:
     ap.add_argument("--no-hold", action="store_true",
                     help=f"replicas without the test faults {HOLD} (fewer fenced runs)")
     args = ap.parse_args(argv)
+    # Without these a SIGTERM (a timeout, a service manager) or SIGHUP (a closed terminal) ended
+    # the process past the finally below, leaving PostgreSQL, versitygw, the JVMs and nginx.
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _interrupted)
     # Not under a 0700 temp root: as root, PostgreSQL runs as transit-pg (docs/deployment.md).
     # One chaos caller per client (scripts/cluster up --callers).
     c = Cluster(Path(tempfile.mkdtemp(prefix="transit-chaos-")), replicas=args.replicas,
                 faults=None if args.no_hold else HOLD, callers=args.clients)
+    # Before anything starts: should this process die uncleanly after all (SIGKILL),
+    # `scripts/cluster down --state-dir DIR` stops what runs.
+    print(f"chaos: cluster state in {c.state_dir}", file=sys.stderr, flush=True)
     broken = ["not run"]
     try:
         c.up()
@@ -710,6 +732,8 @@ def main(argv=None) -> int:
         print(summary(result), file=sys.stderr)
         return 1 if broken else 0
     finally:
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)  # the cleanup runs to its end, `down` included
         c.down()
         if broken:  # the replicas' logs stay for the evidence
             print(f"chaos: cluster state kept in {c.state_dir}", file=sys.stderr)
@@ -736,4 +760,9 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as e:  # the cleanup ran; no traceback for a stop asked for
+        signum = getattr(e, "signum", signal.SIGINT)
+        print(f"chaos: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        sys.exit(128 + signum)

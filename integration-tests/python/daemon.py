@@ -876,6 +876,18 @@ class Cluster:
                               stderr=subprocess.PIPE, text=True, env=env) as p:
             try:
                 out, err = p.communicate(timeout=timeout)
+            except KeyboardInterrupt:
+                # ^C, or a signal the caller turned into one (chaos.py): `up` must not go on
+                # starting parts after the caller's own cleanup ran `down`. SIGTERM makes it stop
+                # what it started (it ignores one that comes during that); waited for. A `down`
+                # is left to finish.
+                if args[0] == "up" and p.poll() is None:
+                    p.terminate()
+                    try:
+                        p.communicate(timeout=180)
+                    except subprocess.TimeoutExpired:
+                        pass
+                raise
             except subprocess.TimeoutExpired:
                 # SIGTERM, not subprocess.run's SIGKILL: `up` then stops what it had started.
                 p.terminate()
