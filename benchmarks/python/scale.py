@@ -30,7 +30,7 @@ first gives the background (lease scans) to subtract.
 
 Needs root (cgroup v1 at /sys/fs/cgroup/cpu), the cluster's parts (scripts/cluster), a built
 gateway, and pyarrow, duckdb and matplotlib (the bench venv; scripts/scale-cluster makes it).
-The groups are removed at the end, also after a failure or SIGTERM. Writes DIR/results.json and
+The groups are removed at the end, also after a failure, SIGTERM or SIGHUP. Writes DIR/results.json and
 DIR/scaling.png (DIR defaults to bench-results/scale-<UTC time>).
 """
 
@@ -670,8 +670,10 @@ def main():
     out = args.out or ROOT / "bench-results" / (
         "scale-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
     out.mkdir(parents=True, exist_ok=True)
-    # SIGTERM ends the run like Ctrl-C: the finally blocks stop the cluster and remove groups.
+    # SIGTERM and SIGHUP (a closed terminal) end the run like Ctrl-C: the finally blocks stop the
+    # cluster and remove groups.
     signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGHUP, _interrupted)
     CpuGroups.remove_stale()
     results = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "load_average_start": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
