@@ -18,6 +18,7 @@ import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.nativequery.embedded.DemoData;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
 import io.transit.flight.nativequery.embedded.EngineOptions;
+import io.transit.flight.nativequery.embedded.EngineTestSupport;
 import io.transit.flight.proto.Budgets;
 import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.QueryStatus;
@@ -78,8 +79,8 @@ class AdmissionEngineContractTest {
   }
 
   @AfterEach
-  void close() {
-    engine.close();
+  void close() throws InterruptedException {
+    EngineTestSupport.closeWithoutLeaks(engine);
   }
 
   private static Budgets budgets() {

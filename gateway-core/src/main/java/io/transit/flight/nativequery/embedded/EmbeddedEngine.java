@@ -873,8 +873,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     return runner.fencedResults();
   }
 
-  /** Bytes the engine's execution allocator holds now (tests: 0 once no query runs). */
-  long allocatedBytes() {
+  /**
+   * Bytes the engine's execution allocator holds now: 0 once no query runs (tests check it before
+   * {@link #close}, which only logs what is still held; public for tests outside this package).
+   */
+  public long allocatedBytes() {
     return allocator.getAllocatedMemory();
   }
 

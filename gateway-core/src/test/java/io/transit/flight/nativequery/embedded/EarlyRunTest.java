@@ -25,7 +25,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -70,9 +69,9 @@ class EarlyRunTest {
   }
 
   @AfterEach
-  void close() {
+  void close() throws InterruptedException {
     if (engine != null) {
-      engine.close();
+      closeWithoutLeaks(engine);
     }
   }
 
@@ -83,15 +82,6 @@ class EarlyRunTest {
   private QueryStatus await(long correlation) throws InterruptedException {
     return engine.awaitQuery(access(), correlation,
         System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
-  }
-
-  private static void within(long millis, BooleanSupplier condition, String what)
-      throws InterruptedException {
-    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-    while (!condition.getAsBoolean()) {
-      assertTrue(System.nanoTime() - end < 0, what);
-      Thread.sleep(10);
-    }
   }
 
   /** Sends commands in order; each must be accepted; returns the last outcome. */

@@ -55,9 +55,9 @@ class EmbeddedEngineCommandTest {
   }
 
   @AfterEach
-  void close() {
+  void close() throws InterruptedException {
     if (engine != null) {
-      engine.close();
+      closeWithoutLeaks(engine);
     }
   }
 

@@ -100,9 +100,9 @@ class EmbeddedEngineResultTest {
   }
 
   @AfterEach
-  void close() {
+  void close() throws InterruptedException {
     if (engine != null) {
-      engine.close();
+      closeWithoutLeaks(engine);
     }
   }
 
@@ -368,7 +368,7 @@ class EmbeddedEngineResultTest {
     open(EngineOptions.defaults());
     QueryStatus done = run(0, SUMS, roomyBudgets());
     byte[] manifest = engine.readManifest(access(), done.getCorrelation());
-    engine.close();
+    closeWithoutLeaks(engine);
     engine = null;
 
     open(EngineOptions.defaults().withDeferExecution(true));
@@ -379,7 +379,7 @@ class EmbeddedEngineResultTest {
     QueryStatus pending = engine.awaitQuery(access(), correlation, System.nanoTime());
     assertEquals(QueryStatus.State.ACCEPTED, pending.getState());
     long next = engine.nextSequence(PRINCIPAL);
-    engine.close();
+    closeWithoutLeaks(engine);
     engine = null;
 
     open(EngineOptions.defaults());

@@ -74,9 +74,9 @@ class EmbeddedEngineS3SegmentsTest {
   }
 
   @AfterEach
-  void close() {
+  void close() throws InterruptedException {
     if (engine != null) {
-      engine.close();
+      closeWithoutLeaks(engine);
     }
   }
 
@@ -134,7 +134,7 @@ class EmbeddedEngineS3SegmentsTest {
       assertEquals(3, files.count());
     }
     assertFalse(Files.exists(state.resolve("segments")), "nothing in the state directory");
-    engine.close();
+    closeWithoutLeaks(engine);
     open();
     List<byte[]> again = readVerified(s);
     for (int i = 0; i < segments.size(); i++) {

@@ -1,6 +1,7 @@
 package io.transit.flight.nativequery.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.ByteString;
 import io.transit.flight.crypto.DeclarationFingerprint;
@@ -34,6 +35,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.UInt1Vector;
@@ -41,15 +45,68 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 
-/** Test-side admission: a fixed-seed principal, bundles, signed command chains, a planner. */
-final class EngineTestSupport {
+/**
+ * Test-side admission: a fixed-seed principal, bundles, signed command chains, a planner; and the
+ * bounded waits engine tests share, including the check that an engine ends holding no buffer.
+ */
+public final class EngineTestSupport {
   static final long PRINCIPAL = 42;
   static final long EPOCH = 7;
   static final long RECIPIENT = 900;
   static final Ed25519.KeyPair KEY = Ed25519.fromSeed(seed(1));
   static final Ed25519.KeyPair OTHER_KEY = Ed25519.fromSeed(seed(2));
 
+  /** How long a finished engine may take to give its last execution buffer back. */
+  private static final long RELEASE_MILLIS = 10_000;
+
   private EngineTestSupport() {}
+
+  /** Polls {@code condition} until it holds, failing with {@code what} after {@code millis}. */
+  static void within(long millis, BooleanSupplier condition, String what)
+      throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() - end < 0, what);
+      Thread.sleep(10);
+    }
+  }
+
+  /** Polls until {@code value} reads {@code expected} (30 s at most); fails naming the last. */
+  static void await(String what, LongSupplier value, long expected) throws InterruptedException {
+    await(what, value, expected, 30_000);
+  }
+
+  private static void await(String what, LongSupplier value, long expected, long millis)
+      throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+    while (value.getAsLong() != expected) {
+      assertTrue(System.nanoTime() - end < 0, what + ": still " + value.getAsLong());
+      Thread.sleep(10);
+    }
+  }
+
+  /**
+   * Waits (bounded) until the engine's execution allocator holds nothing. close() only logs the
+   * buffers still allocated, so a test that just closes would pass a leak; the wait covers a run
+   * (an early one, say) that lets its last buffer go a moment after its result is visible.
+   */
+  public static void assertNoExecutionBuffers(EmbeddedEngine engine)
+      throws InterruptedException {
+    await("execution buffers still allocated", engine::allocatedBytes, 0, RELEASE_MILLIS);
+  }
+
+  /**
+   * {@link #assertNoExecutionBuffers}, then close (even when that failed, so nothing stays open),
+   * then nothing allocated either: a close that cancelled a run must not strand its buffers.
+   */
+  public static void closeWithoutLeaks(EmbeddedEngine engine) throws InterruptedException {
+    try {
+      assertNoExecutionBuffers(engine);
+    } finally {
+      engine.close();
+    }
+    assertEquals(0, engine.allocatedBytes(), "execution buffers still allocated after close");
+  }
 
   static byte[] seed(int b) {
     byte[] s = new byte[32];

@@ -109,6 +109,7 @@ class InPlaceScanTest {
       assertEquals(QueryStatus.State.SUCCEEDED, s.getState(), s.getMessage());
       first = keys(engine, s);
       firstManifestDigest = s.getManifestSha256().toByteArray();
+      assertNoExecutionBuffers(engine);
     }
     assertEquals(expected, first);
     // A fresh engine state, as after losing the retained results: the same plan over the same
@@ -119,6 +120,7 @@ class InPlaceScanTest {
       QueryStatus s = run(engine, TABLE, "k");
       assertEquals(first, keys(engine, s));
       assertArrayEquals(firstManifestDigest, s.getManifestSha256().toByteArray());
+      assertNoExecutionBuffers(engine);
     }
   }
 
@@ -158,6 +160,7 @@ class InPlaceScanTest {
       assertArrayEquals(retained,
           engine.readSegment(access(), before.getCorrelation(), 0, 1 << 20),
           "a result retained before the change still reads back unchanged");
+      assertNoExecutionBuffers(engine);
     }
   }
 
@@ -180,6 +183,7 @@ class InPlaceScanTest {
       // The session that counted serves the next statement as before.
       QueryStatus sum = run(engine, TABLE, "sum v");
       assertEquals(QueryStatus.State.SUCCEEDED, sum.getState(), sum.getMessage());
+      assertNoExecutionBuffers(engine);
     }
   }
 
@@ -200,6 +204,7 @@ class InPlaceScanTest {
       // Opened: nothing read the damaged pages. Scanning them fails the statement instead.
       QueryStatus s = run(engine, TABLE, "sum v");
       assertEquals(QueryStatus.State.FAILED, s.getState());
+      assertNoExecutionBuffers(engine);
     }
     assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(30));
   }
@@ -211,6 +216,7 @@ class InPlaceScanTest {
     try (EmbeddedEngine engine = open(List.of(new Publication(kNotNull,
         List.of(parquet("stats.parquet", 0, 10, 5)), "parquet")))) {
       assertEquals(QueryStatus.State.SUCCEEDED, run(engine, kNotNull, "k").getState());
+      assertNoExecutionBuffers(engine);
     }
     // v declared not nullable holds nulls: refused naming the column and the file.
     Path withNulls = data.resolve("nulls.parquet");
@@ -235,6 +241,7 @@ class InPlaceScanTest {
     Path converted = state.resolve("converted");
     try (EmbeddedEngine engine = open(List.of(p))) {
       assertEquals(List.of(3L, 1L, 2L), keys(engine, run(engine, TABLE, "k")));
+      assertNoExecutionBuffers(engine);
     }
     List<Path> copies = list(converted);
     assertEquals(1, copies.size());
@@ -242,6 +249,7 @@ class InPlaceScanTest {
     try (EmbeddedEngine engine = open(List.of(p))) {
       assertEquals(copies, list(converted), "the copy is reused");
       assertEquals(written, Files.getLastModifiedTime(copies.get(0)));
+      assertNoExecutionBuffers(engine);
     }
     // The source changes between runs (a new publication of other data): a new copy, the old
     // one removed.
@@ -251,9 +259,11 @@ class InPlaceScanTest {
       List<Path> now = list(converted);
       assertEquals(1, now.size());
       assertFalse(now.equals(copies));
+      assertNoExecutionBuffers(engine);
     }
     try (EmbeddedEngine engine = open(List.of())) {
       assertEquals(List.of(), list(converted), "no publication uses a copy any more");
+      assertNoExecutionBuffers(engine);
     }
   }
 

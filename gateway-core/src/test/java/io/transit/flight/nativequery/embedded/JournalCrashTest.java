@@ -150,6 +150,7 @@ class JournalCrashTest {
           bundle(cells.declaration(), SQL, roomyBudgets()));
       assertEquals(QueryStatus.State.SUCCEEDED,
           engine.awaitQuery(access(), corr, deadline).getState());
+      assertNoExecutionBuffers(engine);
     }
   }
 
@@ -211,6 +212,7 @@ class JournalCrashTest {
       long corr = admit(engine, next, bundle(cells.declaration(), SQL, roomyBudgets()));
       assertEquals(QueryStatus.State.SUCCEEDED,
           engine.awaitQuery(access(), corr, deadline).getState());
+      assertNoExecutionBuffers(engine);
     }
   }
 }

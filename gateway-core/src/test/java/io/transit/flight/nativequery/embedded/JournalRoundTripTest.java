@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.embedded;
 
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.PRINCIPAL;
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.access;
+import static io.transit.flight.nativequery.embedded.EngineTestSupport.assertNoExecutionBuffers;
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.bundle;
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.chain;
 import static io.transit.flight.nativequery.embedded.EngineTestSupport.column;
@@ -99,6 +100,7 @@ class JournalRoundTripTest {
         assertNotNull(done, "the query ended within the wait");
         assertEquals(QueryStatus.State.SUCCEEDED, done.getState(), done.getMessage());
       }
+      assertNoExecutionBuffers(engine);
     } finally {
       driver.removeHandler(log);
       driver.setLevel(before);

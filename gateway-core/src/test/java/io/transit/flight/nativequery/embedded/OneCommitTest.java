@@ -69,9 +69,9 @@ class OneCommitTest {
   }
 
   @AfterEach
-  void close() {
+  void close() throws InterruptedException {
     if (engine != null) {
-      engine.close();
+      closeWithoutLeaks(engine);
     }
   }
 
@@ -82,7 +82,9 @@ class OneCommitTest {
   /** Opens with every accepted query held back {@code heldMillis} before it runs (0: none). */
   private void open(Path dir, long heldMillis) throws Exception {
     if (engine != null) {
-      engine.close();
+      EmbeddedEngine previous = engine;
+      engine = null; // closed once, even when its check fails
+      closeWithoutLeaks(previous);
     }
     // A lease far longer than any run: its renewal (a durable commit every lease/3) would
     // otherwise fall inside a statement a loaded machine takes seconds over.
@@ -190,7 +192,7 @@ class OneCommitTest {
     assertEquals(commits + 1, durableCommits(), "one sync before the answer");
     Path answered = Files.createDirectories(lost.resolve("answered"));
     copyJournal(state, answered, Files.size(wal));
-    engine.close();
+    closeWithoutLeaks(engine);
     engine = null;
 
     open(unanswered);
@@ -267,7 +269,7 @@ class OneCommitTest {
     Path powerLoss = Files.createDirectories(lost.resolve("power-loss"));
     copyJournal(state, killed, Files.size(wal));
     copyJournal(state, powerLoss, durableEnd);
-    engine.close();
+    closeWithoutLeaks(engine);
     engine = null;
 
     open(powerLoss);

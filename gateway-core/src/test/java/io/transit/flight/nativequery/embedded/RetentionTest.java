@@ -85,15 +85,17 @@ class RetentionTest {
   }
 
   @AfterEach
-  void close() {
+  void close() throws InterruptedException {
     if (engine != null) {
-      engine.close();
+      closeWithoutLeaks(engine);
     }
   }
 
   private void open(EngineOptions options) throws Exception {
     if (engine != null) {
-      engine.close();
+      EmbeddedEngine previous = engine;
+      engine = null; // closed once, even when its check fails
+      closeWithoutLeaks(previous);
     }
     engine = EmbeddedEngine.open(state, options, demo, List.of(fullRights()), PLANNER);
   }
