@@ -24,6 +24,8 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -101,6 +103,10 @@ class JournalCrashTest {
     ProcessBuilder pb = new ProcessBuilder(command);
     pb.redirectError(ProcessBuilder.Redirect.DISCARD);
     Process child = pb.start();
+    // A child that hangs without printing would block readLine for good: killed after a bound
+    // far past a healthy run, its output ends and the count below fails.
+    ScheduledExecutorService watchdog = Executors.newSingleThreadScheduledExecutor();
+    watchdog.schedule(child::destroyForcibly, 120, TimeUnit.SECONDS);
     List<String[]> acknowledged = new ArrayList<>();
     try (BufferedReader out = new BufferedReader(
         new InputStreamReader(child.getInputStream(), StandardCharsets.US_ASCII))) {
@@ -115,6 +121,8 @@ class JournalCrashTest {
       }
       child.destroyForcibly(); // SIGKILL: no shutdown hooks, no close
       assertTrue(child.waitFor(30, TimeUnit.SECONDS));
+    } finally {
+      watchdog.shutdownNow();
     }
     assertTrue(acknowledged.size() >= count, "the child acknowledged " + acknowledged.size());
     return acknowledged;

@@ -116,7 +116,7 @@ class PostgresJournalContractTest extends JournalStoreContract {
       List<Future<Integer>> swept = new ArrayList<>();
       for (Retention replica : replicas) {
         swept.add(pool.submit(() -> {
-          start.await();
+          assertTrue(start.await(30, TimeUnit.SECONDS), "the sweeps were never started");
           return replica.sweep().forgotten(); // a deadlock would throw here (SQLSTATE 40P01)
         }));
       }

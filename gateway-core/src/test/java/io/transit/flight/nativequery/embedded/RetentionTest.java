@@ -571,7 +571,7 @@ class RetentionTest {
   void aResultKeptInTheJournalNeverWaitsOnTheSweepsHold() throws Exception {
     open(EngineOptions.defaults());
     Lock hold = engine.sweepHold();
-    hold.lock();
+    assertTrue(hold.tryLock(10, TimeUnit.SECONDS), "the sweep's hold was never free");
     long large;
     try {
       run(INLINE);
@@ -693,7 +693,8 @@ class RetentionTest {
             () -> 1_000_000L, Duration.ofSeconds(10))) {
       var writer = threads.submit(() -> {
         Lock writing = r.writing();
-        writing.lock(); // a long run writing its segments
+        // A long run writing its segments.
+        assertTrue(writing.tryLock(10, TimeUnit.SECONDS), "the write side was never free");
         try {
           holding.countDown();
           return letGo.await(30, TimeUnit.SECONDS);
@@ -744,7 +745,8 @@ class RetentionTest {
           int rounds = 0;
           Lock writing = r.writing();
           while (!stop.get()) {
-            writing.lock();
+            // Timed, yet fair like lock(): it still queues behind a waiting sweep.
+            assertTrue(writing.tryLock(30, TimeUnit.SECONDS), "run " + me + " never got the lock");
             holders.incrementAndGet();
             both.countDown();
             long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
