@@ -14,12 +14,16 @@ import org.junit.jupiter.api.Test;
  * Random SQL — comments holding quotes and brackets, strings and quoted identifiers with doubled
  * quotes and backslashes, nesting up to far past the bound, long lists and chains — through the
  * real compiler. Every compile must answer (a plan or a bounded refusal, never another
- * exception) within {@link #BOUND_MS}, the daemon's default parse budget; the slowest figure is
- * printed for docs/security.md.
+ * exception); the slowest compile is printed, beside the daemon's default parse budget, for
+ * docs/security.md. Speed is not asserted: a compile only fails the test past {@link #HANG_MS},
+ * as a hang would.
  */
 class ParserFuzzTest {
   private static final int CASES = 3000;
-  private static final long BOUND_MS = 2000;
+  /** The daemon's default parse budget: reported beside the slowest compile, not asserted. */
+  private static final long BUDGET_MS = 2000;
+  /** Far past any healthy compile: only a hang (or a runaway parse) reaches it. */
+  private static final long HANG_MS = 30_000;
 
   private static final String[] COLUMNS = {"id", "Fare", "\"Fare\"", "trips.id", "t.id", "ID",
       "\"i\"\"d\"", "`id`", "seats"};
@@ -31,11 +35,11 @@ class ParserFuzzTest {
   private final Random random = new Random(1414);
 
   @Test
-  void everyCompileAnswersWithinTheBound() {
+  void everyCompileAnswers() {
     long maxNanos = 0;
     String slowest = "";
     int plans = 0;
-    // The bound is on the compiling thread's CPU, after one untimed compile: a loaded host's
+    // Timed on the compiling thread's CPU, after one untimed compile: a loaded host's
     // scheduling, a collection and the parser's class loading are not the parse's cost.
     ThreadMXBean cpu = ManagementFactory.getThreadMXBean();
     try {
@@ -59,11 +63,13 @@ class ParserFuzzTest {
         slowest = sql.length() > 60 ? sql.substring(0, 60) + "..." : sql;
       }
       String shown = sql.length() > 200 ? sql.substring(0, 200) + "..." : sql;
-      assertTrue(took < BOUND_MS * 1_000_000, () -> "compile took " + took / 1_000_000 + " ms: " + shown);
+      assertTrue(took < HANG_MS * 1_000_000,
+          () -> "compile took " + took / 1_000_000 + " ms: " + shown);
     }
     assertTrue(plans > CASES / 20, "too few valid statements to mean anything: " + plans);
-    System.out.printf("parser fuzz: %d cases, %d plans, slowest compile %.1f ms (%s)%n",
-        CASES, plans, maxNanos / 1e6, slowest.replace('\n', ' ').replace('\r', ' '));
+    System.out.printf("parser fuzz: %d cases, %d plans, slowest compile %.1f ms of CPU (%s);"
+        + " default parse budget %d ms%n", CASES, plans, maxNanos / 1e6,
+        slowest.replace('\n', ' ').replace('\r', ' '), BUDGET_MS);
   }
 
   private String statement() {
