@@ -57,13 +57,14 @@ class SqlGuardTest {
   @Test
   void bracketsInsideCommentsStringsAndQuotedIdentifiersAreNotCounted() {
     String hidden = "(".repeat(100);
-    SqlGuard.check(HEAD + "id = 1 -- " + hidden);
-    SqlGuard.check(HEAD + "id = 1 /* " + hidden + " */");
-    SqlGuard.check(HEAD + "s = '" + hidden + "'");
-    SqlGuard.check(HEAD + "s = 'it''s " + hidden + "'");
-    SqlGuard.check(HEAD + "\"a\"\"" + hidden + "\" = 1");
-    SqlGuard.check(HEAD + "`" + hidden + "` = 1");
-    SqlGuard.check(HEAD + "s = N'" + hidden + "'");
+    // Passed, and the parser sees each comment blanked and each quoted text as it was.
+    assertEquals(HEAD + "id = 1 " + " ".repeat(103), SqlGuard.check(HEAD + "id = 1 -- " + hidden));
+    assertEquals(HEAD + "id = 1 " + " ".repeat(106),
+        SqlGuard.check(HEAD + "id = 1 /* " + hidden + " */"));
+    for (String quoted : new String[] {"s = '" + hidden + "'", "s = 'it''s " + hidden + "'",
+        "\"a\"\"" + hidden + "\" = 1", "`" + hidden + "` = 1", "s = N'" + hidden + "'"}) {
+      assertEquals(HEAD + quoted, SqlGuard.check(HEAD + quoted));
+    }
   }
 
   @Test
