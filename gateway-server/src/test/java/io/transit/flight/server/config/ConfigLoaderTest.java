@@ -15,6 +15,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -267,7 +268,9 @@ class ConfigLoaderTest {
         pg.replace("\"journal.password\"", "\"missing.password\""));
     // A file named by mistake is neither read whole nor waited on: a FIFO blocked the load.
     Path fifo = dir.resolve("state/journal.fifo");
-    assertEquals(0, new ProcessBuilder("mkfifo", "-m", "600", fifo.toString()).start().waitFor());
+    Process mkfifo = new ProcessBuilder("mkfifo", "-m", "600", fifo.toString()).start();
+    assertTrue(mkfifo.waitFor(30, TimeUnit.SECONDS), "mkfifo never ended");
+    assertEquals(0, mkfifo.exitValue());
     assertTimeoutPreemptively(Duration.ofSeconds(10), () -> assertMessage(
         "journal.password_file: " + fifo + " (expected: a regular file)",
         pg.replace("\"journal.password\"", "\"journal.fifo\"")));
