@@ -16,7 +16,17 @@ import java.io.InputStream;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
-/** The connection budget's slots, driven through its transport filter and interceptor. */
+/**
+ * The connection budget's slots, driven through its transport filter and interceptor. {@link
+ * Call} is a hand-made ServerCall standing in for a gRPC call on a Netty connection: it carries
+ * the transport attributes the filter gave that connection and records the status the
+ * interceptor closes it with, so an ordering no real client can set up on demand (a refused
+ * connection kept open, a slot taken for a connection that already ended) is exact here. The
+ * real transport path is covered by the Python integration tests: test_transport_budgets.py
+ * (test_max_connections_refuses_the_excess_connection: the excess connection refused, a freed
+ * slot served) and test_connection_slots.py (every slot held by real HTTP/2 connections, freed
+ * by the unauthenticated budget, the accounting back to zero).
+ */
 class ConnectionBudgetTest {
   private final ConnectionBudget budget =
       new ConnectionBudget(1, new ErrorMapper(), new AuthenticationBudget(10_000));
