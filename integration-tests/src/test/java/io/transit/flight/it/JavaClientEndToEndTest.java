@@ -10,6 +10,8 @@ import io.transit.flight.server.sql.TransitSqlProducer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.flight.CallOptions;
 import org.apache.arrow.flight.FlightInfo;
 import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStatusCode;
@@ -132,7 +134,8 @@ class JavaClientEndToEndTest extends DaemonTestBase {
     var h = new org.apache.arrow.flight.FlightCallHeaders();
     h.insert("authorization", "Bearer wrong-token-wrong-token-wrong-token");
     FlightRuntimeException e = assertThrows(FlightRuntimeException.class,
-        () -> client.getCatalogs(new org.apache.arrow.flight.HeaderCallOption(h)));
+        () -> client.getCatalogs(new org.apache.arrow.flight.HeaderCallOption(h),
+            CallOptions.timeout(60, TimeUnit.SECONDS)));
     assertEquals(FlightStatusCode.UNAUTHENTICATED, e.status().code());
     assertEquals("auth.unauthenticated: a valid credential is required", e.status().description());
     // The one minimal envelope (docs/status.md): no identity, facts or stage for an unknown caller.
