@@ -75,7 +75,8 @@ def test_access_log_one_json_line_per_rpc(tmp_path):
         c.read(info)                                                # 3 DoGet
         with pytest.raises(pa.ArrowException):
             c.info(SQL, seq + 9)                                    # 4 gap
-        bad = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {BAD_TOKEN}".encode())])
+        bad = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {BAD_TOKEN}".encode())],
+                                   timeout=30)
         for _ in range(3):                                          # 5-7 unauthenticated
             with pytest.raises(fl.FlightUnauthenticatedError):
                 c.client.get_flight_info(fl.FlightDescriptor.for_command(b"x"), bad)

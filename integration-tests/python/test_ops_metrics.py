@@ -69,7 +69,8 @@ def test_metrics_after_known_workload(tmp_path):
             c.info("SELECT COUNT(*) FROM primitive", seq)         # ABORTED, conflict
         with pytest.raises(pa.ArrowException):
             c.info(SQL, app_metadata(info)["next_sequence"] + 5)  # FAILED_PRECONDITION, gap
-        bad = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer tfg_not_a_credential")])
+        bad = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer tfg_not_a_credential")],
+                                   timeout=30)
         for _ in range(2):                                        # UNAUTHENTICATED x2
             with pytest.raises(fl.FlightUnauthenticatedError):
                 c.client.get_flight_info(fl.FlightDescriptor.for_command(b"x"), bad)

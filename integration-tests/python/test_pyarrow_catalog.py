@@ -108,4 +108,5 @@ def test_a_reused_connection_grants_nothing(gateway, primitive):
     with pytest.raises(fl.FlightUnauthenticatedError):  # ...which proves nothing for the next call
         primitive.client.get_flight_info(
             fl.FlightDescriptor.for_command(flightsql.get_catalogs()),
-            fl.FlightCallOptions(headers=[(b"authorization", b"Bearer tfg_not_a_real_credential_0000000000")]))
+            fl.FlightCallOptions(headers=[(b"authorization", b"Bearer tfg_not_a_real_credential_0000000000")],
+                                 timeout=30))
