@@ -36,7 +36,8 @@ def pytest_timeout_set_timer(item, settings):
 
     def cancel():
         timer.cancel()
-        timer.join()
+        # A cancelled timer ends at once; one already expiring is killing children (grace 5 s).
+        timer.join(30)
 
     item.cancel_timeout = cancel  # what pytest-timeout's cancel hook calls
     timer.start()

@@ -19,6 +19,8 @@ from daemon import Daemon, wait_until
 DELAY_MS = 8000
 DEADLINE_S = 1.5
 ATTEMPTS = 5
+# A client-side wait far past any server bound in these tests: only a hang reaches it.
+HANG_S = 120
 
 
 @pytest.fixture
@@ -104,12 +106,18 @@ def test_server_side_deadline_names_the_running_query(tmp_path, channel_to):
         sql = "SELECT SUM(c) FROM primitive"
         s = next_sequence(ch, d, "primitive")
         # No client deadline: the gateway's own bound ends the wait, with the query's identity.
+        # The client stops waiting only after HANG_S, far past that bound, as a hang guard; a
+        # deadline sent to the server would replace the default under test.
         rpc = ch.unary_unary(GET_FLIGHT_INFO)
         for _ in range(ATTEMPTS):
-            with pytest.raises(grpc.RpcError) as e:
-                rpc(flightsql.flight_descriptor(flightsql.statement_query(sql)),
-                    metadata=metadata(d, "primitive", s))
-            code, _, diag = seen(e.value)
+            call = rpc.future(flightsql.flight_descriptor(flightsql.statement_query(sql)),
+                              metadata=metadata(d, "primitive", s))
+            try:
+                error = call.exception(timeout=HANG_S)
+            finally:
+                call.cancel()  # nothing once it ended; a hung call is not left running
+            assert isinstance(error, grpc.RpcError), error
+            code, _, diag = seen(error)
             assert code == grpc.StatusCode.DEADLINE_EXCEEDED and diag["code"] == "admission.deadline"
             if "correlation" in diag["identity"]:
                 break

@@ -4,6 +4,7 @@ configured with a small value of that budget; every daemon must stop with zero l
 The 16 KiB message budget is test_exact_status.py::test_message_over_16_kib_is_resource_exhausted;
 the inbound metadata budget and one-stream-per-connection are in test_hostile_input.py."""
 
+import threading
 import time
 
 import grpc
@@ -129,7 +130,15 @@ def test_data_deadline_default_and_max(daemon_with, client_timeout, expected_ms)
     if client_timeout:
         kwargs["timeout"] = client_timeout
     call = rpc(C.ticket_message(ticket), **kwargs)
-    got, err = read_one_then_pause(call, 5)
+    # Without a client deadline only the gateway's bound ends the stream. The hang guard is a
+    # timer far past both bounds that cancels the call here: a deadline sent to the server would
+    # replace the default under test.
+    guard = threading.Timer(120, call.cancel)
+    guard.start()
+    try:
+        got, err = read_one_then_pause(call, 5)
+    finally:
+        guard.cancel()
     assert err is not None, "a stream past its data deadline must not end OK"
     code, diag = err
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED and diag["code"] == "flight.deadline_exceeded"
