@@ -153,6 +153,7 @@ class PublicationLoadingTest {
       assertEquals(1, m.getSegmentsCount());
       assertEquals(List.of(List.of(new Cell(1, 5)), List.of(new Cell(3, 0)), List.of(new Cell(1, 7))),
           decode(engine.readSegment(access(), c2, 0, 1 << 20), List.of("k")));
+      assertNoExecutionBuffers(engine);
     }
   }
 }
