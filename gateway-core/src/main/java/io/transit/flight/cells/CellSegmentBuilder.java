@@ -29,6 +29,9 @@ import org.apache.arrow.vector.ipc.ArrowStreamWriter;
  * the caller's.
  */
 public final class CellSegmentBuilder implements AutoCloseable {
+  private static final byte INT64 = CellFormat.code(CellState.CELL_INT64);
+  private static final byte UINT64 = CellFormat.code(CellState.CELL_UINT64);
+
   private final VectorSchemaRoot root;
   private final StructVector[] cells;
   private final UInt1Vector[] states;
@@ -81,7 +84,9 @@ public final class CellSegmentBuilder implements AutoCloseable {
   /**
    * Copies {@code count} rows starting at {@code from} of an exported source column into column
    * {@code col} at the current end; call {@link #reserve} first and {@link #advance} after all
-   * columns are copied. Sources: BIGINT, UBIGINT or STRUCT(state UTINYINT, value BIGINT).
+   * columns are copied. Sources: BIGINT, UBIGINT or STRUCT(state UTINYINT, value BIGINT). A null
+   * number is {@code CELL_NULL}; a struct cell with no state, or with an int64 or uint64 state and
+   * no value, is {@code CELL_MISSING} (the adapter refuses it; docs/queries.md, note ²).
    */
   public void copy(int col, FieldVector source, int from, int count) {
     BigIntVector dst = values[col];
@@ -113,6 +118,10 @@ public final class CellSegmentBuilder implements AutoCloseable {
           state = CellFormat.code(CellState.CELL_MISSING);
         } else {
           state = srcState.get(s);
+          if (srcValue.isNull(s) && (state == INT64 || state == UINT64)) {
+            // A number state with no number: copied as is it would read back as a real 0.
+            state = CellFormat.code(CellState.CELL_MISSING);
+          }
         }
         mark(col, rows + i, state);
         if (struct.isNull(s) || srcValue.isNull(s)) {
