@@ -8,6 +8,7 @@ import io.transit.flight.proto.CellState;
 import io.transit.flight.query.SafeText;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.ReadableByteChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,6 +23,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.ipc.ReadChannel;
+import org.apache.arrow.vector.ipc.message.ArrowFieldNode;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
@@ -85,8 +87,9 @@ public final class CellAdapter {
   /**
    * Converts one segment in place: the batch body is sliced out of {@code segment} rather than
    * copied, and each column's int64 value buffer is handed to the output unchanged, so the
-   * returned root holds a reference to {@code segment}'s memory (its validity bits may be
-   * cleared there for null cells) until the root is closed.
+   * returned root holds a reference to {@code segment}'s memory until the root is closed. The
+   * segment's bytes are written too: Arrow's loader keeps the segment's own all-set validity
+   * bitmaps, so the bits of null cells are cleared in place (digest checks come before this).
    *
    * @param segment the verified segment bytes in {@code [0, length)}; the caller keeps its own
    *     reference and closes it whenever it likes — the returned root retains what it uses
@@ -119,7 +122,7 @@ public final class CellAdapter {
     // Messages are read one by one here rather than through ArrowStreamReader, which leaks a
     // message body when a batch header has an unexpected type (Arrow Java 18.3).
     try {
-      MessageMetadataResult schemaMessage = MessageSerializer.readMessage(channel);
+      MessageMetadataResult schemaMessage = readMessage(in, channel);
       if (schemaMessage == null || schemaMessage.headerType() != MessageHeader.Schema
           || schemaMessage.getMessageBodyLength() != 0) {
         throw evidence("segment does not start with a schema");
@@ -129,7 +132,7 @@ public final class CellAdapter {
           || !actual.getCustomMetadata().isEmpty()) {
         throw evidence("segment schema does not match the result columns");
       }
-      MessageMetadataResult batchMessage = MessageSerializer.readMessage(channel);
+      MessageMetadataResult batchMessage = readMessage(in, channel);
       if (batchMessage == null || batchMessage.headerType() != MessageHeader.RecordBatch) {
         throw evidence("segment has no record batch");
       }
@@ -152,12 +155,13 @@ public final class CellAdapter {
       VectorSchemaRoot result;
       try (batch;
           VectorSchemaRoot cells = VectorSchemaRoot.create(expected, allocator)) {
+        checkLengths(batch, bodyLength, !names.isEmpty());
         new VectorLoader(cells).load(batch);
         ValueVectorUtility.validateFull(cells);
         result = convert(cells, output, firstRow, allocator);
       }
       try {
-        if (MessageSerializer.readMessage(channel) != null || in.remaining() != 0) {
+        if (readMessage(in, channel) != null || in.remaining() != 0) {
           throw evidence("segment has more than one record batch");
         }
       } catch (IOException | RuntimeException e) {
@@ -174,6 +178,37 @@ public final class CellAdapter {
       // IOException, Arrow validation failures and malformed-buffer runtime errors all mean the
       // retained bytes are not the evidence they claim to be.
       throw evidence("segment is not valid Arrow IPC", e);
+    }
+  }
+
+  /**
+   * Reads the next message header after checking its length prefix against the bytes left: Arrow
+   * allocates a heap buffer of the prefix's size before reading it, so a corrupt prefix would ask
+   * for up to 2 GiB (an OutOfMemoryError, no definite status) where it is plain evidence failure.
+   */
+  private static MessageMetadataResult readMessage(BufferChannel in, ReadChannel channel)
+      throws IOException {
+    if (!in.nextMessageFits()) {
+      throw evidence("segment message length exceeds the segment");
+    }
+    return MessageSerializer.readMessage(channel);
+  }
+
+  /**
+   * Loading allocates a validity bitmap per field node sized by the node's length, so lengths are
+   * checked first: every node as long as the batch (the segment's cells are all defined), and the
+   * batch no longer than its body holds (eight value bytes a row in each column). A corrupt length
+   * is then evidence failure, not an allocation the caller would report as a memory limit.
+   */
+  private static void checkLengths(ArrowRecordBatch batch, long bodyLength, boolean anyColumn) {
+    long rows = batch.getLength();
+    if (rows < 0 || (anyColumn && rows > bodyLength / BigIntVector.TYPE_WIDTH)) {
+      throw evidence("segment batch length exceeds its body");
+    }
+    for (ArrowFieldNode node : batch.getNodes()) {
+      if (node.getLength() != rows) {
+        throw evidence("segment cell vector length differs from the batch length");
+      }
     }
   }
 
@@ -287,6 +322,7 @@ public final class CellAdapter {
 
   /** A read channel over one segment's bytes that can skip a batch body without reading it. */
   private static final class BufferChannel implements ReadableByteChannel {
+    private static final int CONTINUATION = -1;
     private final ByteBuffer bytes;
 
     BufferChannel(ByteBuffer bytes) {
@@ -312,6 +348,25 @@ public final class CellAdapter {
 
     long remaining() {
       return bytes.remaining();
+    }
+
+    /**
+     * Whether the next message's length prefix claims no more than the bytes after it, read
+     * without consuming them. Fewer than four bytes left fit: the reader sees the end there.
+     */
+    boolean nextMessageFits() {
+      ByteBuffer peek = bytes.slice().order(ByteOrder.LITTLE_ENDIAN);
+      if (peek.remaining() < Integer.BYTES) {
+        return true;
+      }
+      int length = peek.getInt();
+      if (length == CONTINUATION) {
+        if (peek.remaining() < Integer.BYTES) {
+          return false;
+        }
+        length = peek.getInt();
+      }
+      return length >= 0 && length <= peek.remaining();
     }
 
     void skip(long n) {

@@ -13,13 +13,28 @@ import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.proto.CellState;
 import io.transit.flight.proto.OutputColumn;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.Channels;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntUnaryOperator;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.VectorUnloader;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.ipc.WriteChannel;
+import org.apache.arrow.vector.ipc.message.ArrowFieldNode;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.IpcOption;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -158,7 +173,8 @@ class CellAdapterTest {
 
   @Test
   void corruptBytesAreEvidence() {
-    byte[] good = segment(List.of("a"), new long[][] {{1, 2, 3}}, new byte[][] {{I, I, I}});
+    long[] original = {1, 2, 3};
+    byte[] good = segment(List.of("a"), new long[][] {original}, new byte[][] {{I, I, I}});
     Schema out = schema("a", false);
     GatewayException e = failure(new byte[] {1, 2, 3}, out, Cause.EVIDENCE, "query.evidence");
     assertEquals(Status.Code.DATA_LOSS, e.kind().code());
@@ -169,16 +185,131 @@ class CellAdapterTest {
       System.arraycopy(new byte[] {-1, -1, -1, -1, 0, 0, 0, 0}, 0, truncated, cut, 8);
       failure(truncated, out, Cause.EVIDENCE, "query.evidence");
     }
-    for (int i = 0; i < good.length - 8; i += 7) {
+    // Every byte but the end marker flipped in turn: evidence failure, or the original values
+    // (a byte nothing reads: padding, flatbuffer slack), or — in the value buffer only — that one
+    // value changed. Values are protected by the segment digest the caller checks, not here.
+    int values = indexOf(good, longs(original));
+    assertTrue(values > 0, "the value buffer is in the segment");
+    int failed = 0;
+    for (int i = 0; i < good.length - 8; i++) {
       byte[] flipped = good.clone();
       flipped[i] ^= 0x5a;
-      try {
-        CellAdapter.adapt(flipped, out, allocator).close();
+      long[] expected = original.clone();
+      if (i >= values && i < values + 24) {
+        expected[(i - values) / 8] ^= 0x5aL << (8 * ((i - values) % 8));
+      }
+      try (VectorSchemaRoot root = CellAdapter.adapt(flipped, out, allocator)) {
+        BigIntVector v = (BigIntVector) root.getVector(0);
+        assertEquals(3, root.getRowCount(), "byte " + i);
+        for (int r = 0; r < 3; r++) {
+          assertEquals(expected[r], v.get(r), "row " + r + " after flipping byte " + i);
+        }
       } catch (GatewayException x) {
-        assertTrue(x.kind() == Cause.EVIDENCE || x.kind() == Cause.TRANSPORT, x.kind().name());
+        assertEquals(Cause.EVIDENCE, x.kind(), "byte " + i + ": " + x.getMessage());
+        failed++;
       }
       assertEquals(0, allocator.getAllocatedMemory(), "leak after flipping byte " + i);
     }
+    assertTrue(failed > good.length / 4, failed + " of " + good.length + " flips refused");
+  }
+
+  /**
+   * A message length prefix claiming more than the segment holds is refused before Arrow sizes a
+   * heap buffer by it (up to 2 GiB: an OutOfMemoryError, or a heap spent on nothing).
+   */
+  @Test
+  void aLengthPrefixPastTheSegmentIsEvidenceNotAnAllocation() {
+    byte[] good = segment(List.of("a"), new long[][] {{1}}, new byte[][] {{I}});
+    Schema out = schema("a", false);
+    // The schema message: continuation marker, then its length.
+    assertEquals(-1, readInt(good, 0));
+    for (int claimed : new int[] {Integer.MAX_VALUE, 1 << 30, good.length}) {
+      byte[] bad = good.clone();
+      writeInt(bad, 4, claimed);
+      failure(bad, out, Cause.EVIDENCE, "query.evidence");
+    }
+    byte[] negative = good.clone();
+    writeInt(negative, 4, -2);
+    failure(negative, out, Cause.EVIDENCE, "query.evidence");
+    // The batch message: after the schema message (8-byte prefix and its metadata).
+    int batchAt = 8 + readInt(good, 4);
+    assertEquals(-1, readInt(good, batchAt));
+    byte[] bad = good.clone();
+    writeInt(bad, batchAt + 4, Integer.MAX_VALUE - 8);
+    failure(bad, out, Cause.EVIDENCE, "query.evidence");
+  }
+
+  /**
+   * Field node and batch lengths size the validity bitmaps the loader allocates: a corrupt one is
+   * evidence failure before any allocation, not an allocator refusal (a memory-limit failure).
+   */
+  @Test
+  void corruptRowCountsAreEvidenceNotAnAllocatorRefusal() throws Exception {
+    Schema out = schema("a", false);
+    int huge = 1 << 30; // a 128 MiB bitmap, past this test's 64 MiB allocator
+    // One node (the value vector's) longer than the batch.
+    failure(rewritten(3, node -> node == 2 ? huge : 3), out, Cause.EVIDENCE, "query.evidence");
+    // Every node as long as the batch, and the batch longer than its body can hold.
+    failure(rewritten(huge, node -> huge), out, Cause.EVIDENCE, "query.evidence");
+    failure(rewritten(4, node -> 4), out, Cause.EVIDENCE, "query.evidence");
+    // Unchanged lengths still convert.
+    try (VectorSchemaRoot root = CellAdapter.adapt(rewritten(3, node -> 3), out, allocator)) {
+      assertEquals(3, root.getRowCount());
+      assertEquals(2L, ((BigIntVector) root.getVector(0)).get(1));
+    }
+  }
+
+  /**
+   * The three-row segment of column "a" re-encoded with the batch length and each field node's
+   * length (nodes in order: struct, state, value) replaced; buffers as they were.
+   */
+  private byte[] rewritten(int batchLength, IntUnaryOperator nodeLength) throws Exception {
+    byte[] good = segment(List.of("a"), new long[][] {{1, 2, 3}}, new byte[][] {{I, I, I}});
+    var bytes = new ByteArrayOutputStream();
+    try (var reader = new ArrowStreamReader(new ByteArrayInputStream(good), allocator)) {
+      assertTrue(reader.loadNextBatch());
+      VectorSchemaRoot root = reader.getVectorSchemaRoot();
+      try (var batch = new VectorUnloader(root).getRecordBatch()) {
+        List<ArrowFieldNode> nodes = new ArrayList<>();
+        for (int n = 0; n < batch.getNodes().size(); n++) {
+          nodes.add(new ArrowFieldNode(nodeLength.applyAsInt(n),
+              batch.getNodes().get(n).getNullCount()));
+        }
+        try (var changed = new ArrowRecordBatch(batchLength, nodes, batch.getBuffers())) {
+          var channel = new WriteChannel(Channels.newChannel(bytes));
+          MessageSerializer.serialize(channel, root.getSchema());
+          MessageSerializer.serialize(channel, changed);
+          ArrowStreamWriter.writeEndOfStream(channel, IpcOption.DEFAULT);
+        }
+      }
+    }
+    return bytes.toByteArray();
+  }
+
+  private static byte[] longs(long[] values) {
+    ByteBuffer b = ByteBuffer.allocate(values.length * 8)
+        .order(ByteOrder.LITTLE_ENDIAN);
+    for (long v : values) {
+      b.putLong(v);
+    }
+    return b.array();
+  }
+
+  private static int indexOf(byte[] haystack, byte[] needle) {
+    for (int i = 0; i + needle.length <= haystack.length; i++) {
+      if (Arrays.equals(haystack, i, i + needle.length, needle, 0, needle.length)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  private static int readInt(byte[] b, int at) {
+    return ByteBuffer.wrap(b, at, 4).order(ByteOrder.LITTLE_ENDIAN).getInt();
+  }
+
+  private static void writeInt(byte[] b, int at, int value) {
+    ByteBuffer.wrap(b, at, 4).order(ByteOrder.LITTLE_ENDIAN).putInt(value);
   }
 
   @Test
@@ -292,5 +423,33 @@ class CellAdapterTest {
       }
     }
     // @AfterEach: zero bytes once the root is closed.
+  }
+
+  /**
+   * What the in-place javadoc says: Arrow's loader keeps the segment's own (all-set) validity
+   * bitmaps, so a null cell's bit is cleared in the segment's memory — one byte here, nothing
+   * else written.
+   */
+  @Test
+  void aNullCellIsClearedInTheSegmentsOwnValidityBitmap() {
+    byte[] bytes = segment(List.of("v"), new long[][] {{1, 2, 3, 4}}, new byte[][] {{I, N, I, N}});
+    byte[] after = new byte[bytes.length];
+    try (org.apache.arrow.memory.ArrowBuf buf = allocator.buffer(bytes.length)) {
+      buf.setBytes(0, bytes);
+      try (VectorSchemaRoot root =
+          CellAdapter.adapt(buf, bytes.length, schema("v", true), 0, allocator)) {
+        assertEquals(2, root.getVector(0).getNullCount());
+        buf.getBytes(0, after);
+      }
+    }
+    int changed = 0;
+    for (int i = 0; i < bytes.length; i++) {
+      if (after[i] != bytes[i]) {
+        changed++;
+        assertEquals(0b0101, after[i], "validity of rows 0-3: 1 and 3 null");
+        assertEquals(0b1111, bytes[i]);
+      }
+    }
+    assertEquals(1, changed);
   }
 }
