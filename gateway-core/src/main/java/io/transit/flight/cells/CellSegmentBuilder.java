@@ -3,6 +3,7 @@ package io.transit.flight.cells;
 import io.transit.flight.proto.CellState;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.channels.Channels;
 import java.util.List;
@@ -169,15 +170,58 @@ public final class CellSegmentBuilder implements AutoCloseable {
 
   /** The segment's IPC stream bytes: schema, one batch of {@link #rows()} rows, end marker. */
   public byte[] encode() throws IOException {
+    return encode(-1L).bytes();
+  }
+
+  /**
+   * One encoding: its bytes, or null when it came to more than the limit it was made under;
+   * {@code size} is its exact length either way (the budget failure names it).
+   */
+  public record Encoded(byte[] bytes, long size) {}
+
+  /**
+   * As {@link #encode()}, holding at most {@code maxBytes} (unsigned) of it on the heap: past
+   * that the rest is only counted, so a segment over {@code max_segment_bytes} is measured
+   * without being kept whole (with the stream's growth and final copy, about three times its
+   * size) just to be refused.
+   */
+  public Encoded encode(long maxBytes) throws IOException {
     defineAll();
     root.setRowCount(rows);
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    BoundedBytes out = new BoundedBytes(maxBytes);
     try (ArrowStreamWriter writer = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
       writer.start();
       writer.writeBatch();
       writer.end();
     }
-    return out.toByteArray();
+    return new Encoded(out.held == null ? null : out.held.toByteArray(), out.size);
+  }
+
+  /** Keeps what is written while it is within the limit; counts it all. */
+  private static final class BoundedBytes extends OutputStream {
+    private final long max;
+    private ByteArrayOutputStream held = new ByteArrayOutputStream();
+    private long size;
+
+    BoundedBytes(long max) {
+      this.max = max;
+    }
+
+    @Override
+    public void write(int b) {
+      write(new byte[] {(byte) b}, 0, 1);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) {
+      size += len;
+      if (held != null && Long.compareUnsigned(size, max) > 0) {
+        held = null; // over the limit: its bytes are not needed
+      }
+      if (held != null) {
+        held.write(b, off, len);
+      }
+    }
   }
 
   @Override
@@ -219,7 +263,7 @@ public final class CellSegmentBuilder implements AutoCloseable {
       }
       return b.encode();
     } catch (IOException e) {
-      // The builder writes to a ByteArrayOutputStream, which does not fail.
+      // The builder writes to memory, which does not fail.
       throw new UncheckedIOException(e);
     }
   }

@@ -1,11 +1,14 @@
 package io.transit.flight.cells;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.proto.CellState;
 import java.io.ByteArrayInputStream;
+import java.util.Arrays;
 import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
@@ -111,6 +114,38 @@ class CellSegmentBuilderTest {
       byte[] segment = copy(List.of(cells), 1, 8);
       assertCells(segment, 0, new byte[] {I, U, M, M, M, N, C, N},
           new long[] {5, -1, 0, 0, 7, 0, 0, 0});
+    }
+  }
+
+  /** The bounded encoding: the same bytes within the limit; beyond it only the exact size. */
+  @Test
+  void anEncodingPastTheLimitKeepsOnlyItsSize() throws Exception {
+    long[] values = new long[1000];
+    byte[] states = new byte[values.length];
+    Arrays.fill(states, I);
+    byte[] whole = CellSegmentBuilder.encode(List.of("v"), new long[][] {values},
+        new byte[][] {states}, allocator);
+    for (long limit : new long[] {whole.length, whole.length + 1, -1}) {
+      CellSegmentBuilder.Encoded within = encode(values, states, limit);
+      assertArrayEquals(whole, within.bytes(), "limit " + limit);
+      assertEquals(whole.length, within.size());
+    }
+    for (long limit : new long[] {whole.length - 1, 0}) {
+      CellSegmentBuilder.Encoded past = encode(values, states, limit);
+      assertNull(past.bytes(), "limit " + limit);
+      assertEquals(whole.length, past.size(), "the exact size, for the budget failure's facts");
+    }
+  }
+
+  private CellSegmentBuilder.Encoded encode(long[] values, byte[] states, long limit)
+      throws Exception {
+    try (CellSegmentBuilder b = new CellSegmentBuilder(allocator, List.of("v"), values.length)) {
+      b.reserve(values.length);
+      for (int r = 0; r < values.length; r++) {
+        b.set(0, CellState.forNumber(states[r]), values[r]);
+        b.advance(1);
+      }
+      return b.encode(limit);
     }
   }
 

@@ -119,18 +119,19 @@ final class ResultWriter implements AutoCloseable {
   }
 
   private void flush() throws IOException {
-    byte[] bytes;
+    CellSegmentBuilder.Encoded encoded;
     int rows = current.rows();
     try {
-      bytes = current.encode();
+      encoded = current.encode(budgets.getMaxSegmentBytes());
     } finally {
       current.close();
       current = null;
     }
-    if (Long.compareUnsigned(bytes.length, budgets.getMaxSegmentBytes()) > 0) {
+    if (encoded.bytes() == null) {
       throw exhausted("a result segment exceeds max_segment_bytes", "max_segment_bytes",
-          budgets.getMaxSegmentBytes(), bytes.length);
+          budgets.getMaxSegmentBytes(), encoded.size());
     }
+    byte[] bytes = encoded.bytes();
     totalBytes += bytes.length;
     if (Long.compareUnsigned(totalBytes, budgets.getMaxResultBytes()) > 0) {
       throw exhausted("the result exceeds max_result_bytes", "max_result_bytes",
