@@ -11,19 +11,26 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A pool of at most {@code threads} threads that hands each task to the thread that went idle
- * last. A ThreadPoolExecutor's queue wakes the one idle longest, so a statement's calls and
- * callbacks rotated over every thread of a pool (48 service threads in 3,000 statements; both
- * execution threads, one statement each in turn), each waking with cold caches — its TLAB, and
- * for DuckDB its allocator's thread cache. A ForkJoinPool parks its idle workers on a stack and
- * wakes the top one (docs/performance.md, twelfth and thirteenth rounds).
+ * last.
+ *
+ * <p><b>Threads.</b> Built and stopped by the owning component ({@link #stop} runs on the thread
+ * stopping it); tasks are submitted from any thread and run on the workers, daemon threads named
+ * {@code name-N}. A task that throws is logged at ERROR by its worker, which then ends (the next
+ * task starts a new one). This class keeps no state of its own.
+ *
+ * <p><b>Why the last idle thread.</b> A ThreadPoolExecutor's queue wakes the one idle longest, so
+ * a statement's calls and callbacks rotated over every thread of a pool (48 service threads in
+ * 3,000 statements; both execution threads, one statement each in turn), each waking with cold
+ * caches — its TLAB, and for DuckDB its allocator's thread cache. A ForkJoinPool parks its idle
+ * workers on a stack and wakes the top one (docs/performance.md, twelfth and thirteenth rounds).
  *
  * <p>The pool never grows past {@code threads} to make up for a blocked worker (a service thread
  * blocks while its statement is admitted, a producer while its stream waits for credit, an
  * execution thread while DuckDB runs): such a task waits for a free thread, as in a fixed pool.
- * Workers are daemon threads named {@code name-N}; idle ones end after 60 s. {@code
- * shutdownNow} interrupts running tasks, as a ThreadPoolExecutor's does.
+ * Idle workers end after 60 s.
  *
- * <p>Threads: built and shut down by the owning component; tasks are submitted from any thread.
+ * <p><b>Stopping.</b> {@code shutdownNow} interrupts running tasks, as a ThreadPoolExecutor's
+ * does, but cancels the queued ones without returning them ({@link ClaimOnce}).
  */
 public final class LastIdlePool {
   private static final Logger LOG = LoggerFactory.getLogger(LastIdlePool.class);
@@ -66,15 +73,18 @@ public final class LastIdlePool {
     if (threads < 1) {
       throw new IllegalArgumentException("threads: " + threads + " (expected: >= 1)");
     }
-    AtomicInteger n = new AtomicInteger();
+    AtomicInteger n = new AtomicInteger(); // worker numbers; any thread that starts a worker
     ForkJoinPool.ForkJoinWorkerThreadFactory factory = fj -> {
       ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(fj);
       t.setName(name + "-" + n.incrementAndGet());
       return t;
     };
+    // Without a handler the worker's failure went to standard error only, past the log.
+    Thread.UncaughtExceptionHandler logged = (t, e) ->
+        LOG.error("a task on {} failed; the thread ends", t.getName(), e);
     // asyncMode: a worker's own submissions run first in, first out, as from outside.
     // maximumPoolSize = threads and saturate -> true: no compensating threads, no rejection.
-    return new ForkJoinPool(threads, factory, null, true, 0, threads, 1, fj -> true, 60,
+    return new ForkJoinPool(threads, factory, logged, true, 0, threads, 1, fj -> true, 60,
         TimeUnit.SECONDS);
   }
 }

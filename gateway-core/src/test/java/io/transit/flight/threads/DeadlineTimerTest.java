@@ -1,6 +1,7 @@
 package io.transit.flight.threads;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -33,6 +34,31 @@ class DeadlineTimerTest {
       CountDownLatch fired = new CountDownLatch(1);
       timer.schedule(fired::countDown, 1, TimeUnit.MILLISECONDS);
       assertTrue(fired.await(10, TimeUnit.SECONDS));
+    } finally {
+      timer.shutdownNow();
+      assertTrue(timer.awaitTermination(10, TimeUnit.SECONDS));
+    }
+  }
+
+  /**
+   * A deadline task that throws (a StreamDeadline.expire, a CompileGate.fire) is logged: its
+   * future is read by no one, so the failure was silent. A cancelled one is not a failure.
+   */
+  @Test
+  void aFailingDeadlineIsLoggedAndTheTimerGoesOn() throws Exception {
+    ScheduledExecutorService timer = DeadlineTimer.create("deadline-test");
+    try (CapturedErr err = new CapturedErr()) {
+      timer.schedule(() -> {
+        throw new IllegalStateException("deadline failure 4b2d");
+      }, 1, TimeUnit.MILLISECONDS);
+      assertTrue(err.awaitText("deadline failure 4b2d"), err.text());
+      assertTrue(err.text().contains("ERROR " + DeadlineTimer.class.getName()), err.text());
+      assertTrue(err.text().contains("deadline-test"), err.text());
+      timer.schedule(() -> { }, 10, TimeUnit.MINUTES).cancel(false);
+      CountDownLatch fired = new CountDownLatch(1);
+      timer.schedule(fired::countDown, 1, TimeUnit.MILLISECONDS);
+      assertTrue(fired.await(10, TimeUnit.SECONDS), "the next deadline fires");
+      assertFalse(err.text().contains("CancellationException"), err.text());
     } finally {
       timer.shutdownNow();
       assertTrue(timer.awaitTermination(10, TimeUnit.SECONDS));

@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** The service, producer and execution pools: blocked workers are not replaced, so a pool never
- * exceeds its size. */
+ * exceeds its size; failures are logged. */
 class LastIdlePoolTest {
   @Test
   void aTaskThatFindsEveryThreadBlockedWaitsForOneInsteadOfAnExtraThread() throws Exception {
@@ -51,6 +51,26 @@ class LastIdlePoolTest {
     } finally {
       release.countDown();
       pool.shutdown();
+      assertTrue(pool.awaitTermination(5, TimeUnit.SECONDS));
+    }
+  }
+
+  /** A task's exception reaches the log (it went to standard error only), and the pool goes on. */
+  @Test
+  void aFailingTaskIsLoggedAndThePoolKeepsWorking() throws Exception {
+    ExecutorService pool = LastIdlePool.create("failing-pool", 1);
+    try (CapturedErr err = new CapturedErr()) {
+      pool.execute(() -> {
+        throw new IllegalStateException("task failure 7f3a");
+      });
+      assertTrue(err.awaitText("task failure 7f3a"), err.text());
+      assertTrue(err.text().contains("ERROR " + LastIdlePool.class.getName()), err.text());
+      assertTrue(err.text().contains("failing-pool-1"), err.text());
+      CountDownLatch next = new CountDownLatch(1);
+      pool.execute(next::countDown);
+      assertTrue(next.await(5, TimeUnit.SECONDS), "the next task runs");
+    } finally {
+      pool.shutdownNow();
       assertTrue(pool.awaitTermination(5, TimeUnit.SECONDS));
     }
   }
