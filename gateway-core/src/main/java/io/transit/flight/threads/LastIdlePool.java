@@ -41,31 +41,56 @@ public final class LastIdlePool {
    * Stops {@code pool} the way a stopping gateway does: no new task, queued and running ones get
    * {@code grace}; then the running ones are interrupted, {@code afterInterrupt} runs (the
    * owner's last word for queued tasks that {@code shutdownNow} cancelled), and they get {@code
-   * after} more. On the thread stopping the pool's owner.
+   * after} more. On the thread stopping the pool's owner. An interrupt of that thread cuts the
+   * waits short: the pool is interrupted at once, {@code afterInterrupt} still runs (once), and
+   * the interrupt is kept for the caller. A failing {@code afterInterrupt} is logged; the stop
+   * goes on.
    *
-   * @return whether every thread ended; false (logged, naming {@code what}) when one is still
-   *     inside a call that ignores interrupts, e.g. a JDBC or object-store call
+   * @return whether every thread ended; false (logged, naming {@code what} and how long the stop
+   *     waited) when one is still inside a call that ignores interrupts, e.g. a JDBC or
+   *     object-store call
    */
   public static boolean stop(ExecutorService pool, String what, Duration grace, Duration after,
       Runnable afterInterrupt) {
+    long start = System.nanoTime();
+    boolean lastWordGiven = false;
+    boolean interrupted = false;
     pool.shutdown();
     try {
       if (pool.awaitTermination(grace.toNanos(), TimeUnit.NANOSECONDS)) {
         return true;
       }
       pool.shutdownNow();
-      afterInterrupt.run();
+      lastWordGiven = true;
+      lastWord(afterInterrupt, what);
       if (pool.awaitTermination(after.toNanos(), TimeUnit.NANOSECONDS)) {
         return true;
       }
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      interrupted = true;
       pool.shutdownNow();
-      afterInterrupt.run();
+      if (!lastWordGiven) {
+        lastWord(afterInterrupt, what);
+      }
+      // Restored after the last word, which must not be cut short by it.
+      Thread.currentThread().interrupt();
     }
-    LOG.warn("{} threads still running {} s into the shutdown", what,
-        grace.plus(after).toSeconds());
+    if (pool.isTerminated()) {
+      return true;
+    }
+    LOG.warn("{} threads still running {} ms into the shutdown{}", what,
+        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start),
+        interrupted ? " (the stopping thread was interrupted)" : "");
     return false;
+  }
+
+  private static void lastWord(Runnable afterInterrupt, String what) {
+    try {
+      afterInterrupt.run();
+    } catch (RuntimeException e) {
+      // The threads are still to be waited for, and the caller to be told whether they ended.
+      LOG.error("{} pool: the last word for its cancelled tasks failed", what, e);
+    }
   }
 
   /** A pool of at most {@code threads} daemon threads named {@code name-N}. */

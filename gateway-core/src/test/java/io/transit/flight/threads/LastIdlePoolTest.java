@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -13,7 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** The service, producer and execution pools: blocked workers are not replaced, so a pool never
- * exceeds its size; failures are logged. */
+ * exceeds its size; failures are logged; a stop gives its last word once. */
 class LastIdlePoolTest {
   @Test
   void aTaskThatFindsEveryThreadBlockedWaitsForOneInsteadOfAnExtraThread() throws Exception {
@@ -72,6 +73,61 @@ class LastIdlePoolTest {
     } finally {
       pool.shutdownNow();
       assertTrue(pool.awaitTermination(5, TimeUnit.SECONDS));
+    }
+  }
+
+  /**
+   * The stopping thread interrupted while it waits for a task that ignores interrupts: the last
+   * word runs once (twice when the interrupt came in the second wait), a failing one does not
+   * escape, and the warning says how long the stop waited, not the grace and after it skipped.
+   */
+  @Test
+  void anInterruptedStopGivesItsLastWordOnceAndSaysSo() throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    Runnable stuck = () -> {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (release.getCount() > 0 && System.nanoTime() < deadline) {
+        try {
+          release.await(10, TimeUnit.MILLISECONDS); // ignores interrupts, as a JDBC call does
+        } catch (InterruptedException ignored) {
+          // keeps waiting
+        }
+      }
+    };
+    try (CapturedErr err = new CapturedErr()) {
+      // Interrupted in the second wait: the last word interrupts its own thread.
+      ExecutorService pool = LastIdlePool.create("stop-test", 1);
+      pool.execute(stuck);
+      AtomicInteger lastWords = new AtomicInteger();
+      assertFalse(LastIdlePool.stop(pool, "second-wait", Duration.ofMillis(20),
+          Duration.ofSeconds(30), () -> {
+            lastWords.incrementAndGet();
+            Thread.currentThread().interrupt();
+          }));
+      assertTrue(Thread.interrupted(), "the interrupt is kept for the caller");
+      assertEquals(1, lastWords.get());
+
+      // Interrupted before the first wait, with a last word that fails.
+      ExecutorService pool2 = LastIdlePool.create("stop-test", 1);
+      pool2.execute(stuck);
+      Thread.currentThread().interrupt();
+      assertFalse(LastIdlePool.stop(pool2, "first-wait", Duration.ofSeconds(30),
+          Duration.ofSeconds(30), () -> {
+            lastWords.incrementAndGet();
+            throw new IllegalStateException("last word failure 9c1e");
+          }));
+      assertTrue(Thread.interrupted());
+      assertEquals(2, lastWords.get());
+      String log = err.text();
+      assertTrue(log.contains("last word failure 9c1e"), log);
+      assertTrue(log.matches("(?s).*first-wait threads still running \\d+ ms into the shutdown"
+          + " \\(the stopping thread was interrupted\\).*"), log);
+      assertFalse(log.contains("60 s"), log);
+      release.countDown();
+      assertTrue(pool.awaitTermination(5, TimeUnit.SECONDS));
+      assertTrue(pool2.awaitTermination(5, TimeUnit.SECONDS));
+    } finally {
+      release.countDown();
     }
   }
 }
