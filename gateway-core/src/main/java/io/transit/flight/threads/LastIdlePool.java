@@ -30,7 +30,12 @@ import org.slf4j.LoggerFactory;
  * Idle workers end after 60 s.
  *
  * <p><b>Stopping.</b> {@code shutdownNow} interrupts running tasks, as a ThreadPoolExecutor's
- * does, but cancels the queued ones without returning them ({@link ClaimOnce}).
+ * does, but cancels the queued ones without returning them. And a task that a worker submits
+ * after the shutdown is not refused: on JDK 17 a ForkJoinPool pushes its own worker's submission
+ * onto that worker's queue without looking at the run state (only other threads' submissions are
+ * refused). Such a task runs if a worker still reaches it, or is cancelled silently by the next
+ * termination step (another {@code shutdownNow}, a worker leaving). A task that owes someone a
+ * last word goes through {@link ClaimOnce}, which covers both.
  */
 public final class LastIdlePool {
   private static final Logger LOG = LoggerFactory.getLogger(LastIdlePool.class);
