@@ -121,6 +121,9 @@ final class S3SegmentStore implements SegmentStore {
    * Aborts a GET whose body is still streaming at its deadline: the SDK's call timeout ends when
    * the response's headers arrive, and the socket timeout bounds only each gap between bytes, so
    * a store sending a byte now and then would hold a reader and a pooled connection for hours.
+   * A timer of its own, not the daemon's: {@code abort()} calls into the HTTP client (it closes
+   * the connection), more than the hand-off allowed on the daemon's timer, and a slow one holds
+   * back only this store's other body deadlines, never a stream's or a compilation's.
    */
   private final ScheduledExecutorService deadlines;
   /** Bound of {@link #reachable}: short, a waiting caller asks it. */
