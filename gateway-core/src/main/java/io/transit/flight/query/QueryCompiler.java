@@ -274,8 +274,9 @@ public final class QueryCompiler {
     String raw = item.getAlias().getName();
     if (raw.length() >= 2 && raw.charAt(0) == '\'' && raw.charAt(raw.length() - 1) == '\'') {
       // AS 'total': a string as the name, as DuckDB takes it (quotes off, doubled ones single,
-      // backslashes as written).
-      return SqlGuard.restore(raw.substring(1, raw.length() - 1).replace("''", "'"));
+      // backslashes as written); AS '' DuckDB takes as no alias at all.
+      String name = SqlGuard.restore(raw.substring(1, raw.length() - 1).replace("''", "'"));
+      return name.isEmpty() ? null : name;
     }
     return Ident.parse(raw).text();
   }

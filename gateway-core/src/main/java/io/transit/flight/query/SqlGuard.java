@@ -74,6 +74,7 @@ final class SqlGuard {
     int depth = 0;
     int maxDepth = 0;
     int brackets = 0;
+    boolean afterNot = false; // the previous token was the word NOT
     int i = 0;
     while (i < n) {
       char c = sql.charAt(i);
@@ -104,6 +105,7 @@ final class SqlGuard {
         continue;
       }
       tokens++;
+      boolean not = false;
       if (c == '\'') {
         requireNoPrefix(sql, i);
         int end = quotedEnd(sql, i, '\'', true, "string literal");
@@ -120,8 +122,16 @@ final class SqlGuard {
       } else if (c == '$') {
         throw SafeText.unsupported("unsupported: $ outside quoted text");
       } else if (isWordChar(c)) {
+        int start = i;
         while (i < n && isWordChar(sql.charAt(i))) {
           i++;
+        }
+        not = i - start == 3 && sql.regionMatches(true, start, "NOT", 0, 3);
+        if (not && afterNot) {
+          // DuckDB reads NOT NOT p as NOT (NOT p); the parser refuses it, or reads the first NOT
+          // as applying to the column. One reading for every form: refused, with the spelling
+          // that works.
+          throw SafeText.unsupported("unsupported: NOT NOT (write NOT (NOT ...))");
         }
       } else {
         if (c == '(' || c == '[' || c == '{') {
@@ -132,6 +142,7 @@ final class SqlGuard {
         }
         i++;
       }
+      afterNot = not;
     }
     // Reported after the whole pass so that the facts carry the exact figure.
     if (tokens > MAX_TOKENS) {

@@ -33,6 +33,10 @@ final class TableScope {
         char first = raw.charAt(0);
         char last = raw.charAt(raw.length() - 1);
         String inner = raw.substring(1, raw.length() - 1);
+        if (inner.isEmpty() && (first == '"' || first == '`') && first == last) {
+          // As DuckDB and PostgreSQL: no name is spelt "".
+          throw SafeText.invalid("query.syntax", "syntax error: zero-length quoted identifier");
+        }
         if (first == '"' && last == '"') {
           return new Ident(inner.replace("\"\"", "\""), true);
         }

@@ -91,6 +91,42 @@ public class QueryCompilerTest {
         plan.outputs().stream().map(Output::name).toList());
   }
 
+  /** AS '' DuckDB takes as no alias: the output keeps the name it would have without one. */
+  @Test
+  void anEmptyStringAliasIsNoAlias() {
+    QueryPlan plan = QueryCompiler.compile("SELECT id AS '', fare AS '' FROM trips", TABLE);
+    assertEquals(List.of("id", "Fare"), plan.outputs().stream().map(Output::name).toList());
+  }
+
+  /** No name is spelt "" (DuckDB and PostgreSQL refuse a zero-length quoted identifier). */
+  @ParameterizedTest
+  @ValueSource(strings = {"SELECT COUNT(*) AS \"\" FROM trips", "SELECT COUNT(*) FROM trips AS \"\"",
+      "SELECT \"\" FROM trips", "SELECT COUNT(*) FROM trips WHERE \"\" = 1"})
+  void aZeroLengthQuotedIdentifierIsASyntaxError(String sql) {
+    fails(sql, TABLE, Cause.INVALID_REQUEST, "query.syntax");
+  }
+
+  /**
+   * NOT NOT p: DuckDB reads NOT (NOT p), the parser refuses it or applies the first NOT to the
+   * column; refused alike in every form, NOT (NOT p) answered.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"SELECT COUNT(*) FROM trips WHERE NOT NOT id = 1",
+      "SELECT COUNT(*) FROM trips WHERE NOT NOT (id = 1)",
+      "SELECT COUNT(*) FROM trips WHERE NOT /* */ not NOT id = 1",
+      "SELECT COUNT(*) FROM trips WHERE id = 2 OR NOT\nNOT id = 1"})
+  void notNotIsUnsupportedAndNotOfANotIsAnswered(String sql) {
+    unsupported(sql, TABLE);
+  }
+
+  @Test
+  void notOfAParenthesizedNotCompiles() {
+    QueryPlan plan = QueryCompiler.compile(
+        "SELECT COUNT(*) FROM trips WHERE NOT (NOT id = 1) AND \"not\" IS NULL OR id = 3",
+        TABLE.toBuilder().addColumns(col("not", "INT64", true)).build());
+    assertTrue(plan.filter() != null);
+  }
+
   /**
    * SQL the parser folds into a supported form, which DuckDB reads otherwise or refuses: a
    * subscript or COMMENT on a column, MySQL's && and !, the ^= operator, // (DuckDB's integer

@@ -172,7 +172,7 @@ final class PlanTranslator {
     sql.append(" FROM ").append(relation);
     if (plan.filter() != null) {
       sql.append(" WHERE ");
-      filter(plan.filter(), sql, params);
+      filter(plan.filter(), !plan.aggregate(), sql, params);
     }
     if (plan.limit() != null) {
       sql.append(" LIMIT ").append(plan.limit());
@@ -180,7 +180,21 @@ final class PlanTranslator {
     return new Translated(sql.toString(), List.copyOf(params));
   }
 
-  private static void filter(QueryPlan.Filter f, StringBuilder sql, List<QueryPlan.Literal> ps) {
+  /**
+   * The most literals of one IN list DuckDB evaluates as comparisons: from five on (1.4.4's
+   * in_clause optimizer, a fixed bound) it turns the list into a join, which does not keep a
+   * scan's row order with more than one thread.
+   */
+  static final int IN_LIST_KEPT = 4;
+
+  /**
+   * {@code ordered}: a projection, whose rows must come in file order ("Row order" in
+   * docs/native-engine.md), so a longer IN list goes as several of at most {@link #IN_LIST_KEPT}
+   * (OR'ed; NOT IN AND'ed), which the optimizer leaves as comparisons. An aggregate's order does
+   * not matter: its list goes whole, and the join is faster past a few dozen literals.
+   */
+  private static void filter(QueryPlan.Filter f, boolean ordered, StringBuilder sql,
+      List<QueryPlan.Literal> ps) {
     if (f instanceof QueryPlan.Comparison c) {
       sql.append(DuckTables.quote(c.column())).append(' ').append(c.op().sql()).append(' ');
       param(c.value(), sql, ps);
@@ -192,31 +206,41 @@ final class PlanTranslator {
       param(b.high(), sql, ps);
       sql.append(')');
     } else if (f instanceof QueryPlan.InList in) {
-      sql.append(DuckTables.quote(in.column())).append(in.negated() ? " NOT IN (" : " IN (");
-      for (int i = 0; i < in.values().size(); i++) {
-        sql.append(i > 0 ? ", " : "");
-        param(in.values().get(i), sql, ps);
+      List<QueryPlan.Literal> values = in.values();
+      int chunk = ordered ? IN_LIST_KEPT : values.size();
+      boolean split = values.size() > chunk;
+      sql.append(split ? "(" : "");
+      for (int from = 0; from < values.size(); from += chunk) {
+        if (from > 0) {
+          sql.append(in.negated() ? " AND " : " OR ");
+        }
+        sql.append(DuckTables.quote(in.column())).append(in.negated() ? " NOT IN (" : " IN (");
+        for (int i = from; i < Math.min(values.size(), from + chunk); i++) {
+          sql.append(i > from ? ", " : "");
+          param(values.get(i), sql, ps);
+        }
+        sql.append(')');
       }
-      sql.append(')');
+      sql.append(split ? ")" : "");
     } else if (f instanceof QueryPlan.IsNull n) {
       sql.append(DuckTables.quote(n.column())).append(n.negated() ? " IS NOT NULL" : " IS NULL");
     } else if (f instanceof QueryPlan.And a) {
-      binary(a.left(), " AND ", a.right(), sql, ps);
+      binary(a.left(), " AND ", a.right(), ordered, sql, ps);
     } else if (f instanceof QueryPlan.Or o) {
-      binary(o.left(), " OR ", o.right(), sql, ps);
+      binary(o.left(), " OR ", o.right(), ordered, sql, ps);
     } else if (f instanceof QueryPlan.Not n) {
       sql.append("(NOT ");
-      filter(n.inner(), sql, ps);
+      filter(n.inner(), ordered, sql, ps);
       sql.append(')');
     }
   }
 
-  private static void binary(QueryPlan.Filter l, String op, QueryPlan.Filter r, StringBuilder sql,
-      List<QueryPlan.Literal> ps) {
+  private static void binary(QueryPlan.Filter l, String op, QueryPlan.Filter r, boolean ordered,
+      StringBuilder sql, List<QueryPlan.Literal> ps) {
     sql.append('(');
-    filter(l, sql, ps);
+    filter(l, ordered, sql, ps);
     sql.append(op);
-    filter(r, sql, ps);
+    filter(r, ordered, sql, ps);
     sql.append(')');
   }
 

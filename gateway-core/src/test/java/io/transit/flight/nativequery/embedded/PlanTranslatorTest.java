@@ -29,6 +29,34 @@ class PlanTranslatorTest {
     assertEquals(3, t.parameters().size());
   }
 
+  /**
+   * A projection's IN list of five or more literals goes as lists of at most four, which DuckDB
+   * keeps as comparisons (a longer one it turns into a join, which loses file order); an
+   * aggregate's goes whole.
+   */
+  @Test
+  void aProjectionsLongInListIsSplitSoItsRowsKeepFileOrder() {
+    List<Literal> six = java.util.stream.LongStream.rangeClosed(1, 6)
+        .mapToObj(v -> new Literal(LogicalType.INT64, v)).toList();
+    String p = "CAST(? AS BIGINT)";
+    for (boolean negated : new boolean[] {false, true}) {
+      QueryPlan.Filter in = new QueryPlan.InList("id", six, negated);
+      String op = negated ? " NOT IN (" : " IN (";
+      PlanTranslator.Translated projection = PlanTranslator.translate(new QueryPlan(
+          List.of(new QueryPlan.Output("id", false, QueryPlan.OutputKind.COLUMN, "id",
+              LogicalType.INT64)), in, null, false), "t");
+      assertEquals("SELECT \"id\" FROM t WHERE (\"id\"" + op + String.join(", ", p, p, p, p)
+          + ")" + (negated ? " AND " : " OR ") + "\"id\"" + op + p + ", " + p + "))",
+          projection.sql());
+      assertEquals(6, projection.parameters().size());
+      PlanTranslator.Translated count = PlanTranslator.translate(new QueryPlan(
+          List.of(new QueryPlan.Output("n", false, QueryPlan.OutputKind.COUNT_STAR, null, null)),
+          in, null, true), "t");
+      assertEquals("SELECT COUNT(*) FROM t WHERE \"id\"" + op
+          + String.join(", ", java.util.Collections.nCopies(6, p)) + ")", count.sql());
+    }
+  }
+
   @Test
   void planThatDoesNotFitTheDeclarationIsInvalid() {
     var table = DemoData.declaration(DemoData.MIXED, 2);
