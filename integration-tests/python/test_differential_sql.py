@@ -785,7 +785,7 @@ def test_random_statements_agree_with_duckdb(d, tables):
     assert not failures, report(failures)
 
 
-# -- the discrepancies found, each a reproducer that fails until fixed ----------------------------
+# -- the discrepancies the first runs found, each pinned by a test --------------------------------
 
 def duck_answer(tables, caller, sql):
     return next(t for t in tables if t.caller == caller).duck.execute(to_duck(sql)).fetchall()
