@@ -84,7 +84,11 @@ class LastIdlePoolTest {
   @Test
   void anInterruptedStopGivesItsLastWordOnceAndSaysSo() throws Exception {
     CountDownLatch release = new CountDownLatch(1);
+    // Each stop begins once its task runs: a task still queued would be cancelled by the stop and
+    // the pool end at once, with nothing stuck.
+    java.util.concurrent.Semaphore running = new java.util.concurrent.Semaphore(0);
     Runnable stuck = () -> {
+      running.release();
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
       while (release.getCount() > 0 && System.nanoTime() < deadline) {
         try {
@@ -98,6 +102,7 @@ class LastIdlePoolTest {
       // Interrupted in the second wait: the last word interrupts its own thread.
       ExecutorService pool = LastIdlePool.create("stop-test", 1);
       pool.execute(stuck);
+      assertTrue(running.tryAcquire(10, TimeUnit.SECONDS));
       AtomicInteger lastWords = new AtomicInteger();
       assertFalse(LastIdlePool.stop(pool, "second-wait", Duration.ofMillis(20),
           Duration.ofSeconds(30), () -> {
@@ -110,6 +115,7 @@ class LastIdlePoolTest {
       // Interrupted before the first wait, with a last word that fails.
       ExecutorService pool2 = LastIdlePool.create("stop-test", 1);
       pool2.execute(stuck);
+      assertTrue(running.tryAcquire(10, TimeUnit.SECONDS));
       Thread.currentThread().interrupt();
       assertFalse(LastIdlePool.stop(pool2, "first-wait", Duration.ofSeconds(30),
           Duration.ofSeconds(30), () -> {
