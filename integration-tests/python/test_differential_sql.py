@@ -811,8 +811,8 @@ def test_a_projection_with_a_long_in_list_keeps_file_order(d):
     sql = "SELECT id FROM primitive WHERE id IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 900000)"
     g = Gateway(d, "primitive")
     try:
-        # Before the engine split such lists (docs/native-engine.md "Row order"), out of order in
-        # about a third of the runs on 2 cores.
+        # Before the engine kept file order through such lists (docs/native-engine.md "Row
+        # order"), out of order in about a third of the runs on 2 cores.
         for _ in range(40):
             got = g.run(sql)
             assert got.rows == [(i,) for i in (1, 2, 3, 4, 5, 6, 7, 8, 9, 900000)], got.rows

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
@@ -50,7 +51,17 @@ final class DuckTables implements AutoCloseable {
    * A publication as served: its declaration and files, what the files were at open, and the
    * DuckDB relation that scans them.
    */
-  private record Served(Publication publication, List<FileIdentity> identities, String scan) {}
+  private record Served(Publication publication, List<FileIdentity> identities, Scan scan) {}
+
+  /**
+   * A Table's DuckDB relation, to follow {@code FROM}, and whether DuckDB's virtual columns
+   * {@code file_index} and {@code file_row_number} reach it: a file column of either name (in any
+   * case) would take the name instead, so ordering by them would order by the Table's data.
+   */
+  record Scan(String relation, boolean positions) {
+    /** The virtual columns that put a scan's rows in file order, then row order. */
+    static final String FILE_ORDER = "file_index, file_row_number";
+  }
 
   private final DuckDBConnection database;
   private final Map<Long, Served> byObjectId;
@@ -93,12 +104,18 @@ final class DuckTables implements AutoCloseable {
         // One file is named as a string, not a one-element list: a little less to bind each time.
         String scan = "read_parquet(" + (scanned.size() == 1
             ? literal(scanned.get(0).toAbsolutePath().toString()) : fileList(scanned)) + ")";
-        try (Statement s = db.createStatement()) {
-          // Binds the files together once now, so files that cannot be scanned as one Table fail
-          // the open rather than the first statement.
-          s.execute("DESCRIBE SELECT * FROM " + scan);
+        boolean positions = true;
+        try (Statement s = db.createStatement();
+            // Binds the files together once now, so files that cannot be scanned as one Table
+            // fail the open rather than the first statement.
+            ResultSet columns = s.executeQuery("DESCRIBE SELECT * FROM " + scan)) {
+          while (columns.next()) {
+            String name = columns.getString("column_name");
+            positions &= !name.equalsIgnoreCase("file_index")
+                && !name.equalsIgnoreCase("file_row_number");
+          }
         }
-        byId.put(d.getObjectId(), new Served(p, identities, scan));
+        byId.put(d.getObjectId(), new Served(p, identities, new Scan(scan, positions)));
       }
       ParquetCopies.removeUnused(converted, copiesInUse);
       return new DuckTables(db, byId);
@@ -109,12 +126,12 @@ final class DuckTables implements AutoCloseable {
   }
 
   /**
-   * The DuckDB relation over object {@code objectId}'s rows, to follow {@code FROM}: a scan of its
-   * files, whose paths are SQL literals.
+   * The DuckDB relation over object {@code objectId}'s rows: a scan of its files, whose paths are
+   * SQL literals.
    *
    * @throws IllegalArgumentException the object is not published here
    */
-  String scan(long objectId) {
+  Scan scan(long objectId) {
     Served s = byObjectId.get(objectId);
     if (s == null) {
       throw new IllegalArgumentException(

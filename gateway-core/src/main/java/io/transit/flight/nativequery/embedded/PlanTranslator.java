@@ -151,10 +151,15 @@ final class PlanTranslator {
   }
 
   /**
-   * The DuckDB query over {@code relation} (SQL text to follow {@code FROM}: {@link
-   * DuckTables#scan}); the plan must have passed {@link #validate}.
+   * The DuckDB query over {@code scan}; the plan must have passed {@link #validate}.
+   *
+   * <p>A projection's rows come in file order ("Row order" in docs/native-engine.md), which DuckDB
+   * keeps for a scan and its filters but not through a join. DuckDB 1.4.4 may turn an IN list of
+   * more than {@link #IN_LIST_KEPT} literals into a join (its in_clause optimizer); a projection
+   * with such a list is therefore ordered by the scan's file position, or, where a file column
+   * hides the position's names, sends its lists in parts the optimizer keeps as comparisons.
    */
-  static Translated translate(QueryPlan plan, String relation) {
+  static Translated translate(QueryPlan plan, DuckTables.Scan scan) {
     List<QueryPlan.Literal> params = new ArrayList<>();
     StringBuilder sql = new StringBuilder("SELECT ");
     for (int i = 0; i < plan.outputs().size(); i++) {
@@ -169,10 +174,14 @@ final class PlanTranslator {
         case COUNT_COLUMN -> sql.append("COUNT(").append(DuckTables.quote(o.column())).append(')');
       }
     }
-    sql.append(" FROM ").append(relation);
+    sql.append(" FROM ").append(scan.relation());
+    boolean joined = !plan.aggregate() && plan.filter() != null && joined(plan.filter());
     if (plan.filter() != null) {
       sql.append(" WHERE ");
-      filter(plan.filter(), !plan.aggregate(), sql, params);
+      filter(plan.filter(), joined && !scan.positions(), sql, params);
+    }
+    if (joined && scan.positions()) {
+      sql.append(" ORDER BY ").append(DuckTables.Scan.FILE_ORDER);
     }
     if (plan.limit() != null) {
       sql.append(" LIMIT ").append(plan.limit());
@@ -181,19 +190,33 @@ final class PlanTranslator {
   }
 
   /**
-   * The most literals of one IN list DuckDB evaluates as comparisons: from five on (1.4.4's
-   * in_clause optimizer, a fixed bound) it turns the list into a join, which does not keep a
-   * scan's row order with more than one thread.
+   * The most literals of one IN or NOT IN list DuckDB evaluates as comparisons: from five on
+   * (1.4.4's in_clause optimizer, a fixed bound) it may turn the list into a join, which does not
+   * keep a scan's row order. Lists as long as this cost nothing extra either way; a longer one
+   * evaluated as comparisons costs each scanned row one per literal (18.5 s for 2,000 over
+   * 20M rows, against 0.25 s joined and ordered back).
    */
   static final int IN_LIST_KEPT = 4;
 
+  /** Whether DuckDB may evaluate {@code f} as a join: it holds a list longer than kept. */
+  private static boolean joined(QueryPlan.Filter f) {
+    if (f instanceof QueryPlan.InList in) {
+      return in.values().size() > IN_LIST_KEPT;
+    } else if (f instanceof QueryPlan.And a) {
+      return joined(a.left()) || joined(a.right());
+    } else if (f instanceof QueryPlan.Or o) {
+      return joined(o.left()) || joined(o.right());
+    } else if (f instanceof QueryPlan.Not n) {
+      return joined(n.inner());
+    }
+    return false;
+  }
+
   /**
-   * {@code ordered}: a projection, whose rows must come in file order ("Row order" in
-   * docs/native-engine.md), so a longer IN list goes as several of at most {@link #IN_LIST_KEPT}
-   * (OR'ed; NOT IN AND'ed), which the optimizer leaves as comparisons. An aggregate's order does
-   * not matter: its list goes whole, and the join is faster past a few dozen literals.
+   * {@code split}: a projection that must keep file order without the scan's position, so a
+   * longer IN list goes as several of at most {@link #IN_LIST_KEPT} (OR'ed; NOT IN AND'ed).
    */
-  private static void filter(QueryPlan.Filter f, boolean ordered, StringBuilder sql,
+  private static void filter(QueryPlan.Filter f, boolean split, StringBuilder sql,
       List<QueryPlan.Literal> ps) {
     if (f instanceof QueryPlan.Comparison c) {
       sql.append(DuckTables.quote(c.column())).append(' ').append(c.op().sql()).append(' ');
@@ -207,9 +230,9 @@ final class PlanTranslator {
       sql.append(')');
     } else if (f instanceof QueryPlan.InList in) {
       List<QueryPlan.Literal> values = in.values();
-      int chunk = ordered ? IN_LIST_KEPT : values.size();
-      boolean split = values.size() > chunk;
-      sql.append(split ? "(" : "");
+      int chunk = split ? IN_LIST_KEPT : values.size();
+      boolean parts = values.size() > chunk;
+      sql.append(parts ? "(" : "");
       for (int from = 0; from < values.size(); from += chunk) {
         if (from > 0) {
           sql.append(in.negated() ? " AND " : " OR ");
@@ -221,26 +244,26 @@ final class PlanTranslator {
         }
         sql.append(')');
       }
-      sql.append(split ? ")" : "");
+      sql.append(parts ? ")" : "");
     } else if (f instanceof QueryPlan.IsNull n) {
       sql.append(DuckTables.quote(n.column())).append(n.negated() ? " IS NOT NULL" : " IS NULL");
     } else if (f instanceof QueryPlan.And a) {
-      binary(a.left(), " AND ", a.right(), ordered, sql, ps);
+      binary(a.left(), " AND ", a.right(), split, sql, ps);
     } else if (f instanceof QueryPlan.Or o) {
-      binary(o.left(), " OR ", o.right(), ordered, sql, ps);
+      binary(o.left(), " OR ", o.right(), split, sql, ps);
     } else if (f instanceof QueryPlan.Not n) {
       sql.append("(NOT ");
-      filter(n.inner(), ordered, sql, ps);
+      filter(n.inner(), split, sql, ps);
       sql.append(')');
     }
   }
 
-  private static void binary(QueryPlan.Filter l, String op, QueryPlan.Filter r, boolean ordered,
+  private static void binary(QueryPlan.Filter l, String op, QueryPlan.Filter r, boolean split,
       StringBuilder sql, List<QueryPlan.Literal> ps) {
     sql.append('(');
-    filter(l, ordered, sql, ps);
+    filter(l, split, sql, ps);
     sql.append(op);
-    filter(r, ordered, sql, ps);
+    filter(r, split, sql, ps);
     sql.append(')');
   }
 

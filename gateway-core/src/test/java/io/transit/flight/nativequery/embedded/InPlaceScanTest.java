@@ -21,6 +21,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.ArrayList;
@@ -267,6 +268,92 @@ class InPlaceScanTest {
     }
   }
 
+  /** The keys {@code translated} selects, in the order DuckDB returns them. */
+  private static List<Long> select(Connection c, PlanTranslator.Translated translated)
+      throws Exception {
+    List<Long> keys = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(translated.sql())) {
+      translated.bind(ps);
+      try (ResultSet r = ps.executeQuery()) {
+        while (r.next()) {
+          keys.add(r.getLong(1));
+        }
+      }
+    }
+    return keys;
+  }
+
+  /**
+   * A projection's IN or NOT IN list long enough for DuckDB to join it comes back in file order:
+   * ordered by the scan's file position, or, when a file column is named like that position, sent
+   * as lists short enough to stay comparisons.
+   */
+  @Test
+  void aLongInListKeepsFileOrderOrderedByPositionOrSplitWhenAColumnHidesIt() throws Exception {
+    List<Path> files = List.of(parquet("b.parquet", 30_000, 25_000, 4_000),
+        parquet("a.parquet", 0, 20_000, 3_000), parquet("c.parquet", 70_000, 9_000, 2_000));
+    // The same rows with a column that shadows DuckDB's file_index (names are case-blind).
+    List<Path> shadowed = new ArrayList<>();
+    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
+        Statement s = c.createStatement()) {
+      for (Path f : files) {
+        Path g = data.resolve("shadowed-" + f.getFileName());
+        s.execute("COPY (SELECT k, v, 0::BIGINT AS \"File_Index\" FROM read_parquet('" + f
+            + "')) TO '" + g + "' (FORMAT parquet, ROW_GROUP_SIZE 2000)");
+        shadowed.add(g);
+      }
+    }
+    TableDeclaration withColumn = OTHER.toBuilder().addColumns(ColumnDeclaration.newBuilder()
+        .setName("File_Index").setLogicalType("INT64")).build();
+    // 200 literals spread over the keys (some name no row), in no order of the files'.
+    List<Long> wanted = new ArrayList<>();
+    for (long k = 0; k < 79_000; k += 395) {
+      wanted.add(k % 2 == 0 ? k : 79_000 - k);
+    }
+    List<QueryPlan.Literal> literals = wanted.stream()
+        .map(k -> new QueryPlan.Literal(LogicalType.INT64, k)).toList();
+    List<Long> inFileOrder = new ArrayList<>();
+    List<Long> othersInFileOrder = new ArrayList<>();
+    for (long[] f : new long[][] {{30_000, 25_000}, {0, 20_000}, {70_000, 9_000}}) {
+      for (long k = f[0] + f[1] - 1; k >= f[0]; k--) {
+        (wanted.contains(k) ? inFileOrder : othersInFileOrder).add(k);
+      }
+    }
+    try (RootAllocator allocator = new RootAllocator();
+        DuckTables tables = DuckTables.open(List.of(new Publication(TABLE, files, "parquet"),
+            new Publication(withColumn, shadowed, "parquet")), DuckSettings.defaults(), state,
+            allocator);
+        Connection c = tables.connect()) {
+      DuckTables.Scan plain = tables.scan(TABLE.getObjectId());
+      DuckTables.Scan hidden = tables.scan(withColumn.getObjectId());
+      assertTrue(plain.positions());
+      assertFalse(hidden.positions());
+      for (boolean negated : new boolean[] {false, true}) {
+        QueryPlan plan = new QueryPlan(List.of(column("k", LogicalType.INT64, false)),
+            new QueryPlan.InList("k", literals, negated), null, false);
+        List<Long> expected = negated ? othersInFileOrder : inFileOrder;
+        PlanTranslator.Translated ordered = PlanTranslator.translate(plan, plain);
+        assertTrue(ordered.sql().endsWith(" ORDER BY file_index, file_row_number"), ordered.sql());
+        assertEquals(expected, select(c, ordered));
+        PlanTranslator.Translated split = PlanTranslator.translate(plan, hidden);
+        assertFalse(split.sql().contains("ORDER BY"), split.sql());
+        assertEquals(expected, select(c, split));
+        assertTrue(split.sql().contains(negated ? " AND " : " OR "), split.sql());
+      }
+      // Why: DuckDB 1.4.4 joins such a list, even a NOT IN one beside an OR.
+      for (String where : new String[] {"k IN (1, 2, 3, 4, 5, 6, 8)",
+          "v IS NULL OR k NOT IN (1, 2, 3, 4, 5, 6, 8)"}) {
+        try (Statement s = c.createStatement();
+            ResultSet r = s.executeQuery("EXPLAIN SELECT k FROM " + plain.relation()
+                + " WHERE " + where)) {
+          assertTrue(r.next());
+          assertTrue(r.getString(2).contains("MARK"), r.getString(2));
+        }
+      }
+      assertEquals(0, allocator.getAllocatedMemory());
+    }
+  }
+
   @Test
   void theJoinOrderOptimizerIsOffAndScansStillAnswer() throws Exception {
     Path f = parquet("groups.parquet", 0, 40_000, 1_000);
@@ -279,7 +366,7 @@ class InPlaceScanTest {
       assertTrue(r.next());
       assertEquals("join_order", r.getString(1).toLowerCase(java.util.Locale.ROOT));
       ResultSet count = s.executeQuery("SELECT COUNT(*), SUM(v) FROM "
-          + tables.scan(TABLE.getObjectId()));
+          + tables.scan(TABLE.getObjectId()).relation());
       assertTrue(count.next());
       assertEquals(40_000, count.getLong(1));
       assertEquals(10L * 40_000 * 39_999 / 2, count.getLong(2));
