@@ -31,7 +31,7 @@
  *
  * A failure answers {"ok":false,...} with the ADBC status, sqlstate, vendor code, message and
  * every error detail (the gateway's transit-diagnostic-bin among them). Exit status: 0 at end of
- * input, 2 on bad usage.
+ * input, 2 on bad usage, 3 when a release at the end of input failed (each on standard error).
  */
 #include <ctype.h>
 #include <dlfcn.h>
@@ -131,6 +131,9 @@ static void fail(struct jbuf* o, const char* where, AdbcStatusCode st, struct Ad
   if (e->release) e->release(e);
 }
 
+/* Set once input has ended; then whether a release failed, which decides the exit status. */
+static int at_end_of_input, end_cleanup_failed;
+
 static int answer_ok(const struct jbuf* o) { return strncmp(o->data, "{\"ok\":true", 10) == 0; }
 
 /*
@@ -147,6 +150,7 @@ static AdbcStatusCode cleanup(struct jbuf* o, const char* where, AdbcStatusCode 
     }
     fprintf(stderr, "%s failed during cleanup: %s: %s\n", where, status_name(rc),
             e->message ? e->message : "");
+    if (at_end_of_input) end_cleanup_failed = 1;
   }
   if (e->release) e->release(e);
   return rc;
@@ -691,6 +695,7 @@ int main(int argc, char** argv) {
     fflush(stdout);
   }
   /* At the end of input: the open stream before its connection, connections before databases. */
+  at_end_of_input = 1;
   release_pending(NULL);
   for (int i = 0; i < SLOTS; i++) {
     if (slots[i].open) {
@@ -706,5 +711,5 @@ int main(int argc, char** argv) {
     struct AdbcError de = ADBC_ERROR_INIT;
     cleanup(NULL, "AdbcDriver.release", drv.release(&drv, &de), &de);
   }
-  return 0;
+  return end_cleanup_failed ? 3 : 0;
 }
