@@ -2,7 +2,13 @@ package io.transit.flight.server.config;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.MapperFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.cfg.CoercionAction;
+import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import io.transit.flight.nativequery.embedded.DuckSettings;
 import io.transit.flight.nativequery.embedded.LeasePolicy;
@@ -34,26 +40,73 @@ import java.util.regex.Pattern;
 public final class ConfigLoader {
   private static final Pattern NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_.-]{0,127}");
   private static final Set<String> FORMATS = Set.of("parquet", "csv", "arrow");
+  /** The most DuckDB threads a file may ask for; the default (the cores) is capped at it too. */
+  private static final int MAX_ENGINE_THREADS = 256;
 
-  private final ObjectMapper mapper =
-      new ObjectMapper()
-          .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-          .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
-          .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-          // The annotated example in config/ carries // comments.
-          .enable(com.fasterxml.jackson.core.JsonParser.Feature.ALLOW_COMMENTS);
+  private static final ObjectMapper MAPPER = strict();
+
+  /**
+   * Each value must have its field's JSON type: no number read from a string or a boolean, no
+   * fraction cut to an integer, no text made of a number ({@code "max_connections": 1.9} is not
+   * 1, {@code "read": 0} not false).
+   */
+  private static ObjectMapper strict() {
+    ObjectMapper m = JsonMapper.builder()
+        .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+        .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+        .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+        .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+        .disable(MapperFeature.ALLOW_COERCION_OF_SCALARS)
+        // The annotated example in config/ carries // comments.
+        .enable(com.fasterxml.jackson.core.JsonParser.Feature.ALLOW_COMMENTS)
+        .build();
+    m.coercionConfigFor(com.fasterxml.jackson.databind.type.LogicalType.Textual)
+        .setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
+        .setCoercion(CoercionInputShape.Float, CoercionAction.Fail)
+        .setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail);
+    return m;
+  }
 
   /** Loads {@code file}; a relative {@code state_dir} is resolved against the file's directory. */
   public ResolvedConfig load(Path file) throws ConfigException {
     GatewayConfig raw;
     try {
-      raw = mapper.readValue(Files.readAllBytes(file), GatewayConfig.class);
+      raw = MAPPER.readValue(Files.readAllBytes(file), GatewayConfig.class);
     } catch (UnrecognizedPropertyException e) {
       throw new ConfigException(file + ": unknown field " + jsonPath(e.getPath()));
+    } catch (MismatchedInputException e) {
+      // A value of another JSON type than its field's: the value and the type, not Jackson's text.
+      String expected = expectedType(e.getTargetType());
+      throw new ConfigException(file + ": " + jsonPath(e.getPath()) + ": " + (expected == null
+          ? bounded(e.getOriginalMessage()) : shown(e) + " (expected: " + expected + ")"));
     } catch (com.fasterxml.jackson.databind.JsonMappingException e) {
       // A value of the wrong type or range: named by its path, as every other refusal is.
       throw new ConfigException(file + ": " + jsonPath(e.getPath()) + ": "
           + bounded(e.getOriginalMessage()));
+    } catch (IOException e) {
+      throw unreadable(file, e);
+    }
+    Path base = file.toAbsolutePath().getParent();
+    return resolve(raw, base);
+  }
+
+  /**
+   * {@code file} as a JSON tree, read as {@link #load} reads it, for a section read on its own
+   * (ops.OpsSettings), whose refusals must then read the same: a syntax error names its line and
+   * column.
+   */
+  public static JsonNode tree(Path file) throws ConfigException {
+    try {
+      return MAPPER.readTree(Files.readAllBytes(file));
+    } catch (IOException e) {
+      throw unreadable(file, e);
+    }
+  }
+
+  /** A file that is not JSON, or cannot be read: what {@link #load} and {@link #tree} refuse. */
+  private static ConfigException unreadable(Path file, IOException failure) {
+    try {
+      throw failure;
     } catch (com.fasterxml.jackson.core.exc.StreamReadException e) {
       // A number past its type (a u64 above 2^63 - 1) is refused while reading, where the parser
       // still knows the field; a syntax error names its line and column instead.
@@ -62,17 +115,15 @@ public final class ConfigLoader {
               .replaceFirst("^/", "").replace('/', '.');
       String what = e instanceof com.fasterxml.jackson.core.exc.InputCoercionException
           && !at.isEmpty() ? at : "invalid JSON" + (at.isEmpty() ? "" : " at " + at);
-      throw new ConfigException(file + ": " + what + ": "
+      return new ConfigException(file + ": " + what + ": "
           + bounded(e.getOriginalMessage())
           + (e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ", column "
               + e.getLocation().getColumnNr() + ")"));
     } catch (JsonProcessingException e) {
-      throw new ConfigException(file + ": invalid JSON: " + bounded(e.getOriginalMessage()));
+      return new ConfigException(file + ": invalid JSON: " + bounded(e.getOriginalMessage()));
     } catch (IOException e) {
-      throw new ConfigException(file + ": cannot read: " + e.getMessage(), e);
+      return new ConfigException(file + ": cannot read: " + e.getMessage(), e);
     }
-    Path base = file.toAbsolutePath().getParent();
-    return resolve(raw, base);
   }
 
   ResolvedConfig resolve(GatewayConfig raw, Path base) throws ConfigException {
@@ -162,8 +213,10 @@ public final class ConfigLoader {
         : DuckSettings.defaultMemoryLimitBytes();
     check(memory >= DuckSettings.MIN_MEMORY_LIMIT_BYTES, "engine.memory_limit_bytes", memory,
         ">= " + DuckSettings.MIN_MEMORY_LIMIT_BYTES);
-    int threads = raw.threads() != null ? raw.threads() : DuckSettings.defaultThreads();
-    check(threads >= 1 && threads <= 256, "engine.threads", threads, "1..256");
+    int threads = raw.threads() != null ? raw.threads()
+        : Math.min(MAX_ENGINE_THREADS, DuckSettings.defaultThreads());
+    check(threads >= 1 && threads <= MAX_ENGINE_THREADS, "engine.threads", threads,
+        "1.." + MAX_ENGINE_THREADS);
     Path temp = stateDir.resolve(raw.tempDir() != null ? raw.tempDir() : "engine/duckdb-tmp")
         .normalize();
     long allocator = raw.allocatorBytes() != null ? raw.allocatorBytes() : 1L << 30;
@@ -498,6 +551,46 @@ public final class ConfigLoader {
   }
 
   /** A message or name as refusals show it: at most 160 characters. */
+  /** What a refused value should have been, for the field types a configuration has. */
+  private static String expectedType(Class<?> target) {
+    if (target == Integer.class || target == int.class || target == Long.class
+        || target == long.class) {
+      return "an integer";
+    } else if (target == Boolean.class || target == boolean.class) {
+      return "true or false";
+    } else if (target == String.class) {
+      return "a string";
+    } else if (target != null && java.util.Collection.class.isAssignableFrom(target)) {
+      return "an array";
+    }
+    return null;
+  }
+
+  /** The refused value as the file has it: a string quoted, a container by its kind. */
+  private static String shown(MismatchedInputException e) {
+    if (e instanceof com.fasterxml.jackson.databind.exc.InvalidFormatException f) {
+      Object v = f.getValue();
+      return v instanceof String text ? "\"" + bounded(text) + "\"" : bounded(String.valueOf(v));
+    }
+    if (e.getProcessor() instanceof com.fasterxml.jackson.core.JsonParser p
+        && p.currentToken() != null) {
+      return switch (p.currentToken()) {
+        case START_OBJECT -> "an object";
+        case START_ARRAY -> "an array";
+        default -> {
+          try {
+            String text = bounded(p.getText());
+            yield p.currentToken() == com.fasterxml.jackson.core.JsonToken.VALUE_STRING
+                ? "\"" + text + "\"" : text;
+          } catch (IOException unreadable) {
+            yield "a " + p.currentToken().asString();
+          }
+        }
+      };
+    }
+    return "the value";
+  }
+
   private static String bounded(String s) {
     return s == null || s.length() <= 160 ? String.valueOf(s) : s.substring(0, 160) + "…";
   }

@@ -1,11 +1,8 @@
 package io.transit.flight.server.ops;
 
-import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.transit.flight.server.config.ConfigException;
-import java.io.IOException;
-import java.nio.file.Files;
+import io.transit.flight.server.config.ConfigLoader;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -36,13 +33,7 @@ public record OpsSettings(String metricsHost, Integer metricsPort, String logLev
 
   /** The {@code ops} section of {@code file}; defaults when the file has none. */
   public static OpsSettings read(Path file) throws ConfigException {
-    JsonNode root;
-    try {
-      root = new ObjectMapper().enable(JsonParser.Feature.ALLOW_COMMENTS)
-          .readTree(Files.readAllBytes(file));
-    } catch (IOException e) {
-      throw new ConfigException(file + ": cannot read: " + e.getMessage(), e);
-    }
+    JsonNode root = ConfigLoader.tree(file);
     JsonNode ops = root == null ? null : root.get("ops");
     OpsSettings d = defaults();
     if (ops == null || ops.isNull()) {
@@ -127,7 +118,7 @@ public record OpsSettings(String metricsHost, Integer metricsPort, String logLev
     for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
       String name = names.next();
       if (!known.contains(name)) {
-        throw new ConfigException(at + ": unknown field " + bounded(name) + " (expected: one of "
+        throw new ConfigException("unknown field " + at + "." + bounded(name) + " (expected: one of "
             + known + ")");
       }
     }

@@ -158,6 +158,22 @@ class ConfigLoaderTest {
         "\"realm\": 18446744073709551615"));
     assertMessage("invalid JSON at state_dir: ", valid.replace("\"state_dir\"",
         "\"state_dir\" \"x\","));
+    // A value of another JSON type is refused, not converted: a fraction is not cut to an
+    // integer, nor a string read as a number, nor a number as text or as a boolean.
+    for (String[] wrong : new String[][] {
+        {"\"state_dir\"", "\"limits\": {\"max_connections\": 1.9}, \"state_dir\"",
+            "limits.max_connections"},
+        {"\"ingress\": 1}", "\"ingress\": 1, \"ticket_ttl_ms\": 1.5}",
+            "deployment.ticket_ttl_ms"},
+        {"\"service\": 7", "\"service\": 7.0", "deployment.service"},
+        {"\"realm\": 1", "\"realm\": \"5\"", "deployment.realm"},
+        {"\"realm_name\": \"t\"", "\"realm_name\": 5", "deployment.realm_name"},
+        {"\"nullable\": false", "\"nullable\": 0", "publications[0].columns[0].nullable"},
+        {"\"nullable\": false", "\"nullable\": \"false\"",
+            "publications[0].columns[0].nullable"}}) {
+      assertTrue(valid.contains(wrong[0]), wrong[0]);
+      assertMessage(wrong[2] + ": ", valid.replace(wrong[0], wrong[1]));
+    }
     // DuckDB reads *, ? and [ in a path as a pattern: another file would be scanned.
     assertMessage("publications[0].files[0]: x[1].parquet (expected: a file path without *, ? or [)",
         valid.replace("\"x.parquet\"", "\"x[1].parquet\""));

@@ -42,7 +42,12 @@ class OpsSettingsTest {
   void refusalsNameTheField() throws Exception {
     assertTrue(assertThrows(ConfigException.class,
         () -> OpsSettings.read(file("{\"ops\": {\"metric\": {}}}"))).getMessage()
-        .startsWith("ops: unknown field metric"));
+        .startsWith("unknown field ops.metric (expected: one of"));
+    // Read first at start, reload and check-config: a syntax error reads as the loader's does.
+    java.nio.file.Path broken = file("{\n \"state_dir\": ,\n}");
+    assertEquals(broken + ": invalid JSON at state_dir: Unexpected character (',' (code 44)):"
+        + " expected a value (line 2, column 15)", assertThrows(ConfigException.class,
+            () -> OpsSettings.read(broken)).getMessage());
     assertTrue(assertThrows(ConfigException.class,
         () -> OpsSettings.read(file("{\"ops\": {\"log\": {\"format\": \"xml\"}}}"))).getMessage()
         .startsWith("ops.log.format: xml"));
