@@ -490,6 +490,33 @@ def test_adbc_and_pyarrow_connections_share_one_credentials_rules(gateway, primi
     assert len(done) == 40
 
 
+def test_a_closed_adbc_connection_and_a_failed_read_leave_the_credential_usable(gateway, primitive):
+    """A statement on a closed ADBC connection never leaves: the package's InterfaceError, and
+    the credential's other connections go on. A statement admitted whose read then fails names
+    its result (``ticket``), which is read, never run again."""
+    from transit_flight import adbc
+    with tf.connect(gateway.uri, token_file=token_file(gateway)) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 3").to_pylist() == \
+            [{"COUNT(*)": 3}]
+        closed = adbc.connect(gateway.uri, token_file=token_file(gateway))
+        closed.close()
+        with pytest.raises(tf.InterfaceError):
+            adbc.execute(closed, "SELECT COUNT(*) FROM primitive")
+        assert conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 5").to_pylist() == \
+            [{"COUNT(*)": 5}]
+
+        def unreadable(info):
+            raise tf.UnavailableError("scripted: the read failed", "UNAVAILABLE")
+        conn._read = unreadable
+        with pytest.raises(tf.UnavailableError) as failed:
+            conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 7")
+        del conn._read
+        assert recorded_in(gateway)(failed.value.sequence)
+        assert conn.read(failed.value.ticket).to_pylist() == [{"COUNT(*)": 7}]
+        assert conn.execute("SELECT COUNT(*) FROM primitive WHERE id < 9").to_pylist() == \
+            [{"COUNT(*)": 9}]
+
+
 def test_an_adbc_connection_that_stops_answering_ends_in_an_unknown_outcome_not_a_hang(
         gateway):
     """Each ADBC call is bounded by the connection's timeout: a connection whose answers are held
@@ -606,6 +633,52 @@ def test_a_resend_refused_for_now_keeps_the_credential_blocked():
     with pytest.raises(tf.PermissionDeniedError):
         resume_pending(credential, FAST, attempt)
     assert credential.pending is None
+
+
+def test_a_statement_refused_before_admission_every_time_is_raised_and_blocks_nothing():
+    """admission.busy is the limiter's refusal before any command is sent: resent like a lost
+    answer, and when every attempt got it, nothing ran, so the credential stays usable. Without
+    its trailer PyArrow reports the status as INVALID_ARGUMENT; the code in the message still
+    says which refusal it was."""
+    from transit_flight.connection import _Credential, admit_once
+    with_trailer = _answer("RESOURCE_EXHAUSTED", "admission.busy", "not_admitted", ["retry_later"])
+    without = tf.errors.BY_STATUS["INVALID_ARGUMENT"]("admission.busy: scripted", "INVALID_ARGUMENT")
+    for busy, raised in ((with_trailer, tf.ResourceExhaustedError),
+                         (without, tf.InvalidArgumentError)):
+        credential = _Credential()
+        attempt, sent = _scripted(*[busy] * 1000)
+        with pytest.raises(raised):
+            admit_once(credential, "SELECT 1", FAST, attempt, lambda: 7)
+        assert len(sent) > 1 and set(sent) == {(7, "SELECT 1")}, busy
+        assert credential.pending is None, busy
+        # Busy, then an answer: the statement runs at its sequence, no block.
+        attempt, sent = _scripted(busy, busy)
+        assert admit_once(credential, "SELECT 1", FAST, attempt, lambda: 7) == (7, "result")
+        assert sent == [(7, "SELECT 1")] * 3
+    # Busy after an attempt that went unanswered: that one may have run, so the block stays.
+    credential = _Credential()
+    lost = tf.errors.BY_STATUS["UNAVAILABLE"]("connection reset", "UNAVAILABLE")
+    attempt, _ = _scripted(lost, *[with_trailer] * 1000)
+    with pytest.raises(tf.OutcomeUnknownError):
+        admit_once(credential, "SELECT 1", FAST, attempt, lambda: 7)
+    assert credential.pending == (7, "SELECT 1")
+
+
+def test_a_statement_that_could_not_be_sent_blocks_nothing():
+    """A statement that is not text, or an attempt that fails before its call (a closed ADBC
+    connection), never reached the gateway: the package's error, and the credential is free."""
+    from transit_flight.connection import _Credential, _not_sent, admit_once
+    credential = _Credential()
+    for sql in (b"SELECT 1", None, "SELECT '\ud800'"):
+        attempt, sent = _scripted()
+        with pytest.raises(tf.ProgrammingError):
+            admit_once(credential, sql, FAST, attempt, lambda: 7)
+        assert sent == [] and credential.pending is None
+    attempt, sent = _scripted(_not_sent(tf.InterfaceError("the connection is closed")))
+    with pytest.raises(tf.InterfaceError):
+        admit_once(credential, "SELECT 1", FAST, attempt, lambda: 7)
+    assert credential.pending is None
+    assert admit_once(credential, "SELECT 1", FAST, _scripted()[0], lambda: 7) == (7, "result")
 
 
 def test_an_interrupted_statement_blocks_the_credential():

@@ -14,8 +14,8 @@ import adbc_driver_manager
 import pyarrow as pa
 
 from . import errors
-from .connection import (RetryPolicy, _credential, _read_token, abandon_pending, admit_once,
-                         resume_pending, retrying)
+from .connection import (RetryPolicy, _credential, _not_sent, _read_token, abandon_pending,
+                         admit_once, resume_pending, retrying)
 
 SEQUENCE_OPTION = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
 NEXT_SEQUENCE_OPTION = "adbc.flight.sql.session.option.transit.next_sequence"
@@ -83,8 +83,17 @@ def _rules(conn):
 
 def _attempt(conn):
     def attempt(sequence, sql) -> pa.Table:
-        with conn.cursor() as cur:  # a fresh statement: the call header is set once
-            _call(lambda: cur.adbc_statement.set_options(**{SEQUENCE_OPTION: str(sequence)}))
+        try:
+            cur = conn.cursor()  # a fresh statement: the call header is set once
+        except Exception as e:  # a closed connection: nothing was sent
+            raise _not_sent(errors.InterfaceError(f"the connection cannot open a statement: {e}")) \
+                from e
+        with cur:
+            try:
+                cur.adbc_statement.set_options(**{SEQUENCE_OPTION: str(sequence)})
+            except Exception as e:
+                raise _not_sent(errors.InterfaceError(
+                    f"the statement's sequence option was refused: {e}")) from e
             _call(lambda: cur.execute(sql))
             try:
                 return _call(cur.fetch_arrow_table)

@@ -100,12 +100,27 @@ def _retryable(e: Error) -> bool:
         # Recorded (an object store that refused the result, UNAVAILABLE; a rejection): the
         # sequence is spent, and every resend would only replay the same answer.
         return False
+    if e.code == "admission.busy":
+        # Nothing was sent. Without its trailer PyArrow reports RESOURCE_EXHAUSTED as invalid
+        # argument; the gateway's code in the message still says which refusal it was.
+        return True
     if e.status in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
         return True
-    if e.status == "RESOURCE_EXHAUSTED":
-        return e.code == "admission.busy"  # nothing was sent
     # A broken HTTP/2 stream surfaces as INTERNAL with neither a diagnostic nor a gateway code.
     return e.status == "INTERNAL" and e.code is None
+
+
+def _not_admitted(e: Error) -> bool:
+    """The gateway's word that this attempt sent nothing to the engine: the diagnostic's outcome,
+    or, without a trailer, the admission limiter's code, which comes before any command."""
+    return e.outcome == "not_admitted" or (e.diagnostic is None and e.code == "admission.busy")
+
+
+def _not_sent(error: Error) -> Error:
+    """Marks an error raised before an attempt's call could reach the gateway (no cursor, a
+    closed connection): it says nothing of the statement, which was never sent."""
+    error.not_sent = True
+    return error
 
 
 def _sequence_moved(e: Error) -> Optional[int]:
@@ -166,9 +181,10 @@ def retrying(call, policy: RetryPolicy, reconnect=None, on_give_up=None, on_retr
             if on_retry is not None:
                 on_retry(e)
             if time.monotonic() + wait - start > policy.total:
-                if on_give_up is not None:
-                    raise on_give_up(e) from e
-                raise
+                final = on_give_up(e) if on_give_up is not None else e
+                if final is e:
+                    raise
+                raise final from e
             time.sleep(wait)
             wait = min(wait * 2, policy.max_backoff)
             if reconnect is not None and e.diagnostic is None:
@@ -183,6 +199,13 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
     ``next_sequence()`` asks the gateway (caller capability), ``next_after(result)`` reads the
     next sequence from a result when the client can (app_metadata), else None.
     """
+    if not isinstance(sql, str):
+        raise errors.ProgrammingError(f"a statement is a str, not {type(sql).__name__}")
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise errors.ProgrammingError(f"the statement is not UTF-8 text: {e.reason} at {e.start}") \
+            from e
     with credential.lock:
         if credential.pending is not None:
             raise OutcomeUnknownError(
@@ -204,11 +227,15 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
                     f"resume() resends it", sequence, sql, last)
 
             def give_up(last):
+                if not unanswered:
+                    # Every attempt was refused before admission (admission.busy): nothing ran,
+                    # and the refusal is raised as it came.
+                    return last
                 return unknown(f"after {policy.total:.0f}s of retries, {last.status}: {last}", last)
 
             def answered_or_not(e):
                 # The gateway's word that nothing was sent (admission.busy) leaves no doubt.
-                if e.outcome != "not_admitted":
+                if not _not_admitted(e):
                     unanswered.append(e)
 
             try:
@@ -217,6 +244,8 @@ def admit_once(credential: _Credential, sql, policy: RetryPolicy, attempt, next_
             except OutcomeUnknownError:
                 raise
             except Error as e:
+                if getattr(e, "not_sent", False) and not unanswered:
+                    raise  # this statement never reached the gateway: nothing to learn or block
                 if getattr(e, "after_admission", False) and not _settled(e):
                     # Admitted, its result not read (ADBC reads inside the attempt) for a reason
                     # that may pass: resume() replays it and reads again, where running the SQL
@@ -550,7 +579,13 @@ class Cursor:
             if len(self.ticket) == flightsql.STATEMENT_TICKET_BYTES else None
         # From this statement's own answer: the credential's state may already have moved on.
         self.next_sequence = self.connection._next_after(info)
-        self._set(self.connection._read(info))
+        try:
+            self._set(self.connection._read(info))
+        except errors.Error as e:
+            # Admitted and run once; only the read failed. The error names the result, so that
+            # Connection.read(e.ticket) reads it, where running the SQL again would run it twice.
+            e.sequence, e.ticket = self.sequence, self.ticket
+            raise
         return self
 
     def _set(self, table: pa.Table):
