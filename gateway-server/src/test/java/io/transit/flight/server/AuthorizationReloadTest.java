@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.server.auth.AuthSnapshot;
 import io.transit.flight.server.auth.Authorization;
@@ -118,7 +119,12 @@ class AuthorizationReloadTest {
     ResolvedConfig first = t.config(3, caller("a", 10, true));
     Authorization auth = authorization(t.snapshot(first), NOW);
     CallerBinding a = auth.authenticate(t.token("a")).orElseThrow();
-    assertEquals("ticket.expired", code(() -> auth.recheck(a, ticketOf(auth.current(a), NOW))));
+    GatewayException expired = assertThrows(GatewayException.class,
+        () -> auth.recheck(a, ticketOf(auth.current(a), NOW)));
+    assertEquals("ticket.expired", expired.code());
+    // Mid-stream as at the stream's start: the expiry the ticket named (docs/status.md).
+    assertEquals(Long.toUnsignedString(NOW),
+        ((Fact) expired.facts().get("expiry_unix_ms")).value());
     VerifiedTicket live = ticketOf(auth.current(a), NOW + 1);
     auth.install(t.next(first, t.config(3, caller("a", 10, false))));
     assertEquals("access.read_revoked", code(() -> auth.recheck(a, live)));

@@ -2,6 +2,7 @@ package io.transit.flight.server.auth;
 
 import io.transit.flight.admission.AdmissionSubject;
 import io.transit.flight.diagnostic.Cause;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.nativequery.PrincipalRights;
 import io.transit.flight.nativequery.ReadAccess;
@@ -284,7 +285,9 @@ public final class Authorization {
     long now = TicketService.observe(clock);
     // Unsigned, as the ticket's verification compares it: one expiry rule everywhere.
     if (Long.compareUnsigned(now, ticket.expiryMillis()) >= 0) {
-      throw GatewayException.of(Cause.TICKET_EXPIRED, "ticket.expired", "the ticket has expired");
+      // As TicketService's check at the stream's start answers it: the same message and fact.
+      throw GatewayException.of(Cause.TICKET_EXPIRED, "ticket.expired", "ticket has expired")
+          .with(Fact.unsigned("expiry_unix_ms", ticket.expiryMillis()));
     }
     return grant;
   }
