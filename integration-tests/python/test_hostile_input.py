@@ -190,12 +190,27 @@ def test_a_grpc_timeout_grpc_cannot_parse_resets_its_stream_without_a_trace(d):
 
 
 def test_oversized_header_list_closes_that_connection(d):
+    # Past max_inbound_metadata_bytes (8,192) but within 1.25 times it: gRPC-Java answers the
+    # call HTTP 431 and resets it, which grpcio reports as UNKNOWN; the gateway never saw it, so
+    # no trailer. The connection serves on.
     ch = C.channel(d)
-    md = d.auth() + [("x-padding", "p" * 20000)]
-    code, _, _ = C.failure(lambda: list(ch.unary_stream(C.DO_ACTION)(b"", metadata=md, timeout=30)))
-    # Above the hard header-list bound gRPC-Java answers GOAWAY: the client sees its connection end.
-    assert code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INTERNAL)
+    md = d.auth() + [("x-padding", "p" * 9000)]
+    code, details, diagnostic = C.failure(
+        lambda: list(ch.unary_stream(C.DO_ACTION)(b"", metadata=md, timeout=30)))
+    assert code == grpc.StatusCode.UNKNOWN and "431" in details and diagnostic is None, details
+    assert C.next_sequence(ch, d, "primitive") >= 1
     ch.close()
+    # Past 1.25 times it: GOAWAY ("Header size exceeded"), the whole connection ends.
+    s, conn, _ = H.h2_open(d.port, header_encoding=None)
+    try:
+        sid = conn.get_next_available_stream_id()
+        conn.send_headers(sid, [(k.encode(), v.encode()) for k, v in H.grpc_request_headers(
+            d.port, C.DO_ACTION, d.auth() + [("x-padding", "p" * 20000)])], end_stream=True)
+        s.sendall(conn.data_to_send())
+        goaway = H.read_goaway(s)
+    finally:
+        s.close()
+    assert goaway is not None and b"Header size exceeded" in goaway[1], goaway
     C.healthy_query(d)
 
 
@@ -220,44 +235,85 @@ def test_second_concurrent_stream_on_one_connection_is_refused(d):
     C.healthy_query(d)
 
 
+def _unacknowledged(port):
+    """A raw connection whose peer sends its preface and SETTINGS, never an ACK of the server's."""
+    from hyperframe.frame import SettingsFrame
+    s = H.raw_connect(port)
+    s.sendall(PREFACE + SettingsFrame(0).serialize())
+    return s
+
+
+def test_a_peer_that_never_acknowledges_settings_gets_one_stream_per_connection(d):
+    """HTTP/2 holds a peer to the server's MAX_CONCURRENT_STREAMS only once it acknowledged the
+    SETTINGS; the gateway holds it to one from the first byte. Without a credential, 2,000
+    streams left open on one connection (a health Check and a DoGet waiting for their message)
+    each cost the heap ~2.6 KB until the connection ended: three such connections of 400,000
+    exhausted a 1 GiB heap (2026-12-06). Now every stream past the first is refused."""
+    from hpack import Encoder
+    from hyperframe.frame import HeadersFrame, RstStreamFrame
+    for path in ("/grpc.health.v1.Health/Check", C.DO_GET):
+        s = _unacknowledged(d.port)
+        encoder = Encoder()
+        opened = 2000
+        frames = b""
+        for i in range(opened):
+            f = HeadersFrame(2 * i + 1)
+            f.data = encoder.encode(H.grpc_request_headers(d.port, path))
+            f.flags.add("END_HEADERS")  # no END_STREAM: each waits for its message
+            frames += f.serialize()
+        s.sendall(frames)
+        refused = set()
+        try:
+            for _, frame in H.frames(s, 10, "RST_STREAM"):
+                if isinstance(frame, RstStreamFrame) and frame.error_code == 7:  # REFUSED_STREAM
+                    refused.add(frame.stream_id)
+                if len(refused) == opened - 1:
+                    break
+        finally:
+            s.close()
+        assert refused == {2 * i + 1 for i in range(1, opened)}, (path, len(refused))
+    C.healthy_query(d)
+
+
 def test_health_watches_past_their_bound_are_refused_even_on_a_peer_that_ignores_settings(d):
-    """Watches are held open and need no credential; a peer that never acknowledges the server's
-    SETTINGS is not yet held to one stream per connection, so the bound is the gateway's own."""
+    """Watches are held open and need no credential, one a connection (the test above) but up to
+    max_connections connections: the gateway's own bound of 64 holds across them."""
     import base64
     import json
     import struct
     from hpack import Decoder, Encoder
-    from hyperframe.frame import DataFrame, HeadersFrame, SettingsFrame
-    s = H.raw_connect(d.port)
-    s.sendall(PREFACE + SettingsFrame(0).serialize())  # and never an ACK of the server's
-    encoder, decoder = Encoder(), Decoder()
+    from hyperframe.frame import DataFrame, HeadersFrame
     opened = 80
-    for i in range(opened):
-        sid = 2 * i + 1
-        f = HeadersFrame(sid)
-        f.data = encoder.encode(H.grpc_request_headers(d.port, "/grpc.health.v1.Health/Watch"))
-        f.flags.add("END_HEADERS")
-        name = ("watched-%d" % i).encode()
-        message = b"\x0a" + bytes([len(name)]) + name
-        body = DataFrame(sid)
-        body.data = b"\x00" + struct.pack(">I", len(message)) + message
-        body.flags.add("END_STREAM")
-        s.sendall(f.serialize() + body.serialize())
+    sockets = []
     served, refused = set(), {}
     try:
-        for _, frame in H.frames(s, 5, "frame"):
-            if isinstance(frame, DataFrame) and frame.data:
-                served.add(frame.stream_id)
-            elif isinstance(frame, HeadersFrame):
-                headers = dict(decoder.decode(frame.data))
-                if headers.get("grpc-status") == "8":
-                    refused[frame.stream_id] = headers
-            if len(served) + len(refused) == opened:
-                break
-    except AssertionError:
-        pass  # the watches stay open: nothing more comes
-    s.close()
+        for i in range(opened):
+            s = _unacknowledged(d.port)
+            sockets.append(s)
+            f = HeadersFrame(1)
+            f.data = Encoder().encode(H.grpc_request_headers(d.port, "/grpc.health.v1.Health/Watch"))
+            f.flags.add("END_HEADERS")
+            name = ("watched-%d" % i).encode()
+            message = b"\x0a" + bytes([len(name)]) + name
+            body = DataFrame(1)
+            body.data = b"\x00" + struct.pack(">I", len(message)) + message
+            body.flags.add("END_STREAM")
+            s.sendall(f.serialize() + body.serialize())
+            decoder = Decoder()  # HPACK's table is the connection's
+            for _, frame in H.frames(s, 10, "an answer to the Watch"):
+                if isinstance(frame, DataFrame) and frame.data:
+                    served.add(i)
+                    break
+                if isinstance(frame, HeadersFrame):
+                    headers = dict(decoder.decode(frame.data))
+                    if "grpc-status" in headers:
+                        refused[i] = headers
+                        break
+    finally:
+        for s in sockets:
+            s.close()
     assert len(served) == 64 and len(refused) == opened - 64, (len(served), len(refused))
+    assert all(h["grpc-status"] == "8" for h in refused.values())
     trailer = next(iter(refused.values()))["transit-diagnostic-bin"]
     diagnostic = json.loads(base64.b64decode(trailer + "=" * (-len(trailer) % 4)))
     assert diagnostic["code"] == "transport.health_watches_exhausted", diagnostic

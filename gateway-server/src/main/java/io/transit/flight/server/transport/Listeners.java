@@ -6,7 +6,9 @@ import io.grpc.ServerServiceDefinition;
 import io.grpc.ServerStreamTracer;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.ChannelFactory;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.ServerChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
@@ -72,7 +74,8 @@ public final class Listeners {
       EventLoopGroup workers = new NioEventLoopGroup(0, threads("transit-netty"));
       loops.add(boss);
       loops.add(workers);
-      b.channelFactory(budget.authentication().serverChannels())
+      ChannelFactory<ServerChannel> watched = budget.authentication().serverChannels();
+      b.channelFactory(() -> bounded(watched.newChannel()))
           .bossEventLoopGroup(boss)
           .workerEventLoopGroup(workers);
       this.tcp = configure(b, service, executor, budget, limits, extras).build();
@@ -86,7 +89,7 @@ public final class Listeners {
       loops.add(boss);
       loops.add(workers);
       NettyServerBuilder b = NettyServerBuilder.forAddress(new DomainSocketAddress(socketPath.toFile()))
-          .channelType(EpollServerDomainSocketChannel.class)
+          .channelFactory(() -> bounded(new EpollServerDomainSocketChannel()))
           .bossEventLoopGroup(boss)
           .workerEventLoopGroup(workers);
       this.unix = configure(b, service, executor, budget, limits, extras).build();
@@ -162,6 +165,12 @@ public final class Listeners {
         // in the window the connection gets GOAWAY ENHANCE_YOUR_CALM.
         .maxRstFramesPerWindow(l.maxRstFramesPerWindow(),
             (int) Math.max(1, l.rstFramesWindowMs() / 1000));
+  }
+
+  /** {@code server}, holding each connection it accepts to one stream from the first byte. */
+  private static ServerChannel bounded(ServerChannel server) {
+    server.pipeline().addFirst(StreamBound.INSTALLER);
+    return server;
   }
 
   /** Named event-loop threads (logs, thread dumps and the bench's CPU profile group them). */
