@@ -12,7 +12,7 @@ import h2.errors
 import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
-from hyperframe.frame import GoAwayFrame, PingFrame
+from hyperframe.frame import DataFrame, GoAwayFrame, PingFrame, RstStreamFrame
 
 import calls as C
 import flightsql
@@ -162,18 +162,69 @@ def test_response_bytes_per_stream(daemon_with):
 
 
 def test_credit_stall_cuts_a_reader_that_stops(daemon_with):
-    d = daemon_with({"credit_stall_ms": 500})
+    # The reader resumes after the stall (2 s of no room) and before its call is reset for not
+    # reading the stream's end (credit_stall_ms after that): it reads what was written, then
+    # the stall's status and trailer.
+    d = daemon_with({"credit_stall_ms": 2000})
     ch = C.channel(d)
     ticket = C.flight_info(ch, d, BIG)
-    got, err = read_one_then_pause(C.do_get(ch, d, ticket), 5)
+    got, err = read_one_then_pause(C.do_get(ch, d, ticket), 3)
     # Batches were already written: the client gets an error status, never a fabricated OK.
     assert err is not None
     code, diag = err
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "flight.credit_stall"
-    assert diag_fact(diag, "budget_ms") == "500"
+    assert diag_fact(diag, "budget_ms") == "2000"
     ch.close()
     C.healthy_query(d)
     d.assert_clean_stop()
+
+
+def _unread_do_get(d, ticket: bytes):
+    """A raw HTTP/2 DoGet whose client takes its first 64 KiB window and then never reads again
+    (no WINDOW_UPDATE): the stream's last batch stays in the daemon's gRPC buffers."""
+    s, conn, _ = H.h2_open(d.port, header_encoding=None)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, [(k.encode(), v.encode()) for k, v in H.grpc_request_headers(
+        d.port, C.DO_GET, d.auth())])
+    conn.send_data(sid, H.grpc_frame(C.ticket_message(ticket)), end_stream=True)
+    s.sendall(conn.data_to_send())
+    # Its first data: the stream is open and its batch handed to gRPC.
+    for _, frame in H.frames(s, 30, "the stream's first data"):
+        if isinstance(frame, DataFrame) and frame.stream_id == sid:
+            break
+    return s, sid
+
+
+def test_a_stream_whose_end_is_not_read_keeps_its_share_until_reset(daemon_with):
+    """Handing a stream's last batch to gRPC is not its end: gRPC holds the serialized batch
+    until the client reads it. The stream keeps its permit and its caller's share until the call
+    is over, and a call not over credit_stall_ms after its stream closed is reset, which frees
+    both. Until 2026-12-06 the share came back at the hand-off, and one caller held 52 such
+    streams (2.4 MB each) until the daemon's direct memory ran out."""
+    d = daemon_with({"credit_stall_ms": 3000, "max_live_streams_per_caller": 2})
+    ch = C.channel(d)
+    # One segment (a single batch) of about 2.4 MB: far past the reader's 64 KiB window.
+    ticket = C.flight_info(ch, d, "SELECT id, a, b, c, d FROM primitive WHERE id < 60000")
+    unread = [_unread_do_get(d, ticket) for _ in range(2)]
+    try:
+        # The caller's share of 2 is taken by the two unread streams, whose producers are done.
+        code, _, diag = C.failure(lambda: list(C.do_get(ch, d, ticket, timeout=30)))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, diag
+        assert diag["code"] == "flight.caller_streams_exhausted", diag
+        # credit_stall_ms after the close: each call is reset (RST_STREAM CANCEL, 8).
+        for s, sid in unread:
+            reset = None
+            for _, frame in H.frames(s, 30, "RST_STREAM"):
+                if isinstance(frame, RstStreamFrame) and frame.stream_id == sid:
+                    reset = frame.error_code
+                    break
+            assert reset == 8, reset
+    finally:
+        for s, _ in unread:
+            s.close()
+    # Both shares came back with the resets: the ticket reads whole.
+    assert C.drain(ch, d, "primitive", ticket) >= 2
+    ch.close()
 
 
 def accounted(n: int) -> int:

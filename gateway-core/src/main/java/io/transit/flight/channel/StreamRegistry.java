@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
@@ -28,11 +29,16 @@ import org.slf4j.LoggerFactory;
  * stream-root free and for the producer's terminal task, then checks the child allocator is
  * empty, closes it and returns the permit. Waiting for the producer matters: after a cancel the
  * producer may still hold a batch built in the stream's allocator. A non-empty allocator is a
- * leak: logged at ERROR and counted in {@link #leakedStreams()}.
+ * leak: logged at ERROR and counted in {@link #leakedStreams()}. A stream opened with its call's
+ * end ({@link #open(ServerStreamListener, Function, Runnable, CompletionStage)}) is released only
+ * once that call is over as well: the last batch's hand-off frees its Arrow memory, but gRPC
+ * keeps the serialized copy until the client has taken it, so a client that stops reading would
+ * otherwise hold that copy while its permit already served another stream.
  *
  * <p>Threads: {@link #open} runs on the gRPC thread that entered DoGet; the release runs on the
- * stream's executor (or the closing thread when the free already ran); {@link #shutdown} on the
- * thread stopping the server. Counters are safe from any thread.
+ * stream's executor (or the closing thread when the free already ran, or the gRPC thread that
+ * reported the call over when that came last); {@link #shutdown} on the thread stopping the
+ * server. Counters are safe from any thread.
  */
 public final class StreamRegistry implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(StreamRegistry.class);
@@ -90,7 +96,22 @@ public final class StreamRegistry implements AutoCloseable {
       ServerStreamListener listener,
       Function<? super Throwable, ? extends RuntimeException> errorMapper,
       Runnable released) {
+    return open(listener, errorMapper, released, CompletableFuture.completedFuture(null));
+  }
+
+  /**
+   * As {@link #open(ServerStreamListener, Function, Runnable)}, and the stream is released only
+   * once {@code callEnded} has completed too (normally or not): the transport reported the call
+   * over, its status written after every message or the call cancelled. Whoever supplies it must
+   * see that it completes — a call the client never finishes reading is reset for that.
+   */
+  public FlightServerChannel open(
+      ServerStreamListener listener,
+      Function<? super Throwable, ? extends RuntimeException> errorMapper,
+      Runnable released,
+      CompletionStage<?> callEnded) {
     Objects.requireNonNull(listener, "listener");
+    Objects.requireNonNull(callEnded, "callEnded");
     Objects.requireNonNull(errorMapper, "errorMapper");
     Objects.requireNonNull(released, "released");
     if (shuttingDown) {
@@ -112,7 +133,7 @@ public final class StreamRegistry implements AutoCloseable {
       StreamExecutor executor = pool.newStreamExecutor(name);
       FlightServerChannel channel =
           new FlightServerChannel(name, listener, executor, child, errorMapper, limits);
-      Lease lease = new Lease(channel, child, released);
+      Lease lease = new Lease(channel, child, released, callEnded.toCompletableFuture());
       listener.setOnCancelHandler(channel::onChannelCancelled);
       listener.setOnReadyHandler(channel::onReady);
       live.add(channel);
@@ -202,25 +223,33 @@ public final class StreamRegistry implements AutoCloseable {
         Cause.TRANSPORT, "flight.shutting_down", "the server is shutting down");
   }
 
-  /** One stream's permit and allocator; released once, after the stream root is freed. */
+  /**
+   * One stream's permit and allocator; released once, after the stream root is freed, the
+   * producer is done and the call is over.
+   */
   private final class Lease {
     private final FlightServerChannel channel;
     private final BufferAllocator child;
     private final Runnable onReleased;
+    private final CompletableFuture<?> callEnded;
     private final AtomicBoolean done = new AtomicBoolean();
 
-    Lease(FlightServerChannel channel, BufferAllocator child, Runnable onReleased) {
+    Lease(FlightServerChannel channel, BufferAllocator child, Runnable onReleased,
+        CompletableFuture<?> callEnded) {
       this.channel = channel;
       this.child = child;
       this.onReleased = onReleased;
+      this.callEnded = callEnded;
     }
 
     /**
      * Close listener: runs on the closing thread, so it only chains and never blocks. The
-     * allocator may close only when the stream root is freed and the producer is done with it.
+     * allocator may close only when the stream root is freed and the producer is done with it;
+     * the permit returns only when the call is over too (the release then runs on the thread
+     * that completed the last of the three).
      */
     void onChannelClosed() {
-      CompletableFuture.allOf(channel.rootFreed(), channel.producerDone())
+      CompletableFuture.allOf(channel.rootFreed(), channel.producerDone(), callEnded)
           .whenComplete((ignored, failure) -> release());
     }
 

@@ -33,6 +33,7 @@ import io.transit.flight.server.config.StateLock;
 import io.transit.flight.server.ops.Operations;
 import io.transit.flight.server.ops.OpsGauges;
 import io.transit.flight.server.ops.OpsSettings;
+import io.transit.flight.server.flight.CallEnds;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.sql.TransitSqlProducer;
 import io.transit.flight.server.transport.AuthenticationBudget;
@@ -158,12 +159,13 @@ public final class GatewayServer implements AutoCloseable {
 
       this.timer = DeadlineTimer.create();
       undo.push(timer::shutdownNow);
+      CallEnds callEnds = new CallEnds();
       TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
           admission, engine, new CatalogResults(
               new SqlInfoCatalog(VERSION, SqlInfoCatalog.runningArrowVersion())),
           allocator, streams, handler, producers, limits,
           new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
-              limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer);
+              limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer, callEnds);
       // Admissions and compilations in flight each hold a service thread; eight more stay free
       // for metadata and session calls however many of those are busy.
       this.serviceExecutor = LastIdlePool.create("transit-grpc",
@@ -174,8 +176,8 @@ public final class GatewayServer implements AutoCloseable {
       this.connections = new ConnectionBudget(limits.maxConnections(), errors,
           new AuthenticationBudget(limits.unauthenticatedConnectionMs()));
       ClientFaultLog faults = new ClientFaultLog(TimeUnit.SECONDS.toNanos(10));
-      // ops: the last interceptor runs first — request id, then authentication, then the caller
-      // tap.
+      // ops: the last interceptor runs first — a DoGet's end, request id, then authentication,
+      // then the caller tap.
       this.server = Listeners.build(cfg,
           ServerInterceptors.intercept(
               // Parsed inside the call so that a malformed message gets a status and a trailer.
@@ -184,12 +186,12 @@ public final class GatewayServer implements AutoCloseable {
                   limits.maxInboundMessageBytes()),
               connections.authentication(), // after authentication: the call authenticated
               ops.observer().callerTap(), new AuthInterceptor(authorization, errors),
-              ops.observer().requestId()),
+              ops.observer().requestId(), callEnds),
           serviceExecutor, connections,
           new Listeners.Extras(List.of(MalformedRequests.guard(ops.healthService(errors), errors, faults,
                   limits.maxInboundMessageBytes())), ops.observer(),
               new UnknownMethods(errors, faults, List.of(ops.observer().requestId()))));
-      OpsGauges.register(ops.metrics(), allocator, streams, connections, embedded,
+      OpsGauges.register(ops.metrics(), allocator, streams, callEnds, connections, embedded,
           state.engineDir().resolve("segments"));
     } catch (ConfigException | IOException | RuntimeException | Error e) {
       while (!undo.isEmpty()) {

@@ -2,6 +2,7 @@ package io.transit.flight.server.ops;
 
 import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
+import io.transit.flight.server.flight.CallEnds;
 import io.transit.flight.server.transport.ConnectionBudget;
 import java.nio.file.Path;
 import org.apache.arrow.memory.BufferAllocator;
@@ -14,13 +15,16 @@ public final class OpsGauges {
   private OpsGauges() {}
 
   public static void register(GatewayMetrics m, BufferAllocator allocator, StreamRegistry streams,
-      ConnectionBudget connections, EmbeddedEngine engine, Path segmentsDir) {
+      CallEnds callEnds, ConnectionBudget connections, EmbeddedEngine engine, Path segmentsDir) {
     m.gauge("transit.allocator.allocated.bytes", "bytes held in the root Arrow allocator",
         allocator, BufferAllocator::getAllocatedMemory);
     m.gauge("transit.allocator.limit.bytes", "the root Arrow allocator's budget "
         + "(limits.root_allocator_bytes)", allocator, BufferAllocator::getLimit);
     m.gauge("transit.streams.live", "DoGet result streams open now", streams,
         StreamRegistry::liveStreams);
+    m.counter("transit.streams.reset.unread", "DoGet calls reset because their client did not "
+        + "read their end within credit_stall_ms of the stream's close", callEnds,
+        CallEnds::resets);
     m.gauge("transit.connections.live", "client connections holding a slot", connections,
         ConnectionBudget::live);
     m.retained(segmentsDir);

@@ -8,6 +8,7 @@ import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.Authorization.Right;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.flight.Deadlines;
+import io.transit.flight.server.flight.CallEnds;
 import io.transit.flight.server.flight.StreamDeadline;
 import io.transit.flight.server.flight.StreamShares;
 import io.transit.flight.ticket.Ftk1Layout;
@@ -103,6 +104,8 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   private final Deadlines deadlines;
   private final ScheduledExecutorService timer;
   private final StreamShares shares;
+  private final CallEnds callEnds;
+  private final long creditStallMs;
 
   /**
    * Builds the statement, metadata and result services from their parts. {@code timer} runs the
@@ -114,7 +117,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       TicketService tickets, AdmissionService admission, NativeQueryClient nativeClient,
       CatalogResults catalog, BufferAllocator rootAllocator,
       StreamRegistry streams, FlightOutboundHandler handler, ProducerPool producers,
-      Limits limits, Deadlines deadlines, ScheduledExecutorService timer) {
+      Limits limits, Deadlines deadlines, ScheduledExecutorService timer, CallEnds callEnds) {
     super(errors);
     this.authorization = authorization;
     this.tickets = tickets;
@@ -132,6 +135,8 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     this.deadlines = deadlines;
     this.timer = timer;
     this.shares = new StreamShares(limits.maxLiveStreamsPerCaller());
+    this.callEnds = callEnds;
+    this.creditStallMs = limits.creditStallMs();
   }
 
   @Override
@@ -191,6 +196,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       listener.error(errors.toGrpc(t));
       return;
     }
+    CallEnds.Call call = callEnds.current();
     FlightServerChannel channel;
     Runnable share = null;
     try {
@@ -198,7 +204,8 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
       // Given back when the stream is released, not when it closes: a cancelled stream whose
       // producer is still inside a read keeps its permit and memory until then, and a caller
       // that could reopen at once would take every permit from the others.
-      channel = streams.open(listener, errors::toGrpc, share);
+      // Released once gRPC reports the call over too: until then it may hold the last batch.
+      channel = streams.open(listener, errors::toGrpc, share, call.ended());
     } catch (Throwable t) {
       if (share != null) {
         share.run();
@@ -218,6 +225,7 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     }
     try {
       StreamDeadline.bound(channel, deadlines, timer);
+      callEnds.bound(channel, call, timer, creditStallMs);
       // The stream gets its one terminal call whatever the body does, or if it never runs.
       producers.start(channel, body);
     } catch (Throwable t) {

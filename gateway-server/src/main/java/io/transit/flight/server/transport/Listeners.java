@@ -149,6 +149,7 @@ public final class Listeners {
     return b.addService(service)
         .executor(executor)
         .addTransportFilter(budget)
+        .addTransportFilter(StreamBound.FILTER) // each connection's Reset, for its calls
         .intercept(budget) // global: refuses before the service's own interceptors run
         .maxConcurrentCallsPerConnection(1)
         .maxInboundMessageSize(l.maxInboundMessageBytes())
