@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -82,6 +83,8 @@ final class FlightFixture implements AutoCloseable {
   private final FlightClient client;
   volatile Script script = side -> {};
   volatile Consumer<InterceptingListener> configure = l -> {};
+  /** The next streams' call end (gRPC's onComplete or onCancel, as a server would pass it). */
+  volatile CompletableFuture<Void> callEnded = CompletableFuture.completedFuture(null);
 
   FlightFixture(int execThreads, StreamLimits limits) throws Exception {
     pool = new StreamExecutorPool("t-exec", execThreads);
@@ -221,7 +224,7 @@ final class FlightFixture implements AutoCloseable {
       FlightServerChannel channel;
       AtomicInteger releases = new AtomicInteger();
       try {
-        channel = registry.open(listener, ERRORS::toGrpc, releases::incrementAndGet);
+        channel = registry.open(listener, ERRORS::toGrpc, releases::incrementAndGet, callEnded);
       } catch (GatewayException e) {
         listener.error(map(e));
         return;
