@@ -91,17 +91,34 @@ class InPlaceScanTest {
     return keys;
   }
 
-  @Test
-  void rowsComeInFileThenRowGroupOrderAndTheSameAfterARestart() throws Exception {
-    // Three files of several row groups each, listed out of key order.
-    List<Path> files = List.of(parquet("b.parquet", 30_000, 25_000, 4_000),
-        parquet("a.parquet", 0, 20_000, 3_000), parquet("c.parquet", 70_000, 9_000, 2_000));
-    List<Long> expected = new ArrayList<>();
-    for (long[] f : new long[][] {{30_000, 25_000}, {0, 20_000}, {70_000, 9_000}}) {
+  /** Three files of several row groups each, listed out of key order: first key, rows, group. */
+  private static final long[][] THREE_FILES = {
+    {30_000, 25_000, 4_000}, {0, 20_000, 3_000}, {70_000, 9_000, 2_000}};
+
+  private List<Path> threeFiles() throws Exception {
+    List<Path> files = new ArrayList<>();
+    for (int i = 0; i < THREE_FILES.length; i++) {
+      long[] f = THREE_FILES[i];
+      files.add(parquet("bac".charAt(i) + ".parquet", f[0], f[1], f[2]));
+    }
+    return files;
+  }
+
+  /** The keys of {@link #threeFiles} in file order (descending within each file). */
+  private static List<Long> threeFilesKeys() {
+    List<Long> keys = new ArrayList<>();
+    for (long[] f : THREE_FILES) {
       for (long k = f[0] + f[1] - 1; k >= f[0]; k--) {
-        expected.add(k);
+        keys.add(k);
       }
     }
+    return keys;
+  }
+
+  @Test
+  void rowsComeInFileThenRowGroupOrderAndTheSameAfterARestart() throws Exception {
+    List<Path> files = threeFiles();
+    List<Long> expected = threeFilesKeys();
     Publication p = new Publication(TABLE, files, "parquet");
     List<Long> first;
     byte[] firstManifestDigest;
@@ -290,8 +307,7 @@ class InPlaceScanTest {
    */
   @Test
   void aLongInListKeepsFileOrderOrderedByPositionOrSplitWhenAColumnHidesIt() throws Exception {
-    List<Path> files = List.of(parquet("b.parquet", 30_000, 25_000, 4_000),
-        parquet("a.parquet", 0, 20_000, 3_000), parquet("c.parquet", 70_000, 9_000, 2_000));
+    List<Path> files = threeFiles();
     // The same rows with a column that shadows DuckDB's file_index (names are case-blind).
     List<Path> shadowed = new ArrayList<>();
     try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
@@ -312,13 +328,9 @@ class InPlaceScanTest {
     }
     List<QueryPlan.Literal> literals = wanted.stream()
         .map(k -> new QueryPlan.Literal(LogicalType.INT64, k)).toList();
-    List<Long> inFileOrder = new ArrayList<>();
-    List<Long> othersInFileOrder = new ArrayList<>();
-    for (long[] f : new long[][] {{30_000, 25_000}, {0, 20_000}, {70_000, 9_000}}) {
-      for (long k = f[0] + f[1] - 1; k >= f[0]; k--) {
-        (wanted.contains(k) ? inFileOrder : othersInFileOrder).add(k);
-      }
-    }
+    List<Long> inFileOrder = threeFilesKeys().stream().filter(wanted::contains).toList();
+    List<Long> othersInFileOrder =
+        threeFilesKeys().stream().filter(k -> !wanted.contains(k)).toList();
     try (RootAllocator allocator = new RootAllocator();
         DuckTables tables = DuckTables.open(List.of(new Publication(TABLE, files, "parquet"),
             new Publication(withColumn, shadowed, "parquet")), DuckSettings.defaults(), state,
