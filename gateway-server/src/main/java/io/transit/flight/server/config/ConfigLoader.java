@@ -550,7 +550,6 @@ public final class ConfigLoader {
     return b.length() > 0 ? b.toString() : "(top level)";
   }
 
-  /** A message or name as refusals show it: at most 160 characters. */
   /** What a refused value should have been, for the field types a configuration has. */
   private static String expectedType(Class<?> target) {
     if (target == Integer.class || target == int.class || target == Long.class
@@ -591,6 +590,7 @@ public final class ConfigLoader {
     return "the value";
   }
 
+  /** A message or name as refusals show it: at most 160 characters. */
   private static String bounded(String s) {
     return s == null || s.length() <= 160 ? String.valueOf(s) : s.substring(0, 160) + "…";
   }

@@ -118,8 +118,8 @@ public record OpsSettings(String metricsHost, Integer metricsPort, String logLev
     for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
       String name = names.next();
       if (!known.contains(name)) {
-        throw new ConfigException("unknown field " + at + "." + bounded(name) + " (expected: one of "
-            + known + ")");
+        throw new ConfigException("unknown field " + at + "." + bounded(name)
+            + " (expected: one of " + known + ")");
       }
     }
   }
