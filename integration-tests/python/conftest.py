@@ -83,7 +83,7 @@ def _kill_children(grace: float = 5.0):
 def gateway(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("gateway-state")).start()
     yield d
-    assert d.stop() == 0, "gateway did not exit cleanly on SIGTERM"
+    d.assert_clean_stop()
 
 
 @pytest.fixture(scope="session")

@@ -196,7 +196,7 @@ class Daemon:
         """A demo state directory (data, keys, credentials) written by one clean start, with
         ``overrides`` merged into its gateway.json; returns the directory."""
         d = cls(state_dir).start()
-        assert d.stop() == 0, "the template gateway did not exit cleanly"
+        d.assert_clean_stop()
         if overrides:
             d.edit_config(**overrides)
         return d.state_dir
@@ -449,25 +449,43 @@ class Daemon:
         return sum(needle in line for line in list(self.output))
 
     def stop_report(self, timeout: float = 60.0) -> dict:
-        """SIGTERM, wait; the exit status and the shutdown accounting line's figures."""
+        """SIGTERM, wait; the exit status and this stop's accounting line's figures."""
+        before = len(self.output)  # the output spans restarts: only this stop's line counts
         rc = self.stop(timeout=timeout)
-        m = next((m for l in self.output if (m := STOPPED.search(l))), None)
-        assert m, "no shutdown accounting line:\n" + "".join(self.output[-30:])
+        s = self._accounting(rc, before)
+        assert s, f"exit {rc}, no shutdown accounting line:\n" + "".join(self.output[-40:])
+        return s
+
+    def _accounting(self, rc: int, since: int) -> dict | None:
+        m = next((m for l in self.output[since:] if (m := STOPPED.search(l))), None)
+        if m is None:
+            return None
         return {"rc": rc, "leaked_bytes": int(m.group(1)), "leaked_streams": int(m.group(2)),
                 "drained": m.group(3) == "true", "allocator_peak_bytes": int(m.group(4)),
                 "connections_peak": int(m.group(5)), "stream_peak_bytes": int(m.group(6))}
 
-    def assert_clean_stop(self) -> dict:
-        s = self.stop_report()
-        assert s["rc"] == 0 and s["leaked_bytes"] == 0 and s["leaked_streams"] == 0 and s["drained"], \
-            (s, "".join(self.output[-40:]))
+    def assert_clean_stop(self) -> dict | None:
+        """Stops and asserts a clean exit (0: nothing leaked, every stream drained), with the
+        daemon's last lines when not. Returns the accounting line's figures; None when there is
+        none to read (standard error left unread, a JSON log) or the daemon was stopped already
+        (its stop was checked then)."""
+        if self.proc is None:
+            return None
+        before = len(self.output)
+        rc = self.stop()
+        assert rc == 0, f"the gateway did not exit cleanly (exit {rc}):\n" \
+            + "".join(self.output[-40:])
+        s = self._accounting(rc, before)
+        if s is not None:
+            assert s["leaked_bytes"] == 0 and s["leaked_streams"] == 0 and s["drained"], \
+                (s, "".join(self.output[-40:]))
         return s
 
     def close(self) -> None:
         """Stops cleanly (exit 0: nothing leaked, every stream drained); removes a state
         directory made for this daemon alone."""
         try:
-            assert self.stop() == 0, "the gateway did not exit cleanly (leak or undrained stream)"
+            self.assert_clean_stop()
         finally:
             if self.remove_on_close:
                 shutil.rmtree(self.remove_on_close, ignore_errors=True)

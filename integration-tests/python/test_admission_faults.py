@@ -68,7 +68,7 @@ def test_unknown_outcome_names_both_sequences_and_the_same_retry_completes(tmp_p
         assert journal.commands(principal) == 4, "each command of the chain recorded once"
         assert list(journal.queries(principal)) == [s]
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_deadline_ends_the_call_not_the_accepted_query(tmp_path, channel_to):
@@ -94,7 +94,7 @@ def test_deadline_ends_the_call_not_the_accepted_query(tmp_path, channel_to):
         assert got == correlation and meta["next_sequence"] == journal.next_sequence(principal)
         assert len(journal.queries(principal)) == 1
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_server_side_deadline_names_the_running_query(tmp_path, channel_to):
@@ -129,7 +129,7 @@ def test_server_side_deadline_names_the_running_query(tmp_path, channel_to):
         assert journal.wait_state(correlation, {"SUCCEEDED", "FAILED"}) == "SUCCEEDED"
         assert info_fields(sql_info(ch, d, "primitive", sql, s, timeout=60))[0] == correlation
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_disconnect_does_not_cancel_accepted_work(tmp_path):
@@ -151,7 +151,7 @@ def test_disconnect_does_not_cancel_accepted_work(tmp_path):
             assert got == correlation
         assert len(journal.queries(principal)) == 1
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(tmp_path, channel_to):
@@ -192,7 +192,7 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
         for f in held:
             f.result(timeout=60)
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
     # For contrast, a native rejection: the engine refuses other SQL at cells' used sequence
     # (ABORTED query.namespace_conflict at admission), after the gateway sent its begin.
@@ -208,7 +208,7 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
         assert code == grpc.StatusCode.ABORTED and diag["code"] == "query.namespace_conflict"
         assert diag["stage"] == "admission"
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
     # And a policy refusal: cells without its read right is refused by the gateway's current
     # policy check before anything is compiled or sent (PERMISSION_DENIED access.read_revoked,
@@ -226,7 +226,7 @@ def test_busy_is_refused_before_any_command_and_differs_from_a_native_rejection(
         assert d.journal().commands(d.principal("cells")) == recorded
         assert d.journal().next_sequence(d.principal("cells")) == s
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_overlapping_ranges_of_one_principal_admit_exactly_one(tmp_path, channel_to):
@@ -273,4 +273,4 @@ def test_overlapping_ranges_of_one_principal_admit_exactly_one(tmp_path, channel
             assert info_fields(replay)[0] == correlation
         assert len(journal.queries(principal)) == 12 == outcomes["admitted"]
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()

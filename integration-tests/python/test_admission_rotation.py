@@ -63,7 +63,7 @@ def test_rotation_and_role_change_conflict_at_the_original_first_sequence(tmp_pa
             assert next_sequence(ch, d, "primitive") == s1
             c1, meta1 = info_fields(sql_info(ch, d, "primitive", SQL, s1))
             assert c1 != c0
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
         # Role change (binding revision bumped with it), applied by a restart.
         change_caller(d, role=9, binding_revision=2)
@@ -77,4 +77,4 @@ def test_rotation_and_role_change_conflict_at_the_original_first_sequence(tmp_pa
             assert read_result(d, "primitive", info2) == [(777,)]
             assert len(journal.queries(principal)) == 3
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()

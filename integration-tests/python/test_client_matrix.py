@@ -45,7 +45,7 @@ def own_gateway(tmp_path_factory):
     # The demo keeps the port of its first run in gateway.json (0: any); pin the one it got, so a
     # restart listens where the clients' open channels reconnect.
     d.edit_config(listen={"port": d.port})
-    assert d.stop() == 0
+    d.assert_clean_stop()
     d.start()  # now running the pinned configuration, so SIGHUP reloads are accepted
     yield d
     d.stop()

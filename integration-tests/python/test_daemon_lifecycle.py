@@ -53,7 +53,7 @@ def test_a_state_directory_whose_path_holds_spaces_serves(tmp_path):
         assert f"-Djava.io.tmpdir={state}/tmp" in Path(f"/proc/{d.pid}/cmdline").read_bytes() \
             .decode().split("\0")
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def refused(state_dir):
@@ -66,7 +66,7 @@ def refused(state_dir):
 def test_refuses_readable_secrets_equal_credentials_and_bad_config(tmp_path):
     state = tmp_path / "state"
     d = Daemon(state).start()
-    assert d.stop() == 0
+    d.assert_clean_stop()
     key = state / "keys" / "ticket.key"
     key.chmod(0o640)
     assert "0600" in refused(state) and "ticket.key" in refused(state)
@@ -91,7 +91,7 @@ def test_refuses_readable_secrets_equal_credentials_and_bad_config(tmp_path):
     del cfg["limits"]
     config.write_text(json.dumps(cfg))
     d = Daemon(state).start()
-    assert d.stop() == 0
+    d.assert_clean_stop()
 
 
 def test_started_with_sighup_ignored_says_reload_is_unavailable_and_still_serves(tmp_path):
@@ -105,7 +105,7 @@ def test_started_with_sighup_ignored_says_reload_is_unavailable_and_still_serves
         d.hangup()
         assert d.proc.poll() is None, "an ignored SIGHUP must not stop the daemon"
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_started_normally_does_not_warn_about_sighup(tmp_path):
@@ -113,7 +113,7 @@ def test_started_normally_does_not_warn_about_sighup(tmp_path):
     try:
         assert not any("SIGHUP" in line for line in d.output), "".join(d.output)
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_path):
@@ -153,7 +153,7 @@ def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_pa
     finally:
         # Whatever failed, the start ends first (its own 180 s bound), then the daemon stops.
         th.join(200)
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_a_sighup_during_the_stop_reloads_nothing(tmp_path):
@@ -165,7 +165,7 @@ def test_a_sighup_during_the_stop_reloads_nothing(tmp_path):
     d.proc.send_signal(signal.SIGTERM)
     d.saw("draining: health NOT_SERVING")  # the stop began: its notice runs
     os.kill(pid, signal.SIGHUP)
-    assert d.stop() == 0
+    d.assert_clean_stop()
     log = "".join(d.output)
     assert "SIGHUP during the stop: not reloaded" in log, log[-2000:]
     assert "configuration reloaded" not in log
@@ -183,16 +183,16 @@ def test_second_daemon_on_the_same_state_dir_refuses_naming_the_holder(tmp_path)
         c = Caller(d, "primitive")
         assert c.read(c.info("SELECT COUNT(*) FROM primitive", c.next_sequence())).num_rows == 1
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
     # The lock ends with its holder: the directory serves again.
     d = Daemon(state).start()
-    assert d.stop() == 0
+    d.assert_clean_stop()
 
 
 def test_existing_state_is_restricted_to_its_owner_at_start(tmp_path):
     state = tmp_path / "state"
     d = Daemon(state).start()
-    assert d.stop() == 0
+    d.assert_clean_stop()
     journal = state / "engine" / "journal.sqlite"
     loose = [state, state / "keys", state / "credentials", state / "engine"]
     segments = state / "engine" / "segments"
@@ -211,7 +211,7 @@ def test_existing_state_is_restricted_to_its_owner_at_start(tmp_path):
         said = "".join(d.output)
         assert "journal.sqlite: mode rw-r--r-- restricted to rw-------" in said, said
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_first_run_leaves_no_state_readable_by_others(tmp_path):
@@ -225,4 +225,4 @@ def test_first_run_leaves_no_state_readable_by_others(tmp_path):
         said = "".join(d.output)
         assert "restricted to" not in said, said
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()

@@ -28,7 +28,7 @@ BIG_ROWS = 1_000_000
 def daemon(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("disclosure-a")).start()
     yield d
-    assert d.stop() == 0, "gateway did not exit cleanly (leaked stream memory or undrained stream)"
+    d.assert_clean_stop()
 
 
 @contextlib.contextmanager
@@ -522,7 +522,7 @@ def test_replica_verifies_the_ticket_but_fails_closed_without_the_result(daemon,
         # A still serves it.
         assert do_get_exact(daemon, "primitive", stmt).code == grpc.StatusCode.OK
     finally:
-        assert replica.stop() == 0
+        replica.assert_clean_stop()
 
 
 # 4. Ticket key rotation (restarts the module's daemon: keep last) --------------------------------
@@ -533,7 +533,7 @@ def test_rotating_the_ticket_key_invalidates_tickets_and_reissue_resolves_the_sa
     old = ticket_of(Caller(daemon, "primitive").info(sql, seq))
     before = fl.FlightClient(daemon.uri).do_get(fl.Ticket(old), options(daemon, "primitive")).read_all()
     after_execution = Caller(daemon, "primitive").next_sequence()
-    assert daemon.stop() == 0
+    daemon.assert_clean_stop()
     key = daemon.state_dir / "keys" / "ticket.key"
     old_key = key.read_bytes()
     key.unlink()  # the daemon generates a new ticket key at start

@@ -53,7 +53,7 @@ def test_archive_runs_the_demo_without_a_jdk(tmp_path):
         with open(f"/proc/{d.proc.pid}/maps") as maps:
             assert str(jsa) in maps.read(), "the archive is mapped"
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
     # A SIGHUP while the launcher's shell reads the heap (systemd's reload right after a restart)
     # is caught by its trap: the command still runs. Until 2026-12-06 the shell died of it.

@@ -67,4 +67,4 @@ def test_kill9_mid_execution_is_taken_over_after_the_lease_and_the_retry_replays
         [(count, _)] = read_result(d, "primitive", info)
         assert count == 5000
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()

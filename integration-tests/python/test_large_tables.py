@@ -94,7 +94,7 @@ def big(tmp_path_factory):
     d.startup_seconds = time.monotonic() - started
     d.data = data
     yield d
-    assert d.stop() == 0, "the gateway did not exit cleanly (leak or undrained stream)"
+    d.assert_clean_stop()
     shutil.rmtree(state, ignore_errors=True)
 
 

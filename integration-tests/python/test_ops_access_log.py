@@ -61,7 +61,7 @@ def fields(record):
 
 def test_access_log_one_json_line_per_rpc(tmp_path):
     d = Daemon(tmp_path / "state").start()
-    assert d.stop() == 0
+    d.assert_clean_stop()
     cfg = d.config()
     cfg["ops"] = {"log": {"format": "json", "access": True}}
     d.write_config(cfg)
@@ -109,7 +109,7 @@ def test_access_log_one_json_line_per_rpc(tmp_path):
         assert fields(failures[0])["method"] == "GetFlightInfo"
         assert not any(BAD_TOKEN in line or d.token("primitive") in line for line in d.output)
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_an_unread_standard_error_does_not_stop_the_daemon(tmp_path):
@@ -119,7 +119,7 @@ def test_an_unread_standard_error_does_not_stop_the_daemon(tmp_path):
     their own, the first access line that did not fit the pipe stopped a Netty event loop, and
     every call on it waited for the deadline."""
     d = Daemon(tmp_path / "state").start()
-    assert d.stop() == 0
+    d.assert_clean_stop()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -158,7 +158,7 @@ def test_an_unread_standard_error_does_not_stop_the_daemon(tmp_path):
             time.sleep(0.05)
         assert any("method=DoAction" in l for l in list(lines))
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
         if reader.is_alive():
             reader.join(10)  # EOF follows the exit
         proc.stderr.close()

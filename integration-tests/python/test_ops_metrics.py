@@ -39,7 +39,7 @@ def metrics_daemon(tmp_path):
     """A demo daemon, restarted with its metrics listener on a free loopback port; returns it
     with its configuration."""
     d = Daemon(tmp_path / "state").start()
-    assert d.stop() == 0
+    d.assert_clean_stop()
     cfg = d.config()
     cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": 0}}
     d.write_config(cfg)
@@ -132,7 +132,7 @@ def test_metrics_after_known_workload(tmp_path):
         assert sample(s, "transit_reloads_total", result="ok") == 1
         assert sample(s, "transit_reloads_total", result="refused") == 1
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def http_exchange(port, request: bytes) -> bytes:
@@ -196,14 +196,14 @@ def test_the_listener_answers_scrapes_while_connections_never_finish_their_reque
     finally:
         for c in stalled:
             c.close()
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_a_start_that_fails_does_not_wait_out_the_drain_notice(tmp_path):
     """The metrics port taken: the start fails after the gRPC listener bound, and exits 1 at
     once; the drain notice (30 s here) is for an edge routing to a daemon that served."""
     d = Daemon(tmp_path / "state").start()
-    assert d.stop() == 0
+    d.assert_clean_stop()
     with socket.create_server(("127.0.0.1", 0)) as taken:
         cfg = d.config()
         cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": taken.getsockname()[1]},

@@ -212,7 +212,7 @@ def test_the_release_archive_runtime_runs_on_the_postgresql_journal(template_sta
         assert postgres.sql(database, "SELECT count(*) FROM queries WHERE state = 'SUCCEEDED'") \
             == [["1"]]
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
 
 
 def test_a_stop_during_a_reload_waiting_for_the_journal_is_not_serving_at_once(
@@ -272,6 +272,6 @@ def test_a_password_in_the_journal_urls_parameters_is_never_logged(template_stat
         assert Caller(d, "primitive").next_sequence() >= 1
         d.saw("journal: PostgreSQL jdbc:postgresql://127.0.0.1")
     finally:
-        assert d.stop() == 0
+        d.assert_clean_stop()
     log = "".join(d.output)
     assert password not in log and "never-logged-ssl" not in log, log

@@ -25,7 +25,7 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False),
 def daemon(tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("republish")).start()
     yield d
-    assert d.stop() == 0, "gateway did not exit cleanly"
+    d.assert_clean_stop()
 
 
 def read(daemon, ticket):
@@ -43,7 +43,7 @@ def tickets(daemon):
 def republish(daemon, **changes):
     """Stops the daemon, edits the 'primitive' publication (same name and Table name) and starts
     the daemon again over the same state directory."""
-    assert daemon.stop() == 0
+    daemon.assert_clean_stop()
     cfg = daemon.config()
     publication = next(p for p in cfg["publications"] if p["name"] == "primitive")
     publication.update(changes)

@@ -5,13 +5,16 @@ import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.Outcome;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
@@ -36,9 +39,9 @@ import org.slf4j.LoggerFactory;
  * otherwise hold that copy while its permit already served another stream.
  *
  * <p>Threads: {@link #open} runs on the gRPC thread that entered DoGet; the release runs on the
- * stream's executor (or the closing thread when the free already ran, or the gRPC thread that
- * reported the call over when that came last); {@link #shutdown} on the thread stopping the
- * server. Counters are safe from any thread.
+ * stream's executor (or the closing thread when the free already ran, or the transport thread
+ * that reported the call over when that came last: gRPC's executor or the connection's event
+ * loop); {@link #shutdown} on the thread stopping the server. Counters are safe from any thread.
  */
 public final class StreamRegistry implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(StreamRegistry.class);
@@ -47,7 +50,8 @@ public final class StreamRegistry implements AutoCloseable {
   private final StreamExecutorPool pool;
   private final StreamLimits limits;
   private final Semaphore permits;
-  private final Set<FlightServerChannel> live = ConcurrentHashMap.newKeySet();
+  // Each live stream and what completes when it is released.
+  private final Map<FlightServerChannel, CompletableFuture<Void>> live = new ConcurrentHashMap<>();
   private final AtomicLong sequence = new AtomicLong();
   private final AtomicLong released = new AtomicLong();
   private final AtomicLong leaked = new AtomicLong();
@@ -136,7 +140,7 @@ public final class StreamRegistry implements AutoCloseable {
       Lease lease = new Lease(channel, child, released, callEnded.toCompletableFuture());
       listener.setOnCancelHandler(channel::onChannelCancelled);
       listener.setOnReadyHandler(channel::onReady);
-      live.add(channel);
+      live.put(channel, lease.released);
       channel.addCloseListener(lease::onChannelClosed);
       opened = true;
       if (listener.isCancelled()) {
@@ -194,22 +198,44 @@ public final class StreamRegistry implements AutoCloseable {
   /**
    * Stops the streaming core: refuses new streams, fails every live stream with {@code
    * flight.shutting_down} (posted behind its queued sends), then drains and stops the executor
-   * pool, so every posted root free runs and every stream is released. Idempotent.
+   * pool, so every posted root free runs, then waits for every stream's release (its call's end
+   * included), all within {@code timeout}. Idempotent.
    *
    * @return {@code true} when the pool drained, every stream was released and none leaked
    */
   public boolean shutdown(Duration timeout) {
     shuttingDown = true;
     GatewayException reason = shuttingDownFailure();
-    for (FlightServerChannel channel : live) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    for (FlightServerChannel channel : live.keySet()) {
       channel.abort(reason);
     }
     boolean drained = pool.shutdownGracefully(timeout);
-    boolean allReleased = live.isEmpty();
+    boolean allReleased = awaitReleases(deadline);
     if (!allReleased) {
-      LOG.error("{} stream(s) not released at shutdown: {}", live.size(), live);
+      LOG.error("{} stream(s) not released at shutdown: {}", live.size(), live.keySet());
     }
     return drained && allReleased && leaked.get() == 0;
+  }
+
+  /**
+   * Waits, until {@code deadline} at most, for the streams still live to be released. The pool's
+   * drain is not enough: a stream is released once its call is over too, and gRPC reports that
+   * on its own executor, possibly just after the listener stopped (the server's termination does
+   * not wait for it). Until 2026-12-07 this checked at once, and a stream whose call's end was
+   * still queued there failed the stop.
+   */
+  private boolean awaitReleases(long deadline) {
+    CompletableFuture<?>[] pending = live.values().toArray(CompletableFuture[]::new);
+    try {
+      CompletableFuture.allOf(pending)
+          .get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException | ExecutionException e) {
+      // reported by the caller with what is still live
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return live.isEmpty();
   }
 
   /** Same as {@code shutdown(10s)}. */
@@ -232,6 +258,7 @@ public final class StreamRegistry implements AutoCloseable {
     private final BufferAllocator child;
     private final Runnable onReleased;
     private final CompletableFuture<?> callEnded;
+    private final CompletableFuture<Void> released = new CompletableFuture<>(); // after release
     private final AtomicBoolean done = new AtomicBoolean();
 
     Lease(FlightServerChannel channel, BufferAllocator child, Runnable onReleased,
@@ -273,13 +300,14 @@ public final class StreamRegistry implements AutoCloseable {
         LOG.error("{}: closing the stream allocator failed", channel.name(), e);
       } finally {
         live.remove(channel);
-        released.incrementAndGet();
+        StreamRegistry.this.released.incrementAndGet();
         permits.release();
         try {
           onReleased.run();
         } catch (RuntimeException e) {
           LOG.error("{}: a release callback failed", channel.name(), e);
         }
+        released.complete(null);
       }
     }
   }

@@ -3,6 +3,7 @@ package io.transit.flight.channel;
 import static io.transit.flight.channel.FlightFixture.batch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -53,6 +54,31 @@ class StreamReleaseTest {
       assertNull(again.error());
       assertEquals(5, again.rows());
       fx.nextOpened();
+    }
+  }
+
+  @Test
+  void shutdownWaitsForACallWhoseEndIsReportedAfterTheListenerStopped() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      CompletableFuture<Void> callEnded = new CompletableFuture<>();
+      fx.callEnded = callEnded;
+      fx.script = side -> {
+        fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 3));
+        fx.handler.completeStream(side.channel);
+      };
+      assertNull(fx.read(-1).error());
+      FlightFixture.ServerSide side = fx.nextOpened();
+      FlightFixture.awaitTrue(() -> side.channel.rootFreed().isDone(), "the root freed");
+      // gRPC reports a call's end on its own executor, which the server's termination does not
+      // wait for: here it comes 300 ms into the stop.
+      CompletableFuture.delayedExecutor(300, java.util.concurrent.TimeUnit.MILLISECONDS)
+          .execute(() -> callEnded.complete(null));
+      long start = System.nanoTime();
+      assertTrue(fx.registry.shutdown(Duration.ofSeconds(10)), "every stream released in time");
+      assertTrue(System.nanoTime() - start < Duration.ofSeconds(5).toNanos());
+      assertEquals(0, fx.registry.liveStreams());
+      assertEquals(1, side.releaseFires.get());
+      assertEquals(0, fx.gatewayRoot.getAllocatedMemory());
     }
   }
 }

@@ -28,12 +28,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * what gRPC held for it. Until 2026-12-06 neither: one caller held 52 unread streams at once,
  * and the daemon's direct memory ran out for everyone.
  *
- * <p>The reset is the call's connection's ({@link StreamBound#RESET}: a connection carries one
- * stream). A call on a transport without one (in-process) is not held: it counts as over at once.
+ * <p>A call is over when its stream ends at the transport ({@link StreamBound#STREAM_END}, on
+ * the connection's event loop), or when gRPC reports it completed or cancelled on its executor,
+ * whichever comes first: that report can lag the stream's end behind a busy executor. The reset
+ * is the call's connection's ({@link StreamBound#RESET}), and runs only while the call's stream is
+ * still open, checked on that connection's loop. A call on a transport without both
+ * (in-process) is not held: it counts as over at once.
  *
  * <p>Threads: {@link #interceptCall} runs on the thread gRPC starts the call on; the call's end
- * is completed on gRPC's executor ({@code onComplete}, {@code onCancel}); {@link #current} and
- * {@link #bound} on the DoGet thread; the reset on the timer's thread. {@link #resets} from any.
+ * is completed on the connection's event loop or on gRPC's executor ({@code onComplete}, {@code
+ * onCancel}); {@link #current} and {@link #bound} on the DoGet thread; the reset is scheduled on
+ * the timer's thread and decided on the event loop. {@link #resets} from any.
  */
 public final class CallEnds implements ServerInterceptor {
   private static final Context.Key<Call> CALL = Context.key("transit.call-end");
@@ -43,8 +48,8 @@ public final class CallEnds implements ServerInterceptor {
 
   /** One DoGet call's end, and its reset. */
   public final class Call {
-    private final CompletableFuture<Void> ended = new CompletableFuture<>();
-    private final StreamBound.Reset reset; // null only for the call that is over already
+    private final CompletableFuture<Void> ended = new CompletableFuture<>(); // any thread
+    private final StreamBound.Reset reset; // null only for the call that is over already; final
 
     private Call(StreamBound.Reset reset) {
       this.reset = reset;
@@ -55,12 +60,19 @@ public final class CallEnds implements ServerInterceptor {
       return ended;
     }
 
+    /** Timer thread: asks the call's event loop to reset the call's stream if still open. */
     private void reset(long budgetMs) {
       if (ended.isDone()) {
         return;
       }
-      resets.incrementAndGet();
-      reset.resetStreams("the client did not read the stream's end within " + budgetMs + " ms");
+      reset.resetStreams("the client did not read the stream's end within " + budgetMs + " ms",
+          () -> { // on the event loop, which completes the stream's end: exact there
+            if (ended.isDone()) {
+              return false;
+            }
+            resets.incrementAndGet();
+            return true;
+          });
     }
   }
 
@@ -112,10 +124,12 @@ public final class CallEnds implements ServerInterceptor {
       return next.startCall(serverCall, headers);
     }
     StreamBound.Reset reset = serverCall.getAttributes().get(StreamBound.RESET);
-    if (reset == null) {
+    CompletableFuture<Void> streamEnd = StreamBound.STREAM_END.get();
+    if (reset == null || streamEnd == null) {
       return next.startCall(serverCall, headers);
     }
     Call call = new Call(reset);
+    streamEnd.whenComplete((ignored, failure) -> call.ended.complete(null));
     ServerCall.Listener<Q> inner = Contexts.interceptCall(
         Context.current().withValue(CALL, call), serverCall, headers, next);
     return new SimpleForwardingServerCallListener<>(inner) {

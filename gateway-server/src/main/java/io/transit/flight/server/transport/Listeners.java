@@ -150,6 +150,7 @@ public final class Listeners {
         .executor(executor)
         .addTransportFilter(budget)
         .addTransportFilter(StreamBound.FILTER) // each connection's Reset, for its calls
+        .addStreamTracerFactory(StreamBound.ENDS) // each stream's end, on its event loop
         .intercept(budget) // global: refuses before the service's own interceptors run
         .maxConcurrentCallsPerConnection(1)
         .maxInboundMessageSize(l.maxInboundMessageBytes())

@@ -1,7 +1,11 @@
 package io.transit.flight.server.transport;
 
 import io.grpc.Attributes;
+import io.grpc.Context;
+import io.grpc.Metadata;
+import io.grpc.ServerStreamTracer;
 import io.grpc.ServerTransportFilter;
+import io.grpc.Status;
 import io.grpc.netty.shaded.io.netty.channel.Channel;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandler;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
@@ -11,6 +15,8 @@ import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Error;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Exception;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.BooleanSupplier;
 
 /**
  * One open HTTP/2 stream per connection from the connection's first byte, and a way for a call to
@@ -29,16 +35,23 @@ import java.util.List;
  *
  * <p><b>The reset.</b> gRPC reports a new connection to its transport filters ({@link #FILTER})
  * while it reads the peer's first SETTINGS, inside this handler's read: the filter then gives the
- * connection's attributes a {@link Reset} ({@link #RESET}), which every call on it sees. Since a
- * connection carries one stream, resetting the connection's open streams resets exactly that
- * call's; it goes through gRPC's own stream-error path (its transport reports the call
- * cancelled, RST_STREAM CANCEL goes out, what was queued for the stream is dropped).
+ * connection's attributes a {@link Reset} ({@link #RESET}), which every call on it sees. A
+ * connection carries one open stream at a time, but calls one after another: the reset therefore
+ * runs on the connection's event loop and only while the calling stream is still open there,
+ * which its {@link #STREAM_END} tells exactly, since the transport reports a stream's end ({@link
+ * #ENDS}' {@code streamClosed}) on that same loop. The one open stream is then the caller's, so
+ * resetting the open streams resets exactly that call's (until 2026-12-07 the check was made
+ * elsewhere, on gRPC's report of the call's end, which can lag on a busy executor: a reset could
+ * reach the connection's next call). It goes through gRPC's own stream-error path (its
+ * transport reports the call cancelled, RST_STREAM CANCEL goes out, what was queued for the
+ * stream is dropped).
  *
  * <p>Added first to each accepted connection's pipeline by {@link #INSTALLER}, which sits in the
  * listener's server channel; it removes itself once it has done both.
  *
- * <p>Threads: the connection's event loop ({@link #INSTALLER}: the listener's boss loop); {@link
- * Reset#resetStreams} from any thread, which posts to that loop.
+ * <p>Threads: the connection's event loop ({@link #INSTALLER}: the listener's boss loop; {@link
+ * #ENDS}' tracer completes its stream's end there too); {@link Reset#resetStreams} from any
+ * thread, which posts to that loop and asks its {@code stillOpen} there.
  */
 public final class StreamBound extends ChannelInboundHandlerAdapter {
   /** The most streams a peer may have open on one connection: the SETTINGS' own value. */
@@ -63,11 +76,45 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
     }
   };
 
-  /** Resets a connection's open streams, as a stream error of its own would. */
+  /**
+   * A stream's end as its transport sees it: completed (on the connection's event loop) when the
+   * stream closes, its status written after every message or the stream reset. In the Context of
+   * each call on a listener that has {@link #ENDS}.
+   */
+  public static final Context.Key<CompletableFuture<Void>> STREAM_END =
+      Context.key("transit.stream.end");
+
+  /** gRPC's per-stream hook: gives each call its {@link #STREAM_END}. */
+  static final ServerStreamTracer.Factory ENDS = new ServerStreamTracer.Factory() {
+    @Override
+    public ServerStreamTracer newServerStreamTracer(String fullMethodName, Metadata headers) {
+      return new End();
+    }
+  };
+
+  /** One stream's {@link #STREAM_END}: created and completed on its connection's event loop. */
+  private static final class End extends ServerStreamTracer {
+    private final CompletableFuture<Void> closed = new CompletableFuture<>();
+
+    @Override
+    public Context filterContext(Context context) {
+      return context.withValue(STREAM_END, closed);
+    }
+
+    @Override
+    public void streamClosed(Status status) {
+      closed.complete(null);
+    }
+  }
+
+  /** Resets a connection's open stream, as a stream error of its own would. */
   @FunctionalInterface
   public interface Reset {
-    /** Posts the reset to the connection's event loop; {@code why} goes to gRPC's debug log. */
-    void resetStreams(String why);
+    /**
+     * Posts the reset to the connection's event loop, where it runs only if {@code stillOpen}
+     * (asked there) says the calling stream has not ended; {@code why} goes to gRPC's debug log.
+     */
+    void resetStreams(String why, BooleanSupplier stillOpen);
   }
 
   // The connection whose bytes this thread is passing to gRPC now (its event loop): what the
@@ -100,12 +147,12 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
     }
   }
 
-  private void resetStreams(String why) {
+  private void resetStreams(String why, BooleanSupplier stillOpen) {
     Channel c = channel;
     c.eventLoop().execute(() -> {
       Http2ConnectionHandler http2 = c.pipeline().get(Http2ConnectionHandler.class);
-      if (http2 == null) {
-        return; // the connection is gone, and its streams with it
+      if (http2 == null || !stillOpen.getAsBoolean()) {
+        return; // the connection is gone, or the stream ended: another call may be open now
       }
       ChannelHandlerContext at = c.pipeline().context(http2);
       List<Integer> open = new ArrayList<>();
