@@ -929,7 +929,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * deadline} passed: a Java interrupt does not reach a native query, and a statement marked
    * running just before it executes escapes one cancel, so it is asked again every slice.
    */
-  private void cancelUntilStopped(long deadline) throws InterruptedException {
+  /** True once every execution thread ended; false when some still ran at {@code deadline}. */
+  private boolean cancelUntilStopped(long deadline) throws InterruptedException {
     boolean logged = false;
     do {
       int cancelled = sessions.cancelRunning();
@@ -942,11 +943,10 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
       if (executor.awaitTermination(Math.max(Math.min(CANCEL_SLICE_MS, left), 0),
           TimeUnit.MILLISECONDS)) {
-        return;
+        return true;
       }
     } while (deadline - System.nanoTime() > 0);
-    log.warn("engine closing: execution threads still running after {} ms more",
-        options.shutdownWait().toMillis());
+    return false;
   }
 
   /** The write side of the sweep's lock, as a sweep removing files holds it (tests). */
@@ -965,6 +965,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * twice), then what is still inside DuckDB is cancelled and the rest waits at most {@code
    * shutdownWait} again. A query that did not finish stays ACCEPTED with its lease given up, so
    * another replica or the next open runs it at once.
+   *
+   * @throws IllegalStateException when an execution thread still runs after both waits: its
+   *     query's lease is then not given up (it lapses, {@code engine.lease_ms}, so no other replica
+   *     starts that query while it may still run here), and the journal, the segment store and
+   *     DuckDB it still uses are not closed under it but left to the process's exit
    */
   @Override
   public void close() {
@@ -972,16 +977,25 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     leases.stopScans();
     retention.close();
     executor.shutdown();
+    boolean stopped = true;
     try {
       if (!executor.awaitTermination(options.shutdownWait().toMillis(), TimeUnit.MILLISECONDS)) {
         executor.shutdownNow(); // drops queued runs; their queries resume elsewhere
-        cancelUntilStopped(System.nanoTime() + options.shutdownWait().toNanos());
+        stopped = cancelUntilStopped(System.nanoTime() + options.shutdownWait().toNanos());
       }
     } catch (InterruptedException e) {
       executor.shutdownNow();
       Thread.currentThread().interrupt();
+      stopped = executor.isTerminated();
     }
     leases.stop();
+    if (!stopped) {
+      // Until 2026-12-07 the close went on: it gave the running query's lease away, so another
+      // replica ran it while it still ran here, and closed the pools its thread still used.
+      throw new IllegalStateException("engine closing: execution threads still running after "
+          + 2 * options.shutdownWait().toMillis() + " ms; their leases lapse, and the journal,"
+          + " the segment store and DuckDB are left open for the process's exit");
+    }
     leases.giveUp();
     verifiers.close(); // callers have stopped: no seal prefetches any more
     sessions.close();

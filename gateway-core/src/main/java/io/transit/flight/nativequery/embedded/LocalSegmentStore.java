@@ -146,9 +146,15 @@ final class LocalSegmentStore implements SegmentStore {
   }
 
   @Override
-  public Optional<byte[]> read(byte[] sha256) throws IOException {
-    try {
-      return Optional.of(Files.readAllBytes(dir.resolve(Digests.hex(sha256))));
+  public Optional<byte[]> read(byte[] sha256, long expectedBytes) throws IOException {
+    try (FileChannel ch = FileChannel.open(dir.resolve(Digests.hex(sha256)),
+        StandardOpenOption.READ)) {
+      if (ch.size() != expectedBytes || expectedBytes > Integer.MAX_VALUE) {
+        throw new WrongSize();
+      }
+      byte[] bytes = new byte[(int) expectedBytes];
+      readExactly(ch, ByteBuffer.wrap(bytes));
+      return Optional.of(bytes);
     } catch (NoSuchFileException e) {
       return Optional.empty();
     } catch (IOException e) {
@@ -175,15 +181,7 @@ final class LocalSegmentStore implements SegmentStore {
       }
       ArrowBuf buf = allocator.buffer(expectedBytes);
       try {
-        ByteBuffer target = buf.nioBuffer(0, (int) expectedBytes);
-        while (target.hasRemaining()) {
-          if (ch.read(target) < 0) {
-            throw new WrongSize();
-          }
-        }
-        if (ch.read(ByteBuffer.allocate(1)) >= 0) {
-          throw new WrongSize();
-        }
+        readExactly(ch, buf.nioBuffer(0, (int) expectedBytes));
         buf.writerIndex(expectedBytes);
         return Optional.of(buf);
       } catch (IOException | RuntimeException e) {
@@ -192,6 +190,18 @@ final class LocalSegmentStore implements SegmentStore {
       }
     } catch (NoSuchFileException e) {
       return Optional.empty();
+    }
+  }
+
+  /** Fills {@code target} from {@code ch}, which must end right there (else it changed size). */
+  private static void readExactly(FileChannel ch, ByteBuffer target) throws IOException {
+    while (target.hasRemaining()) {
+      if (ch.read(target) < 0) {
+        throw new WrongSize();
+      }
+    }
+    if (ch.read(ByteBuffer.allocate(1)) >= 0) {
+      throw new WrongSize();
     }
   }
 

@@ -64,8 +64,10 @@ final class ResultReader {
     Optional<byte[]> bytes = readable.inline();
     try {
       if (bytes.isEmpty()) {
-        bytes = segments.read(ref.getSha256().toByteArray());
+        bytes = segments.read(ref.getSha256().toByteArray(), ref.getBytes());
       }
+    } catch (SegmentStore.WrongSize e) {
+      throw wrongSize(index);
     } catch (SegmentStore.Unavailable e) {
       throw unavailable(e, index);
     } catch (IOException e) {

@@ -184,8 +184,8 @@ final class Retention implements AutoCloseable {
       }
 
       @Override
-      public Optional<byte[]> read(byte[] sha256) throws IOException {
-        return store.read(sha256);
+      public Optional<byte[]> read(byte[] sha256, long expectedBytes) throws IOException {
+        return store.read(sha256, expectedBytes);
       }
 
       @Override

@@ -59,7 +59,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  *   <li>{@link #write} — the engine's execution threads ({@code native-exec-N}), one query each,
  *       while holding the retention sweep's writing lock;
  *   <li>{@link #read(byte[], long, BufferAllocator)} — DoGet producers (T_caller) through {@code
- *       ResultReader}; {@link #read(byte[])} — the heap read of the same path;
+ *       ResultReader}; {@link #read(byte[], long)} — the heap read of the same path;
  *   <li>{@link #stored} — the single {@code native-retention} thread, holding nothing; {@link
  *       #remove} — the same thread, holding the writing lock's exclusive side (no local query is
  *       between segment write and manifest commit);
@@ -84,7 +84,9 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  *       failure to close after the whole body is ignored: the bytes are read, and the buffer they
  *       are in already has its owner); a read that stops early (wrong size, a failure) calls
  *       {@code abort()} first, so a connection with unread body bytes is discarded, never handed
- *       to the next lease.
+ *       to the next lease. Both reads check the object's length before reading its body, and
+ *       cancel the body's deadline before the close: a deadline abort that already started drops
+ *       the connection instead of reaching the next lease's.
  *   <li>Eviction (the SDK's idle-connection reaper thread): closes entries idle longer than the
  *       pool's idle limit; it takes only idle entries under the pool's lock, so it cannot race a
  *       leased one. A connection the server closed meanwhile (a restart) fails its next request
@@ -284,19 +286,30 @@ final class S3SegmentStore implements SegmentStore {
   }
 
   @Override
-  public Optional<byte[]> read(byte[] sha256) throws IOException {
+  public Optional<byte[]> read(byte[] sha256, long expectedBytes) throws IOException {
     ResponseInputStream<GetObjectResponse> in = get(key(sha256));
     if (in == null) {
       return Optional.empty();
     }
-    BodyDeadline deadline = bodyDeadline(in);
-    try (in) {
-      return Optional.of(in.readAllBytes());
-    } catch (IOException | SdkException e) {
-      throw deadline.unavailable(e);
-    } finally {
-      deadline.cancel();
+    Long length = in.response().contentLength();
+    if (length == null || length != expectedBytes || expectedBytes > Integer.MAX_VALUE) {
+      discard(in); // an object of another size is never read onto the heap
+      throw new WrongSize();
     }
+    byte[] bytes;
+    BodyDeadline deadline = bodyDeadline(in);
+    try {
+      bytes = in.readNBytes((int) expectedBytes);
+      if (bytes.length != expectedBytes || in.read() >= 0) {
+        throw new WrongSize();
+      }
+    } catch (IOException | SdkException e) {
+      deadline.cancel();
+      discard(in);
+      throw e instanceof WrongSize w ? w : deadline.unavailable(e);
+    }
+    giveBack(in, deadline);
+    return Optional.of(bytes);
   }
 
   /** A GET's body deadline: {@code requestTimeout} from when its headers arrived. */
@@ -311,8 +324,9 @@ final class S3SegmentStore implements SegmentStore {
 
   /** The abort scheduled for one GET's body, and whether it fired. */
   private record BodyDeadline(ScheduledFuture<?> task, AtomicBoolean fired) {
-    void cancel() {
-      task.cancel(false);
+    /** True when its abort will never run; false when it ran or is running. */
+    boolean cancel() {
+      return task.cancel(false);
     }
 
     /** {@code e}, a failure reading the body, as the store's answer. */
@@ -346,19 +360,30 @@ final class S3SegmentStore implements SegmentStore {
       fill(in, buf, expectedBytes);
       buf.writerIndex(expectedBytes);
     } catch (IOException | RuntimeException e) {
+      deadline.cancel();
       buf.close();
       discard(in);
       if (e instanceof WrongSize || !(e instanceof IOException || e instanceof SdkException)) {
         throw e;
       }
       throw deadline.unavailable(e); // the connection broke or timed out mid-body
-    } finally {
-      deadline.cancel();
     }
-    // The body was read whole: a failure to give the connection back changes nothing read, and
-    // must not leave the buffer with no owner (a try-with-resources threw past the return).
-    closeQuietly(in);
+    giveBack(in, deadline);
     return Optional.of(buf);
+  }
+
+  /**
+   * A body read whole: its connection goes back to the pool once its deadline can no longer
+   * abort it. A deadline that fired, or is firing, after the last byte may abort whatever leases
+   * that connection next, so the connection is dropped instead. A failure to give it back changes
+   * nothing read (the bytes already have their owner), so it is not thrown.
+   */
+  private static void giveBack(ResponseInputStream<GetObjectResponse> in, BodyDeadline deadline) {
+    if (deadline.cancel()) {
+      closeQuietly(in);
+    } else {
+      discard(in);
+    }
   }
 
   /** A body not read to its end: its connection is dropped, never leased again. */

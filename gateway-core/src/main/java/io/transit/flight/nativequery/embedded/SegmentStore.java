@@ -26,8 +26,13 @@ interface SegmentStore extends AutoCloseable {
   /** Stores {@code bytes} under their SHA-256; returns the digest. Durable after {@link #sync}. */
   byte[] write(byte[] bytes) throws IOException;
 
-  /** The stored bytes, or empty when the segment is missing. */
-  Optional<byte[]> read(byte[] sha256) throws IOException;
+  /**
+   * The stored bytes on the heap, or empty when the segment is missing.
+   *
+   * @throws WrongSize when the segment does not hold exactly {@code expectedBytes}, said before
+   *     its bytes are read: a store's object of any other size never reaches the heap
+   */
+  Optional<byte[]> read(byte[] sha256, long expectedBytes) throws IOException;
 
   /**
    * Reads the stored segment into a buffer of {@code allocator} without a heap copy; empty when

@@ -192,8 +192,13 @@ public final class PostgresJournal implements JournalStore {
     migrations.setTcpKeepAlive(true);
     migrations.setSocketTimeout((int) Math.min(Integer.MAX_VALUE,
         socketTimeoutSeconds(statement, settings.lockTimeout())));
-    migrations.setOptions("-c lock_timeout=" + settings.lockTimeout().toMillis()
-        + " -c statement_timeout=" + statement.toMillis());
+    // The pool's other session settings too: a migration's commit waits for its WAL flush, and
+    // a migration session left idle in its transaction is ended by the server.
+    migrations.setOptions("-c synchronous_commit=on"
+        + " -c lock_timeout=" + settings.lockTimeout().toMillis()
+        + " -c statement_timeout=" + statement.toMillis()
+        + " -c idle_in_transaction_session_timeout="
+        + settings.idleInTransactionTimeout().toMillis());
     try {
       Flyway.configure()
           .dataSource(migrations)

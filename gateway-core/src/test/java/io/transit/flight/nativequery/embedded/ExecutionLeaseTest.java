@@ -4,6 +4,7 @@ import static io.transit.flight.nativequery.embedded.EngineTestSupport.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.transit.flight.nativequery.Publication;
@@ -322,6 +323,53 @@ class ExecutionLeaseTest {
         List.of("s"));
     assertEquals(LINKS * demoSum(), rows.get(0).get(0).value());
     await("B's allocator", b::allocatedBytes, 0);
+  }
+
+  @Test
+  void aCloseThatCannotStopAnExecutionThreadKeepsItsLeaseAndItsPools() throws Exception {
+    AtomicBoolean release = new AtomicBoolean();
+    // The execution thread waits, deaf to interrupts, until released: neither the drain nor a
+    // cancel inside DuckDB stops it (a thread stuck in native code or a slow store behaves so).
+    CommandFaults deaf = new CommandFaults() {
+      @Override
+      public boolean fail(Point point, NativeCommand command) {
+        return false;
+      }
+
+      @Override
+      public long executionDelayMillis() {
+        long end = System.nanoTime() + WAIT_NANOS;
+        while (!release.get() && System.nanoTime() - end < 0) {
+          java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+        }
+        return 0;
+      }
+
+      @Override
+      public boolean runsEarly() {
+        return false;
+      }
+    };
+    EmbeddedEngine a = open(deaf, Duration.ofMinutes(5), Duration.ofMinutes(1),
+        Duration.ofMillis(200), demo);
+    long correlation = submit(a);
+    IllegalStateException e = assertThrows(IllegalStateException.class, a::close);
+    assertTrue(e.getMessage().contains("execution threads still running"), e.getMessage());
+    // Not given up (expiry 0): no other replica starts the query while it may still run here.
+    List<Long> lease = SqliteJournalLeaseTest.lease(journalFile(), correlation);
+    assertEquals(List.of(a.leaseOwner(), 1L), lease.subList(0, 2));
+    assertTrue(lease.get(2) > System.currentTimeMillis(), "the lease lapses in its own time");
+    // Released, the thread meets the close and records nothing: the journal it still used was
+    // open, and the query stays ACCEPTED for the next open or another replica.
+    release.set(true);
+    await("A's execution thread", () -> a.executionStopped() ? 1 : 0, 1);
+    assertEquals(QueryStatus.State.ACCEPTED,
+        a.awaitQuery(access(), correlation, System.nanoTime()).getState());
+    // Nothing runs any more: a second close completes, frees everything and gives the lease up.
+    engines.remove(a);
+    closeWithoutLeaks(a);
+    assertEquals(List.of(a.leaseOwner(), 1L, 0L),
+        SqliteJournalLeaseTest.lease(journalFile(), correlation));
   }
 
   /** The demo Tables and one more: {@link #LINKS} hard links to the primitive Table's file. */

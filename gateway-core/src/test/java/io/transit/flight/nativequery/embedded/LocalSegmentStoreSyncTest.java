@@ -30,7 +30,7 @@ class LocalSegmentStoreSyncTest {
     store.write(Y);
     store.sync();
     assertEquals(2, store.directorySyncs());
-    assertArrayEquals(X, store.read(sha).orElseThrow());
+    assertArrayEquals(X, store.read(sha, X.length).orElseThrow());
   }
 
   @Test

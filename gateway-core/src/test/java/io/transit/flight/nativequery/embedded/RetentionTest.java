@@ -600,8 +600,8 @@ class RetentionTest {
       }
 
       @Override
-      public Optional<byte[]> read(byte[] sha256) throws IOException {
-        return local.read(sha256);
+      public Optional<byte[]> read(byte[] sha256, long expectedBytes) throws IOException {
+        return local.read(sha256, expectedBytes);
       }
 
       @Override

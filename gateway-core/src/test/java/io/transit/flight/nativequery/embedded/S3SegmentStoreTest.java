@@ -96,13 +96,13 @@ class S3SegmentStoreTest extends SegmentStoreContract {
       SegmentStore.Unavailable r = assertThrows(SegmentStore.Unavailable.class,
           () -> store.read(x, X.length, allocator));
       assertEquals("NoSuchBucket", r.reason);
-      assertThrows(SegmentStore.Unavailable.class, () -> store.read(x));
+      assertThrows(SegmentStore.Unavailable.class, () -> store.read(x, X.length));
     } finally {
       Files.move(aside, bucketDir);
     }
-    assertArrayEquals(X, store.read(x).orElseThrow());
+    assertArrayEquals(X, store.read(x, X.length).orElseThrow());
     // An absent object in a present bucket is still absent (the reader's evidence of a loss).
-    assertTrue(store.read(new byte[32]).isEmpty());
+    assertTrue(store.read(new byte[32], 1).isEmpty());
   }
 
   @Test
@@ -126,7 +126,7 @@ class S3SegmentStoreTest extends SegmentStoreContract {
       SegmentStore.Unavailable r = assertThrows(SegmentStore.Unavailable.class,
           () -> store.read(x, X.length, allocator));
       assertEquals("connect", r.reason);
-      assertThrows(SegmentStore.Unavailable.class, () -> store.read(x));
+      assertThrows(SegmentStore.Unavailable.class, () -> store.read(x, X.length));
       assertThrows(SegmentStore.Unavailable.class, () -> store.stored());
       assertThrows(SegmentStore.Unavailable.class, () -> store.remove(x));
       // Five calls, each bounded by the 5 s request timeout (with its retries).
@@ -141,7 +141,7 @@ class S3SegmentStoreTest extends SegmentStoreContract {
       assertArrayEquals(X, back);
     }
     byte[] y = store.write(Y);
-    assertArrayEquals(Y, store.read(y).orElseThrow());
+    assertArrayEquals(Y, store.read(y, Y.length).orElseThrow());
     assertEquals(2, store.stored().size());
   }
 
@@ -182,7 +182,7 @@ class S3SegmentStoreTest extends SegmentStoreContract {
             () -> store.read(new byte[32], 1000, allocator));
         assertEquals("timeout", e.reason);
         SegmentStore.Unavailable heap = assertThrows(SegmentStore.Unavailable.class,
-            () -> store.read(new byte[32]));
+            () -> store.read(new byte[32], 1000));
         assertEquals("timeout", heap.reason);
         // Two reads, each cut a second after its headers (the trickle would take 250 s).
         assertTrue(System.nanoTime() - start < Duration.ofSeconds(10).toNanos());
@@ -266,7 +266,7 @@ class S3SegmentStoreTest extends SegmentStoreContract {
       byte[] x = guarded.write(X);
       assertEquals(List.of(), guarded.stored(), "another replica may be about to name it");
       assertEquals(List.of(hex(X)), storedHex(), "a store without the guard sees it");
-      assertEquals(Optional.of(X.length), guarded.read(x).map(b -> b.length));
+      assertEquals(Optional.of(X.length), guarded.read(x, X.length).map(b -> b.length));
     }
   }
 
@@ -290,7 +290,7 @@ class S3SegmentStoreTest extends SegmentStoreContract {
       // again, after the sweep listed it and before the sweep removes it.
       replica.write(X);
       assertFalse(sweeper.remove(x), "a refreshed object is young again");
-      assertEquals(Optional.of(X.length), replica.read(x).map(b -> b.length));
+      assertEquals(Optional.of(X.length), replica.read(x, X.length).map(b -> b.length));
     }
   }
 

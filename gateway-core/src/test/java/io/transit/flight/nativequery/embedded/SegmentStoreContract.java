@@ -77,7 +77,7 @@ abstract class SegmentStoreContract {
       buf.getBytes(0, back);
       assertArrayEquals(big, back);
     }
-    assertArrayEquals(big, store.read(sha).orElseThrow());
+    assertArrayEquals(big, store.read(sha, big.length).orElseThrow());
   }
 
   @Test
@@ -93,7 +93,7 @@ abstract class SegmentStoreContract {
   @Test
   void aMissingSegmentIsEmptyNeverAnError() throws Exception {
     byte[] absent = Digests.sha256("never written".getBytes(StandardCharsets.US_ASCII));
-    assertEquals(Optional.empty(), store.read(absent));
+    assertEquals(Optional.empty(), store.read(absent, 13));
     assertEquals(Optional.empty(), store.read(absent, 13, allocator));
   }
 
@@ -102,6 +102,10 @@ abstract class SegmentStoreContract {
     byte[] sha = store.write(Y);
     assertThrows(SegmentStore.WrongSize.class, () -> store.read(sha, Y.length + 1, allocator));
     assertThrows(SegmentStore.WrongSize.class, () -> store.read(sha, Y.length - 1, allocator));
+    // The heap read refuses it too, before its bytes are read.
+    assertThrows(SegmentStore.WrongSize.class, () -> store.read(sha, Y.length + 1));
+    assertThrows(SegmentStore.WrongSize.class, () -> store.read(sha, Y.length - 1));
+    assertArrayEquals(Y, store.read(sha, Y.length).orElseThrow(), "the store still serves it");
   }
 
   @Test
@@ -129,8 +133,8 @@ abstract class SegmentStoreContract {
     assertTrue(store.remove(x));
     assertFalse(store.remove(x), "already removed");
     assertEquals(List.of(hex(Y)), storedHex());
-    assertEquals(Optional.empty(), store.read(x));
-    assertArrayEquals(Y, store.read(y).orElseThrow());
+    assertEquals(Optional.empty(), store.read(x, X.length));
+    assertArrayEquals(Y, store.read(y, Y.length).orElseThrow());
   }
 
   @Test
