@@ -90,6 +90,37 @@ def test_bad_protobuf_any_and_bad_ticket(d):
     C.healthy_query(d)
 
 
+def test_a_flight_sql_command_whose_value_does_not_parse_is_refused_by_every_call(d):
+    """Field 1 announces 255 bytes where three follow. Until 2026-12-07 GetCatalogs and
+    GetTableTypes were served (their value was never read), GetSchema of GetDbSchemas and
+    GetSqlInfo answered a schema where GetFlightInfo refused, and the unserved commands answered
+    UNIMPLEMENTED."""
+    ch = C.channel(d)
+    calls = {"GetFlightInfo": ch.unary_unary(C.GET_FLIGHT_INFO),
+             "GetSchema": ch.unary_unary(C.GET_SCHEMA)}
+    for name in ("CommandGetCatalogs", "CommandGetTableTypes", "CommandGetDbSchemas",
+                 "CommandGetTables", "CommandGetSqlInfo", "CommandGetXdbcTypeInfo",
+                 "CommandGetPrimaryKeys", "CommandStatementQuery"):
+        command = flightsql.any_of(name, b"\x0a\xff\x01abc")
+        for call, rpc in calls.items():
+            code, _, diag = C.failure(rpc, flightsql.flight_descriptor(command),
+                                      metadata=d.auth(), timeout=30)
+            assert (code, diag["code"]) == (grpc.StatusCode.INVALID_ARGUMENT,
+                                            "flight.invalid_command"), (name, call, code, diag)
+    # The same commands, well formed, are still served or UNIMPLEMENTED as before.
+    for command, served in ((flightsql.get_catalogs(), True), (flightsql.get_table_types(), True),
+                            (flightsql.any_of("CommandGetXdbcTypeInfo", b""), False)):
+        if served:
+            assert calls["GetSchema"](flightsql.flight_descriptor(command), metadata=d.auth(),
+                                      timeout=30)
+        else:
+            code, _, diag = C.failure(calls["GetFlightInfo"], flightsql.flight_descriptor(command),
+                                      metadata=d.auth(), timeout=30)
+            assert code == grpc.StatusCode.UNIMPLEMENTED, (code, diag)
+    ch.close()
+    C.healthy_query(d)
+
+
 def test_a_path_no_service_serves_gets_unimplemented_and_the_trailer(d):
     """gRPC itself would answer "Method not found: <the caller's path>" without a trailer."""
     ch = grpc.insecure_channel(f"127.0.0.1:{d.port}")

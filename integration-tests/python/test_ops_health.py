@@ -2,6 +2,7 @@
 loaded, NOT_SERVING while draining after SIGTERM, answered without a credential (issue 17)."""
 
 import signal
+import time
 
 import grpc
 import pytest
@@ -13,7 +14,7 @@ from ops_support import health
 
 def test_health_serving_after_start_not_serving_while_draining(tmp_path):
     d = Daemon(tmp_path / "state").start()
-    assert d.stop() == 0
+    d.assert_clean_stop()
     cfg = d.config()
     cfg["ops"] = {"drain_notice_ms": 8000}
     d.write_config(cfg)
@@ -42,3 +43,24 @@ def test_health_serving_after_start_not_serving_while_draining(tmp_path):
         assert d.proc.wait(30) == 0
     finally:
         d.stop()
+
+
+def test_an_open_watch_gets_its_final_update_and_does_not_hold_the_stop(tmp_path):
+    """Until 2026-12-07 an open Watch held every stop 10 s (the listener's bound), then got
+    CANCELLED: it never ends by itself."""
+    d = Daemon(tmp_path / "state").start()
+    ch = grpc.insecure_channel(f"127.0.0.1:{d.port}")
+    try:
+        watch = ch.unary_stream("/grpc.health.v1.Health/Watch")(b"", timeout=60)
+        first = next(watch)
+        assert first == b"\x08\x01", first  # SERVING
+        started = time.monotonic()
+        d.proc.send_signal(signal.SIGTERM)
+        updates = list(watch)  # ends with OK: no exception
+        assert updates[-1:] == [b"\x08\x02"], updates  # the final update: NOT_SERVING
+        assert d.proc.wait(30) == 0
+        assert time.monotonic() - started < 8, "the stop waited for the Watch"
+    finally:
+        ch.close()
+        d.stop()
+

@@ -37,6 +37,21 @@ def test_sql_info(primitive):
     assert "999" in str(e.value)
 
 
+def test_filter_patterns_match_the_declared_spelling_and_say_their_escape(primitive):
+    """docs/queries.md, "Identifiers": the filters do not fold case, and `\\` escapes."""
+    escape = primitive.metadata(flightsql.get_sql_info([513]))  # SQL_SEARCH_STRING_ESCAPE
+    assert escape.column("value").to_pylist() == ["\\"]
+
+    def tables(pattern):
+        return primitive.metadata(flightsql.get_tables(table_pattern=pattern)) \
+            .column("table_name").to_pylist()
+
+    assert tables("primitive") == tables("prim%") == tables("primitiv_") == ["primitive"]
+    assert tables("PRIMITIVE") == []
+    assert tables("prim\\%") == [], "an escaped % is a literal %"
+    assert tables("prim\\itive") == ["primitive"], "an escaped ordinary character is itself"
+
+
 def test_metadata_does_not_touch_the_journal(primitive):
     before = primitive.next_sequence()
     primitive.metadata(flightsql.get_tables(include_schema=True))

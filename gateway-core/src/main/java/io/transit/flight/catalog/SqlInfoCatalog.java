@@ -41,7 +41,8 @@ public final class SqlInfoCatalog {
       SqlInfo.FLIGHT_SQL_SERVER_STATEMENT_TIMEOUT_VALUE,
       SqlInfo.FLIGHT_SQL_SERVER_TRANSACTION_TIMEOUT_VALUE,
       SqlInfo.SQL_IDENTIFIER_CASE_VALUE,
-      SqlInfo.SQL_IDENTIFIER_QUOTE_CHAR_VALUE);
+      SqlInfo.SQL_IDENTIFIER_QUOTE_CHAR_VALUE,
+      SqlInfo.SQL_SEARCH_STRING_ESCAPE_VALUE);
 
   private final String serverVersion;
   private final String arrowVersion;
@@ -113,7 +114,9 @@ public final class SqlInfoCatalog {
         .withFlightSqlServerStatementTimeout(0)
         .withFlightSqlServerTransactionTimeout(0)
         .withSqlIdentifierCase(SqlSupportedCaseSensitivity.SQL_CASE_SENSITIVITY_CASE_INSENSITIVE)
-        .withSqlIdentifierQuoteChar("\"");
+        .withSqlIdentifierQuoteChar("\"")
+        // The catalog filters' escape (CatalogResults.likeMatches): a client can ask for it.
+        .withSqlSearchStringEscape("\\");
     Capture capture = new Capture();
     builder.send(ids, capture);
     if (capture.failure != null) {

@@ -76,7 +76,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class GatewayServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(GatewayServer.class);
-  public static final String VERSION = "0.1.0";
+  /** The build's Maven version (until 2026-12-07 a constant that did not follow the pom). */
+  public static final String VERSION = buildVersion();
   /**
    * Decoded batches a stream may hold at once (the profile's "one bounded batch is resident"):
    * its producer reads the next segment only once the previous batch was written and freed.
@@ -97,9 +98,10 @@ public final class GatewayServer implements AutoCloseable {
   private final Bindings bindings;
   private final ConnectionBudget connections;
   private final Listeners server;
+  // The main thread and the shutdown hook may both close: the first closes, the other returns.
   private final AtomicInteger closed = new AtomicInteger();
   private final Operations ops;
-  private volatile boolean closedCleanly;
+  private volatile boolean closedCleanly; // written by the closing thread, read by main after it
 
   private GatewayServer(ResolvedConfig cfg, GatewayHooks hooks, StateDirectory state,
       StateLock stateLock, Operations ops) throws ConfigException, IOException {
@@ -350,6 +352,23 @@ public final class GatewayServer implements AutoCloseable {
     return ops;
   }
 
+  private static String buildVersion() {
+    try (var in = GatewayServer.class.getResourceAsStream("/transit-flight-version.properties")) {
+      java.util.Properties p = new java.util.Properties();
+      if (in != null) {
+        p.load(in);
+      }
+      String v = p.getProperty("version", "");
+      if (v.isBlank() || v.startsWith("$")) {
+        throw new IllegalStateException(
+            "the build wrote no version (transit-flight-version.properties)");
+      }
+      return v;
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   /** Stops accepting calls, lets running ones finish within a bound, then frees everything. */
   @Override
   public void close() {
@@ -357,6 +376,7 @@ public final class GatewayServer implements AutoCloseable {
       return;
     }
     ops.draining();
+    ops.endWatches(); // never ending by themselves, they would hold the listener's stop 10 s
     server.shutdown();
     boolean listenersStopped = false;
     try {

@@ -43,7 +43,7 @@ public final class GatewayMetrics implements AutoCloseable {
   private final Counter streamBatches = Counter.builder("transit.stream.batches")
       .description("record batches sent on DoGet result streams").register(registry);
   private final Timer journalCommits = Timer.builder("transit.journal.commit")
-      .description("journal (SQLite) commit latency").publishPercentileHistogram()
+      .description("journal commit latency (SQLite, or PostgreSQL's COMMIT round trip)").publishPercentileHistogram()
       .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofSeconds(10))
       .register(registry);
   /**

@@ -19,6 +19,8 @@ import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.GrpcMessage;
 import io.transit.flight.diagnostic.Outcome;
 import java.io.IOException;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -46,6 +48,9 @@ public final class Operations implements AutoCloseable {
   private final HealthStatusManager health = new HealthStatusManager();
   private final GatewayMetrics metrics = new GatewayMetrics();
   private final RpcObserver observer;
+  // The Watch calls open now: added and removed on their calls' threads, ended by the stopping
+  // thread (endWatches).
+  private final Set<EndableWatch<?, ?>> watches = ConcurrentHashMap.newKeySet();
   private volatile int metricsPort = -1;
   /** Set once the daemon served: only then may an edge have routed calls here. */
   private volatile boolean served;
@@ -79,7 +84,9 @@ public final class Operations implements AutoCloseable {
    * transport.health_watches_exhausted} with its trailer ({@code errors}).
    *
    * <p>Threads: calls start on the service executor; a Watch's permit is given back by its
-   * listener's {@code onComplete} or {@code onCancel} (the call's serialized executor), once.
+   * listener's {@code onComplete} or {@code onCancel} (the call's serialized executor), once. A
+   * Watch's outbound side (grpc-services' updates from whichever thread sets a status, and {@link
+   * #endWatches} from the stopping thread) is serialized by its {@link EndableWatch}.
    */
   public ServerServiceDefinition healthService(ErrorMapper errors) {
     Semaphore watches = new Semaphore(MAX_HEALTH_WATCHES);
@@ -110,15 +117,18 @@ public final class Operations implements AutoCloseable {
                   .withActions(Action.RETRY_LATER));
               return new ServerCall.Listener<>() {};
             }
+            EndableWatch<Q, R> watch = new EndableWatch<>(bounded);
             AtomicBoolean held = new AtomicBoolean(true);
             Runnable release = () -> {
               if (held.getAndSet(false)) {
+                Operations.this.watches.remove(watch);
                 watches.release();
               }
             };
+            Operations.this.watches.add(watch);
             ServerCall.Listener<Q> listener;
             try {
-              listener = next.startCall(bounded, headers);
+              listener = next.startCall(watch, headers);
             } catch (RuntimeException | Error e) {
               release.run();
               throw e;
@@ -190,6 +200,50 @@ public final class Operations implements AutoCloseable {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
+    }
+  }
+
+  /**
+   * Stopping thread, after {@link #draining}: ends every open {@code Watch} (OK, after its
+   * NOT_SERVING update), so the listener's stop does not wait its bound out for calls that never
+   * end by themselves (until 2026-12-07 one open Watch held every stop 10 s and then got
+   * CANCELLED).
+   */
+  public void endWatches() {
+    for (EndableWatch<?, ?> w : watches) {
+      w.end();
+    }
+  }
+
+  /**
+   * A Watch call whose sends and close are serialized, so that the stopping thread can end it
+   * while grpc-services may still send it an update; nothing is sent after the end.
+   */
+  private static final class EndableWatch<Q, R>
+      extends ForwardingServerCall.SimpleForwardingServerCall<Q, R> {
+    private boolean ended; // guarded by this
+
+    EndableWatch(ServerCall<Q, R> call) {
+      super(call);
+    }
+
+    @Override
+    public synchronized void sendMessage(R message) {
+      if (!ended) {
+        super.sendMessage(message);
+      }
+    }
+
+    @Override
+    public synchronized void close(Status status, Metadata trailers) {
+      if (!ended) {
+        ended = true;
+        super.close(status, trailers);
+      }
+    }
+
+    synchronized void end() {
+      close(Status.OK, new Metadata());
     }
   }
 

@@ -2,11 +2,12 @@ package io.transit.flight.server.sql;
 
 import com.google.protobuf.Any;
 import com.google.protobuf.Descriptors;
+import com.google.protobuf.DynamicMessage;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
-import java.util.Set;
+import java.util.Map;
 import java.util.stream.Collectors;
 import org.apache.arrow.flight.Action;
 import org.apache.arrow.flight.FlightConstants;
@@ -38,21 +39,28 @@ final class RequestBodies {
   }
 
   /** The full names of Flight SQL's command messages, known to Arrow's protocol descriptor. */
-  private static final Set<String> FLIGHT_SQL_COMMANDS = FlightSql.getDescriptor()
-      .getMessageTypes().stream()
-      .filter(t -> t.getName().startsWith("Command"))
-      .map(Descriptors.Descriptor::getFullName)
-      .collect(Collectors.toUnmodifiableSet());
+  private static final Map<String, Descriptors.Descriptor> FLIGHT_SQL_COMMANDS =
+      FlightSql.getDescriptor().getMessageTypes().stream()
+          .filter(t -> t.getName().startsWith("Command"))
+          .collect(Collectors.toUnmodifiableMap(Descriptors.Descriptor::getFullName, t -> t));
 
   /**
-   * A command the gateway does not serve must at least be a Flight SQL command (then it is
-   * UNIMPLEMENTED, after policy); any other type, an empty one included, is not a command of a
-   * known type.
+   * Every command other than a statement must be a Flight SQL command whose value parses as
+   * that command, before anything else is decided for it: a catalog command is then served, any
+   * other answered UNIMPLEMENTED after policy. Any other type, an empty one included, is not a
+   * command of a known type; a value that does not parse is no command either, whichever call
+   * carries it (GetSchema and GetFlightInfo answer it alike).
    */
   static void requireFlightSqlCommand(Any command) {
     String url = command.getTypeUrl();
-    if (!FLIGHT_SQL_COMMANDS.contains(url.substring(url.lastIndexOf('/') + 1))) {
+    Descriptors.Descriptor type = FLIGHT_SQL_COMMANDS.get(url.substring(url.lastIndexOf('/') + 1));
+    if (type == null) {
       throw invalid("the descriptor command is not a Flight SQL command");
+    }
+    try {
+      DynamicMessage.parseFrom(type, command.getValue());
+    } catch (InvalidProtocolBufferException | RuntimeException e) {
+      throw invalid("the command's value is not a valid " + type.getName());
     }
   }
 

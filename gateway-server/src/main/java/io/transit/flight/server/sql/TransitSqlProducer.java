@@ -149,10 +149,10 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
             RequestBodies.unpack(command, CommandStatementQuery.class), descriptor,
             caller, CallerContext.sequenceValues());
       }
+      RequestBodies.requireFlightSqlCommand(command);
       if (CatalogResults.isCatalogCommand(command)) {
         return metadata.getFlightInfo(command, descriptor, caller);
       }
-      RequestBodies.requireFlightSqlCommand(command);
       throw unimplementedAfterPolicy(caller, command.getTypeUrl());
     } catch (Throwable t) {
       throw errors.toGrpc(t);
@@ -168,10 +168,10 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
         return statements.getSchema(
             RequestBodies.unpack(command, CommandStatementQuery.class), caller);
       }
+      RequestBodies.requireFlightSqlCommand(command);
       if (CatalogResults.isCatalogCommand(command)) {
         return metadata.getSchema(command, caller);
       }
-      RequestBodies.requireFlightSqlCommand(command);
       throw unimplementedAfterPolicy(caller, command.getTypeUrl());
     } catch (Throwable t) {
       throw errors.toGrpc(t);

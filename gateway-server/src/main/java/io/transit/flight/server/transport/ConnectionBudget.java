@@ -40,6 +40,7 @@ public final class ConnectionBudget extends ServerTransportFilter implements Ser
 
   private final int max;
   private final ErrorMapper errors;
+  // Event loops (ready, terminated) and the service executor (calls): compare-and-set only.
   private final AtomicInteger live = new AtomicInteger();
   private final AtomicInteger peak = new AtomicInteger();
 
