@@ -3,7 +3,10 @@ package io.transit.flight.nativequery.embedded;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.transit.flight.crypto.DeclarationFingerprint;
 import io.transit.flight.crypto.Digests;
+import io.transit.flight.diagnostic.Action;
+import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.AccessUse;
 import io.transit.flight.nativequery.Planner;
@@ -24,8 +27,9 @@ import java.util.function.LongSupplier;
  * The upload state machine of one principal's namespaces: begin → parts in index order → seal
  * (digest over the assembled parts) → submit (bundle, proof, rights, publication and plan
  * checks). Each step either updates the journal and returns, or throws a {@link Rejection} that
- * the caller records as a REJECTED outcome. Called only inside a journal transaction (so on a
- * sending thread, serialized by the journal).
+ * the caller records as a REJECTED outcome; a command continuing an upload the history bound
+ * forgot throws {@code query.history_pruned} instead, recorded nowhere. Called only inside a
+ * journal transaction (so on a sending thread, serialized by the journal).
  */
 final class UploadValidator {
   /** A deterministic validation failure, recorded as REJECTED with its {@code query.<code>}. */
@@ -123,6 +127,16 @@ final class UploadValidator {
   private JournalStore.Upload upload(NativeCommand c, JournalStore.UploadState expected)
       throws SQLException {
     Optional<JournalStore.Upload> u = journal.upload(c.getPrincipal(), c.getNamespace());
+    if (u.isEmpty() && forgotten(c)) {
+      // A resumed chain whose begin replayed just before a sweep forgot the abandoned upload
+      // and the begin's record: pruned, as the begin would now be, unrecorded. Not a recorded
+      // rejection telling the caller to change a request that was fine (until 2026-12-07).
+      throw QueryCode.HISTORY_PRUNED.failure("the upload this command continues was forgotten")
+          .withOutcome(Outcome.UNKNOWN)
+          .withActions(Action.USE_NEXT_SEQUENCE)
+          .with(Fact.unsigned("sequence", c.getSequence()))
+          .with(Fact.unsigned("namespace", c.getNamespace()));
+    }
     if (u.isEmpty() || Long.compareUnsigned(c.getNamespace(), c.getSequence()) >= 0) {
       throw new Rejection(QueryCode.INVALID_COMMAND, "no upload was begun at namespace "
           + Long.toUnsignedString(c.getNamespace()));
@@ -132,6 +146,17 @@ final class UploadValidator {
           + " (expected: " + expected + ")");
     }
     return u.get();
+  }
+
+  /**
+   * True when {@code c}'s namespace is a used sequence from the principal's first on whose record
+   * is gone: every such sequence was recorded, so the history bound forgot it (Retention).
+   */
+  private boolean forgotten(NativeCommand c) throws SQLException {
+    long namespace = c.getNamespace();
+    return Long.compareUnsigned(namespace, options.firstSequence()) >= 0
+        && Long.compareUnsigned(namespace, c.getSequence()) < 0
+        && journal.command(c.getPrincipal(), namespace).isEmpty();
   }
 
   private void part(NativeCommand c) throws SQLException {

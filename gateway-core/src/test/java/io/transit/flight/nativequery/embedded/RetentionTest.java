@@ -441,6 +441,35 @@ class RetentionTest {
     assertEquals(0, engine.sweepRetention().forgotten(), "nothing more is past the bound");
   }
 
+  /**
+   * The window between a resumed chain's replayed begin and its first command never sent: a
+   * sweep that forgets the abandoned upload there leaves that command pruned, unrecorded, not a
+   * recorded rejection telling the caller to change a request that was fine (until 2026-12-07).
+   */
+  @Test
+  void aResumedChainWhoseUploadIsForgottenAfterItsBeginReplayedIsPrunedNotRejected()
+      throws Exception {
+    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
+        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+    long begin = engine.nextSequence(PRINCIPAL);
+    List<SignedCommand> chain = chain(begin,
+        bundle(demo.get(0).declaration(), SMALL, roomyBudgets()), 200);
+    assertTrue(chain.size() > 3, "a begin, parts and a seal before the submit");
+    sendAll(chain.subList(0, 2), CommandOutcome.Kind.ACCEPTED);
+    Thread.sleep(1_500);
+    assertEquals(CommandOutcome.Kind.ACCEPTED, engine.send(chain.get(0)).getKind(), "replayed");
+    assertEquals(1, engine.sweepRetention().forgotten(), "the abandoned upload, records and all");
+    long next = engine.nextSequence(PRINCIPAL);
+    assertEquals(begin + 2, next);
+
+    GatewayException e = assertThrows(GatewayException.class, () -> engine.send(chain.get(2)));
+    assertEquals(QueryCode.HISTORY_PRUNED, e.queryCode());
+    assertEquals(Outcome.UNKNOWN, e.outcome());
+    assertEquals(List.of(Action.USE_NEXT_SEQUENCE), e.actions());
+    assertEquals(next, engine.nextSequence(PRINCIPAL), "nothing recorded, no sequence spent");
+    assertEquals(SMALL_ROWS, run(SMALL).getTotalRows());
+  }
+
   @Test
   void refusalsNamingNoUploadArePastTheHistoryAgeForgottenAndTheirRetryIsRefused()
       throws Exception {
