@@ -106,6 +106,22 @@ class ExecutionLeaseTest {
    * then {@code delayMillis}; leases are renewed or not (a stalled replica renews nothing).
    */
   private static CommandFaults stallUntil(BooleanSupplier until, long delayMillis, boolean renew) {
+    return faults(() -> {
+      long end = System.nanoTime() + WAIT_NANOS;
+      while (!until.getAsBoolean() && System.nanoTime() - end < 0) {
+        try {
+          Thread.sleep(20);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return 0;
+        }
+      }
+      return delayMillis;
+    }, renew);
+  }
+
+  /** Test faults: each query's execution thread first runs {@code delay}, which says how long. */
+  private static CommandFaults faults(java.util.function.LongSupplier delay, boolean renew) {
     return new CommandFaults() {
       @Override
       public boolean fail(Point point, NativeCommand command) {
@@ -114,16 +130,7 @@ class ExecutionLeaseTest {
 
       @Override
       public long executionDelayMillis() {
-        long end = System.nanoTime() + WAIT_NANOS;
-        while (!until.getAsBoolean() && System.nanoTime() - end < 0) {
-          try {
-            Thread.sleep(20);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return 0;
-          }
-        }
-        return delayMillis;
+        return delay.getAsLong();
       }
 
       @Override
@@ -330,26 +337,13 @@ class ExecutionLeaseTest {
     AtomicBoolean release = new AtomicBoolean();
     // The execution thread waits, deaf to interrupts, until released: neither the drain nor a
     // cancel inside DuckDB stops it (a thread stuck in native code or a slow store behaves so).
-    CommandFaults deaf = new CommandFaults() {
-      @Override
-      public boolean fail(Point point, NativeCommand command) {
-        return false;
+    CommandFaults deaf = faults(() -> {
+      long end = System.nanoTime() + WAIT_NANOS;
+      while (!release.get() && System.nanoTime() - end < 0) {
+        java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
       }
-
-      @Override
-      public long executionDelayMillis() {
-        long end = System.nanoTime() + WAIT_NANOS;
-        while (!release.get() && System.nanoTime() - end < 0) {
-          java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
-        }
-        return 0;
-      }
-
-      @Override
-      public boolean runsEarly() {
-        return false;
-      }
-    };
+      return 0;
+    }, true);
     EmbeddedEngine a = open(deaf, Duration.ofMinutes(5), Duration.ofMinutes(1),
         Duration.ofMillis(200), demo);
     long correlation = submit(a);

@@ -143,6 +143,12 @@ class RetentionTest {
         () -> engine.readSegment(access(), s.getCorrelation(), 0, 1L << 30)).kind());
   }
 
+  /** An engine whose result age and history age are both 1 s (the sweeps' tests). */
+  private void openWithOneSecondBounds() throws Exception {
+    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
+        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+  }
+
   @Test
   void theOldestResultsPastTheByteBoundAreReleasedAndOnlyUnreferencedFilesGo() throws Exception {
     open(EngineOptions.defaults());
@@ -317,8 +323,7 @@ class RetentionTest {
   void aStatementPastTheHistoryAgeIsForgottenAndItsRetryIsRefusedNeverRunAgain() throws Exception {
     // Both bounds 1 s: the old statement is past them at the sweep, the young one (finished
     // just before it) is not, with room for a slow host.
-    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
-        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+    openWithOneSecondBounds();
     RequestBundle oldBundle = bundle(demo.get(0).declaration(), INLINE, roomyBudgets());
     List<SignedCommand> old = chain(engine.nextSequence(PRINCIPAL), oldBundle, 200);
     QueryStatus first = runChain(old);
@@ -371,8 +376,7 @@ class RetentionTest {
    */
   @Test
   void aFinishedStatementsBeginGoesEvenWhenItsOlderRunIsNotProvablyItsOwn() throws Exception {
-    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
-        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+    openWithOneSecondBounds();
     List<SignedCommand> old = chain(engine.nextSequence(PRINCIPAL),
         bundle(demo.get(0).declaration(), INLINE, roomyBudgets()), 200);
     runChain(old);
@@ -399,8 +403,7 @@ class RetentionTest {
   @Test
   void uploadsNeverSubmittedArePastTheHistoryAgeForgottenAndTheirRetryIsRefused()
       throws Exception {
-    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
-        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+    openWithOneSecondBounds();
     // One chain stops after its first part (open), one before its submit (sealed), one at a
     // submit that is refused (its bundle's digest differs from the sealed one).
     List<SignedCommand> open = chain(engine.nextSequence(PRINCIPAL),
@@ -449,8 +452,7 @@ class RetentionTest {
   @Test
   void aResumedChainWhoseUploadIsForgottenAfterItsBeginReplayedIsPrunedNotRejected()
       throws Exception {
-    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
-        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+    openWithOneSecondBounds();
     long begin = engine.nextSequence(PRINCIPAL);
     List<SignedCommand> chain = chain(begin,
         bundle(demo.get(0).declaration(), SMALL, roomyBudgets()), 200);
@@ -473,8 +475,7 @@ class RetentionTest {
   @Test
   void refusalsNamingNoUploadArePastTheHistoryAgeForgottenAndTheirRetryIsRefused()
       throws Exception {
-    open(EngineOptions.defaults().withRetention(new RetentionPolicy(Duration.ofSeconds(1),
-        1L << 40, Duration.ofHours(1), Duration.ofSeconds(1))));
+    openWithOneSecondBounds();
     // A part naming a namespace no upload holds, and a begin whose namespace is not its own
     // sequence: refused, with no upload to be forgotten with.
     long at = engine.nextSequence(PRINCIPAL);
