@@ -117,6 +117,15 @@ def test_a_flight_sql_command_whose_value_does_not_parse_is_refused_by_every_cal
             code, _, diag = C.failure(calls["GetFlightInfo"], flightsql.flight_descriptor(command),
                                       metadata=d.auth(), timeout=30)
             assert code == grpc.StatusCode.UNIMPLEMENTED, (code, diag)
+    # A type URL's prefix before its last "/" is any text: the answer names the command, never
+    # echoes the prefix (until 2026-12-07 it came back whole, unescaped, in message and fact).
+    url = ("\u00ff" * 300 + "/arrow.flight.protocol.sql.CommandGetXdbcTypeInfo").encode()
+    command = b"\x0a" + bytes([len(url) & 0x7F | 0x80, len(url) >> 7]) + url
+    code, message, diag = C.failure(calls["GetFlightInfo"], flightsql.flight_descriptor(command),
+                                    metadata=d.auth(), timeout=30)
+    assert code == grpc.StatusCode.UNIMPLEMENTED, (code, diag)
+    assert "\u00ff" not in diag["message"] and "\\x" not in diag["message"], diag["message"]
+    assert {"name": "operation", "kind": "text", "value": "CommandGetXdbcTypeInfo"} in diag["facts"]
     ch.close()
     C.healthy_query(d)
 

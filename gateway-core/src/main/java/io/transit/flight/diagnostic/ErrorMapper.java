@@ -178,6 +178,12 @@ public final class ErrorMapper {
     // JVM's own error (Netty's direct memory; the heap's ends the process, ExitOnOutOfMemoryError).
     int depth = 0;
     for (Throwable c = t; c != null && depth < 8; c = c.getCause(), depth++) {
+      if (c instanceof GatewayException mine) {
+        // A status this mapper made (its cause is the failure it mapped): given back as it was,
+        // even when that failure's own cause is an allocation refusal (mapping twice changes
+        // nothing; until 2026-12-07 such a status became flight.allocation).
+        return gatewayFailure(mine);
+      }
       if (c instanceof org.apache.arrow.memory.OutOfMemoryException oom) {
         return allocationFailure(oom,
             "an Arrow allocation exceeded its allocator's configured limit");

@@ -163,4 +163,21 @@ class ErrorMapperTest {
     assertTrue(s.getStatus().getDescription().endsWith(GrpcMessage.TRUNCATION_MARKER));
     assertEquals(message, JSON.readTree(s.getTrailers().get(ErrorMapper.TRAILER)).get("message").asText());
   }
+
+  @Test
+  void aStatusMadeFromAFailureWhoseCauseIsAnAllocationRefusalMapsBackUnchanged() {
+    GatewayException unknown = new GatewayException(Cause.UNKNOWN_OUTCOME,
+        "admission.unknown_outcome", "outcome unknown",
+        new RuntimeException("send", new org.apache.arrow.memory.OutOfMemoryException("limit")));
+    StatusRuntimeException once = mapper.toGrpc(unknown);
+    assertEquals(Status.Code.UNAVAILABLE, once.getStatus().getCode());
+    StatusRuntimeException twice = mapper.toGrpc(once);
+    assertEquals(once.getStatus().getDescription(), twice.getStatus().getDescription());
+    assertEquals("admission.unknown_outcome", ErrorMapper.gatewayFailure(once).code(),
+        "not flight.allocation");
+    // A refusal on its own still is one.
+    assertEquals("flight.allocation", ErrorMapper.gatewayFailure(
+        new RuntimeException("wrapped", new org.apache.arrow.memory.OutOfMemoryException("limit")))
+        .code());
+  }
 }

@@ -262,7 +262,10 @@ final class QueryRunner {
         throw new SegmentStore.Unavailable("open_files", e);
       }
       log.warn("query {} failed in execution", Long.toUnsignedString(correlation), e);
-      failed(done, QueryCode.INTERNAL.failure("execution failed: " + e.getClass().getSimpleName()));
+      // Recorded and replayed to every retry: a fixed text, the cause only in the log (until
+      // 2026-12-07 the exception's class name, a library's internal, went to the caller).
+      failed(done, QueryCode.INTERNAL.failure("execution failed; the gateway's log has the cause"
+          + " (query " + Long.toUnsignedString(correlation) + ")"));
     }
     // Outside the try: a journal failure at the terminal commit is not the query's failure.
     return ok != null

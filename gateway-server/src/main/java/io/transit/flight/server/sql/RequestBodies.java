@@ -50,8 +50,11 @@ final class RequestBodies {
    * other answered UNIMPLEMENTED after policy. Any other type, an empty one included, is not a
    * command of a known type; a value that does not parse is no command either, whichever call
    * carries it (GetSchema and GetFlightInfo answer it alike).
+   *
+   * @return the command's Flight SQL name ({@code CommandGetXdbcTypeInfo}): what an answer may
+   *     name, never the caller's type URL, whose prefix before the last {@code /} is any text
    */
-  static void requireFlightSqlCommand(Any command) {
+  static String requireFlightSqlCommand(Any command) {
     String url = command.getTypeUrl();
     Descriptors.Descriptor type = FLIGHT_SQL_COMMANDS.get(url.substring(url.lastIndexOf('/') + 1));
     if (type == null) {
@@ -62,6 +65,7 @@ final class RequestBodies {
     } catch (InvalidProtocolBufferException | RuntimeException e) {
       throw invalid("the command's value is not a valid " + type.getName());
     }
+    return type.getName();
   }
 
   /** {@code command}'s value as {@code type}; the caller checked {@code command.is(type)}. */

@@ -149,11 +149,11 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
             RequestBodies.unpack(command, CommandStatementQuery.class), descriptor,
             caller, CallerContext.sequenceValues());
       }
-      RequestBodies.requireFlightSqlCommand(command);
+      String name = RequestBodies.requireFlightSqlCommand(command);
       if (CatalogResults.isCatalogCommand(command)) {
         return metadata.getFlightInfo(command, descriptor, caller);
       }
-      throw unimplementedAfterPolicy(caller, command.getTypeUrl());
+      throw unimplementedAfterPolicy(caller, name);
     } catch (Throwable t) {
       throw errors.toGrpc(t);
     }
@@ -168,11 +168,11 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
         return statements.getSchema(
             RequestBodies.unpack(command, CommandStatementQuery.class), caller);
       }
-      RequestBodies.requireFlightSqlCommand(command);
+      String name = RequestBodies.requireFlightSqlCommand(command);
       if (CatalogResults.isCatalogCommand(command)) {
         return metadata.getSchema(command, caller);
       }
-      throw unimplementedAfterPolicy(caller, command.getTypeUrl());
+      throw unimplementedAfterPolicy(caller, name);
     } catch (Throwable t) {
       throw errors.toGrpc(t);
     }
