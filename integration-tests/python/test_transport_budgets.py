@@ -188,11 +188,13 @@ def _unread_do_get(d, ticket: bytes):
         d.port, C.DO_GET, d.auth())])
     conn.send_data(sid, H.grpc_frame(C.ticket_message(ticket)), end_stream=True)
     s.sendall(conn.data_to_send())
-    # Its first data: the stream is open and its batch handed to gRPC.
-    for _, frame in H.frames(s, 30, "the stream's first data"):
+    # Its first data: the stream is open and its batch handed to gRPC. The same reader goes on
+    # to its reset: a new one would start mid-frame, after what this one already buffered.
+    frames = H.frames(s, 60, "the stream's first data, then its reset")
+    for _, frame in frames:
         if isinstance(frame, DataFrame) and frame.stream_id == sid:
             break
-    return s, sid
+    return s, sid, frames
 
 
 def test_a_stream_whose_end_is_not_read_keeps_its_share_until_reset(daemon_with):
@@ -212,15 +214,15 @@ def test_a_stream_whose_end_is_not_read_keeps_its_share_until_reset(daemon_with)
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, diag
         assert diag["code"] == "flight.caller_streams_exhausted", diag
         # credit_stall_ms after the close: each call is reset (RST_STREAM CANCEL, 8).
-        for s, sid in unread:
+        for s, sid, frames in unread:
             reset = None
-            for _, frame in H.frames(s, 30, "RST_STREAM"):
+            for _, frame in frames:
                 if isinstance(frame, RstStreamFrame) and frame.stream_id == sid:
                     reset = frame.error_code
                     break
             assert reset == 8, reset
     finally:
-        for s, _ in unread:
+        for s, _, _ in unread:
             s.close()
     # Both shares came back with the resets: the ticket reads whole.
     assert C.drain(ch, d, "primitive", ticket) >= 2

@@ -13,7 +13,12 @@ import java.util.regex.Pattern;
  * doubled inside; a backslash is an ordinary character), {@code "..."} identifiers (a quote
  * doubled inside) and {@code `...`} identifiers — and refuses, in microseconds, text longer,
  * with more tokens, more brackets or deeper nesting than the bounds below, whatever its comments
- * hide: the parser's time grows steeply with nesting (roughly depth cubed) and bracket count.
+ * hide: the parser's time grows steeply with nesting (roughly depth cubed) and bracket count. It
+ * also refuses, as outside the profile, the words that open the parser's exponential shapes:
+ * {@code CASE}, and a second {@code SELECT} (a subquery, a set operation, a second statement).
+ * Within the bounds those took seconds to minutes to parse in a hundred characters, and a parse
+ * abandoned at {@code compile_timeout_ms} stopped only at the parser's next check, up to 8× later
+ * (2026-12-07).
  *
  * <p>Lexical forms whose extent this pass cannot be sure to judge as the parser does (string
  * prefixes other than {@code N}, such as Oracle's {@code q'[...]'}, and {@code $}-quoting) are
@@ -75,6 +80,8 @@ final class SqlGuard {
     int maxDepth = 0;
     int brackets = 0;
     boolean afterNot = false; // the previous token was the word NOT
+    int selects = 0;
+    boolean setOperation = false; // UNION, INTERSECT or EXCEPT seen
     int i = 0;
     while (i < n) {
       char c = sql.charAt(i);
@@ -127,6 +134,19 @@ final class SqlGuard {
           i++;
         }
         not = i - start == 3 && sql.regionMatches(true, start, "NOT", 0, 3);
+        if (word(sql, start, i, "CASE")) {
+          // Outside the profile, and the parser's slowest shape: ~100 characters of nested CASE
+          // or parentheses after one keep it busy for seconds, past any abandonment in time.
+          throw SafeText.unsupported("unsupported: CASE");
+        }
+        setOperation |= word(sql, start, i, "UNION") || word(sql, start, i, "INTERSECT")
+            || word(sql, start, i, "EXCEPT");
+        if (word(sql, start, i, "SELECT") && ++selects > 1) {
+          // A subquery, a set operation or a second statement: each outside the profile, and
+          // nested subqueries parse in exponential time (a dozen levels: seconds to minutes).
+          throw SafeText.unsupported(setOperation ? "unsupported: UNION, INTERSECT or EXCEPT"
+              : "unsupported: a subquery or a second SELECT");
+        }
         if (not && afterNot) {
           // DuckDB reads NOT NOT p as NOT (NOT p); the parser refuses it, or reads the first NOT
           // as applying to the column. One reading for every form: refused, with the spelling
@@ -155,6 +175,11 @@ final class SqlGuard {
       throw tooComplex("brackets", MAX_BRACKETS, brackets);
     }
     return new String(out);
+  }
+
+  /** True when {@code sql[start, end)} is the word {@code upper}, in any case. */
+  private static boolean word(String sql, int start, int end, String upper) {
+    return end - start == upper.length() && sql.regionMatches(true, start, upper, 0, end - start);
   }
 
   /** Index of the line break ending a line comment (or the end of the text). */

@@ -37,6 +37,29 @@ class SqlGuardTest {
     return "(".repeat(depth) + "id = 2" + ")".repeat(depth);
   }
 
+  /**
+   * The parser's exponential shapes, each about a hundred characters within every bound: nested
+   * CASE and subqueries took seconds to minutes to parse (2026-12-07, an audit of the compiler),
+   * and an abandoned parse stopped only at the parser's next check. Refused before parsing, as
+   * outside the profile; a word that merely contains them, or quoted text, is not.
+   */
+  @Test
+  void caseAndASecondSelectAreRefusedBeforeParsing() {
+    refused(HEAD + "((CASE ".repeat(16), "query.unsupported");
+    refused(HEAD + "CASE (((((", "query.unsupported");
+    refused("SELECT CASE WHEN id = 1 THEN 1 ELSE 0 END FROM t", "query.unsupported");
+    GatewayException sub = refused(HEAD + "fare IN (SELECT ".repeat(14) + "1" + ")".repeat(14),
+        "query.unsupported");
+    assertEquals("unsupported: a subquery or a second SELECT", sub.getMessage());
+    assertEquals("unsupported: UNION, INTERSECT or EXCEPT",
+        refused("SELECT id FROM t UNION SELECT id FROM t", "query.unsupported").getMessage());
+    refused("SELECT id FROM t; select id FROM t", "query.unsupported");
+    for (String fine : new String[] {HEAD + "case_id = 1", HEAD + "\"case\" = 1",
+        HEAD + "s = 'CASE SELECT'", HEAD + "id = 1 -- SELECT CASE", "SELECT selector FROM t"}) {
+      SqlGuard.check(fine);
+    }
+  }
+
   @Test
   void nestingAtTheBoundPassesOneMoreIsRefusedWithTheFigure() {
     SqlGuard.check(HEAD + nested(SqlGuard.MAX_NESTING));
