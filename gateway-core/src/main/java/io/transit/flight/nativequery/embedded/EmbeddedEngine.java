@@ -927,9 +927,9 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   /**
    * Cancels the statements inside DuckDB until the execution threads have stopped or {@code
    * deadline} passed: a Java interrupt does not reach a native query, and a statement marked
-   * running just before it executes escapes one cancel, so it is asked again every slice.
+   * running just before it executes escapes one cancel, so it is asked again every slice. True
+   * once every execution thread ended; false when some still ran at {@code deadline}.
    */
-  /** True once every execution thread ended; false when some still ran at {@code deadline}. */
   private boolean cancelUntilStopped(long deadline) throws InterruptedException {
     boolean logged = false;
     do {
