@@ -55,7 +55,10 @@ public final class CallEnds implements ServerInterceptor {
       this.reset = reset;
     }
 
-    /** Completes (never fails) once gRPC reports the call over: completed or cancelled. */
+    /**
+     * Completes (never fails) once the call's stream ends at the transport, or gRPC reports the
+     * call completed or cancelled, whichever comes first.
+     */
     public CompletionStage<Void> ended() {
       return ended;
     }
