@@ -165,10 +165,10 @@ public final class QueryCompiler {
     }
     if (statement instanceof Select s) {
       throw SafeText.unsupported("unsupported: " + (s.getWithItemsList() != null
-          ? "WITH" : "query form " + s.getClass().getSimpleName()));
+          ? "WITH" : "query form " + sqlWords(s, "Select")));
     }
     throw SafeText.unsupported(
-        "unsupported: only SELECT is supported, not " + statement.getClass().getSimpleName());
+        "unsupported: only SELECT is supported, not " + sqlWords(statement, "Statement"));
   }
 
   private static void rejectClauses(PlainSelect s) {
@@ -388,7 +388,19 @@ public final class QueryCompiler {
     } else if (e instanceof Column) {
       return "column";
     }
-    String kind = e.getClass().getSimpleName();
-    return kind.endsWith("Value") ? "constant" : "expression " + kind;
+    return e.getClass().getSimpleName().endsWith("Value")
+        ? "constant" : "expression " + sqlWords(e, "Expression");
+  }
+
+  /**
+   * A parser node's kind in SQL's words ({@code CreateTable} reads {@code CREATE TABLE}, {@code
+   * IntervalExpression} {@code INTERVAL}): the caller wrote SQL, not the parser's class names.
+   */
+  static String sqlWords(Object node, String suffix) {
+    String name = node.getClass().getSimpleName();
+    if (name.endsWith(suffix) && name.length() > suffix.length()) {
+      name = name.substring(0, name.length() - suffix.length());
+    }
+    return name.replaceAll("(?<=[a-z0-9])(?=[A-Z])", " ").toUpperCase(Locale.ROOT);
   }
 }

@@ -392,6 +392,16 @@ public class QueryCompilerTest {
     unsupported(sql, TABLE);
   }
 
+  @ParameterizedTest
+  @CsvSource(delimiter = '|', value = {
+      "INSERT INTO trips (id) VALUES (1)|only SELECT is supported, not INSERT",
+      "CREATE TABLE x (a INT)|only SELECT is supported, not CREATE TABLE",
+      "SELECT id FROM trips WHERE id = INTERVAL '1' DAY|expression INTERVAL"})
+  void anUnsupportedFormIsNamedInSqlsWordsNotTheParsersClasses(String sql, String named) {
+    GatewayException e = unsupported(sql, TABLE);
+    assertTrue(e.getMessage().contains(named), e.getMessage());
+  }
+
   @Test
   void deepNestingIsRefusedQuickly() {
     String deep = "SELECT id FROM trips WHERE " + "(".repeat(40) + "id = 1" + ")".repeat(40);
