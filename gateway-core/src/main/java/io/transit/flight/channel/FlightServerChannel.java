@@ -276,10 +276,11 @@ public final class FlightServerChannel {
           name, open.get(), cancelled, terminalSent, error);
       return false;
     }
+    // Built before the terminal is marked: a mapping that fails (an Error too) still ends the
+    // stream with INTERNAL, where until 2026-12-07 it left the client waiting for a status.
+    RuntimeException mapped = map(error);
     terminalSent = true;
-    // Whatever the failure (a defect's exception too), a written batch makes the read a prefix.
-    listener.error(map(batchWritten
-        ? ErrorMapper.gatewayFailure(error).withOutcome(Outcome.INCOMPLETE) : error));
+    listener.error(mapped);
     return true;
   }
 
@@ -386,8 +387,7 @@ public final class FlightServerChannel {
       if (!terminalSent && !cancelled) {
         terminalSent = true;
         try {
-          listener.error(map(batchWritten
-              ? closedFailure().withOutcome(Outcome.INCOMPLETE) : closedFailure()));
+          listener.error(map(closedFailure()));
         } catch (Throwable t) {
           LOG.warn("{}: ending an unterminated call failed", name, t);
         }
@@ -421,13 +421,18 @@ public final class FlightServerChannel {
     }
   }
 
+  /**
+   * T_exec: the client's exception for {@code error}; never throws. Whatever the failure (a
+   * defect's exception too), a written batch makes the read a prefix ({@code incomplete}).
+   */
   private RuntimeException map(Throwable error) {
     try {
-      RuntimeException mapped = errorMapper.apply(error);
+      RuntimeException mapped = errorMapper.apply(batchWritten
+          ? ErrorMapper.gatewayFailure(error).withOutcome(Outcome.INCOMPLETE) : error);
       if (mapped != null) {
         return mapped;
       }
-    } catch (RuntimeException e) {
+    } catch (Throwable e) { // an Error too: the stream must still end with a status
       LOG.error("{}: error mapper failed", name, e);
     }
     return Status.INTERNAL.withDescription("stream failed").asRuntimeException();

@@ -21,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import org.apache.arrow.flight.CallOptions;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.FlightRuntimeException;
@@ -85,6 +86,8 @@ final class FlightFixture implements AutoCloseable {
   volatile Consumer<InterceptingListener> configure = l -> {};
   /** The next streams' call end (gRPC's onComplete or onCancel, as a server would pass it). */
   volatile CompletableFuture<Void> callEnded = CompletableFuture.completedFuture(null);
+  /** The channel's error mapper; a test may give it one that fails. */
+  volatile Function<Throwable, RuntimeException> mapper = ERRORS::toGrpc;
 
   FlightFixture(int execThreads, StreamLimits limits) throws Exception {
     pool = new StreamExecutorPool("t-exec", execThreads);
@@ -224,7 +227,7 @@ final class FlightFixture implements AutoCloseable {
       FlightServerChannel channel;
       AtomicInteger releases = new AtomicInteger();
       try {
-        channel = registry.open(listener, ERRORS::toGrpc, releases::incrementAndGet, callEnded);
+        channel = registry.open(listener, mapper, releases::incrementAndGet, callEnded);
       } catch (GatewayException e) {
         listener.error(map(e));
         return;

@@ -164,6 +164,36 @@ class FlightServerChannelScenarioTest {
   }
 
   /**
+   * A mapper that fails, with an exception or an Error, still ends the call: INTERNAL, exactly
+   * once. Until 2026-12-07 an Error (an assertion, a stack overflow) escaped after the terminal
+   * was marked and the client waited for a status until its deadline.
+   */
+  @Test
+  void s2_aFailingErrorMapperStillEndsTheCallWithInternal() throws Exception {
+    for (RuntimeException orError : new RuntimeException[] {new IllegalStateException("x"), null}) {
+      try (FlightFixture fx = new FlightFixture()) {
+        fx.mapper = t -> {
+          if (orError != null) {
+            throw orError;
+          }
+          throw new AssertionError("a mapper's defect");
+        };
+        fx.script = side -> fx.handler.produce(side.channel, ch -> {
+          fx.handler.sendResponseBatch(ch, batch(ch.allocator(), 2));
+          throw new IllegalArgumentException("the producer failed");
+        });
+        FlightFixture.ClientResult result = fx.read(-1);
+        FlightFixture.ServerSide side = fx.nextOpened();
+        fx.awaitQuiet();
+        assertEquals(2, result.rows());
+        assertEquals(FlightStatusCode.INTERNAL, result.error().status().code());
+        assertEquals("stream failed", result.error().status().description());
+        assertEndedOnce(side);
+      }
+    }
+  }
+
+  /**
    * An abort from outside the producer (the data deadline's timer, the shutdown) after batches
    * were written: the client holds a prefix, so the outcome is incomplete whatever the cause's
    * own (a deadline's is unknown). Until 2026-12-06 only the producer's own failures said so.
