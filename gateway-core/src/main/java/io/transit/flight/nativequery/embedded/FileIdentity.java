@@ -50,6 +50,13 @@ record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest, lon
   private static final byte[] ARROW_MAGIC = {'A', 'R', 'R', 'O', 'W', '1'};
   /** How much of a CSV file's head and tail is digested. */
   static final int CSV_EDGE_BYTES = 64 * 1024;
+  /**
+   * The longest footer a file may declare. Real footers (the schema, the row groups' statistics)
+   * are kilobytes to a few megabytes; the declared length is only the file's word.
+   */
+  static final long MAX_FOOTER_BYTES = 256L << 20;
+  /** The footer is hashed in pieces of this size. */
+  static final int DIGEST_CHUNK_BYTES = 64 * 1024;
   /** How old a ctime must be, when the identity is taken, to stand for the bytes. */
   static final long SETTLED_NANOS = 1_000_000_000L;
   private static final String ATTRIBUTES = "unix:isRegularFile,size,lastModifiedTime,ctime,fileKey";
@@ -175,8 +182,19 @@ record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest, lon
     if (footer > size - trailer - magic.length) {
       throw new IOException(file.getFileName() + " declares a footer longer than the file");
     }
+    if (footer > MAX_FOOTER_BYTES) {
+      throw new IOException(file.getFileName() + " declares a footer of " + footer
+          + " bytes, over the " + MAX_FOOTER_BYTES + " this gateway reads");
+    }
+    // In pieces: the length is the file's word (until 2026-12-07 one heap buffer of that size).
     MessageDigest md = Digests.sha256();
-    md.update(read(ch, size - trailer - footer, (int) (footer + trailer)));
+    ByteBuffer chunk = ByteBuffer.allocate(DIGEST_CHUNK_BYTES);
+    long end = size;
+    for (long at = size - trailer - footer; at < end; at += chunk.limit()) {
+      chunk.clear().limit((int) Math.min(DIGEST_CHUNK_BYTES, end - at));
+      fill(ch, chunk, at);
+      md.update(chunk.flip());
+    }
     return md.digest();
   }
 
@@ -193,11 +211,17 @@ record FileIdentity(Path path, long size, long modifiedNanos, byte[] digest, lon
 
   private static ByteBuffer read(FileChannel ch, long position, int length) throws IOException {
     ByteBuffer b = ByteBuffer.allocate(length);
+    fill(ch, b, position);
+    return b.flip();
+  }
+
+  /** Fills {@code b}'s remaining bytes from the file at {@code position}. */
+  private static void fill(FileChannel ch, ByteBuffer b, long position) throws IOException {
+    long start = position - b.position();
     while (b.hasRemaining()) {
-      if (ch.read(b, position + b.position()) < 0) {
+      if (ch.read(b, start + b.position()) < 0) {
         throw new IOException("the file ended while its trailer was read");
       }
     }
-    return b.flip();
   }
 }

@@ -423,6 +423,27 @@ class InPlaceScanTest {
         () -> FileIdentity.of(data.resolve("not.parquet"), "parquet"));
   }
 
+  @Test
+  void aFooterDeclaredLongerThanAnyRealOneIsRefusedWithoutReadingIt() throws Exception {
+    // Sparse files whose trailers declare a footer of 2 GiB and of 4 GiB less 16 bytes: until
+    // 2026-12-07 the digest read it into one heap buffer (the first ended the daemon with an
+    // OutOfMemoryError, the second overflowed into IllegalArgumentException).
+    for (long footer : new long[] {0x7FFF_FFF0L, 0xFFFF_FFF0L}) {
+      Path hostile = data.resolve("hostile.parquet");
+      try (RandomAccessFile raf = new RandomAccessFile(hostile.toFile(), "rw")) {
+        raf.write(new byte[] {'P', 'A', 'R', '1'});
+        raf.setLength(4 + footer + 8);
+        raf.seek(4 + footer);
+        raf.write(new byte[] {(byte) footer, (byte) (footer >> 8), (byte) (footer >> 16),
+            (byte) (footer >> 24), 'P', 'A', 'R', '1'});
+      }
+      java.io.IOException e = assertThrows(java.io.IOException.class,
+          () -> FileIdentity.of(hostile, "parquet"));
+      assertTrue(e.getMessage().contains("declares a footer of " + footer), e.getMessage());
+      Files.delete(hostile);
+    }
+  }
+
   private static List<Path> list(Path dir) throws Exception {
     try (Stream<Path> s = Files.list(dir)) {
       return s.sorted().toList();
