@@ -10,6 +10,7 @@ import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.nativequery.Planner;
+import io.transit.flight.nativequery.Publication;
 import io.transit.flight.proto.CellState;
 import io.transit.flight.proto.OutputColumn;
 import io.transit.flight.proto.QueryStatus;
@@ -25,6 +26,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.locks.Lock;
 import java.util.function.BooleanSupplier;
 import org.apache.arrow.memory.BufferAllocator;
@@ -439,6 +441,13 @@ final class QueryRunner {
    */
   Computed compute(byte[] bundleSha256, RequestBundle bundle, String allocatorName,
       Control control) throws SQLException, IOException {
+    // The query may be older than the publication served now: one admitted before a republish
+    // and resumed or taken over after it must not scan the new files under its old declaration.
+    Optional<Publication> served = tables.publication(bundle.getTable().getObjectId());
+    if (served.isEmpty() || !served.get().declaration().equals(bundle.getTable())) {
+      throw QueryCode.SOURCE_UNAVAILABLE.failure(
+          "the table is no longer published with the query's declaration");
+    }
     String sql = bundle.getSql().toString(StandardCharsets.UTF_8);
     QueryPlan plan = planner.plan(sql, bundle.getTable());
     PlanTranslator.validate(plan, bundle.getTable());

@@ -391,4 +391,28 @@ class EmbeddedEngineResultTest {
     // The submit replays its recorded outcome with the same correlation.
     assertEquals(correlation, engine.send(chain.get(chain.size() - 1)).getCorrelation());
   }
+
+  @Test
+  void anAcceptedQueryResumedAfterItsTableWasRepublishedFailsInsteadOfScanningTheNewFiles()
+      throws Exception {
+    open(EngineOptions.defaults().withDeferExecution(true));
+    long first = engine.nextSequence(PRINCIPAL);
+    long correlation = admit(engine, first, bundle(table(0), SUMS, roomyBudgets()));
+    assertEquals(QueryStatus.State.ACCEPTED,
+        engine.awaitQuery(access(), correlation, System.nanoTime()).getState());
+    closeWithoutLeaks(engine);
+    // Restarted with the Table republished: the same object id, another version of its data.
+    List<Publication> republished = new ArrayList<>(demo);
+    TableDeclaration old = table(0);
+    republished.set(0, demo.get(0).withDeclaration(
+        old.toBuilder().setMetadataRef(old.getMetadataRef() + "-v2").build()));
+    engine = EmbeddedEngine.open(state, EngineOptions.defaults(), republished,
+        List.of(fullRights()), PLANNER);
+    QueryStatus resumed = engine.awaitQuery(access(), correlation,
+        System.nanoTime() + TimeUnit.SECONDS.toNanos(30));
+    // Until 2026-12-07 it ran the old statement over the new files and recorded their rows.
+    assertEquals(QueryStatus.State.FAILED, resumed.getState());
+    assertEquals("query.source_unavailable", resumed.getCode(), resumed.getMessage());
+    assertNoExecutionBuffers(engine);
+  }
 }
