@@ -163,6 +163,14 @@ class FlightServerChannelScenarioTest {
     }
   }
 
+  /** The producer sends one batch of {@code rows} rows, then fails with {@code failure}. */
+  private static void failAfterABatch(FlightFixture fx, int rows, RuntimeException failure) {
+    fx.script = side -> fx.handler.produce(side.channel, ch -> {
+      fx.handler.sendResponseBatch(ch, batch(ch.allocator(), rows));
+      throw failure;
+    });
+  }
+
   /**
    * A mapper that fails, with an exception or an Error, still ends the call: INTERNAL, exactly
    * once. Until 2026-12-07 an Error (an assertion, a stack overflow) escaped after the terminal
@@ -178,10 +186,7 @@ class FlightServerChannelScenarioTest {
           }
           throw new AssertionError("a mapper's defect");
         };
-        fx.script = side -> fx.handler.produce(side.channel, ch -> {
-          fx.handler.sendResponseBatch(ch, batch(ch.allocator(), 2));
-          throw new IllegalArgumentException("the producer failed");
-        });
+        failAfterABatch(fx, 2, new IllegalArgumentException("the producer failed"));
         FlightFixture.ClientResult result = fx.read(-1);
         FlightFixture.ServerSide side = fx.nextOpened();
         fx.awaitQuiet();
@@ -229,10 +234,7 @@ class FlightServerChannelScenarioTest {
   @Test
   void s2_aDefectAfterWrittenBatchesSaysTheResultIsIncompleteToo() throws Exception {
     try (FlightFixture fx = new FlightFixture()) {
-      fx.script = side -> fx.handler.produce(side.channel, ch -> {
-        fx.handler.sendResponseBatch(ch, batch(ch.allocator(), 5));
-        throw new IllegalStateException("a defect");
-      });
+      failAfterABatch(fx, 5, new IllegalStateException("a defect"));
       FlightFixture.ClientResult result = fx.read(-1);
       FlightFixture.ServerSide side = fx.nextOpened();
       fx.awaitQuiet();
