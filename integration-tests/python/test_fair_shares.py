@@ -1,7 +1,9 @@
 """Issue 14 finding 4 (fair shares) and the HTTP/2 rapid-reset bound of finding 3, against the
 real daemon: one caller holding its share of live DoGets does not lock another caller out, the
 refused caller learns its own share (limit/required), and a client that resets streams faster
-than the window allows loses its connection while others keep being served."""
+than the window allows loses its connection while others keep being served — as does one that
+sends frames carrying no request (empty DATA, SETTINGS) or makes the server reset its streams
+faster than that (server.transport.FrameBudget)."""
 
 import time
 
@@ -9,7 +11,8 @@ import grpc
 import h2.errors
 import pyarrow as pa
 import pytest
-from hyperframe.frame import GoAwayFrame, HeadersFrame, RstStreamFrame
+from hyperframe.frame import (DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame, SettingsFrame,
+                              WindowUpdateFrame)
 from hpack import Encoder
 
 import calls as C
@@ -96,6 +99,65 @@ def test_rapid_reset_loses_its_connection_and_others_are_served(d):
     assert goaway is not None, "rapid reset was not stopped"
     assert goaway.error_code == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, goaway.error_code
     s.close()
+    C.healthy_query(d)
+
+
+def flood(d, preamble: bytes, frame: bytes, count: int = 2000):
+    """Opens a raw connection, sends ``preamble`` and then ``count`` copies of ``frame``; returns
+    the GOAWAY's (error code, debug data), or None when the server closed without one."""
+    s, _, _ = H.h2_open(d.port)
+    try:
+        try:
+            s.sendall(preamble + frame * count)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may already have closed the connection
+        return H.read_goaway(s, 30)
+    finally:
+        s.close()
+
+
+def check_request(d, sid: int, caller=None) -> bytes:
+    """HEADERS (END_HEADERS, the stream left open) of a health Check on stream ``sid``."""
+    f = HeadersFrame(sid)
+    f.data = Encoder().encode(H.grpc_request_headers(
+        d.port, "/grpc.health.v1.Health/Check", d.auth(caller) if caller else ()))
+    f.flags.add("END_HEADERS")
+    return f.serialize()
+
+
+def test_empty_data_frames_lose_their_connection_and_others_are_served(d):
+    """DATA frames without bytes use no flow-control window, and gRPC kept a buffer for each:
+    14 million from one connection without a credential ended the daemon's heap (2026-12-07).
+    They count against the reset bound (50 here)."""
+    empty = DataFrame(1)
+    goaway = flood(d, check_request(d, 1), empty.serialize())
+    assert goaway is not None, "the empty DATA frames were not stopped"
+    assert goaway[0] == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, goaway
+    C.healthy_query(d)
+
+
+def test_streams_the_server_must_reset_count_against_the_bound(d):
+    """Each stream opened and then given a zero window update, which the server must reset
+    (the "MadeYouReset" class): until 2026-12-07 only the resets a client sends were counted,
+    and 200,000 server resets in 8 s delayed other callers by seconds."""
+    out = bytearray()
+    for i in range(200):
+        sid = 1 + 2 * i
+        zero = WindowUpdateFrame(sid)
+        zero.window_increment = 0
+        out += check_request(d, sid, "primitive") + zero.serialize()
+    goaway = flood(d, bytes(out), b"", 0)
+    assert goaway is not None, "the server's resets were not bounded"
+    assert goaway[0] == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, goaway
+    C.healthy_query(d)
+
+
+def test_a_settings_flood_loses_its_connection(d):
+    settings = SettingsFrame(0)
+    settings.settings = {SettingsFrame.INITIAL_WINDOW_SIZE: 65535}
+    goaway = flood(d, b"", settings.serialize(), 200)
+    assert goaway is not None, "the SETTINGS flood was not stopped"
+    assert goaway[0] == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, goaway
     C.healthy_query(d)
 
 

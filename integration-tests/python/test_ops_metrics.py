@@ -112,6 +112,7 @@ def test_metrics_after_known_workload(tmp_path):
         assert sample(s, "transit_stream_bytes_total") > 0
         assert sample(s, "transit_streams_live") == 0
         assert sample(s, "transit_connections_live") >= 1
+        assert sample(s, "transit_connections_closed_frames_total") == 0  # no frame floods here
         assert sample(s, "transit_journal_commit_seconds_count") >= 1
         assert sample(s, "transit_retained_segments") >= 1
         assert sample(s, "transit_retained_bytes") > 0
@@ -201,16 +202,17 @@ def test_the_listener_answers_scrapes_while_connections_never_finish_their_reque
 
 def test_a_start_that_fails_does_not_wait_out_the_drain_notice(tmp_path):
     """The metrics port taken: the start fails after the gRPC listener bound, and exits 1 at
-    once; the drain notice (30 s here) is for an edge routing to a daemon that served."""
+    once; the drain notice (the longest allowed here) is for an edge routing to a daemon that
+    served."""
     d = Daemon(tmp_path / "state").start()
     d.assert_clean_stop()
     with socket.create_server(("127.0.0.1", 0)) as taken:
         cfg = d.config()
         cfg["ops"] = {"metrics": {"host": "127.0.0.1", "port": taken.getsockname()[1]},
-                      "drain_notice_ms": 30000}
+                      "drain_notice_ms": 300_000}
         d.write_config(cfg)
-        started = time.monotonic()
-        r = gateway_once("run", "--config", str(d.config_path), timeout=60)
+        # The notice (the longest allowed) outlasts the run's bound: waiting it out fails here.
+        r = gateway_once("run", "--config", str(d.config_path), timeout=120)
         assert r.returncode == 1, r.stdout + r.stderr
         assert "metrics listener" in r.stdout + r.stderr
-        assert time.monotonic() - started < 20, "waited out the drain notice"
+        assert "draining:" not in r.stdout + r.stderr, "announced a drain notice"

@@ -193,8 +193,8 @@ public final class GatewayServer implements AutoCloseable {
           new Listeners.Extras(List.of(MalformedRequests.guard(ops.healthService(errors), errors, faults,
                   limits.maxInboundMessageBytes())), ops.observer(),
               new UnknownMethods(errors, faults, List.of(ops.observer().requestId()))));
-      OpsGauges.register(ops.metrics(), allocator, streams, callEnds, connections, embedded,
-          state.engineDir().resolve("segments"));
+      OpsGauges.register(ops.metrics(), allocator, streams, callEnds, connections, server,
+          embedded, state.engineDir().resolve("segments"));
     } catch (ConfigException | IOException | RuntimeException | Error e) {
       while (!undo.isEmpty()) {
         try {

@@ -4,6 +4,7 @@ import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
 import io.transit.flight.server.flight.CallEnds;
 import io.transit.flight.server.transport.ConnectionBudget;
+import io.transit.flight.server.transport.Listeners;
 import java.nio.file.Path;
 import org.apache.arrow.memory.BufferAllocator;
 
@@ -15,7 +16,8 @@ public final class OpsGauges {
   private OpsGauges() {}
 
   public static void register(GatewayMetrics m, BufferAllocator allocator, StreamRegistry streams,
-      CallEnds callEnds, ConnectionBudget connections, EmbeddedEngine engine, Path segmentsDir) {
+      CallEnds callEnds, ConnectionBudget connections, Listeners listeners, EmbeddedEngine engine,
+      Path segmentsDir) {
     m.gauge("transit.allocator.allocated.bytes", "bytes held in the root Arrow allocator",
         allocator, BufferAllocator::getAllocatedMemory);
     m.gauge("transit.allocator.limit.bytes", "the root Arrow allocator's budget "
@@ -27,6 +29,10 @@ public final class OpsGauges {
         CallEnds::resets);
     m.gauge("transit.connections.live", "client connections holding a slot", connections,
         ConnectionBudget::live);
+    m.counter("transit.connections.closed.frames", "connections closed (GOAWAY "
+        + "ENHANCE_YOUR_CALM) for sending more HTTP/2 frames that carry no request, or making the "
+        + "server reset more streams, than max_rst_frames_per_window allows", listeners,
+        Listeners::closedForFrames);
     m.retained(segmentsDir);
     m.counter("transit.early.runs.adopted", "queries whose result an early run computed while "
         + "their chain was decided", engine, EmbeddedEngine::earlyRunsAdopted);

@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import javax.net.ssl.SSLException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,6 +53,7 @@ public final class Listeners {
   private final Server unix; // null without listen.unix_socket
   private final Path socketPath;
   private final List<EventLoopGroup> loops = new ArrayList<>();
+  private final AtomicLong closedForFrames = new AtomicLong(); // the event loops increment it
 
   private Listeners(ResolvedConfig cfg, ServerServiceDefinition service, Executor executor,
       ConnectionBudget budget, Extras extras) throws ConfigException {
@@ -75,7 +77,7 @@ public final class Listeners {
       loops.add(boss);
       loops.add(workers);
       ChannelFactory<ServerChannel> watched = budget.authentication().serverChannels();
-      b.channelFactory(() -> bounded(watched.newChannel()))
+      b.channelFactory(() -> bounded(watched.newChannel(), limits))
           .bossEventLoopGroup(boss)
           .workerEventLoopGroup(workers);
       this.tcp = configure(b, service, executor, budget, limits, extras).build();
@@ -89,7 +91,7 @@ public final class Listeners {
       loops.add(boss);
       loops.add(workers);
       NettyServerBuilder b = NettyServerBuilder.forAddress(new DomainSocketAddress(socketPath.toFile()))
-          .channelFactory(() -> bounded(new EpollServerDomainSocketChannel()))
+          .channelFactory(() -> bounded(new EpollServerDomainSocketChannel(), limits))
           .bossEventLoopGroup(boss)
           .workerEventLoopGroup(workers);
       this.unix = configure(b, service, executor, budget, limits, extras).build();
@@ -169,10 +171,22 @@ public final class Listeners {
             (int) Math.max(1, l.rstFramesWindowMs() / 1000));
   }
 
-  /** {@code server}, holding each connection it accepts to one stream from the first byte. */
-  private static ServerChannel bounded(ServerChannel server) {
-    server.pipeline().addFirst(StreamBound.INSTALLER);
+  /**
+   * {@code server}, holding each connection it accepts to one stream from the first byte, and
+   * its frames that carry no request to {@code l}'s reset bound ({@link FrameBudget}).
+   */
+  private ServerChannel bounded(ServerChannel server, Limits l) {
+    server.pipeline().addFirst(StreamBound.installer(l.maxRstFramesPerWindow(),
+        l.rstFramesWindowMs(), closedForFrames));
     return server;
+  }
+
+  /**
+   * Connections closed since start for sending more frames that carry no request (or making the
+   * server reset more streams) than the reset bound allows ({@link FrameBudget}).
+   */
+  public long closedForFrames() {
+    return closedForFrames.get();
   }
 
   /** Named event-loop threads (logs, thread dumps and the bench's CPU profile group them). */

@@ -16,6 +16,7 @@ import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Exception;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -46,10 +47,12 @@ import java.util.function.BooleanSupplier;
  * transport reports the call cancelled, RST_STREAM CANCEL goes out, what was queued for the
  * stream is dropped).
  *
- * <p>Added first to each accepted connection's pipeline by {@link #INSTALLER}, which sits in the
- * listener's server channel; it removes itself once it has done both.
+ * <p><b>The frames.</b> With the bound it puts the connection's {@link FrameBudget} in place.
  *
- * <p>Threads: the connection's event loop ({@link #INSTALLER}: the listener's boss loop; {@link
+ * <p>Added first to each accepted connection's pipeline by {@link #installer}'s handler, which
+ * sits in the listener's server channel; it removes itself once it has done all three.
+ *
+ * <p>Threads: the connection's event loop (the installer: the listener's boss loop; {@link
  * #ENDS}' tracer completes its stream's end there too); {@link Reset#resetStreams} from any
  * thread, which posts to that loop and asks its {@code stillOpen} there.
  */
@@ -57,8 +60,14 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
   /** The most streams a peer may have open on one connection: the SETTINGS' own value. */
   static final int MAX_STREAMS = 1;
 
-  /** For a listener's server channel: puts a {@link StreamBound} first in each connection. */
-  static final ChannelHandler INSTALLER = new Installer();
+  /**
+   * For a listener's server channel: puts a {@link StreamBound} first in each connection, whose
+   * {@link FrameBudget} allows {@code maxFrames} per {@code windowMs} and counts each connection
+   * it closes in {@code closed}.
+   */
+  static ChannelHandler installer(int maxFrames, long windowMs, AtomicLong closed) {
+    return new Installer(maxFrames, windowMs, closed);
+  }
 
   /** In a call's transport attributes: resets the streams of the call's connection. */
   public static final Attributes.Key<Reset> RESET = Attributes.Key.create("transit.stream.reset");
@@ -121,10 +130,20 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
   // filter, called inside that, attaches its Reset to.
   private static final ThreadLocal<StreamBound> READING = new ThreadLocal<>();
 
+  private final int maxFrames;
+  private final long windowMs;
+  private final AtomicLong closedForFrames;
+
   // Event loop only.
   private Channel channel;
   private boolean bounded;
   private boolean handedOver;
+
+  private StreamBound(int maxFrames, long windowMs, AtomicLong closedForFrames) {
+    this.maxFrames = maxFrames;
+    this.windowMs = windowMs;
+    this.closedForFrames = closedForFrames;
+  }
 
   @Override
   public void channelRead(ChannelHandlerContext ctx, Object msg) {
@@ -133,6 +152,8 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
       Http2ConnectionHandler http2 = ctx.pipeline().get(Http2ConnectionHandler.class);
       if (http2 != null) {
         http2.connection().remote().maxActiveStreams(MAX_STREAMS);
+        FrameBudget.install(http2, ctx.pipeline().context(http2), maxFrames, windowMs,
+            closedForFrames);
         bounded = true;
       }
     }
@@ -169,11 +190,21 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
 
   @ChannelHandler.Sharable
   private static final class Installer extends ChannelInboundHandlerAdapter {
+    private final int maxFrames;
+    private final long windowMs;
+    private final AtomicLong closed;
+
+    Installer(int maxFrames, long windowMs, AtomicLong closed) {
+      this.maxFrames = maxFrames;
+      this.windowMs = windowMs;
+      this.closed = closed;
+    }
+
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
       if (msg instanceof Channel child) {
         // Before the acceptor registers the connection: the handler is added with it.
-        child.pipeline().addFirst(new StreamBound());
+        child.pipeline().addFirst(new StreamBound(maxFrames, windowMs, closed));
       }
       ctx.fireChannelRead(msg);
     }
