@@ -35,8 +35,8 @@ import org.slf4j.spi.LoggingEventBuilder;
  * rate-limited.
  *
  * <p>Threads: the tracer's callbacks run on gRPC transport and executor threads, one stream at a
- * time per tracer instance; the shared state is the thread-safe {@link GatewayMetrics} and
- * {@link AuthFailureLog}.
+ * time per tracer instance; the shared state is the thread-safe {@link GatewayMetrics}, {@link
+ * AuthFailureLog} and {@link AnonymousAccessLines}.
  */
 public final class RpcObserver extends ServerStreamTracer.Factory {
   public static final String REQUEST_ID = "x-transit-request-id";
@@ -63,9 +63,14 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
   /** An unserved path is logged whole up to here: the caller chose its length. */
   private static final int MAX_LOGGED_METHOD = 128;
 
+  /** Access lines a second for calls without a caller ({@link AnonymousAccessLines}). */
+  static final int ANONYMOUS_LINES_PER_SECOND = 100;
+
   private final GatewayMetrics metrics;
   private final AuthFailureLog authFailures;
   private final boolean accessLog;
+  private final AnonymousAccessLines anonymous =
+      new AnonymousAccessLines(ANONYMOUS_LINES_PER_SECOND, System.nanoTime());
 
   public RpcObserver(GatewayMetrics metrics, AuthFailureLog authFailures, boolean accessLog) {
     this.metrics = metrics;
@@ -140,6 +145,17 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
     }
     if (!accessLog || r.method.startsWith(HEALTH)) {
       return; // an edge's health probes every few seconds would drown the access log
+    }
+    if (r.caller == null) {
+      long suppressed = anonymous.admit(System.nanoTime());
+      if (suppressed == AnonymousAccessLines.SUPPRESS) {
+        return;
+      }
+      if (suppressed > 0) {
+        access.atInfo().addKeyValue("caller", "-").addKeyValue("suppressed", suppressed)
+            .log("access lines of calls without a caller not written (more than "
+                + ANONYMOUS_LINES_PER_SECOND + " a second)");
+      }
     }
     LoggingEventBuilder line = access.atInfo()
         .addKeyValue("request_id", r.id)
