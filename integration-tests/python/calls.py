@@ -19,11 +19,15 @@ import grpc
 import pyarrow.flight as fl
 
 import flightsql
+from diagnostic_clients import decode_diagnostic
 
 GET_FLIGHT_INFO = "/arrow.flight.protocol.FlightService/GetFlightInfo"
 GET_SCHEMA = "/arrow.flight.protocol.FlightService/GetSchema"
 DO_GET = "/arrow.flight.protocol.FlightService/DoGet"
 DO_ACTION = "/arrow.flight.protocol.FlightService/DoAction"
+LIST_FLIGHTS = "/arrow.flight.protocol.FlightService/ListFlights"
+DO_PUT = "/arrow.flight.protocol.FlightService/DoPut"
+DO_EXCHANGE = "/arrow.flight.protocol.FlightService/DoExchange"
 TRAILER = "transit-diagnostic-bin"
 SEQUENCE = "x-transit-request-sequence"
 # No BDP probing: the HTTP/2 window stays small, so the client holds few batches and the
@@ -104,6 +108,11 @@ def schema(ch, daemon, caller, command, timeout=60):
                                       metadata=metadata(daemon, caller), timeout=timeout)
 
 
+def sql_schema(ch, daemon, sql, caller="primitive", timeout=60):
+    """GetSchema of a statement (compiled, never admitted); returns the SchemaResult bytes."""
+    return schema(ch, daemon, caller, flightsql.statement_query(sql), timeout)
+
+
 def action(ch, daemon, caller, action_type: str, body: bytes = b"", timeout=60):
     """DoAction; returns the result bodies' messages as a list (raises grpc.RpcError)."""
     request = flightsql._field_bytes(1, action_type.encode()) + flightsql._field_bytes(2, body)
@@ -135,6 +144,17 @@ def do_get(ch, daemon, ticket: bytes, caller="primitive", timeout=120):
                                    timeout=timeout)
 
 
+def read_bytes(ch, daemon, ticket: bytes, caller="primitive") -> bytes:
+    """A whole DoGet stream's FlightData messages, concatenated (raises on failure)."""
+    return b"".join(do_get(ch, daemon, ticket, caller, timeout=60))
+
+
+def primitive_slice(k: int, rows: int) -> str:
+    """A projection of the demo's primitive table's k-th slice of ``rows`` ids: slices share no
+    rows, so no two results share segment files."""
+    return f"SELECT id, a, b, c, d FROM primitive WHERE id >= {k * rows} AND id < {(k + 1) * rows}"
+
+
 def drain(ch, daemon, caller, ticket: bytes) -> int:
     """Reads a whole DoGet stream; returns the number of messages (raises on failure)."""
     return sum(1 for _ in do_get(ch, daemon, ticket, caller, timeout=60))
@@ -161,7 +181,7 @@ class Seen:
 
     @property
     def diagnostic(self):
-        return json.loads(self.raw_trailer) if self.raw_trailer else None
+        return decode_diagnostic(self.raw_trailer) if self.raw_trailer else None
 
     def __iter__(self):
         return iter((self.code, self.message, self.diagnostic))

@@ -19,7 +19,6 @@ import subprocess
 import tempfile
 import time
 import warnings
-from pathlib import Path
 
 import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
@@ -33,7 +32,6 @@ import flightsql
 SEQ_OPTION = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
 NEXT_OPTION = "adbc.flight.sql.session.option.transit.next_sequence"
 AUTH_OPTION = "adbc.flight.sql.authorization_header"
-C_DIR = Path(__file__).resolve().parents[1] / "c"
 CODE = re.compile(r"\b([a-z_]+\.[a-z_]+): ")
 
 
@@ -332,16 +330,6 @@ class AdbcPyClient:
 
 
 # ------------------------------------------------------------------------------------ ADBC (C)
-
-def build_c_consumer():
-    """Compiles the consumer; returns (binary, driver library)."""
-    env = dict(os.environ)
-    binary = subprocess.run([str(C_DIR / "build.sh")], check=True, capture_output=True, text=True,
-                            env=env, timeout=300).stdout.strip().splitlines()[-1]
-    driver = subprocess.run([str(C_DIR / "build.sh"), "--driver"], check=True, capture_output=True,
-                            text=True, env=env, timeout=60).stdout.strip()
-    return binary, driver
-
 
 class CConsumer:
     """One transit-adbc-c process; every answer awaited at most `timeout` seconds. Its standard

@@ -25,8 +25,11 @@ VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
-def decode_diagnostic(raw: bytes) -> dict:
-    """Checks the trailer bytes (size, strict UTF-8, JSON, schema) and returns the object."""
+def decode_diagnostic(raw: bytes | str) -> dict:
+    """Checks the trailer bytes (size, strict UTF-8, JSON, schema) and returns the object; a
+    client that hands the value over as text (the C consumer's JSON) is checked from its bytes."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
     assert isinstance(raw, bytes)
     assert len(raw) <= MAX_TRAILER_BYTES, f"trailer is {len(raw)} bytes"
     text = raw.decode("utf-8", errors="strict")

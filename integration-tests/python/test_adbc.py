@@ -1,11 +1,10 @@
 """ADBC Python DBAPI against the real daemon (Flight SQL driver 1.13.0)."""
 
-import json
-
 import adbc_driver_manager
 import pytest
 
 from clients import adbc_connect
+from diagnostic_clients import decode_diagnostic
 
 SEQ = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
 NEXT = "adbc.flight.sql.session.option.transit.next_sequence"
@@ -56,6 +55,6 @@ def test_error_details_carry_the_diagnostic(gateway):
             cur.execute("SELECT region FROM mixed")
         details = {k.decode() if isinstance(k, bytes) else k: v for k, v in e.value.details}
         assert "transit-diagnostic-bin" in details
-        diagnostic = json.loads(details["transit-diagnostic-bin"])
+        diagnostic = decode_diagnostic(details["transit-diagnostic-bin"])
         assert diagnostic["code"] == "query.unsupported"
         assert diagnostic["status"] == "UNIMPLEMENTED"

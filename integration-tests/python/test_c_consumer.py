@@ -9,6 +9,7 @@ import os
 import pytest
 
 from clients import CConsumer
+from diagnostic_clients import decode_diagnostic
 from test_pyarrow_statements import duck
 
 BINARY, DRIVER = os.environ.get("TRANSIT_ADBC_C"), os.environ.get("TRANSIT_ADBC_DRIVER")
@@ -50,7 +51,7 @@ def test_adbc_c_large_result_streams_every_row(c, gateway):
 
 def diagnostic(answer):
     assert answer["ok"] is False, answer
-    return json.loads(answer["details"]["transit-diagnostic-bin"])
+    return decode_diagnostic(answer["details"]["transit-diagnostic-bin"])
 
 
 def test_adbc_c_reports_status_and_diagnostic_details(c):
@@ -78,7 +79,7 @@ def test_adbc_c_bad_credential_is_unauthenticated(gateway):
         assert r["ok"] is False and r["status_name"] == "UNAUTHENTICATED"
         # Every failure carries Diagnostic v1; before authentication only the minimal envelope:
         # the code and its cause, no identity, no facts (the caller is unknown).
-        diagnostic = json.loads(r["details"]["transit-diagnostic-bin"])
+        diagnostic = decode_diagnostic(r["details"]["transit-diagnostic-bin"])
         assert diagnostic["code"] == "auth.unauthenticated", diagnostic
         assert diagnostic["identity"] == {} and diagnostic["facts"] == [], diagnostic
     finally:

@@ -48,7 +48,7 @@ def own_gateway(tmp_path_factory):
     d.assert_clean_stop()
     d.start()  # now running the pinned configuration, so SIGHUP reloads are accepted
     yield d
-    d.stop()
+    d.assert_clean_stop()
 
 
 @pytest.fixture(params=CLIENTS)

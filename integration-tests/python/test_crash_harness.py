@@ -278,6 +278,7 @@ def test_kill9_at_random_instants_resolves_every_statement_exactly_once(tmp_path
         ns = journal.queries(principal)
         figures["duplicates"] = journal.query_rows() - len(ns)
         figures["lost"] = len(set(admitted) - set(ns))
+        d.assert_clean_stop()  # after every kill and restart, nothing leaked at the last stop
     finally:
         d.stop()
     print(f"crash harness figures ({mode}): runs={RUNS} statements={len(admitted)} {figures}")

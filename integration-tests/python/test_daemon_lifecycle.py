@@ -37,6 +37,7 @@ def test_kill9_restart_keeps_journal_and_tickets(tmp_path):
         again = c.info("SELECT COUNT(*), SUM(a) FROM primitive WHERE a > 7", seq)
         assert again.endpoints[0].ticket.ticket[146:154] == info.endpoints[0].ticket.ticket[146:154]
         assert c.next_sequence() == nxt
+        d.assert_clean_stop()
     finally:
         d.stop()
 

@@ -28,7 +28,6 @@ TERMS = ("witness", "basis", "budgets")
 # The engine build the daemon runs: gateway-core's Maven version (its jar's pom.properties).
 PROJECT_VERSION = re.search(r"<version>([^<]+)</version>",
                             (ROOT / "pom.xml").read_text().split("</parent>")[-1]).group(1)
-GET_SCHEMA = "/arrow.flight.protocol.FlightService/GetSchema"
 
 
 def fails(fn, *args, **kwargs):
@@ -53,11 +52,6 @@ def assert_basis(d, declaration):
 def assert_no_terms(d):
     assert not any(t in d for t in TERMS), d
     assert d["identity"] == {} and d["facts"] == [], d
-
-
-def schema_call(ch, daemon, sql, caller):
-    return ch.unary_unary(GET_SCHEMA)(flightsql.flight_descriptor(flightsql.statement_query(sql)),
-                                       metadata=daemon.auth(caller), timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +89,7 @@ def test_a_long_compile_error_flags_its_cut_text(gateway, ch):
 
 def test_a_compiler_bound_carries_its_exact_budget(gateway, ch):
     sql = "SELECT id FROM primitive WHERE " + "(" * 40 + "id = 1" + ")" * 40
-    status, _, d = fails(schema_call, ch, gateway, sql, "primitive")
+    status, _, d = fails(C.sql_schema, ch, gateway, sql, "primitive")
     assert (status, d["code"]) == ("INVALID_ARGUMENT", "query.too_complex"), d
     assert d["budgets"] == [{"name": "nesting", "limit": "32", "required": "40"}], d
     assert d["witness"] == {"source": "compiler", "stage": "compilation",

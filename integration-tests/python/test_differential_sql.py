@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from calls import Caller, TrailerCapture, app_metadata
+from diagnostic_clients import decode_diagnostic
 
 SEED = int(os.environ.get("TRANSIT_DIFF_SEED", "1206"))
 QUERIES = int(os.environ.get("TRANSIT_DIFF_QUERIES", "300"))
@@ -605,7 +606,7 @@ class Gateway:
     def failure(self, e):
         raw = self.capture.only()
         assert raw is not None, f"a failure without its diagnostic trailer: {e}"
-        diag = json.loads(raw)
+        diag = decode_diagnostic(raw)
         return diag["code"], diag["status"], diag.get("outcome"), diag.get("message")
 
     def run(self, sql):

@@ -43,7 +43,7 @@ def bounded(request, configured, tmp_path):
         yield d
     finally:
         if d.alive():
-            d.stop()
+            d.assert_clean_stop()
 
 
 def forgotten(journal, principal, sequence):
@@ -65,11 +65,11 @@ def unbounded(d):
     del cfg["deployment"]["ticket_ttl_ms"]
     for key in ("retention_max_age_ms", "retention_check_ms", "history_max_age_ms"):
         del cfg["engine"][key]
-    d.stop()
+    d.assert_clean_stop()
     d.write_config(cfg)
     d.start()
     yield
-    d.stop()
+    d.assert_clean_stop()
     d.write_config(bounded_config)
     d.start()
 
@@ -122,7 +122,7 @@ def test_an_upload_left_by_a_daemon_killed_mid_chain_is_forgotten_and_its_retry_
     d = bounded
     principal = d.principal("primitive")
     journal = d.journal()
-    d.stop()
+    d.assert_clean_stop()
     d.faults = "submit-delay-ms:30000"
     d.start()
     ch = C.channel(d)

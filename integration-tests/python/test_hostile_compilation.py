@@ -15,7 +15,6 @@ import calls as C
 import flightsql
 from diagnostic_clients import facts
 
-GET_SCHEMA = "/arrow.flight.protocol.FlightService/GetSchema"
 # Pool = admission_per_gateway + compile_per_gateway + 8 (GatewayServer).
 LIMITS = {"admission_per_gateway": 2, "admission_per_caller": 2, "compile_per_gateway": 2,
           "compile_per_caller": 1}
@@ -40,17 +39,12 @@ def d(configured, tmp_path_factory):
         daemon.assert_clean_stop()
 
 
-def schema_call(ch, daemon, sql, caller="primitive", timeout=30):
-    return ch.unary_unary(GET_SCHEMA)(flightsql.flight_descriptor(flightsql.statement_query(sql)),
-                                       metadata=daemon.auth(caller), timeout=timeout)
-
-
 def test_nesting_hidden_behind_a_comment_is_refused_before_any_parse(d):
     ch = C.channel(d)
     try:
         # Refused by the lexical guard: only its whole-text pass reports the exact depth behind
         # the comment (800), which no parse carries. The call's 30 s deadline is a hang guard.
-        code, details, diag = C.failure(schema_call, ch, d, HIDDEN)
+        code, details, diag = C.failure(C.sql_schema, ch, d, HIDDEN)
         assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details)
         assert diag["code"] == "query.too_complex", diag
         assert {k: v["value"] for k, v in facts(diag).items()} == \
@@ -73,7 +67,7 @@ def test_a_callers_concurrent_compilations_are_bounded(d):
         try:
             barrier.wait()
             try:
-                schema_call(ch, d, slowest_allowed(f"busy {i}"))
+                C.sql_schema(ch, d, slowest_allowed(f"busy {i}"))
                 answers.append(("ok", None))
             except grpc.RpcError as e:
                 answers.append((e.code(), C.failure(lambda: (_ for _ in ()).throw(e)).diagnostic))
@@ -112,7 +106,7 @@ def test_other_callers_are_answered_while_the_pool_size_of_hostile_compilations_
                 n += 1
                 sql = HIDDEN if n % 2 else slowest_allowed(f"{i}-{n}")
                 try:
-                    schema_call(ch, d, sql)
+                    C.sql_schema(ch, d, sql)
                     hostile_answers.append("ok")
                 except grpc.RpcError as e:
                     hostile_answers.append(e.code())
@@ -216,9 +210,9 @@ def test_empty_in_lists_are_refused_and_non_empty_lists_count_nulls_as_the_engin
 def test_quoted_names_match_exactly_and_unquoted_fold_with_the_root_locale(d, sql, code):
     ch = C.channel(d)
     try:
-        c, _, diag = C.failure(schema_call, ch, d, sql)
+        c, _, diag = C.failure(C.sql_schema, ch, d, sql)
         assert c == grpc.StatusCode.INVALID_ARGUMENT and diag["code"] == code, (sql, diag)
-        schema_call(ch, d, 'SELECT ID, "id" FROM TRANSIT.DEMO.PRIMITIVE')
+        C.sql_schema(ch, d, 'SELECT ID, "id" FROM TRANSIT.DEMO.PRIMITIVE')
     finally:
         ch.close()
 
@@ -230,7 +224,7 @@ def test_a_parse_over_its_time_budget_is_abandoned(configured, tmp_path):
         # The first parse in a fresh JVM also loads the parser; a cold one may use the budget up.
         for _ in range(20):
             try:
-                schema_call(ch, daemon, "SELECT id FROM primitive WHERE id = 1")
+                C.sql_schema(ch, daemon, "SELECT id FROM primitive WHERE id = 1")
                 break
             except grpc.RpcError as e:
                 assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e
@@ -238,10 +232,10 @@ def test_a_parse_over_its_time_budget_is_abandoned(configured, tmp_path):
             raise AssertionError("a one-line statement never compiled within 100 ms")
         # The diagnostic proves the abandonment at the 100 ms budget; the call's 30 s deadline
         # only guards against a parse that runs on.
-        code, _, diag = C.failure(schema_call, ch, daemon, slowest_allowed("timeout"))
+        code, _, diag = C.failure(C.sql_schema, ch, daemon, slowest_allowed("timeout"))
         assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and diag["code"] == "query.compile_timeout", diag
         assert facts(diag)["budget_ms"]["value"] == "100" and diag["outcome"] == "not_admitted", diag
-        schema_call(ch, daemon, "SELECT id FROM primitive WHERE id = 2")
+        C.sql_schema(ch, daemon, "SELECT id FROM primitive WHERE id = 2")
     finally:
         ch.close()
         daemon.assert_clean_stop()

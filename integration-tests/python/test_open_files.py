@@ -18,10 +18,6 @@ from diagnostic_clients import facts
 ROWS = 20_000  # five int64 columns: segment files, not an inline result
 
 
-def slice_sql(k: int) -> str:
-    return f"SELECT id, a, b, c, d FROM primitive WHERE id >= {k * ROWS} AND id < {(k + 1) * ROWS}"
-
-
 @contextmanager
 def out_of_descriptors(pid: int):
     """Lowers the daemon's soft limit to 0: every open fails EMFILE (a new descriptor's number
@@ -35,30 +31,26 @@ def out_of_descriptors(pid: int):
         resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def read_all(ch, d, ticket) -> bytes:
-    return b"".join(C.do_get(ch, d, ticket, timeout=60))
-
-
 def test_a_daemon_out_of_descriptors_answers_unavailable_and_runs_statements_once_it_has_them(
         configured, tmp_path):
     d = configured(tmp_path).start()
     ch = C.channel(d)
     try:
-        kept = C.flight_info(ch, d, slice_sql(0))
-        before = read_all(ch, d, kept)
+        kept = C.flight_info(ch, d, C.primitive_slice(0, ROWS))
+        before = C.read_bytes(ch, d, kept)
         assert d.segment_files(), "the result is kept in segment files"
         pending_sequence = C.next_sequence(ch, d)
 
         with out_of_descriptors(d.pid):
-            seen = C.failure(read_all, ch, d, kept)
+            seen = C.failure(C.read_bytes, ch, d, kept)
             code, message, diag = seen
             assert code == grpc.StatusCode.UNAVAILABLE, seen
             assert diag["code"] == "query.segment_store_unavailable", diag
             assert facts(diag)["reason"]["value"] == "open_files", diag
             assert diag["outcome"] == "incomplete", diag
             assert "contact_operator" not in diag["actions"], diag
-            pending = C.sql_info_future(ch, d, "primitive", slice_sql(1), pending_sequence,
-                                        timeout=90)
+            pending = C.sql_info_future(ch, d, "primitive", C.primitive_slice(1, ROWS),
+                                        pending_sequence, timeout=90)
             d.saw("could not open or store its files (open_files)", timeout=30)
             # A new connection waits: the daemon cannot accept it (its accept fails EMFILE).
             waiting = C.channel(d)
@@ -70,11 +62,11 @@ def test_a_daemon_out_of_descriptors_answers_unavailable_and_runs_statements_onc
         grpc.channel_ready_future(waiting).result(timeout=30)
         assert C.next_sequence(waiting, d) > pending_sequence
         waiting.close()
-        ran = read_all(ch, d, C.ticket_of(pending.result(timeout=90)))
+        ran = C.read_bytes(ch, d, C.ticket_of(pending.result(timeout=90)))
         assert ran, "the statement ran once descriptors were back"
-        assert read_all(ch, d, kept) == before, "the kept result reads back byte-identical"
-        again = C.sql_info(ch, d, "primitive", slice_sql(1), pending_sequence)
-        assert read_all(ch, d, C.ticket_of(again)) == ran, \
+        assert C.read_bytes(ch, d, kept) == before, "the kept result reads back byte-identical"
+        again = C.sql_info(ch, d, "primitive", C.primitive_slice(1, ROWS), pending_sequence)
+        assert C.read_bytes(ch, d, C.ticket_of(again)) == ran, \
             "the retry of the same sequence finds the statement's one result"
     finally:
         ch.close()

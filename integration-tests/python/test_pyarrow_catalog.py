@@ -4,6 +4,7 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
+import calls as C
 import flightsql
 
 
@@ -58,16 +59,22 @@ def test_metadata_does_not_touch_the_journal(primitive):
     assert primitive.next_sequence() == before
 
 
-@pytest.mark.parametrize("command", [
-    flightsql.statement_update("DELETE FROM primitive"),
-    flightsql.any_of("CommandGetPrimaryKeys", b""),
-    flightsql.any_of("CommandGetXdbcTypeInfo", b""),
-    flightsql.any_of("CommandStatementSubstraitPlan", b""),
-    flightsql.any_of("CommandPreparedStatementQuery", b""),
+@pytest.mark.parametrize("name, body", [
+    ("CommandStatementUpdate", flightsql._field_bytes(1, b"DELETE FROM primitive")),
+    ("CommandGetPrimaryKeys", b""),
+    ("CommandGetXdbcTypeInfo", b""),
+    ("CommandStatementSubstraitPlan", b""),
+    ("CommandPreparedStatementQuery", b""),
 ])
-def test_unsupported_commands_are_unimplemented(primitive, command):
+def test_unsupported_commands_are_unimplemented(primitive, name, body):
+    command = flightsql.any_of(name, body)
     with pytest.raises(pa.ArrowNotImplementedError):
         primitive.client.get_flight_info(fl.FlightDescriptor.for_command(command), primitive.options(1))
+    # The gateway's own refusal, not any UNIMPLEMENTED (a stock producer's, an unknown method's).
+    with C.channel(primitive.gateway) as ch:
+        got = C.failure(C.info, ch, primitive.gateway, "primitive", command, 1)
+    assert (got.status, got.diagnostic["code"]) == ("UNIMPLEMENTED", "flight.unimplemented"), got
+    assert name in got.message, (name, got.message)
 
 
 @pytest.mark.parametrize("action", [
@@ -78,12 +85,21 @@ def test_unsupported_actions_are_unimplemented(primitive, action):
     body = flightsql.create_prepared_statement("SELECT 1") if action == "CreatePreparedStatement" else b""
     with pytest.raises(pa.ArrowNotImplementedError):
         list(primitive.client.do_action(fl.Action(action, body), primitive.options()))
+    with C.channel(primitive.gateway) as ch:
+        got = C.failure(C.action, ch, primitive.gateway, "primitive", action, body)
+    assert (got.status, got.diagnostic["code"]) == ("UNIMPLEMENTED", "flight.unimplemented"), got
+    assert action in got.message, got.message
 
 
 def test_list_actions_is_empty_and_list_flights_unimplemented(primitive):
     assert list(primitive.client.list_actions(primitive.options())) == []
     with pytest.raises(pa.ArrowNotImplementedError):
         list(primitive.client.list_flights(options=primitive.options()))
+    d = primitive.gateway
+    with C.channel(d) as ch:
+        got = C.failure(lambda: list(ch.unary_stream(C.LIST_FLIGHTS)(
+            b"", metadata=C.metadata(d, "primitive"), timeout=30)))
+    assert (got.status, got.diagnostic["code"]) == ("UNIMPLEMENTED", "flight.unimplemented"), got
 
 
 def test_do_put_and_do_exchange_are_unimplemented(primitive):
@@ -98,6 +114,15 @@ def test_do_put_and_do_exchange_are_unimplemented(primitive):
         writer.begin(schema)
         writer.close()
         reader.read_all()
+    d = primitive.gateway
+    insert = flightsql.flight_descriptor(flightsql.statement_update("INSERT"))
+    first = flightsql._field_bytes(1, insert)  # FlightData.flight_descriptor
+    for method in (C.DO_PUT, C.DO_EXCHANGE):
+        with C.channel(d) as ch:
+            got = C.failure(lambda: list(ch.stream_stream(method)(
+                iter([first]), metadata=C.metadata(d, "primitive"), timeout=30)))
+        assert (got.status, got.diagnostic["code"]) == ("UNIMPLEMENTED", "flight.unimplemented"), \
+            (method, got)
 
 
 def test_malformed_ticket_is_invalid_argument(primitive):

@@ -159,6 +159,7 @@ def test_a_retry_refused_after_an_unanswered_attempt_blocks_instead_of_moving_on
             cur.execute("SELECT COUNT(*) FROM primitive WHERE id < 78")
             assert cur.fetchone() == (78,) and cur.sequence > sequence
         conn.close()
+        d.assert_clean_stop()
     finally:
         proxy.close()
         d.stop()
@@ -183,6 +184,7 @@ def test_resuming_a_statement_that_failed_releases_the_credential(gateway, tmp_p
             conn.close()
         finally:
             proxy.close()
+        d.assert_clean_stop()
     finally:
         d.stop()
 
@@ -255,6 +257,7 @@ def test_kill9_and_restart_mid_statement_is_replayed_not_rerun(tmp_path):
         assert out["row"] == tuple(reference.execute(sql).to_pylist()[0].values())
         reference.close()
         conn.close()
+        d.assert_clean_stop()
     finally:
         d.stop()
 

@@ -26,12 +26,6 @@ ROWS = 20_000  # five int64 columns: just under 1 MiB of segments per statement
 INLINE_ROWS = 1_000
 
 
-def slice_sql(k: int, rows: int = ROWS) -> str:
-    # Each slice has other rows, so no two results share segment files.
-    return (f"SELECT id, a, b, c, d FROM primitive WHERE id >= {k * rows} "
-            f"AND id < {(k + 1) * rows}")
-
-
 @pytest.fixture
 def small_disk(configured, tmp_path):
     if os.geteuid() != 0:
@@ -47,26 +41,22 @@ def small_disk(configured, tmp_path):
     finally:
         try:
             if d.alive():
-                d.stop()
+                d.assert_clean_stop()
         finally:
             subprocess.run(["umount", str(segments)], check=True, timeout=30)
-
-
-def read_all(ch, d, ticket) -> bytes:
-    return b"".join(C.do_get(ch, d, ticket, timeout=60))
 
 
 def test_full_disk_refuses_new_statements_keeps_results_and_recovers_after_expiry(small_disk):
     d = small_disk
     ch = C.channel(d)
-    first = C.flight_info(ch, d, slice_sql(0))
-    first_bytes = read_all(ch, d, first)
+    first = C.flight_info(ch, d, C.primitive_slice(0, ROWS))
+    first_bytes = C.read_bytes(ch, d, first)
     assert len(first_bytes) > 100_000
 
     refusal = None
     for k in range(1, 12):
         try:
-            C.flight_info(ch, d, slice_sql(k))
+            C.flight_info(ch, d, C.primitive_slice(k, ROWS))
         except grpc.RpcError as e:
             refusal = C.seen(e)
             break
@@ -81,7 +71,7 @@ def test_full_disk_refuses_new_statements_keeps_results_and_recovers_after_expir
     assert len(refusal.message.encode()) <= 128
 
     # Nothing retained was lost or corrupted, and reads go on.
-    assert read_all(ch, d, first) == first_bytes
+    assert C.read_bytes(ch, d, first) == first_bytes
     C.healthy_query(d)
 
     # The first result expires: its ticket fails closed, never as an empty result.
@@ -89,7 +79,7 @@ def test_full_disk_refuses_new_statements_keeps_results_and_recovers_after_expir
     retired = None
     while retired is None and time.monotonic() < deadline:
         try:
-            read_all(ch, d, first)
+            C.read_bytes(ch, d, first)
             time.sleep(0.5)
         except grpc.RpcError as e:
             retired = C.seen(e)
@@ -100,14 +90,14 @@ def test_full_disk_refuses_new_statements_keeps_results_and_recovers_after_expir
     # Every result has expired by now and its files are removed: new statements succeed again.
     while True:
         try:
-            again = C.flight_info(ch, d, slice_sql(20))
+            again = C.flight_info(ch, d, C.primitive_slice(20, ROWS))
             break
         except grpc.RpcError as e:
             s = C.seen(e)
             assert s.diagnostic["code"] == "query.disk_full", s.diagnostic
             assert time.monotonic() < deadline, "space was never freed"
             time.sleep(0.5)
-    assert len(read_all(ch, d, again)) > 100_000
+    assert len(C.read_bytes(ch, d, again)) > 100_000
     ch.close()
     d.assert_clean_stop()
 
@@ -134,7 +124,7 @@ def engine_on_tmpfs(configured, tmp_path):
     for d, engine in started:
         try:
             if d.alive():
-                d.stop()
+                d.assert_clean_stop()
         finally:
             subprocess.run(["umount", str(engine)], check=True, timeout=30)
 
@@ -158,21 +148,21 @@ def fill(directory):
 def test_a_full_engine_disk_refuses_new_statements_and_loses_nothing(engine_on_tmpfs):
     d, engine = engine_on_tmpfs()
     ch = C.channel(d)
-    first = C.flight_info(ch, d, slice_sql(0))
-    first_bytes = read_all(ch, d, first)
+    first = C.flight_info(ch, d, C.primitive_slice(0, ROWS))
+    first_bytes = C.read_bytes(ch, d, first)
 
     # Whatever runs out first — the journal's pages or a segment — the file system is full.
     filler = fill(engine)
     sequence = C.next_sequence(ch, d)
-    refusal = C.failure(C.sql_info, ch, d, "primitive", slice_sql(1), sequence)
+    refusal = C.failure(C.sql_info, ch, d, "primitive", C.primitive_slice(1, ROWS), sequence)
     assert refusal.code == grpc.StatusCode.RESOURCE_EXHAUSTED, refusal
     assert refusal.diagnostic["code"] == "query.disk_full", refusal.diagnostic
     assert len(refusal.message.encode()) <= 128
     # Nothing retained was lost or corrupted, before and after room comes back.
     # Reads write nothing: they go on while the file system is full.
-    assert read_all(ch, d, first) == first_bytes
+    assert C.read_bytes(ch, d, first) == first_bytes
     filler.unlink()
-    assert read_all(ch, d, first) == first_bytes
+    assert C.read_bytes(ch, d, first) == first_bytes
 
     # The refused statement. The refused sequence resolves to one answer: where the journal had no room,
     # nothing was recorded (outcome not_admitted) and the same sequence and SQL complete now;
@@ -181,15 +171,15 @@ def test_a_full_engine_disk_refuses_new_statements_and_loses_nothing(engine_on_t
     assert outcome in ("not_admitted", "failed"), refusal.diagnostic
     if outcome == "not_admitted":
         assert "retry_same_sequence_and_sql" in refusal.diagnostic["actions"], refusal.diagnostic
-        again = C.ticket_of(C.sql_info(ch, d, "primitive", slice_sql(1), sequence))
-        replay = C.ticket_of(C.sql_info(ch, d, "primitive", slice_sql(1), sequence))
-        assert read_all(ch, d, replay) == read_all(ch, d, again)
+        again = C.ticket_of(C.sql_info(ch, d, "primitive", C.primitive_slice(1, ROWS), sequence))
+        replay = C.ticket_of(C.sql_info(ch, d, "primitive", C.primitive_slice(1, ROWS), sequence))
+        assert C.read_bytes(ch, d, replay) == C.read_bytes(ch, d, again)
     else:
-        replayed = C.failure(C.sql_info, ch, d, "primitive", slice_sql(1), sequence)
+        replayed = C.failure(C.sql_info, ch, d, "primitive", C.primitive_slice(1, ROWS), sequence)
         assert replayed.diagnostic["code"] == "query.disk_full", replayed.diagnostic
     # New statements succeed, and no namespace ran twice (Journal.queries checks it).
-    later = C.flight_info(ch, d, slice_sql(2))
-    assert len(read_all(ch, d, later)) > 100_000
+    later = C.flight_info(ch, d, C.primitive_slice(2, ROWS))
+    assert len(C.read_bytes(ch, d, later)) > 100_000
     assert len(d.journal().queries(d.principal("primitive"))) >= 2
     ch.close()
     d.assert_clean_stop()
@@ -207,7 +197,7 @@ def test_a_query_whose_outcome_cannot_commit_runs_again_once_the_journal_has_roo
     principal = d.principal("primitive")
     before = len(d.journal().queries(principal))
     sequence = C.next_sequence(ch, d)
-    sql = slice_sql(3, INLINE_ROWS)
+    sql = C.primitive_slice(3, INLINE_ROWS)
     pending = C.sql_info_future(ch, d, "primitive", sql, sequence, timeout=90)
     end = time.monotonic() + 30
     while len(d.journal().queries(principal)) == before:
@@ -225,10 +215,10 @@ def test_a_query_whose_outcome_cannot_commit_runs_again_once_the_journal_has_roo
     d.saw("recorded its outcome on run")
     assert not list((engine / "segments").iterdir()), "the result was meant to stay inline"
     # The rerun's result is the statement's answer: the same bytes as a fresh statement's.
-    assert read_all(ch, d, ticket) == read_all(ch, d, C.flight_info(ch, d, sql))
+    assert C.read_bytes(ch, d, ticket) == C.read_bytes(ch, d, C.flight_info(ch, d, sql))
     # The retried sequence replays the recorded result; no namespace ran twice.
     replay = C.ticket_of(C.sql_info(ch, d, "primitive", sql, sequence))
-    assert read_all(ch, d, replay) == read_all(ch, d, ticket)
+    assert C.read_bytes(ch, d, replay) == C.read_bytes(ch, d, ticket)
     d.journal().queries(principal)
     ch.close()
     d.assert_clean_stop()

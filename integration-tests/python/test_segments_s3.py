@@ -62,7 +62,7 @@ def test_results_live_in_the_bucket_and_read_back_identical_after_a_daemon_resta
     assert len(objects) >= 3, objects
     assert d.segment_files() == set(), "nothing retained in the state directory"
 
-    d.stop()
+    d.assert_clean_stop()
     d.start()
     assert [raw(d, t) for t in tickets] == before, "the same FlightData bytes after a restart"
     again = C.Caller(d, "primitive")
