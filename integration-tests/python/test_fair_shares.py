@@ -11,8 +11,8 @@ import grpc
 import h2.errors
 import pyarrow as pa
 import pytest
-from hyperframe.frame import (DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame, SettingsFrame,
-                              WindowUpdateFrame)
+from hyperframe.frame import (ContinuationFrame, DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame,
+                              SettingsFrame, WindowUpdateFrame)
 from hpack import Encoder
 
 import calls as C
@@ -148,6 +148,18 @@ def test_streams_the_server_must_reset_count_against_the_bound(d):
         out += check_request(d, sid, "primitive") + zero.serialize()
     goaway = flood(d, bytes(out), b"", 0)
     assert goaway is not None, "the server's resets were not bounded"
+    assert goaway[0] == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, goaway
+    C.healthy_query(d)
+
+
+def test_a_header_block_that_never_ends_loses_its_connection(d):
+    """HEADERS without END_HEADERS, then empty CONTINUATION frames: Netty joins them into the
+    block without reporting them, and the block grows nothing (280 million frames in 12 s kept a
+    network thread busy, 2026-12-07). The scan ahead of gRPC's handler counts them."""
+    f = HeadersFrame(1)
+    f.data = Encoder().encode(H.grpc_request_headers(d.port, C.DO_ACTION, d.auth()))
+    goaway = flood(d, f.serialize(), ContinuationFrame(1).serialize(), 200)
+    assert goaway is not None, "the CONTINUATION frames were not stopped"
     assert goaway[0] == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, goaway
     C.healthy_query(d)
 

@@ -13,6 +13,7 @@ import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2ConnectionHandler;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Error;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Exception;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslHandler;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -147,13 +148,15 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
 
   @Override
   public void channelRead(ChannelHandlerContext ctx, Object msg) {
+    boolean firstRead = channel == null;
     channel = ctx.channel();
     if (!bounded) {
       Http2ConnectionHandler http2 = ctx.pipeline().get(Http2ConnectionHandler.class);
       if (http2 != null) {
         http2.connection().remote().maxActiveStreams(MAX_STREAMS);
+        // Plaintext: gRPC's handler is there before the first read, and sees every byte after.
         FrameBudget.install(http2, ctx.pipeline().context(http2), maxFrames, windowMs,
-            closedForFrames);
+            closedForFrames, firstRead && ctx.pipeline().get(SslHandler.class) == null);
         bounded = true;
       }
     }
