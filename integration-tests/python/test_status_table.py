@@ -14,6 +14,7 @@ The held rig's one after-record fault is meant for the UNKNOWN_OUTCOME row, whic
 run the module whole (a ``-k`` selection of another held-rig row would meet that fault).
 """
 
+import copy
 import re
 import sqlite3
 import time
@@ -398,4 +399,32 @@ def test_a_ticket_issued_after_a_reload_takes_the_reloaded_lifetime(ctx):
     finally:
         cfg["deployment"] = before
         d.write_config(cfg)
+        assert d.reload() == "reloaded"
+
+
+def test_a_failure_after_a_reload_revoked_the_read_right_tells_the_revocation_not_the_result(ctx):
+    # The statement waits in admission (the held rig's execution delay) and then fails over the
+    # rig's 3-row bound, whose facts would count its rows; a reload meanwhile takes the caller's
+    # read right. The caller learns the revocation with outcome unknown, as a success would
+    # (until 2026-12-07 it learned the failure, the row count among its facts).
+    d = ctx.rig("held")
+    ch = ctx.channel(d)
+    cfg = d.config()
+    before = copy.deepcopy(cfg)
+    sequence = next_sequence(ch, d, "primitive")
+    pending = sql_info_future(ch, d, "primitive", "SELECT id FROM primitive WHERE id < 10",
+                              sequence, timeout=60)
+    try:
+        wait_until(lambda: sequence in d.journal().queries(d.principal("primitive")), 30,
+                   "the statement to be accepted")
+        next(c for c in cfg["callers"] if c["name"] == "primitive")["rights"] = {"read": False}
+        d.write_config(cfg)
+        assert d.reload() == "reloaded"
+        got = failure(pending.result)
+        diag = got.diagnostic
+        assert (got.status, diag["code"]) == ("PERMISSION_DENIED", "access.read_revoked"), diag
+        assert diag["outcome"] == "unknown" and "retry_same_sequence_and_sql" in diag["actions"]
+        assert "required" not in facts(diag), diag
+    finally:
+        d.write_config(before)
         assert d.reload() == "reloaded"

@@ -120,6 +120,14 @@ final class StatementService {
           budgets, firstSequence, command.getQueryBytes().toByteArray(), deadlineNanos));
     } catch (GatewayException e) {
       RequestRecord.refused(e);
+      // Told only to a caller that still holds the rights, as a success is below: a failure's
+      // facts describe the result (its rows, its bytes), and admission may have waited across a
+      // reload that revoked them. Until 2026-12-07 a revoked caller learned them.
+      try {
+        authorization.current(bound, ADMISSION_RIGHTS);
+      } catch (GatewayException revoked) {
+        throw Recovery.afterAdmission(revoked);
+      }
       throw NextSequenceHint.tell(e, next);
     }
     RequestRecord.admitted(admitted.correlation(), admitted.replayed());
