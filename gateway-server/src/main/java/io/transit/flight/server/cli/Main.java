@@ -72,6 +72,7 @@ public final class Main implements Callable<Integer> {
   }
 
   public static void main(String[] args) {
+    Signals.holdHangups();
     poolWholeBatches();
     System.exit(execute(args));
   }
