@@ -117,6 +117,34 @@ def test_started_normally_does_not_warn_about_sighup(tmp_path):
         d.assert_clean_stop()
 
 
+def test_a_refused_reload_generates_no_secret_and_an_accepted_one_does(tmp_path):
+    """A reload that adds a caller whose credential and key are still to be generated, while
+    another caller's credential is readable by others: refused, and nothing is written (until
+    2026-12-07 the new caller's secrets were generated before the refusal, for the next reload
+    or start to use). Fixed, the same file reloads and the new caller is served."""
+    state = tmp_path / "state"
+    d = Daemon(state).start()
+    try:
+        cfg = d.config()
+        extra = dict(next(c for c in cfg["callers"] if c["name"] == "primitive"))
+        extra.update(name="extra", principal=990, requests=990,
+                     credential_file="credentials/extra.token",
+                     principal_key_file="keys/principal-990.key")
+        cfg["callers"].insert(0, extra)  # its secrets would be generated first
+        d.write_config(cfg)
+        cred = state / "credentials" / "mixed.token"
+        cred.chmod(0o604)
+        outcome = d.reload()
+        assert "reload refused" in outcome and "mixed.token" in outcome, outcome
+        assert not (state / "credentials" / "extra.token").exists()
+        assert not (state / "keys" / "principal-990.key").exists()
+        cred.chmod(0o600)
+        assert d.reload() == "reloaded"
+        assert Caller(d, "extra").next_sequence() == 1
+    finally:
+        d.assert_clean_stop()
+
+
 def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_path):
     """A start can take minutes (--warm-up here); the JVM's own SIGHUP handler would end the
     process (exit 129) on a `systemctl reload` meanwhile."""
@@ -153,6 +181,29 @@ def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_pa
         assert Caller(d, "primitive").next_sequence() == 1
     finally:
         # Whatever failed, the start ends first (its own 180 s bound), then the daemon stops.
+        th.join(200)
+        d.assert_clean_stop()
+
+
+def test_a_sighup_before_the_configuration_is_read_is_held_too(tmp_path):
+    """The demo's first start writes its data before it reads any configuration; a SIGHUP then
+    (until 2026-12-07 the JVM's default handler was still in place: exit 129) is held like one
+    during the warm-up."""
+    state = tmp_path / "fresh"
+    d = Daemon(state, command=[str(ROOT / "scripts" / "gateway"), "demo", "--state-dir",
+                               str(state), "--port", "0"])
+    started = {}
+    th = threading.Thread(target=lambda: started.update(d=d.start(timeout=180)), daemon=True)
+    try:
+        th.start()
+        wait_until(lambda: (state / "demo-data").exists(), 120, "the demo's data to be written")
+        os.kill(d.proc.pid, signal.SIGHUP)
+        th.join(200)
+        assert started.get("d") is d, "".join(d.output[-20:])
+        d.saw("SIGHUP received while starting")
+        d.saw("configuration reloaded")
+        assert Caller(d, "primitive").next_sequence() == 1
+    finally:
         th.join(200)
         d.assert_clean_stop()
 

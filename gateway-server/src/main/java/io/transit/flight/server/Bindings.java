@@ -76,8 +76,10 @@ public final class Bindings {
 
   /**
    * The snapshot a reload installs: refuses a reload that would change what is fixed at start
-   * (loaded data, listener, ticket definition, sizing, journal and object store); otherwise builds the whole next snapshot
-   * and changes nothing. Callers,
+   * (loaded data, listener, ticket definition, sizing, journal and object store) or whose
+   * existing secrets would be refused, creating nothing then; otherwise builds the whole next
+   * snapshot (generating a new caller's missing credential and key) and changes nothing else.
+   * Callers,
    * their rights, bindings and publication mappings, {@code deployment.ingress} and
    * {@code deployment.ticket_ttl_ms} take effect live.
    */
@@ -105,6 +107,10 @@ public final class Bindings {
       throw new ConfigException(
           "limits, engine, journal, segments or jvm changed: a restart is required");
     }
+    // Every secret that exists is checked before a missing one is generated: a file refused
+    // after a new caller's credential was written would leave that credential behind (until
+    // 2026-12-07), for the next reload or start to use.
+    checkExistingSecrets(next, state);
     return build(next);
   }
 
