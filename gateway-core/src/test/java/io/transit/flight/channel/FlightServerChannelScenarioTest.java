@@ -552,6 +552,40 @@ class FlightServerChannelScenarioTest {
     }
   }
 
+  /**
+   * The other half of S8's window: the write took the metadata buffer and released it before it
+   * failed. The channel must not release it again (its {@code refCnt} guard): the stream fails
+   * with the write's own failure, not a reference-count error, and nothing is left.
+   */
+  @Test
+  void s8_metadataBufferReleasedByAFailingWriteIsNotFreedAgain() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      List<Throwable> mapped = new CopyOnWriteArrayList<>();
+      fx.mapper = t -> {
+        mapped.add(t);
+        return FlightFixture.map(t);
+      };
+      fx.configure = l -> l.releaseMetadataThenThrow = true;
+      fx.script = side -> {
+        fx.handler.sendResponseBatch(
+            side.channel, batch(side.channel.allocator(), 8), () -> utf8("metadata-bytes"));
+        fx.handler.completeStream(side.channel);
+      };
+      FlightFixture.ClientResult result = fx.read(-1);
+      FlightFixture.ServerSide side = fx.nextOpened();
+      fx.awaitQuiet();
+      assertNotNull(result.error());
+      assertEquals(1, mapped.size(), mapped.toString());
+      Throwable root = mapped.get(0);
+      while (root.getCause() != null) {
+        root = root.getCause();
+      }
+      assertEquals("the write failed after taking the metadata buffer", root.getMessage());
+      assertEquals(0, fx.gatewayRoot.getAllocatedMemory(), "metadata buffer and roots freed once");
+      assertEndedOnce(side);
+    }
+  }
+
   @Test
   void s9_streamRootReusedAcrossBatchesAndFreedOnceAtCloseWithCancel() throws Exception {
     try (FlightFixture fx = new FlightFixture()) {

@@ -19,6 +19,11 @@ final class InterceptingListener implements ServerStreamListener {
 
   volatile Runnable beforeStart = () -> {};
   volatile Runnable beforePutNext = () -> {};
+  /**
+   * Set: {@code putNext(metadata)} releases the buffer and then throws, as Flight's write does
+   * when it fails after taking the buffer ({@code ArrowMessage.close()} in its failure path).
+   */
+  volatile boolean releaseMetadataThenThrow;
   /** Non-null: readiness as the test decides it, instead of gRPC's. */
   volatile BooleanSupplier ready;
 
@@ -121,6 +126,10 @@ final class InterceptingListener implements ServerStreamListener {
     observeOp();
     putNexts.incrementAndGet();
     beforePutNext.run();
+    if (releaseMetadataThenThrow) {
+      metadata.close();
+      throw new IllegalStateException("the write failed after taking the metadata buffer");
+    }
     delegate.putNext(metadata);
   }
 
