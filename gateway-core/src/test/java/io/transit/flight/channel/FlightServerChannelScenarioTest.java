@@ -586,6 +586,40 @@ class FlightServerChannelScenarioTest {
     }
   }
 
+  /**
+   * Row 3's own check: a batch handed to the executor before the cancel and sent after it is
+   * refused by {@code sendBatch} (the channel is cancelled) and its source freed there; nothing
+   * is written for it.
+   */
+  @Test
+  void s3_aBatchQueuedBeforeTheCancelIsRefusedWhenItsTurnComesAndFreed() throws Exception {
+    try (FlightFixture fx = new FlightFixture()) {
+      CountDownLatch holdExec = new CountDownLatch(1);
+      CountDownLatch execHeld = new CountDownLatch(1);
+      CountDownLatch queued = new CountDownLatch(1);
+      fx.script = side -> {
+        fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 5));
+        side.channel.executor().execute(() -> { execHeld.countDown(); await(holdExec); });
+        fx.handler.sendResponseBatch(side.channel, batch(side.channel.allocator(), 5));
+        queued.countDown(); // the second batch's task waits behind the held executor
+        fx.handler.completeStream(side.channel);
+      };
+      FlightStream stream = fx.stream();
+      FlightFixture.ServerSide side = fx.nextOpened();
+      assertTrue(stream.next());
+      await(execHeld);
+      await(queued);
+      stream.cancel("client gone", null);
+      awaitTrue(() -> side.listener.cancels.get() == 1, "cancel delivered");
+      holdExec.countDown();
+      FlightFixture.read(stream, -1);
+      fx.awaitQuiet();
+      assertEquals(1, side.listener.putNexts.get(), "nothing written after the cancel");
+      assertEquals(0, fx.gatewayRoot.getAllocatedMemory(), "the queued batch's source freed");
+      assertEndedOnce(side);
+    }
+  }
+
   @Test
   void s9_streamRootReusedAcrossBatchesAndFreedOnceAtCloseWithCancel() throws Exception {
     try (FlightFixture fx = new FlightFixture()) {
