@@ -145,14 +145,32 @@ def test_a_refused_reload_generates_no_secret_and_an_accepted_one_does(tmp_path)
         d.assert_clean_stop()
 
 
+def hangup_while_starting(d, starting, what):
+    """Starts ``d`` on a thread of its own, sends SIGHUP once ``starting()`` holds, and checks
+    that the start completed, held the SIGHUP and ran its reload once serving."""
+    started = {}
+    th = threading.Thread(target=lambda: started.update(d=d.start(timeout=180)), daemon=True)
+    try:
+        th.start()
+        wait_until(starting, 120, what)
+        os.kill(d.proc.pid, signal.SIGHUP)
+        th.join(200)
+        assert started.get("d") is d, "".join(d.output[-20:])
+        d.saw("SIGHUP received while starting")
+        d.saw("configuration reloaded")
+        assert Caller(d, "primitive").next_sequence() == 1
+    finally:
+        # Whatever failed, the start ends first (its own 180 s bound), then the daemon stops.
+        th.join(200)
+        d.assert_clean_stop()
+
+
 def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_path):
     """A start can take minutes (--warm-up here); the JVM's own SIGHUP handler would end the
     process (exit 129) on a `systemctl reload` meanwhile."""
     state = tmp_path / "hup"
     d = Daemon(state, command=[str(ROOT / "scripts" / "gateway"), "demo", "--state-dir",
                                str(state), "--port", "0", "--warm-up", "300"])
-    started = {}
-    th = threading.Thread(target=lambda: started.update(d=d.start(timeout=180)), daemon=True)
 
     def warming_up():
         # The scratch gateway's threads run only after the handler is installed.
@@ -170,19 +188,7 @@ def test_a_sighup_while_starting_is_held_and_the_reload_runs_once_serving(tmp_pa
                 pass
         return any(n.startswith("native-exec") for n in names)
 
-    try:
-        th.start()
-        wait_until(warming_up, 120, "the warm-up to run")
-        os.kill(d.proc.pid, signal.SIGHUP)
-        th.join(200)
-        assert started.get("d") is d, "".join(d.output[-20:])
-        d.saw("SIGHUP received while starting")
-        d.saw("configuration reloaded")
-        assert Caller(d, "primitive").next_sequence() == 1
-    finally:
-        # Whatever failed, the start ends first (its own 180 s bound), then the daemon stops.
-        th.join(200)
-        d.assert_clean_stop()
+    hangup_while_starting(d, warming_up, "the warm-up to run")
 
 
 def test_a_sighup_before_the_configuration_is_read_is_held_too(tmp_path):
@@ -192,20 +198,8 @@ def test_a_sighup_before_the_configuration_is_read_is_held_too(tmp_path):
     state = tmp_path / "fresh"
     d = Daemon(state, command=[str(ROOT / "scripts" / "gateway"), "demo", "--state-dir",
                                str(state), "--port", "0"])
-    started = {}
-    th = threading.Thread(target=lambda: started.update(d=d.start(timeout=180)), daemon=True)
-    try:
-        th.start()
-        wait_until(lambda: (state / "demo-data").exists(), 120, "the demo's data to be written")
-        os.kill(d.proc.pid, signal.SIGHUP)
-        th.join(200)
-        assert started.get("d") is d, "".join(d.output[-20:])
-        d.saw("SIGHUP received while starting")
-        d.saw("configuration reloaded")
-        assert Caller(d, "primitive").next_sequence() == 1
-    finally:
-        th.join(200)
-        d.assert_clean_stop()
+    hangup_while_starting(d, lambda: (state / "demo-data").exists(),
+                          "the demo's data to be written")
 
 
 def test_a_sighup_during_the_stop_reloads_nothing(tmp_path):

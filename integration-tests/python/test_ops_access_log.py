@@ -59,13 +59,18 @@ def fields(record):
     return kv
 
 
-def test_access_log_one_json_line_per_rpc(tmp_path):
+def json_access_log(tmp_path):
+    """A daemon whose log is JSON with the access log on (the first start writes its state)."""
     d = Daemon(tmp_path / "state").start()
     d.assert_clean_stop()
     cfg = d.config()
     cfg["ops"] = {"log": {"format": "json", "access": True}}
     d.write_config(cfg)
-    d.start()
+    return d.start()
+
+
+def test_access_log_one_json_line_per_rpc(tmp_path):
+    d = json_access_log(tmp_path)
     try:
         ids = RequestIds()
         c = Caller(d, "primitive")
@@ -116,12 +121,7 @@ def test_calls_without_a_caller_write_a_bounded_number_of_access_lines(tmp_path)
     """Refused before authentication, a call costs its peer one stream: their lines are bounded
     (100 a second), the rest counted in the next one written; authenticated calls' lines are
     all written."""
-    d = Daemon(tmp_path / "state").start()
-    d.assert_clean_stop()
-    cfg = d.config()
-    cfg["ops"] = {"log": {"format": "json", "access": True}}
-    d.write_config(cfg)
-    d.start()
+    d = json_access_log(tmp_path)
     try:
         c = Caller(d, "primitive")
         bad = fl.FlightCallOptions(headers=[(b"authorization", f"Bearer {BAD_TOKEN}".encode())],
