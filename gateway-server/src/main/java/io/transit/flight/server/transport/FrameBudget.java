@@ -47,8 +47,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Threads: the connection's event loop only — {@link #install} (from {@link StreamBound}'s
  * first read with gRPC's handler in place), the decoder's frame callbacks, the connection's
- * stream-closed callbacks and the scan's reads all run there; the count of connections it closed (the listener's,
- * {@link Listeners#closedForFrames}) is read by any thread.
+ * stream-closed callbacks and the scan's reads all run there; the count of connections it
+ * closed (the listener's, {@link Listeners#closedForFrames}) is read by any thread.
  */
 final class FrameBudget extends Http2FrameListenerDecorator {
   private final Http2ConnectionHandler http2;
@@ -85,7 +85,8 @@ final class FrameBudget extends Http2FrameListenerDecorator {
         windowMs * 1_000_000L, closedConnections);
     http2.decoder().frameListener(budget);
     if (fromFirstByte) {
-      at.pipeline().addBefore(at.name(), "transit-continuation-scan", budget.new ContinuationScan());
+      at.pipeline().addBefore(at.name(), "transit-continuation-scan",
+          budget.new ContinuationScan());
     }
     http2.connection().addListener(new Http2ConnectionAdapter() {
       @Override
