@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
+import calls as C
 import flightsql
 from calls import DO_GET, GET_FLIGHT_INFO, TRAILER, Caller, TrailerCapture, pyarrow_message, ticket_message
 from daemon import Daemon
@@ -37,15 +38,10 @@ class Request:
     sql: str = None
 
     def metadata(self, gw):
-        md = []
         if self.authorization is not None:
-            md.append(("authorization", self.authorization))
-        elif self.caller:
-            md.append(("authorization", f"Bearer {gw.token(self.caller)}"))
-        if self.sequence is not None:
-            md.append(("x-transit-request-sequence", str(self.sequence)))
-        md.extend(self.extra)
-        return md
+            return [("authorization", self.authorization)] + C.metadata(gw, None, self.sequence,
+                                                                        self.extra)
+        return C.metadata(gw, self.caller, self.sequence, self.extra)
 
 
 @dataclass
@@ -82,11 +78,9 @@ class Env:
                                                            timeout=60):
                     received += 1
         err = e.value
+        got = C.seen(err)  # the one trailer value, decoded through the schema check
         pairs = list(err.trailing_metadata() or ()) + list(err.initial_metadata() or ())
-        raws = [v for k, v in pairs if k == TRAILER]
-        assert len(raws) <= 1
-        return Seen("grpcio", req, err.code().name, err.details(),
-                    decode_diagnostic(raws[0]) if raws else None, received,
+        return Seen("grpcio", req, got.status, got.message, got.diagnostic, received,
                     [k for k, _ in pairs if k.startswith("transit-")])
 
     def via_pyarrow(self, req: Request) -> Seen:
