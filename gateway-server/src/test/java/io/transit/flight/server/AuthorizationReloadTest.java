@@ -278,6 +278,29 @@ class AuthorizationReloadTest {
   }
 
   /**
+   * A rotation recorded in the journal but not installed here (another replica's reload, or this
+   * one's whose outcome was unknown) ends what the retired credential may do: the rights in the
+   * journal name the credential epoch they were granted under. Until 2026-12-07 they did not,
+   * and a file that rotated a credential and restored a right in one reload gave that right back
+   * to the retired credential wherever the reload had not been installed.
+   */
+  @Test
+  void rightsRecordedForARotatedCredentialDoNotServeTheRetiredOne() throws Exception {
+    ResolvedConfig first = t.config(3, caller("a", 10, false));
+    Authorization one = authorization(t.snapshot(first), NOW);
+    Authorization two = authorization(t.snapshot(first), NOW);
+    CallerBinding retired = two.authenticate(t.token("a")).orElseThrow();
+    assertEquals("access.read_revoked", code(() -> two.current(retired, Right.READ)));
+
+    ResolvedConfig rotated = t.config(3,
+        caller("a", 10, true).replace("\"requests\"", "\"credential_epoch\": 2, \"requests\""));
+    one.install(t.next(first, rotated));
+    assertEquals("access.binding_changed", code(() -> two.current(retired, Right.READ)));
+    CallerBinding current = one.authenticate(t.token("a")).orElseThrow();
+    assertEquals(10, one.current(current, Right.READ).caller().principal());
+  }
+
+  /**
    * Two replicas on one journal: a reload on one is in force on the other at its next decision,
    * with no reload there — grants, rechecks and the rights its engine holds — and a grant given
    * back the same way is too.

@@ -14,8 +14,8 @@ import java.util.Map;
 
 /**
  * The rights a deployment file declares, as the document the journal records ({@link
- * io.transit.flight.nativequery.RightsLedger}): per caller its name, principal, publication and
- * role (what the rights are granted on) and its three rights. Credentials and keys are not in it:
+ * io.transit.flight.nativequery.RightsLedger}): per caller its name, principal, publication,
+ * role and credential epoch (what the rights are granted to) and its three rights. Credentials and keys are not in it:
  * they stay in each replica's files. The encoding is canonical (callers sorted by name, fixed
  * member order), so equal rights give equal bytes and a reload of unchanged rights records
  * nothing. Stateless; any thread.
@@ -24,14 +24,24 @@ final class RightsDocument {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final int VERSION = 1;
 
-  /** One caller's entry. */
+  /**
+   * One caller's entry. {@code credentialEpoch} is null in a document recorded before it was
+   * written there (2026-12-07).
+   */
   record Entry(String name, long principal, String publication, boolean hasRole, long role,
-      boolean send, boolean inspect, boolean read) {
+      Long credentialEpoch, boolean send, boolean inspect, boolean read) {
 
-    /** Whether {@code local} (this replica's binding) is what the entry grants rights to. */
+    /**
+     * Whether {@code local} (this replica's binding) is what the entry grants rights to: the
+     * same principal, publication and role, under the same credential epoch. The epoch counts
+     * because a reload that rotates a credential and restores a right in one file, and whose
+     * record is in the journal though this replica did not install it (its outcome unknown, or
+     * another replica's reload), must not give the right to the credential it retired.
+     */
     boolean grantsTo(CallerBinding local) {
       return principal == local.principal() && publication.equals(local.publication())
-          && hasRole == local.hasRole() && (!hasRole || role == local.role());
+          && hasRole == local.hasRole() && (!hasRole || role == local.role())
+          && (credentialEpoch == null || credentialEpoch == local.credentialEpoch());
     }
   }
 
@@ -47,6 +57,7 @@ final class RightsDocument {
       c.put("principal", Long.toUnsignedString(b.principal()));
       c.put("publication", b.publication());
       c.put("role", b.hasRole() ? Long.toUnsignedString(b.role()) : "");
+      c.put("credential_epoch", Long.toUnsignedString(b.credentialEpoch()));
       c.put("send", b.canSend());
       c.put("inspect", b.canInspect());
       c.put("read", b.canRead());
@@ -78,6 +89,8 @@ final class RightsDocument {
         Entry e = new Entry(c.path("name").asText(),
             Long.parseUnsignedLong(c.path("principal").asText()), c.path("publication").asText(),
             !role.isEmpty(), role.isEmpty() ? 0 : Long.parseUnsignedLong(role),
+            c.has("credential_epoch")
+                ? Long.parseUnsignedLong(c.path("credential_epoch").asText()) : null,
             c.path("send").asBoolean(), c.path("inspect").asBoolean(),
             c.path("read").asBoolean());
         out.put(e.name(), e);
