@@ -1,6 +1,5 @@
 package io.transit.flight.channel;
 
-import io.grpc.Status;
 import io.transit.flight.diagnostic.Action;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.ErrorMapper;
@@ -435,7 +434,7 @@ public final class FlightServerChannel {
     } catch (Throwable e) { // an Error too: the stream must still end with a status
       LOG.error("{}: error mapper failed", name, e);
     }
-    return Status.INTERNAL.withDescription("stream failed").asRuntimeException();
+    return ErrorMapper.lastResort(batchWritten);
   }
 
   private void wakeGate() {

@@ -59,6 +59,11 @@ public final class ErrorMapper {
 
   private static final Logger LOG = LoggerFactory.getLogger(ErrorMapper.class);
 
+  // Encoded once, at class load: what a stream ends with when its own mapping failed, so that the
+  // caller still reads a Diagnostic (the failure itself is in the log, where the mapper's is).
+  private static final StatusRuntimeException[] LAST_RESORT = {
+    lastResortStatus(Outcome.UNKNOWN), lastResortStatus(Outcome.INCOMPLETE)};
+
   private final int trailerBudget;
 
   /** A mapper whose trailer budget fits every diagnostic. */
@@ -122,6 +127,27 @@ public final class ErrorMapper {
         .withCause(e)
         .withMetadata(metadata)
         .toRuntimeException();
+  }
+
+  /**
+   * INTERNAL {@code gateway.internal} with a trailer encoded at class load, for when mapping a
+   * failure failed (a defect in a mapper, an {@code Error}); {@code incomplete} when the caller
+   * already holds part of a result. Builds nothing, so it cannot fail the same way. Any thread.
+   */
+  public static StatusRuntimeException lastResort(boolean incomplete) {
+    StatusRuntimeException made = LAST_RESORT[incomplete ? 1 : 0];
+    Metadata trailers = new Metadata();
+    trailers.merge(made.getTrailers());
+    return made.getStatus().asRuntimeException(trailers);
+  }
+
+  private static StatusRuntimeException lastResortStatus(Outcome outcome) {
+    GatewayException e = GatewayException.of(
+        Cause.INTERNAL, "gateway.internal", "internal error; the failure is in the gateway's log")
+        .withOutcome(outcome);
+    Metadata trailers = new Metadata();
+    trailers.put(TRAILER, Diagnostic.from(e).toJson());
+    return Status.INTERNAL.withDescription(message(e)).asRuntimeException(trailers);
   }
 
   /** The diagnostic bytes {@code t} would carry, or null when it carries none. */

@@ -217,7 +217,10 @@ final class DiagnosticSamples {
     return out;
   }
 
-  /** What {@link ErrorMapper} sends for every cause (access classes without disclosure). */
+  /**
+   * What {@link ErrorMapper} sends for every cause (access classes without disclosure), and its
+   * last resort's two trailers.
+   */
   static List<byte[]> mapped() {
     ErrorMapper mapper = new ErrorMapper();
     List<byte[]> out = new ArrayList<>();
@@ -234,6 +237,9 @@ final class DiagnosticSamples {
       if (bytes != null) {
         out.add(bytes);
       }
+    }
+    for (boolean incomplete : new boolean[] {false, true}) {
+      out.add(ErrorMapper.lastResort(incomplete).getTrailers().get(ErrorMapper.TRAILER));
     }
     return out;
   }

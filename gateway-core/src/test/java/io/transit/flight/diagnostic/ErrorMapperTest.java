@@ -69,6 +69,23 @@ class ErrorMapperTest {
     }
   }
 
+  /** The last resort builds nothing per call: each call gets its own trailers, equal bytes. */
+  @Test
+  void theLastResortIsInternalWithAFixedTrailerPerOutcome() throws Exception {
+    for (boolean incomplete : new boolean[] {false, true}) {
+      StatusRuntimeException first = ErrorMapper.lastResort(incomplete);
+      StatusRuntimeException second = ErrorMapper.lastResort(incomplete);
+      assertEquals(Status.Code.INTERNAL, first.getStatus().getCode());
+      assertTrue(first.getStatus().getDescription().startsWith("gateway.internal: "));
+      assertTrue(first.getTrailers() != second.getTrailers(), "trailers are not shared");
+      JsonNode d = JSON.readTree(first.getTrailers().get(ErrorMapper.TRAILER));
+      assertEquals(JSON.readTree(second.getTrailers().get(ErrorMapper.TRAILER)), d);
+      assertEquals("gateway.internal", d.get("code").asText());
+      assertEquals("INTERNAL", d.get("status").asText());
+      assertEquals(incomplete ? "incomplete" : "unknown", d.get("outcome").asText());
+    }
+  }
+
   @Test
   void unexpectedThrowableIsInternalWithoutItsText() throws Exception {
     StatusRuntimeException s = mapper.toGrpc(new IllegalStateException("secret /etc/key.pem"));
