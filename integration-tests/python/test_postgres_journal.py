@@ -9,13 +9,16 @@ archive's own runtime image runs on it too."""
 import contextlib
 import os
 import signal
+import sys
 import time
+from pathlib import Path
 
 import grpc
+import pytest
 
 from calls import (Caller, channel, do_get_exact, failure, info_fields, next_sequence,
                    read_result, sql_info, sql_info_future, ticket_of)
-from daemon import RELOADED, Daemon, unpack_release, wait_until
+from daemon import RELOADED, Daemon, _env, unpack_release, wait_until
 
 SQL = [
     "SELECT COUNT(*) FROM primitive",
@@ -151,6 +154,53 @@ def test_two_replicas_share_one_principals_sequence(template_state, postgres, tm
         queries = a.journal().queries(principal)
         assert sorted(c for c, _ in queries.values()) == sorted(c for _, _, c, _ in admitted)
         assert {st for _, st in queries.values()} == {"SUCCEEDED"}
+
+
+# libfaketime (Debian's faketime, scripts/setup.d/25-faketime.sh): a process's wall clock moved,
+# its monotonic clock left alone.
+FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")
+
+
+def test_a_replica_whose_wall_clock_is_a_minute_ahead_takes_no_live_lease_over(template_state,
+                                                                               postgres, tmp_path):
+    """Lease times are the journal server's clock (docs/native-engine.md "Execution leases"):
+    a replica whose own wall clock was stepped a minute ahead does not take over a query another
+    replica is running and renewing. Until 2026-12-07 each replica wrote and compared its own
+    clock: that replica took the running query over at its first scan, and the runner's result
+    was fenced."""
+    if not FAKETIME.exists():
+        why = f"{FAKETIME} missing: the clock-skew lease test is SKIPPED (scripts/setup.d)"
+        print(f"\n*** {why} ***\n", file=sys.stderr)
+        pytest.skip(why)
+    engine = {"lease_ms": 3000, "lease_scan_ms": 500}
+    section = {"journal": postgres.journal_config(postgres.create_database()), "engine": engine}
+    # A executes and then holds its terminal commit 6 s: twice the lease, renewed meanwhile.
+    a = Daemon.variant(template_state, section, target=tmp_path / "a",
+                       faults="finish-delay-ms:6000")
+    # B's clock is stepped once it serves, as NTP would step it (libfaketime's offset also moves
+    # the per-thread CPU clocks the compile budget reads, so B compiles nothing here).
+    offset = tmp_path / "b-clock-offset"
+    offset.write_text("+0\n")
+    ahead = dict(_env(), LD_PRELOAD=str(FAKETIME), FAKETIME_TIMESTAMP_FILE=str(offset),
+                 FAKETIME_CACHE_DURATION="1", FAKETIME_DONT_FAKE_MONOTONIC="1")
+    b = Daemon.variant(template_state, section, target=tmp_path / "b", env=ahead)
+    # More than 64 KiB of result: run after the submit's commit, not recorded with it.
+    sql = "SELECT id, a FROM primitive WHERE id < 30000"
+    with contextlib.ExitStack() as stack:
+        for d in (a, b):
+            d.start()
+            stack.callback(d.close)
+        offset.write_text("+60\n")
+        time.sleep(2)  # past libfaketime's one-second cache of the file
+        journal = a.journal()
+        with channel(a) as ch:
+            seq = next_sequence(ch, a, "primitive")
+            correlation, _ = info_fields(sql_info(ch, a, "primitive", sql, seq, 60))
+        _, _, attempt, _ = journal.lease(correlation)
+        assert (attempt, journal.state_of(correlation)) == (1, "SUCCEEDED"), \
+            "A's run was not taken over while A renewed its lease"
+        assert not any("took over" in line for line in b.output), b.output[-20:]
+        assert not any("fenced" in line for line in a.output), a.output[-20:]
 
 
 def test_a_rights_change_reloaded_on_one_replica_rules_the_other(template_state, postgres,

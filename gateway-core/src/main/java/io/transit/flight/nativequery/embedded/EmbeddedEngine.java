@@ -44,8 +44,8 @@ import org.slf4j.LoggerFactory;
  * <p>Threads: {@link #send}, the readers, {@link #awaitQuery}, {@link #release} and {@link
  * #updateRights} may be called from any thread (gRPC service threads, T_caller workers). Accepted
  * queries run on the engine's own bounded pool ({@code executionThreads}), each under an
- * execution lease ({@link Leases}: claimed with its acceptance, renewed and taken over on one
- * {@code native-lease} thread); a finished query wakes every {@link #awaitQuery} waiter through
+ * execution lease ({@link Leases}: claimed with its acceptance, renewed on {@code
+ * native-lease-renew} and taken over on {@code native-lease-scan}); a finished query wakes every {@link #awaitQuery} waiter through
  * {@code completions}, and waiters also poll the journal every {@value #AWAIT_POLL_MS} ms for
  * queries another replica finished. {@link #close()} is called once by the owner after callers
  * stop; it stops the lease thread, waits {@code shutdownWait} for running queries and gives up
@@ -154,8 +154,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     UploadValidator uploads = new UploadValidator(journal, rights, requester, planner, options,
         verdicts, System::currentTimeMillis);
     // Queued queries hold leases too: a scan claims no more than a few per execution thread.
-    this.leases = new Leases(journal, options.lease(), System::currentTimeMillis,
-        () -> options.faults().renewLeases(), 4 * options.executionThreads());
+    this.leases = new Leases(journal, options.lease(), () -> options.faults().renewLeases(),
+        4 * options.executionThreads());
     this.commands = new CommandProcessor(journal, rights, uploads, verdicts,
         options.firstSequence(),
         options.deferExecution() ? CommandProcessor.Claimer.NONE : leases::claimAccepted,

@@ -206,8 +206,17 @@ public interface JournalStore extends AutoCloseable {
   boolean finish(QueryStatus s, byte[] bundleSha256, byte[] manifest, long resultBytes,
       long finishedMillis, long attempt) throws SQLException;
 
-  // Execution leases (docs/native-engine.md "Execution leases"). Times are wall-clock millis of
-  // the calling replica; each method is one conditional UPDATE or SELECT of the queries row.
+  // Execution leases (docs/native-engine.md "Execution leases"). Times are wall-clock millis on
+  // the journal's lease clock ({@link #leaseClockMillis}); each method is one conditional UPDATE
+  // or SELECT of the queries row.
+
+  /**
+   * Now on the clock every lease time of this journal is written and compared in, read inside a
+   * transaction: the local wall clock when one process writes the journal, the database server's
+   * when replicas share it (their own clocks may be skewed or stepped; one clock for all makes
+   * a lease mean the same time to every replica).
+   */
+  long leaseClockMillis() throws SQLException;
 
   /**
    * Claims the execution lease of an ACCEPTED query for {@code owner} until {@code untilMillis}
@@ -227,7 +236,10 @@ public interface JournalStore extends AutoCloseable {
 
   /**
    * Correlations of ACCEPTED queries whose lease expired at {@code nowMillis} or that were never
-   * claimed, oldest first, at most {@code limit}.
+   * claimed, oldest first, at most {@code limit}. A shared journal locks the rows it returns for
+   * this transaction and skips rows another transaction holds: a replica stalled inside a
+   * transaction (a pause, a lost network) delays the takeover of its own rows only, never a
+   * scan's other claims or, behind the scan, another replica's renewals.
    */
   List<Long> expiredLeases(long nowMillis, int limit) throws SQLException;
 

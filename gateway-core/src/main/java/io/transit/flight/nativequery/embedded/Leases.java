@@ -13,7 +13,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,11 +25,19 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Threads: {@link #claimAccepted} runs on a sending thread inside its journal transaction;
  * {@link #hold}, {@link #holds} and {@link #drop} on sending threads, the engine's execution
- * threads and the lease thread; renewals and scans run on the single {@code native-lease} thread
- * ({@link #start}); {@link #stopScans}, {@link #stop} and {@link #giveUp} are called once each, in
- * that order, by the engine's close: takeovers stop first, renewals only after the close's drain,
- * so a query still running here is not taken over by another replica meanwhile (which fencing
- * would keep correct, but the work would be done twice).
+ * threads and the lease threads; renewals run on the {@code native-lease-renew} thread and scans
+ * on the {@code native-lease-scan} thread ({@link #start}; apart, so that a scan slowed by the
+ * journal never delays the renewal that keeps this engine's own queries); {@link #stopScans},
+ * {@link #stop} and {@link #giveUp} are called once each, in that order, by the engine's close:
+ * takeovers stop first, renewals only after the close's drain, so a query still running here is
+ * not taken over by another replica meanwhile (which fencing would keep correct, but the work
+ * would be done twice).
+ *
+ * <p>Time: lease times are on the journal's lease clock ({@link JournalStore#leaseClockMillis}),
+ * read at each renewal and scan and carried forward between them by the monotonic clock, so a
+ * step of this host's wall clock moves no lease and a claim at acceptance costs no read of it.
+ * Each claim and renewal takes its times when its row is written, not when its transaction
+ * began: a lease is never written already expired.
  */
 final class Leases {
   private static final Logger log = LoggerFactory.getLogger(Leases.class);
@@ -40,9 +47,13 @@ final class Leases {
     void start(long correlation, long attempt);
   }
 
+  /** A reading of the lease clock and the monotonic time it was taken at. */
+  private record Reading(long millis, long nanos) {}
+
   private final JournalStore journal;
   private final LeasePolicy policy;
-  private final LongSupplier clock;
+  // Any thread reads; the lease threads (and start's scan) replace it after each reading.
+  private volatile Reading clock;
   private final BooleanSupplier renewing;
   /** Most queries held (queued or running) before a scan claims no more. */
   private final int capacity;
@@ -58,15 +69,15 @@ final class Leases {
   // Cleared once by stopScans (the closing thread): no scan claims anything after it.
   private volatile boolean scanning = true;
   // @GuardedBy("this"): set by start, shut down by stop.
-  private ScheduledExecutorService timer;
+  private ScheduledExecutorService renewals;
+  // @GuardedBy("this"): set by start, shut down by stop.
+  private ScheduledExecutorService scans;
   // @GuardedBy("this"): set once by start.
   private Starter starter;
 
-  Leases(JournalStore journal, LeasePolicy policy, LongSupplier clock, BooleanSupplier renewing,
-      int capacity) {
+  Leases(JournalStore journal, LeasePolicy policy, BooleanSupplier renewing, int capacity) {
     this.journal = journal;
     this.policy = policy;
-    this.clock = clock;
     this.renewing = renewing;
     this.capacity = capacity;
     long id = 0;
@@ -99,10 +110,23 @@ final class Leases {
    * costs no commit of its own); returns the attempt, 0 when it could not be claimed (a scan will).
    */
   long claimAccepted(long correlation) throws SQLException {
-    long now = clock.getAsLong();
+    long now = clock == null ? readClock() : now();
     OptionalLong attempt =
         journal.claim(correlation, owner, holder, now, now + policy.lease().toMillis());
     return attempt.orElse(0);
+  }
+
+  /** Reads the lease clock (inside a journal transaction) and carries it forward from now on. */
+  private long readClock() throws SQLException {
+    long millis = journal.leaseClockMillis();
+    clock = new Reading(millis, System.nanoTime());
+    return millis;
+  }
+
+  /** Now on the lease clock: the last reading plus the monotonic time since. */
+  private long now() {
+    Reading r = clock;
+    return r.millis() + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - r.nanos());
   }
 
   /** Notes that this engine runs {@code attempt} of the query (after the claim committed). */
@@ -135,16 +159,13 @@ final class Leases {
     }
     scan();
     synchronized (this) {
-      timer = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "native-lease");
-        t.setDaemon(true);
-        return t;
-      });
+      renewals = Executors.newSingleThreadScheduledExecutor(named("native-lease-renew"));
       long renewEvery = policy.renewal().toMillis();
-      timer.scheduleWithFixedDelay(this::renewQuietly, renewEvery, renewEvery,
+      renewals.scheduleWithFixedDelay(this::renewQuietly, renewEvery, renewEvery,
           TimeUnit.MILLISECONDS);
+      scans = Executors.newSingleThreadScheduledExecutor(named("native-lease-scan"));
       long scanEvery = policy.scan().toMillis();
-      timer.scheduleWithFixedDelay(this::scanQuietly, scanEvery, scanEvery,
+      scans.scheduleWithFixedDelay(this::scanQuietly, scanEvery, scanEvery,
           TimeUnit.MILLISECONDS);
     }
     log.info("execution leases: owner {} ({}), lease {} ms, renewed every {} ms, takeover scan"
@@ -152,12 +173,20 @@ final class Leases {
         policy.renewal().toMillis(), policy.scan().toMillis());
   }
 
+  private static java.util.concurrent.ThreadFactory named(String name) {
+    return r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
   private synchronized void schedule(long delayMillis) {
-    if (timer == null) {
+    if (scans == null) {
       return;
     }
     try {
-      timer.schedule(this::scanQuietly, delayMillis, TimeUnit.MILLISECONDS);
+      scans.schedule(this::scanQuietly, delayMillis, TimeUnit.MILLISECONDS);
     } catch (RejectedExecutionException e) {
       // Stopped: nothing more is claimed.
     }
@@ -199,11 +228,12 @@ final class Leases {
       return;
     }
     List<Map.Entry<Long, Long>> mine = heldInLockOrder();
-    long until = clock.getAsLong() + policy.lease().toMillis();
+    long lease = policy.lease().toMillis();
     List<Map.Entry<Long, Long>> lost = journal.transaction(() -> {
+      readClock();
       List<Map.Entry<Long, Long>> refused = new ArrayList<>();
       for (Map.Entry<Long, Long> e : mine) {
-        if (!journal.renew(e.getKey(), owner, e.getValue(), until)) {
+        if (!journal.renew(e.getKey(), owner, e.getValue(), now() + lease)) {
           refused.add(e);
         }
       }
@@ -230,15 +260,15 @@ final class Leases {
       backlog = true;
       return;
     }
-    long now = clock.getAsLong();
-    long until = now + policy.lease().toMillis();
+    long lease = policy.lease().toMillis();
     List<long[]> claimed = journal.transaction(() -> {
       List<long[]> out = new ArrayList<>();
-      for (long correlation : journal.expiredLeases(now, room)) {
+      for (long correlation : journal.expiredLeases(readClock(), room)) {
         if (held.containsKey(correlation)) {
           continue; // running here: a renewal failed, but this engine still runs it
         }
-        OptionalLong attempt = journal.claim(correlation, owner, holder, now, until);
+        long now = now();
+        OptionalLong attempt = journal.claim(correlation, owner, holder, now, now + lease);
         if (attempt.isPresent()) {
           out.add(new long[] {correlation, attempt.getAsLong()});
         }
@@ -263,18 +293,24 @@ final class Leases {
 
   /** Stops renewals (and the scan timer); called by the engine's close after its drain. */
   void stop() {
-    ScheduledExecutorService t;
+    List<ScheduledExecutorService> timers = new ArrayList<>();
     synchronized (this) {
-      t = timer;
-      timer = null;
-    }
-    if (t != null) {
-      t.shutdownNow();
-      try {
-        t.awaitTermination(5, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+      if (renewals != null) {
+        timers.add(renewals);
+        timers.add(scans);
       }
+      renewals = null;
+      scans = null;
+    }
+    for (ScheduledExecutorService t : timers) {
+      t.shutdownNow();
+    }
+    try {
+      for (ScheduledExecutorService t : timers) {
+        t.awaitTermination(5, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 

@@ -570,6 +570,12 @@ final class SqliteJournal implements JournalStore {
         attempt, owner) == 1;
   }
 
+  /** One process writes this journal (the state directory's lock): its own wall clock. */
+  @Override
+  public long leaseClockMillis() {
+    return System.currentTimeMillis();
+  }
+
   @Override
   public List<Long> expiredLeases(long nowMillis, int limit) throws SQLException {
     List<Long> out = new ArrayList<>();

@@ -41,8 +41,9 @@
  * own, one principal's admissions serialized on its row lock), durable or deferred
  * (docs/admission.md §10). Queries run on the engine's bounded
  * execution pool, one query per task, each with its own child allocator and DuckDB connection;
- * nothing a runner allocates outlives its task. Lease renewals and takeover scans run on one
- * {@code native-lease} thread. Rights are swapped atomically as a whole. Proof verdicts are
+ * nothing a runner allocates outlives its task. Lease renewals run on the {@code
+ * native-lease-renew} thread and takeover scans on {@code native-lease-scan}. Rights are swapped
+ * atomically as a whole. Proof verdicts are
  * computed on the engine's {@code signature-N} helpers and taken by the submit's sending thread.
  */
 package io.transit.flight.nativequery.embedded;

@@ -82,6 +82,8 @@ public final class PostgresJournal implements JournalStore {
    * bytes, so it cannot meet Flyway's migration lock, which is derived from a CRC of the schema.
    */
   private static final long RELEASE_LOCK = 0x7472616e73697401L;
+  private static final String LEASE_CLOCK =
+      "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
   /** Where the migrations live on the class path. */
   static final String MIGRATIONS = "classpath:io/transit/flight/nativequery/postgres/migration";
@@ -535,9 +537,19 @@ public final class PostgresJournal implements JournalStore {
         attempt, owner) == 1;
   }
 
+  /** The server's clock ({@code clock_timestamp()}: the time of the call, not the transaction's). */
+  @Override
+  public long leaseClockMillis() throws SQLException {
+    return read(LEASE_CLOCK, r -> {
+      r.next();
+      return r.getLong(1);
+    });
+  }
+
+  /** Rows another transaction holds are skipped, not waited for (their takeover waits instead). */
   @Override
   public List<Long> expiredLeases(long nowMillis, int limit) throws SQLException {
-    return read(JournalRows.EXPIRED_LEASES, r -> {
+    return read(JournalRows.EXPIRED_LEASES + " FOR UPDATE SKIP LOCKED", r -> {
       List<Long> out = new ArrayList<>();
       while (r.next()) {
         out.add(r.getLong(1));

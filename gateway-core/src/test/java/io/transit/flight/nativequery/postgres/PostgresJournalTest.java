@@ -79,6 +79,74 @@ class PostgresJournalTest {
     }
   }
 
+  /**
+   * A replica stalled inside a transaction that holds an expired query's row (a pause, a lost
+   * network) must not hold up another replica's takeover scan: the scan skips that row and
+   * claims the others at once. Until 2026-12-07 the scan waited the whole lock timeout on it, and
+   * its claims rolled back with it.
+   */
+  @Test
+  void aTakeoverScanSkipsARowAnotherTransactionHoldsAndClaimsTheRest() throws Exception {
+    String db = CLUSTER.get().createDatabase();
+    try (PostgresJournal j = PostgresJournal.open(
+            withLockTimeout(CLUSTER.get().settings(db), Duration.ofSeconds(20)));
+        Connection stalled = CLUSTER.get().connect(db)) {
+      long[] q = j.transaction(() -> {
+        long[] out = new long[2];
+        for (int i = 0; i < 2; i++) {
+          out[i] = j.allocateCorrelation();
+          j.insertAccepted(out[i], 31, i + 1, new byte[] {(byte) i});
+        }
+        return out;
+      });
+      stalled.setAutoCommit(false);
+      try (Statement s = stalled.createStatement()) {
+        s.execute("SELECT * FROM queries WHERE correlation = " + q[0] + " FOR UPDATE");
+      }
+      List<Long> claimed = assertTimeoutPreemptively(Duration.ofSeconds(10), () ->
+          j.transaction(() -> {
+            List<Long> out = new ArrayList<>();
+            long now = j.leaseClockMillis();
+            for (long c : j.expiredLeases(now, 10)) {
+              j.claim(c, 7, "b/1", now, now + 3_000).ifPresent(a -> out.add(c));
+            }
+            return out;
+          }));
+      assertEquals(List.of(q[1]), claimed, "the held row is skipped, the other claimed");
+      stalled.rollback();
+      assertEquals(List.of(q[0]), j.transaction(() -> j.expiredLeases(j.leaseClockMillis(), 10)),
+          "once released, the skipped row is claimable");
+    }
+  }
+
+  /** Every replica's lease times are on the server's clock: one reading, the same for all. */
+  @Test
+  void theLeaseClockIsTheServersAndAdvances() throws Exception {
+    String db = CLUSTER.get().createDatabase();
+    try (PostgresJournal a = PostgresJournal.open(CLUSTER.get().settings(db));
+        Connection c = CLUSTER.get().connect(db)) {
+      long server;
+      try (Statement s = c.createStatement();
+          ResultSet r = s.executeQuery("SELECT (extract(epoch FROM now()) * 1000)::bigint")) {
+        r.next();
+        server = r.getLong(1);
+      }
+      long first = a.transaction(a::leaseClockMillis);
+      Thread.sleep(20);
+      // clock_timestamp(), not now(): two readings in one transaction differ.
+      long[] two = a.transaction(() -> {
+        long x = a.leaseClockMillis();
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(20);
+        while (System.nanoTime() < until) {
+          java.util.concurrent.locks.LockSupport.parkNanos(until - System.nanoTime());
+        }
+        return new long[] {x, a.leaseClockMillis()};
+      });
+      assertTrue(first >= server, first + " >= " + server);
+      assertTrue(two[0] > first && two[1] >= two[0] + 20, java.util.Arrays.toString(two));
+    }
+  }
+
   @Test
   void aLockHeldPastTheTimeoutFailsDefinitelyWithNothingCommitted() throws Exception {
     String db = CLUSTER.get().createDatabase();
