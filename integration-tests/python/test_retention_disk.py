@@ -104,15 +104,15 @@ def test_full_disk_refuses_new_statements_keeps_results_and_recovers_after_expir
 
 @pytest.fixture
 def engine_on_tmpfs(configured, tmp_path):
-    """``engine_on_tmpfs(faults=None)``: a started daemon whose whole engine directory — journal
-    and segments, as in the default layout — is one 8 MiB tmpfs this test mounts and always
-    unmounts; returns (daemon, engine directory)."""
+    """``engine_on_tmpfs(faults=None, engine=None)``: a started daemon (``engine``: its engine
+    settings) whose whole engine directory — journal and segments, as in the default layout — is
+    one 8 MiB tmpfs this test mounts and always unmounts; returns (daemon, engine directory)."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     started = []
 
-    def make(faults=None):
-        d = configured(tmp_path, {})
+    def make(faults=None, engine=None):
+        d = configured(tmp_path, {"engine": engine} if engine else {})
         d.faults = faults
         engine = d.state_dir / "engine"
         engine.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -127,6 +127,49 @@ def engine_on_tmpfs(configured, tmp_path):
                 d.assert_clean_stop()
         finally:
             subprocess.run(["umount", str(engine)], check=True, timeout=30)
+
+
+def test_results_that_filled_the_engine_disk_are_released_past_their_age_all_the_same(
+        engine_on_tmpfs):
+    """Journal and segments on one file system, filled by the gateway's own results and then to
+    the last byte (the filler stays): the retention sweep frees the journal's reserve, releases
+    the results past their age, removes their files, and statements succeed again with nobody
+    freeing space. Until 2026-12-07 the sweep's release could not commit on the full file system,
+    so nothing was ever removed, and a restart did not help either (docs/limits.md)."""
+    d, engine = engine_on_tmpfs(engine={"retention_max_age_ms": 4000, "retention_check_ms": 200})
+    reserve = engine / "journal.reserve"
+    end = time.monotonic() + 30
+    while not reserve.exists():
+        assert time.monotonic() < end, "no journal reserve was written"
+        time.sleep(0.1)
+    ch = C.channel(d)
+    refusal = None
+    for k in range(12):
+        try:
+            C.flight_info(ch, d, C.primitive_slice(k, ROWS))
+        except grpc.RpcError as e:
+            refusal = C.seen(e)
+            break
+    assert refusal is not None, "an 8 MiB file system took 12 results of ~1 MiB"
+    assert refusal.diagnostic["code"] == "query.disk_full", refusal.diagnostic
+    fill(engine)  # not removed: the room must come from the results' own files
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            again = C.flight_info(ch, d, C.primitive_slice(30, ROWS))
+            break
+        except grpc.RpcError as e:
+            s = C.seen(e)
+            # Meanwhile, a full journal: refused or unreadable, never a made-up answer.
+            assert s.diagnostic["code"] in ("query.disk_full", "query.journal_unavailable"), \
+                s.diagnostic
+            assert time.monotonic() < deadline, "the results' space never came back"
+            time.sleep(0.5)
+    assert len(C.read_bytes(ch, d, again)) > 100_000
+    d.saw("freed the reserve")
+    ch.close()
+    d.assert_clean_stop()
 
 
 def fill(directory):

@@ -135,6 +135,18 @@ public interface JournalStore extends AutoCloseable {
   boolean isFullWithNothingRecorded(SQLException failure);
 
   /**
+   * Frees the room this journal holds back on its file system for the commits that give room
+   * back (the retention sweep's releases; {@link JournalReserve}); true when there was some.
+   * A database server's journal holds none. Called on the retention sweep's thread.
+   */
+  default boolean freeReserve() {
+    return false;
+  }
+
+  /** Holds the room back again once there is enough ({@link #freeReserve}); the sweep's thread. */
+  default void keepReserve() {}
+
+  /**
    * Whether this process is the journal's only writer: true for the SQLite journal, whose state
    * directory one daemon owns ({@code gateway.lock}); false for a database replicas share. Lets
    * readers of values only this process writes (the rights epoch) keep them in memory.

@@ -261,6 +261,21 @@ final class Retention implements AutoCloseable {
     }
   }
 
+  /**
+   * One page of releases, committed. On a full file system the journal's reserve is freed for it
+   * and it is tried once more: its removals are what give the room back (JournalReserve).
+   */
+  private Released releaseOnePage(long oldest, long total) throws SQLException {
+    try {
+      return journal.transaction(() -> releasePage(oldest, total));
+    } catch (SQLException e) {
+      if (journal.isFullWithNothingRecorded(e) && journal.freeReserve()) {
+        return journal.transaction(() -> releasePage(oldest, total));
+      }
+      throw e;
+    }
+  }
+
   private Swept sweepOnce() throws SQLException, IOException {
     long now = clock.getAsLong();
     long oldest = now - policy.maxAge().toMillis();
@@ -274,7 +289,7 @@ final class Retention implements AutoCloseable {
     Released page = null;
     do {
       long total = page == null ? retained : page.total();
-      page = journal.transaction(() -> releasePage(oldest, total));
+      page = releaseOnePage(oldest, total);
       released += page.released();
       releasePages++;
       if (page.released() > 0) {
@@ -307,6 +322,7 @@ final class Retention implements AutoCloseable {
           forgot.refusals(), forgetNanos / 1_000_000,
           forgot.behind() ? " (more past the bound: the next sweep comes sooner)" : "");
     }
+    journal.keepReserve(); // after the removals: the room they gave back holds it again
     return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgot.total(),
         releaseBehind || forgot.behind() || removalCut || missedLocks > missedBefore);
   }

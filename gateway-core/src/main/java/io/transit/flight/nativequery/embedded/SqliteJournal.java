@@ -169,15 +169,20 @@ final class SqliteJournal implements JournalStore {
   private final Object asideLock = new Object();
   private Connection aside; // @GuardedBy("asideLock")
 
+  private final JournalReserve reserve;
+
   private SqliteJournal(Connection connection, Path file, WalCheckpointer checkpointer)
       throws SQLException {
     this.connection = connection;
     this.file = file;
+    this.reserve = new JournalReserve(file);
     this.checkpointer = checkpointer;
     this.database = connection.unwrap(org.sqlite.SQLiteConnection.class).getDatabase();
   }
 
   static SqliteJournal open(Path file) throws SQLException {
+    // A file system a run before left full: room to recover the WAL and to release results.
+    new JournalReserve(file).atOpen();
     Connection c = connect(file);
     WalCheckpointer checkpointer = null;
     try {
@@ -889,6 +894,16 @@ final class SqliteJournal implements JournalStore {
       }
     }
     return false;
+  }
+
+  @Override
+  public boolean freeReserve() {
+    return reserve.free();
+  }
+
+  @Override
+  public void keepReserve() {
+    reserve.refill();
   }
 
   @Override
