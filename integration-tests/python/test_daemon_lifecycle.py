@@ -7,8 +7,8 @@ import signal
 import threading
 from pathlib import Path
 
-from calls import Caller
-from daemon import ROOT, Daemon, gateway_once, wait_until
+from calls import Caller, channel, info_fields, next_sequence, sql_info
+from daemon import ROOT, Daemon, gateway_once, wait_until, write_private
 
 
 def test_kill9_restart_keeps_journal_and_tickets(tmp_path):
@@ -141,6 +141,63 @@ def test_a_refused_reload_generates_no_secret_and_an_accepted_one_does(tmp_path)
         cred.chmod(0o600)
         assert d.reload() == "reloaded"
         assert Caller(d, "extra").next_sequence() == 1
+    finally:
+        d.assert_clean_stop()
+
+
+def test_a_lost_principal_key_of_a_used_principal_is_refused_not_generated(tmp_path):
+    """A caller's principal key removed after a statement of its was accepted: a SIGHUP reload is
+    refused naming the file, and the key in force keeps serving (a retry of the accepted
+    statement replays it); a restart exits 2 naming the file. Until 2026-12-07 a new key was
+    generated silently, and the retry conflicted (ABORTED query.namespace_conflict,
+    use_next_sequence): a client following that ran the statement twice. A caller new to the
+    journal, added by a reload, still gets its key generated."""
+    state = tmp_path / "state"
+    d = Daemon(state).start()
+    sql = "SELECT COUNT(*) FROM primitive WHERE a > 3"
+    try:
+        cfg = d.config()
+        at = [c["name"] for c in cfg["callers"]].index("primitive")
+        primitive = cfg["callers"][at]
+        key = state / primitive["principal_key_file"]
+        journal, principal = d.journal(), primitive["principal"]
+        with channel(d) as ch:
+            s0 = next_sequence(ch, d, "primitive")
+            c0, _ = info_fields(sql_info(ch, d, "primitive", sql, s0))
+            seed = key.read_bytes()
+            key.unlink()
+            outcome = d.reload()
+            assert "reload refused" in outcome and str(key) in outcome, outcome
+            assert "restore the file from a backup" in outcome, outcome
+            assert not key.exists(), "a refused reload writes no key"
+            c1, _ = info_fields(sql_info(ch, d, "primitive", sql, s0))
+            assert c1 == c0, "the retry replays under the key in force"
+            assert journal.queries(principal) == {s0: (c0, "SUCCEEDED")}
+
+        write_private(key, seed.decode())
+        extra = dict(primitive, name="extra", principal=991, requests=991,
+                     credential_file="credentials/extra.token",
+                     principal_key_file="keys/principal-991.key")
+        cfg["callers"].append(extra)
+        d.write_config(cfg)
+        assert d.reload() == "reloaded"
+        assert (state / "keys" / "principal-991.key").exists()
+        assert Caller(d, "extra").next_sequence() == 1
+        d.assert_clean_stop()
+
+        key.unlink()
+        err = refused(state)
+        assert str(key) in err and "restore the file from a backup" in err, err
+        assert not key.exists(), "a refused start writes no key"
+        # check-config does not read the journal: it says what it cannot tell.
+        r = gateway_once("check-config", "--config", str(state / "gateway.json"))
+        assert r.returncode == 0 and f"note: callers[{at}].principal_key_file {key}" in r.stdout, \
+            r.stdout + r.stderr
+        write_private(key, seed.decode())
+        d.start()
+        with channel(d) as ch:
+            c2, _ = info_fields(sql_info(ch, d, "primitive", sql, s0))
+            assert c2 == c0, "the restored key replays after a restart"
     finally:
         d.assert_clean_stop()
 

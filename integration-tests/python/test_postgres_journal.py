@@ -6,6 +6,7 @@ accepted but unfinished at the kill finishes after the restart and resolves on r
 replicas on one database alternate one caller's statements and replay each other's. The release
 archive's own runtime image runs on it too."""
 
+import base64
 import contextlib
 import os
 import signal
@@ -18,7 +19,8 @@ import pytest
 
 from calls import (Caller, channel, do_get_exact, failure, info_fields, next_sequence,
                    read_result, sql_info, sql_info_future, ticket_of)
-from daemon import RELOADED, Daemon, _env, unpack_release, wait_until
+from daemon import (RELOADED, Daemon, _env, gateway_once, unpack_release, wait_until,
+                    write_private)
 
 SQL = [
     "SELECT COUNT(*) FROM primitive",
@@ -242,6 +244,35 @@ def test_a_rights_change_reloaded_on_one_replica_rules_the_other(template_state,
             again = sql_info(cb, b, "primitive", sql, seq, 60)
             assert read_result(b, "primitive", again) == rows
         assert not any(RELOADED in line for line in b.output), "replica B was never reloaded"
+
+
+def test_a_replica_with_another_or_no_principal_key_is_refused_at_start(template_state, postgres,
+                                                                       tmp_path):
+    """Principal keys stay in each replica's files, but since 2026-12-07 the journal's rights
+    name each one's SHA-256: a replica started with another key for a principal they name (another
+    copy of keys/) exits 2 naming the file instead of signing a second admission stream for the
+    principal, whose retries of the first replica's statements would conflict; so does one whose
+    key is missing (until then generated silently)."""
+    section = {"journal": postgres.journal_config(postgres.create_database())}
+    a = Daemon.variant(template_state, section, target=tmp_path / "a").start()
+    try:
+        state = Daemon.copy_state(template_state, tmp_path / "b", section)
+        cfg = a.config()
+        at = [c["name"] for c in cfg["callers"]].index("primitive")
+        key = state / cfg["callers"][at]["principal_key_file"]
+        write_private(key, "ed25519-seed-v1 " + base64.b64encode(os.urandom(32)).decode() + "\n")
+        r = gateway_once("demo", "--state-dir", str(state), "--port", "0")
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f"callers[{at}].principal_key_file: {key} holds another key" in r.stderr, r.stderr
+        key.unlink()
+        r = gateway_once("demo", "--state-dir", str(state), "--port", "0")
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f"callers[{at}].principal_key_file: {key} is missing" in r.stderr, r.stderr
+        assert not key.exists()
+        with channel(a) as ch:  # the first replica serves on
+            assert next_sequence(ch, a, "primitive") == 1
+    finally:
+        a.close()
 
 
 def test_the_release_archive_runtime_runs_on_the_postgresql_journal(template_state, postgres,

@@ -20,7 +20,10 @@ import java.util.Optional;
 
 /**
  * Turns caller mappings into authenticated bindings and native rights, loading (or, on first
- * run, generating) each caller's credential and principal key from the state directory.
+ * run, generating) each caller's credential and principal key from the state directory. A missing
+ * principal key is written only once the journal's rights show its principal unused ({@link
+ * io.transit.flight.server.auth.PrincipalKeys}): at start {@link #build} generates it in memory and
+ * {@link #keep} writes it after the check; a reload checks before it builds.
  *
  * <p>Threads: {@link #build} runs at start; {@link #next} on the signal thread. Both only
  * build: the caller installs the result (one swap), so a failure leaves the running snapshot in
@@ -33,13 +36,49 @@ public final class Bindings {
     this.state = state;
   }
 
-  AuthSnapshot build(ResolvedConfig cfg) throws ConfigException {
+  /**
+   * A snapshot and the principal keys its callers' files held when it was built, by caller
+   * name: a caller missing there has a key generated in memory, which {@link #keep} writes.
+   */
+  record Built(AuthSnapshot snapshot, Map<String, Ed25519.KeyPair> onFile) {}
+
+  /** The check of the principal keys against the journal's rights a reload runs first. */
+  @FunctionalInterface
+  interface KeyCheck {
+    void check(ResolvedConfig cfg, Map<String, Ed25519.KeyPair> onFile) throws ConfigException;
+  }
+
+  /**
+   * The snapshot of {@code cfg}; a missing principal key is generated in memory, not written
+   * ({@link #keep}), a missing credential generated and written.
+   */
+  Built build(ResolvedConfig cfg) throws ConfigException {
+    return build(cfg, keysOnFile(cfg));
+  }
+
+  /** Each caller's principal key its file holds, by caller name; none for a missing file. */
+  private static Map<String, Ed25519.KeyPair> keysOnFile(ResolvedConfig cfg)
+      throws ConfigException {
+    Map<String, Ed25519.KeyPair> onFile = new HashMap<>();
+    for (ResolvedConfig.Caller c : cfg.callers()) {
+      Optional<Ed25519.KeyPair> key = StateDirectory.existingKey(c.principalKeyFile());
+      if (key.isPresent()) {
+        onFile.put(c.name(), key.get());
+      }
+    }
+    return Map.copyOf(onFile);
+  }
+
+  // The keys checked against the journal are the ones built into the snapshot: a file removed
+  // between the check and the build is not generated again.
+  private Built build(ResolvedConfig cfg, Map<String, Ed25519.KeyPair> onFile)
+      throws ConfigException {
     Map<String, CallerBinding> byToken = new LinkedHashMap<>();
     Map<String, String> tokensByCaller = new HashMap<>();
     List<PrincipalRights> rights = new ArrayList<>();
     for (ResolvedConfig.Caller c : cfg.callers()) {
       String token = state.loadOrCreateCredential(c.credentialFile());
-      Ed25519.KeyPair key = state.loadOrCreateKey(c.principalKeyFile());
+      Ed25519.KeyPair key = onFile.containsKey(c.name()) ? onFile.get(c.name()) : state.newKey();
       tokensByCaller.put(c.name(), token);
       ResolvedConfig.Publication pub = cfg.publications().get(c.publication());
       CallerBinding binding = new CallerBinding(c.name(), c.principal(), key, c.hasRole(), c.role(),
@@ -50,12 +89,26 @@ public final class Bindings {
       rights.add(binding.nativeRights());
     }
     StateDirectory.checkDistinct(tokensByCaller);
-    return new AuthSnapshot(cfg, byToken, rights);
+    return new Built(new AuthSnapshot(cfg, byToken, rights), onFile);
+  }
+
+  /**
+   * Writes the principal keys {@link #build} generated, once the journal's rights allowed them
+   * ({@link io.transit.flight.server.auth.PrincipalKeys#check}).
+   */
+  void keep(Built b) throws ConfigException {
+    AuthSnapshot s = b.snapshot();
+    for (ResolvedConfig.Caller c : s.config().callers()) {
+      if (!b.onFile().containsKey(c.name())) {
+        state.keepKey(c.principalKeyFile(), s.current(c.name()).orElseThrow().principalKey());
+      }
+    }
   }
 
   /**
    * What the gateway's start and {@link #build} would refuse in the secrets that exist, creating
-   * none ({@code check-config}; a missing key or credential is generated at run): the ticket and
+   * none ({@code check-config}; a missing key or credential is generated at run, except a
+   * principal key the journal's rights require, which needs the journal): the ticket and
    * inspection keys, each caller's credential and principal key (mode, format), and two callers
    * with equal credentials. Main thread.
    */
@@ -77,13 +130,16 @@ public final class Bindings {
   /**
    * The snapshot a reload installs: refuses a reload that would change what is fixed at start
    * (loaded data, listener, ticket definition, sizing, journal and object store) or whose
-   * existing secrets would be refused, creating nothing then; otherwise builds the whole next
-   * snapshot (generating a new caller's missing credential and key) and changes nothing else.
+   * existing secrets would be refused, or whose principal keys {@code journal} refuses (a key
+   * missing or replaced for a principal the journal's rights name), creating nothing then;
+   * otherwise builds the whole next snapshot (generating a new caller's missing credential and
+   * key) and changes nothing else.
    * Callers,
    * their rights, bindings and publication mappings, {@code deployment.ingress} and
    * {@code deployment.ticket_ttl_ms} take effect live.
    */
-  AuthSnapshot next(ResolvedConfig current, ResolvedConfig next) throws ConfigException {
+  AuthSnapshot next(ResolvedConfig current, ResolvedConfig next, KeyCheck journal)
+      throws ConfigException {
     if (!current.publications().equals(next.publications())) {
       throw new ConfigException("publications changed: a restart is required to load new data");
     }
@@ -111,7 +167,11 @@ public final class Bindings {
     // after a new caller's credential was written would leave that credential behind (until
     // 2026-12-07), for the next reload or start to use.
     checkExistingSecrets(next, state);
-    return build(next);
+    Map<String, Ed25519.KeyPair> onFile = keysOnFile(next);
+    journal.check(next, onFile);
+    Built b = build(next, onFile);
+    keep(b);
+    return b.snapshot();
   }
 
   public static List<Publication> publications(ResolvedConfig cfg) {

@@ -25,6 +25,7 @@ import io.transit.flight.nativequery.postgres.PostgresSettings;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.auth.AuthSnapshot;
 import io.transit.flight.server.auth.Authorization;
+import io.transit.flight.server.auth.PrincipalKeys;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.config.ResolvedConfig;
@@ -114,7 +115,8 @@ public final class GatewayServer implements AutoCloseable {
     // a remote native client will sign its inspection reads with it.
     state.loadOrCreateKey(state.inspectionKeyFile());
     this.bindings = new Bindings(state);
-    AuthSnapshot snapshot = bindings.build(cfg);
+    Bindings.Built built = bindings.build(cfg);
+    AuthSnapshot snapshot = built.snapshot();
 
     // What this constructor started, newest first: a step that throws stops all of it before
     // the caller releases the state lock (the engine runs takeovers and sweeps from its open).
@@ -131,6 +133,15 @@ public final class GatewayServer implements AutoCloseable {
       reportTightened(state);
 
       Clock clock = hooks.clock(Clock.systemUTC());
+      try {
+        // Before the rights are recorded (they name each principal's key): a principal key lost
+        // or replaced after its principal was used is refused, and only then are generated keys
+        // written. The engine opened with them in memory; a refusal here leaves nothing behind.
+        PrincipalKeys.check(engineAdmin.rightsLedger(), cfg, built.onFile());
+      } catch (RuntimeException e) {
+        throw new IOException("the journal's rights cannot be read: " + e.getMessage(), e);
+      }
+      bindings.keep(built);
       try {
         // Records this file's rights in the journal (a new epoch when they differ from the
         // current version) and decides every call under the journal's current rights from here on.
@@ -342,7 +353,8 @@ public final class GatewayServer implements AutoCloseable {
    * before the new view is installed: a call that sees it meets an engine that enforces it.
    */
   public void reload(ResolvedConfig next) throws ConfigException {
-    AuthSnapshot s = bindings.next(authorization.current().config(), next);
+    AuthSnapshot s = bindings.next(authorization.current().config(), next,
+        (cfg, onFile) -> PrincipalKeys.check(engineAdmin.rightsLedger(), cfg, onFile));
     long epoch = authorization.install(s);
     log.info("configuration reloaded: {} callers, rights epoch {}", next.callers().size(), epoch);
   }

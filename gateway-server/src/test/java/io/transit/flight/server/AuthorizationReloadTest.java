@@ -301,6 +301,25 @@ class AuthorizationReloadTest {
   }
 
   /**
+   * Rights a replica with another key for the principal recorded (its start racing this one's
+   * check of the keys, PrincipalKeys) do not serve this replica's key: the two keys sign two
+   * admission streams of one principal, and a retry through the other would conflict with its
+   * record. Since 2026-12-07 the rights name the SHA-256 of each principal's public key.
+   */
+  @Test
+  void rightsRecordedForAnotherKeyOfThePrincipalDoNotServeThisReplicasKey() throws Exception {
+    ResolvedConfig cfg = t.config(3, caller("a", 10, true));
+    Authorization one = authorization(t.snapshot(cfg), NOW);
+    CallerBinding a = one.authenticate(t.token("a")).orElseThrow();
+    assertEquals(10, one.current(a, Right.READ).caller().principal());
+
+    Path elsewhere = Files.createDirectories(dir.resolve("other"));
+    TestBindings other = new TestBindings(elsewhere); // its own keys/, the same journal
+    authorization(other.snapshot(other.config(3, caller("a", 10, true))), NOW);
+    assertEquals("access.binding_changed", code(() -> one.current(a, Right.READ)));
+  }
+
+  /**
    * Two replicas on one journal: a reload on one is in force on the other at its next decision,
    * with no reload there — grants, rechecks and the rights its engine holds — and a grant given
    * back the same way is too.

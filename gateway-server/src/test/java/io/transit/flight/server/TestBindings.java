@@ -95,14 +95,22 @@ public final class TestBindings {
     }
   }
 
-  /** The snapshot the daemon builds at start. */
+  /**
+   * The snapshot the daemon builds at start, its generated principal keys written (as the start
+   * writes them once the journal's rights allowed them; these tests record no conflicting rights).
+   */
   public AuthSnapshot snapshot(ResolvedConfig cfg) throws ConfigException {
-    return bindings.build(cfg);
+    Bindings.Built b = bindings.build(cfg);
+    bindings.keep(b);
+    return b.snapshot();
   }
 
-  /** The snapshot a reload from {@code current} to {@code next} installs. */
+  /**
+   * The snapshot a reload from {@code current} to {@code next} installs, its principal keys not
+   * checked against a journal.
+   */
   public AuthSnapshot next(ResolvedConfig current, ResolvedConfig next) throws ConfigException {
-    return bindings.next(current, next);
+    return bindings.next(current, next, (cfg, onFile) -> { });
   }
 
   /** The caller's Bearer token, as the state directory holds it. */

@@ -4,19 +4,23 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.transit.flight.crypto.Digests;
+import io.transit.flight.crypto.Ed25519;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import java.io.IOException;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.Map;
 
 /**
  * The rights a deployment file declares, as the document the journal records ({@link
  * io.transit.flight.nativequery.RightsLedger}): per caller its name, principal, publication,
- * role and credential epoch (what the rights are granted to) and its three rights. Credentials and keys are not in it:
- * they stay in each replica's files. The encoding is canonical (callers sorted by name, fixed
+ * role, credential epoch and the SHA-256 of its principal's public key (what the rights are
+ * granted to) and its three rights. Credentials and keys are not in it: they stay in each
+ * replica's files. The encoding is canonical (callers sorted by name, fixed
  * member order), so equal rights give equal bytes and a reload of unchanged rights records
  * nothing. Stateless; any thread.
  */
@@ -25,11 +29,11 @@ final class RightsDocument {
   private static final int VERSION = 1;
 
   /**
-   * One caller's entry. {@code credentialEpoch} is null in a document recorded before it was
-   * written there (2026-12-07).
+   * One caller's entry. {@code credentialEpoch} and {@code keySha256} (hex) are null in a
+   * document recorded before they were written there (both 2026-12-07).
    */
   record Entry(String name, long principal, String publication, boolean hasRole, long role,
-      Long credentialEpoch, boolean send, boolean inspect, boolean read) {
+      Long credentialEpoch, String keySha256, boolean send, boolean inspect, boolean read) {
 
     /**
      * Whether {@code local} (this replica's binding) is what the entry grants rights to: the
@@ -41,8 +45,16 @@ final class RightsDocument {
     boolean grantsTo(CallerBinding local) {
       return principal == local.principal() && publication.equals(local.publication())
           && hasRole == local.hasRole() && (!hasRole || role == local.role())
-          && (credentialEpoch == null || credentialEpoch == local.credentialEpoch());
+          && (credentialEpoch == null || credentialEpoch == local.credentialEpoch())
+          // Another replica's key for the principal (a start or reload racing this one's check,
+          // PrincipalKeys) signs another admission stream: refused, not served.
+          && (keySha256 == null || keySha256.equals(keyDigest(local.principalKey())));
     }
+  }
+
+  /** A principal key's identity in the document: the hex SHA-256 of its public key. */
+  static String keyDigest(Ed25519.KeyPair key) {
+    return HexFormat.of().formatHex(Digests.sha256(key.publicKey().encoded()));
   }
 
   private RightsDocument() {}
@@ -58,6 +70,7 @@ final class RightsDocument {
       c.put("publication", b.publication());
       c.put("role", b.hasRole() ? Long.toUnsignedString(b.role()) : "");
       c.put("credential_epoch", Long.toUnsignedString(b.credentialEpoch()));
+      c.put("principal_key_sha256", keyDigest(b.principalKey()));
       c.put("send", b.canSend());
       c.put("inspect", b.canInspect());
       c.put("read", b.canRead());
@@ -91,6 +104,7 @@ final class RightsDocument {
             !role.isEmpty(), role.isEmpty() ? 0 : Long.parseUnsignedLong(role),
             c.has("credential_epoch")
                 ? Long.parseUnsignedLong(c.path("credential_epoch").asText()) : null,
+            c.has("principal_key_sha256") ? c.path("principal_key_sha256").asText() : null,
             c.path("send").asBoolean(), c.path("inspect").asBoolean(),
             c.path("read").asBoolean());
         out.put(e.name(), e);

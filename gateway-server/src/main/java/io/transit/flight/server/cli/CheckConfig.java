@@ -9,6 +9,7 @@ import io.transit.flight.server.ops.LogSetup;
 import io.transit.flight.server.ops.OpsSettings;
 import io.transit.flight.server.transport.Listeners;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.sql.SQLException;
@@ -31,8 +32,9 @@ final class CheckConfig implements Callable<Integer> {
   @Override
   public Integer call() throws ConfigException, IOException {
     LogSetup.apply("warn", "text"); // the verdict is the output; engine chatter is not
-    check(config.path);
+    ResolvedConfig cfg = check(config.path);
     LogSetup.flush(); // any warning before the verdict
+    notePrincipalKeysNotChecked(cfg);
     System.out.println("configuration ok: " + config.path);
     return Main.OK;
   }
@@ -52,5 +54,29 @@ final class CheckConfig implements Callable<Integer> {
     }
     Bindings.checkExistingSecrets(cfg, new StateDirectory(cfg.stateDir(), new SecureRandom()));
     return cfg;
+  }
+
+  /**
+   * Says which missing principal keys {@code run} may refuse: it generates one only for a
+   * principal the journal's rights do not name, and this check does not read the journal (it
+   * writes nothing, and a read of the SQLite journal would create its shared-memory files as the
+   * user running the check). Silent when there is no journal yet to name one.
+   */
+  private static void notePrincipalKeysNotChecked(ResolvedConfig cfg) {
+    StateDirectory state = new StateDirectory(cfg.stateDir(), new SecureRandom());
+    boolean journal = cfg.journal().shared()
+        || Files.exists(state.engineDir().resolve("journal.sqlite"));
+    if (!journal) {
+      return;
+    }
+    for (int i = 0; i < cfg.callers().size(); i++) {
+      ResolvedConfig.Caller c = cfg.callers().get(i);
+      if (!Files.exists(c.principalKeyFile())) {
+        System.out.println("note: callers[" + i + "].principal_key_file " + c.principalKeyFile()
+            + " is missing: run generates it only if the journal's rights do not name principal "
+            + Long.toUnsignedString(c.principal()) + ", and refuses otherwise (not checked here:"
+            + " check-config does not read the journal)");
+      }
+    }
   }
 }

@@ -36,9 +36,10 @@ import java.util.stream.Stream;
  * per native principal), Bearer credentials, the journal and retained results.
  *
  * <p>Missing keys and credentials are generated on first run into files created 0600 inside
- * 0700 directories. An existing key or credential file that is group- or other-accessible is
- * refused: a secret that others could have read is not a secret any more, and the operator must
- * decide what to do (rotate, then fix the mode).
+ * 0700 directories (a principal's key only while the journal's rights do not name the principal:
+ * {@link #newKey}). An existing key or credential file that is group- or
+ * other-accessible is refused: a secret that others could have read is not a secret any more, and
+ * the operator must decide what to do (rotate, then fix the mode).
  *
  * <p>Everything else the daemon keeps here is private too: at start, {@link #tighten} restricts
  * the state, key, credential and engine directories to 0700 and every file under the engine
@@ -231,15 +232,38 @@ public final class StateDirectory {
   /** Loads the key in {@code file}, generating it first when absent. */
   public Ed25519.KeyPair loadOrCreateKey(Path file) throws ConfigException {
     if (!Files.exists(file)) {
-      Ed25519.KeyPair generated = Ed25519.generate(random);
-      writeSecret(file, KEY_PREFIX + Base64.getEncoder().encodeToString(generated.seed()) + "\n");
+      keepKey(file, Ed25519.generate(random));
     }
     return readKey(file);
   }
 
   /**
+   * A fresh key, not written: a principal's key is kept only once the journal's rights show the
+   * principal unused ({@code auth.PrincipalKeys}), then written by {@link #keepKey}.
+   */
+  public Ed25519.KeyPair newKey() {
+    return Ed25519.generate(random);
+  }
+
+  /**
+   * Writes {@code key} to {@code file} when the file is missing; an existing file must hold the
+   * same key (one written meanwhile by someone else is refused, not overwritten).
+   */
+  public void keepKey(Path file, Ed25519.KeyPair key) throws ConfigException {
+    if (Files.exists(file)) {
+      if (!readKey(file).publicKey().equals(key.publicKey())) {
+        throw new ConfigException(file + ": written by someone else while the configuration"
+            + " was loaded; load it again");
+      }
+      return;
+    }
+    writeSecret(file, KEY_PREFIX + Base64.getEncoder().encodeToString(key.seed()) + "\n");
+  }
+
+  /**
    * The key in {@code file} when it exists, refused as {@link #loadOrCreateKey} refuses it;
-   * creates nothing ({@code check-config}: a missing key is generated at run, not refused).
+   * creates nothing ({@code check-config}, and the check of the principal keys against the
+   * journal's rights).
    */
   public static Optional<Ed25519.KeyPair> existingKey(Path file) throws ConfigException {
     return Files.exists(file) ? Optional.of(readKey(file)) : Optional.empty();
