@@ -84,6 +84,33 @@ def close_all(closers) -> None:
                              + "; ".join(repr(e) for e in errors)) from errors[0]
 
 
+def help_snippets(daemon: "Daemon") -> dict:
+    """The connection help's snippets in ``daemon``'s output by their heading's first word
+    (``Python``, ``PyArrow``, ``ADBC``): each ``(heading, code)``, the code the lines indented
+    under the heading, unindented. Waits for the help's last line (a start returns at PyArrow's)."""
+    wait_until(lambda: any(line.startswith("Every statement needs") for line in daemon.output),
+               30, "the connection help's last line")
+    found, current = {}, None
+    for line in "".join(daemon.output).splitlines():
+        if line.startswith(("Python (", "PyArrow:", "ADBC (")):
+            current = line.split(" ")[0].rstrip(":")
+            found[current] = (line, [])
+        elif current and line.startswith("  "):
+            found[current][1].append(line[2:])
+        else:
+            current = None
+    return {name: (heading, "\n".join(code) + "\n") for name, (heading, code) in found.items()}
+
+
+def run_snippet(code: str, cwd) -> subprocess.CompletedProcess:
+    """Runs ``code`` in a fresh interpreter of this venv (it has the transit_flight package), in
+    ``cwd``, as a user pastes a snippet of the connection help."""
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
 def gateway_once(*args, timeout: float = 120.0, cwd=None) -> subprocess.CompletedProcess:
     """Runs ``scripts/gateway args`` to its end (check-config, a start that must be refused), in
     ``cwd`` when given."""

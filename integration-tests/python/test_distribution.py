@@ -1,14 +1,18 @@
 """The distribution archive (issue 17): unpacked into an empty directory, with PATH lacking java
 and mvn (and no JAVA_HOME), bin/transit-flight starts the demo from its own runtime image and
-answers a statement."""
+answers a statement; an init --parquet deployment's connection help runs as printed and names the
+Python client the archive ships."""
 
 import os
 import shutil
 import signal
 import subprocess
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from calls import Caller
-from daemon import Daemon, unpack_release, wait_until
+from daemon import Daemon, help_snippets, run_snippet, unpack_release, wait_until
 from ops_support import health
 
 
@@ -65,6 +69,40 @@ def test_archive_runs_the_demo_without_a_jdk(tmp_path):
     launcher.send_signal(signal.SIGHUP)
     out, err = launcher.communicate(timeout=120)
     assert launcher.returncode == 0 and "configuration ok" in out, (launcher.returncode, err)
+
+
+def test_the_connection_help_runs_on_a_table_of_its_own_and_names_the_shipped_client(tmp_path):
+    """An init --parquet deployment of the archive whose Table has none of the demo's columns:
+    the help's snippets run as printed (until 2026-12-07 they summed column a, refused
+    query.unknown_column), and its pip install names the client the archive ships (until then
+    ./clients/python, which the archive did not have)."""
+    top, env = unpack_release(tmp_path)
+    assert (top / "clients" / "python" / "pyproject.toml").is_file()
+    assert (top / "clients" / "python" / "src" / "transit_flight" / "__init__.py").is_file()
+    data = tmp_path / "readings.parquet"
+    pq.write_table(pa.table({"v": pa.array([0.5, 1.5, 2.5], pa.float64()),
+                             "id": pa.array([1, 2, 3], pa.int64())}), data)
+    config = tmp_path / "etc" / "gateway.json"
+    r = subprocess.run([str(top / "bin" / "transit-flight"), "init", "--parquet", str(data),
+                        "--config", str(config), "--port", "0"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = Daemon(config.parent / "state", command=[str(top / "bin" / "transit-flight"), "run",
+                                                 "--config", str(config)], env=env).start()
+    try:
+        snippets = help_snippets(d)
+        heading = snippets["Python"][0]
+        client = top / "clients" / "python"
+        assert heading.startswith(f"Python (pip install {client};"), heading
+        assert f"{client / 'README.md'}" in heading, heading
+        for name in ("ADBC", "Python"):  # ADBC's sends sequence 1: this deployment's first
+            code = snippets[name][1]
+            assert "SELECT COUNT(*), SUM(id) FROM readings" in code, code
+            run = run_snippet(code, tmp_path)
+            assert run.returncode == 0, f"{name} snippet failed:\n{code}\n{run.stderr[-3000:]}"
+            assert "3" in run.stdout and "6" in run.stdout, run.stdout
+    finally:
+        d.assert_clean_stop()
 
 
 def _children(pid):

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from calls import Caller
-from daemon import ROOT, Daemon, gateway_once as gateway, wait_until
+from daemon import ROOT, Daemon, gateway_once as gateway, help_snippets, run_snippet, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +164,18 @@ def test_init_then_run_answers_a_pyarrow_statement(initialized):
     d = Daemon(state, command=[str(ROOT / "scripts" / "gateway"), "run", f"--config={config}"])
     d.start()
     try:
+        # The connection help's snippets run as printed on this Table's own columns (until
+        # 2026-12-07 they summed the demo's column a, refused query.unknown_column here), and
+        # its install hint names the checkout's client.
+        snippets = help_snippets(d)
+        client = ROOT / "clients" / "python"
+        assert snippets["Python"][0].startswith(f"Python (pip install {client};"), snippets
+        for name in ("ADBC", "Python"):  # ADBC's sends sequence 1: this deployment's first
+            code = snippets[name][1]
+            assert "SELECT COUNT(*), SUM(trip_id) FROM trips" in code, code
+            run = run_snippet(code, config.parent)
+            assert run.returncode == 0, f"{name} snippet failed:\n{code}\n{run.stderr[-3000:]}"
+            assert "100" in run.stdout and str(sum(range(1, 101))) in run.stdout, run.stdout
         c = Caller(d, "ops")
         table, _ = c.query("SELECT COUNT(*), SUM(trip_id) FROM trips WHERE trip_id > 50")
         assert table.column(0).to_pylist() == [50]
