@@ -1,6 +1,7 @@
 """The command line (issue 17): --help/--version exit 0, one-line usage errors, check-config
 refusing each data mismatch with exit 2 naming the file and column (run likewise), and the
-keys and credentials run would refuse without writing any,
+keys and credentials run would refuse without writing any, a state directory the daemon's user
+cannot use (check-config run as nobody),
 init --parquet writing a configuration that run serves at once, and compact-journal giving the
 journal's space back only while no gateway runs."""
 
@@ -11,6 +12,8 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -346,3 +349,109 @@ def test_check_config_refuses_the_secrets_run_refuses_and_writes_none(initialize
     r = gateway("check-config", "--config", str(fresh))
     assert r.returncode == 0, r.stdout + r.stderr
     assert not (tmp_path / "fresh-state").exists()
+
+
+def test_check_config_as_the_daemons_user_refuses_the_state_it_cannot_use(initialized):
+    """docs/operations.md (Upgrade): check-config run as the daemon's user refuses what run would.
+    A state directory restored as root, then checked and run as nobody: until 2026-12-07
+    check-config said "configuration ok" and run exited 2 (cannot list, lock or create), and an
+    unreadable key counted as not there yet."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the state is chowned and check-config runs as nobody (runuser)")
+    if shutil.which("runuser") is None:
+        pytest.skip("runuser (util-linux) missing: check-config cannot run as nobody")
+    import pwd
+    nobody = pwd.getpwnam("nobody")
+    jar = next((ROOT / "gateway-server" / "target").glob("gateway-server-*.jar"))
+    if subprocess.run(["runuser", "-u", "nobody", "--", "test", "-r", str(jar)]).returncode:
+        pytest.skip(f"nobody cannot read {jar}: the checkout is not reachable by other users")
+    data, config = initialized
+    original = json.loads(config.read_text())
+    # Not under pytest's temporary root, which is 0700 root's.
+    work = Path(tempfile.mkdtemp(prefix="transit-nobody-"))
+    try:
+        work.chmod(0o755)
+        shutil.copy(data, work / "data.parquet")
+        (work / "data.parquet").chmod(0o644)
+
+        def as_nobody(command, file):
+            launcher = str(ROOT / "scripts" / "gateway")
+            return subprocess.run(["runuser", "-u", "nobody", "--", launcher, command, "--config",
+                                   str(file)], capture_output=True, text=True, timeout=120,
+                                  env=dict(os.environ, TRANSIT_NO_BUILD="1"))
+
+        def deployment(name, change):
+            """A copy of the initialized deployment given to nobody, then ``change``d as root."""
+            state = work / name
+            shutil.copytree(config.parent / original["state_dir"], state)
+            (state / "gateway.lock").unlink(missing_ok=True)
+            for p in [state, *state.rglob("*")]:
+                os.chown(p, nobody.pw_uid, nobody.pw_gid)
+            cfg = json.loads(json.dumps(original))
+            cfg["state_dir"] = str(state)
+            cfg["publications"][0]["files"] = [str(work / "data.parquet")]
+            file = work / f"{name}.json"
+            file.write_text(json.dumps(cfg))
+            file.chmod(0o644)
+            change(state)
+            return file, state
+
+        def root_owned(*parts, mode=None):
+            def change(state):
+                for part in parts:
+                    p = state / part
+                    if not p.exists():
+                        p.touch(mode=0o600)
+                    os.chown(p, 0, 0)
+                    if mode is not None:
+                        p.chmod(mode)
+            return change
+
+        def listing(state):
+            return sorted((str(p.relative_to(state)), p.lstat().st_uid, p.lstat().st_mode)
+                          for p in [state, *state.rglob("*")])
+
+        def tmp_missing(state):
+            shutil.rmtree(state / "tmp")
+            root_owned("", mode=0o755)(state)
+
+        def loosened(state):
+            # Everything a start creates there is in place: only the mode's change is left.
+            (state / "gateway.lock").touch(mode=0o600)
+            os.chown(state / "gateway.lock", nobody.pw_uid, nobody.pw_gid)
+            root_owned("", mode=0o755)(state)
+
+        cases = [
+            # restored as root: nobody cannot even search it
+            ("restored", root_owned("", "keys", "credentials", "engine", "tmp"),
+             "restored", "cannot reach as nobody, lacking search (x) permission"),
+            ("engine", root_owned("engine"), "engine", "cannot list as nobody, lacking read"),
+            ("lock", root_owned("gateway.lock"), "gateway.lock",
+             "cannot lock as nobody, lacking read and write permission"),
+            ("tmp", tmp_missing, "tmp", "cannot create as nobody, lacking write permission"),
+            ("loosened", loosened, "loosened", "cannot restrict to rwx------"),
+            ("key", root_owned("keys/ticket.key"), "ticket.key",
+             "cannot read as nobody, lacking read permission"),
+            ("credentials", root_owned("credentials"), "credentials",
+             "cannot list as nobody, lacking read"),
+        ]
+        for name, change, path, why in cases:
+            file, state = deployment(name, change)
+            before = listing(state)
+            r = as_nobody("check-config", file)
+            assert r.returncode == 2, (name, r.stdout, r.stderr)
+            line = r.stderr.strip()
+            assert "\n" not in line and line.startswith("transit-flight: configuration refused:")
+            assert path in line and why in line, (name, line)
+            assert "configuration ok" not in r.stdout
+            assert listing(state) == before, f"{name}: a check creates and changes nothing"
+            # run, as nobody, refuses the same state directory (exit 2, naming the same path).
+            r = as_nobody("run", file)
+            assert r.returncode == 2 and path in r.stderr, (name, r.returncode, r.stderr[-2000:])
+
+        # The control: given to nobody whole, the same copy passes.
+        file, state = deployment("given", lambda state: None)
+        r = as_nobody("check-config", file)
+        assert r.returncode == 0 and "configuration ok" in r.stdout, r.stderr
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

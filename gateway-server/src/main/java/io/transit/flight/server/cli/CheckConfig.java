@@ -4,6 +4,7 @@ import io.transit.flight.nativequery.embedded.PublicationCheck;
 import io.transit.flight.server.Bindings;
 import io.transit.flight.server.config.ConfigException;
 import io.transit.flight.server.config.ResolvedConfig;
+import io.transit.flight.server.config.StateAccess;
 import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.server.ops.LogSetup;
 import io.transit.flight.server.ops.OpsSettings;
@@ -21,8 +22,10 @@ import picocli.CommandLine.Mixin;
  * {@code check-config}: what {@code run} would refuse in the configuration, without serving or
  * writing anything — the file, the {@code ops} section, every data file's presence, the TLS
  * certificate and key as the listener loads them, each publication opened by the engine's own
- * check ({@link PublicationCheck}: declared columns against the file's schema), and the keys and
- * credentials that exist ({@link Bindings#checkExistingSecrets}). Main thread only.
+ * check ({@link PublicationCheck}: declared columns against the file's schema), the state
+ * directory as the running user may use it ({@link StateAccess}: what a start creates, locks,
+ * restricts and lists there) and the keys and credentials that exist
+ * ({@link Bindings#checkExistingSecrets}). Main thread only.
  */
 @Command(name = "check-config", mixinStandardHelpOptions = true,
     description = "Validate FILE and every data file it publishes; exit 2 when refused.")
@@ -52,6 +55,10 @@ final class CheckConfig implements Callable<Integer> {
     } catch (SQLException e) {
       throw new ConfigException("a data file could not be read: " + e.getMessage(), e);
     }
+    // As the user running the check: the directories a start creates, locks, restricts and
+    // lists, and every key or credential that exists readable (until 2026-12-07 an unreadable
+    // one counted as not there yet, and a state directory left to another user passed).
+    StateAccess.check(cfg);
     Bindings.checkExistingSecrets(cfg, new StateDirectory(cfg.stateDir(), new SecureRandom()));
     return cfg;
   }
