@@ -56,12 +56,24 @@ final class LocalSegmentStore implements SegmentStore {
     this.dir = PrivateFiles.directories(dir);
   }
 
+  /**
+   * Any failure but a full file system is {@link Unavailable} ({@code io}: a read-only remount, a
+   * file-size limit, a removed directory): nothing is recorded and the query runs again once the
+   * directory takes the segment (docs/status.md), where until 2026-12-07 it failed for good as
+   * {@code query.internal}. A directory removed under the daemon is made again first.
+   */
   @Override
   public byte[] write(byte[] bytes) throws IOException {
     try {
-      return writeFile(bytes);
+      try {
+        return writeFile(bytes);
+      } catch (java.nio.file.NoSuchFileException gone) {
+        PrivateFiles.directories(dir);
+        return writeFile(bytes);
+      }
     } catch (IOException e) {
-      throw failed(e);
+      IOException f = failed(e);
+      throw f instanceof DiskFull || f instanceof Unavailable ? f : new Unavailable("io", f);
     }
   }
 
@@ -233,6 +245,10 @@ final class LocalSegmentStore implements SegmentStore {
   public java.util.List<byte[]> stored() throws IOException {
     try {
       return listStored();
+    } catch (java.nio.file.NoSuchFileException gone) {
+      // Removed under the daemon: nothing is stored, and the next write has its directory.
+      PrivateFiles.directories(dir);
+      return java.util.List.of();
     } catch (IOException e) {
       throw failed(e);
     }

@@ -52,4 +52,30 @@ class LocalSegmentStoreContractTest extends SegmentStoreContract {
       return true;
     }).orElse(false));
   }
+
+  /**
+   * A directory removed under the daemon is made again by the next sweep's listing and the next
+   * write; a directory that cannot take a file is an answer the store could not give ({@code io}:
+   * the query runs again), not a failed query, and writes succeed once it can again.
+   */
+  @Test
+  void aRemovedDirectoryIsMadeAgainAndAFailedWriteIsUnavailable() throws Exception {
+    Path segments = dir.resolve("segments");
+    Files.delete(segments);
+    assertEquals(0, store.stored().size());
+    assertTrue(Files.isDirectory(segments));
+    Files.delete(segments);
+    byte[] sha = store.write(Y);
+    assertArrayEquals(Y, Files.readAllBytes(local.path(sha)));
+
+    Files.delete(local.path(sha));
+    Files.delete(segments);
+    Files.writeString(segments, "a file where the directory was");
+    SegmentStore.Unavailable e =
+        assertThrows(SegmentStore.Unavailable.class, () -> store.write(Y));
+    assertEquals("io", e.reason);
+    Files.delete(segments);
+    Files.createDirectory(segments);
+    assertArrayEquals(sha, store.write(Y));
+  }
 }
