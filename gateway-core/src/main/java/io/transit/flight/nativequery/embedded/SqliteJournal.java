@@ -3,6 +3,7 @@ package io.transit.flight.nativequery.embedded;
 import io.transit.flight.proto.QueryStatus;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -170,6 +171,12 @@ final class SqliteJournal implements JournalStore {
   private Connection aside; // @GuardedBy("asideLock")
 
   private final JournalReserve reserve;
+  /**
+   * Written beside the journal once it exists: a journal missing at a later open was lost (deleted,
+   * a restore that left it out), and an empty one in its place would break exactly-once, so the
+   * open refuses until the operator restores it or removes this file.
+   */
+  static final String CREATED_MARKER = "journal.created";
 
   private SqliteJournal(Connection connection, Path file, WalCheckpointer checkpointer)
       throws SQLException {
@@ -183,7 +190,22 @@ final class SqliteJournal implements JournalStore {
   static SqliteJournal open(Path file) throws SQLException {
     // A file system a run before left full: room to recover the WAL and to release results.
     new JournalReserve(file).atOpen();
+    Path created = file.toAbsolutePath().resolveSibling(CREATED_MARKER);
+    if (!Files.exists(file) && Files.exists(created)) {
+      throw new SQLException(file + " is missing, but this state directory had a journal ("
+          + created.getFileName() + "): a new, empty one would admit again every statement the"
+          + " lost one recorded; restore it from a backup (docs/operations.md), or remove "
+          + created + " to start with an empty journal");
+    }
     Connection c = connect(file);
+    try {
+      if (!Files.exists(created)) {
+        PrivateFiles.file(created);
+      }
+    } catch (IOException e) {
+      c.close();
+      throw new SQLException("journal " + created + ": cannot create: " + e.getMessage(), e);
+    }
     WalCheckpointer checkpointer = null;
     try {
       checkpointer = WalCheckpointer.open(file);

@@ -43,7 +43,8 @@ final class WalCheckpointer implements AutoCloseable {
   private final AtomicLong done = new AtomicLong();
   // Touched only under the journal's monitor (wrote()).
   private int writesSince;
-  // journal-checkpoint thread only: a failure is logged once, not at every attempt.
+  // journal-checkpoint thread only: a failure is logged once per run of failures, not at every
+  // attempt.
   private boolean failureLogged;
 
   private WalCheckpointer(Connection connection) {
@@ -88,6 +89,11 @@ final class WalCheckpointer implements AutoCloseable {
     try (Statement s = connection.createStatement()) {
       s.execute("PRAGMA wal_checkpoint(PASSIVE)");
       done.incrementAndGet();
+      if (failureLogged) {
+        // Logged once per episode: the next failure, after this success, is reported again.
+        failureLogged = false;
+        log.info("journal checkpoint succeeded again");
+      }
     } catch (SQLException e) {
       // Busy (another connection checkpoints) or an I/O failure: the next request tries again,
       // and the backstop keeps the WAL bounded meanwhile.
