@@ -7,7 +7,9 @@ import signal
 import threading
 from pathlib import Path
 
-from calls import Caller, channel, info_fields, next_sequence, sql_info
+import grpc
+
+from calls import Caller, channel, failure, info_fields, next_sequence, sql_info
 from daemon import ROOT, Daemon, gateway_once, wait_until, write_private
 
 
@@ -93,6 +95,42 @@ def test_refuses_readable_secrets_equal_credentials_and_bad_config(tmp_path):
     config.write_text(json.dumps(cfg))
     d = Daemon(state).start()
     d.assert_clean_stop()
+
+
+def test_a_journal_lost_under_the_daemon_is_logged_and_never_replaced_by_an_empty_one(tmp_path):
+    """A journal truncated under the running daemon (a bad cleanup, a damaged disk): calls get
+    UNAVAILABLE query.journal_unavailable and the operator one log line with SQLite's error (at
+    most one every 10 s), where until 2026-12-07 nothing was logged. Removed, it is not made
+    again empty at the next start, which would admit again every statement it recorded: the
+    start is refused until the operator restores it or removes engine/journal.created."""
+    state = tmp_path / "state"
+    d = Daemon(state).start()
+    try:
+        d.assert_clean_stop()
+        d.start()  # over a checkpointed journal: the file holds it all, the WAL nothing
+        with channel(d) as ch:
+            next_sequence(ch, d, "primitive")
+            journal = state / "engine" / "journal.sqlite"
+            os.truncate(journal, 0)
+            for _ in range(3):
+                lost = failure(next_sequence, ch, d, "primitive")
+                assert lost.code == grpc.StatusCode.UNAVAILABLE, lost
+                assert lost.diagnostic["code"] == "query.journal_unavailable", lost.diagnostic
+        said = [line for line in d.output if "the native journal cannot be read:" in line]
+        assert len(said) == 1 and "SQLITE_" in said[0], said
+        d.kill9()
+        for name in ("journal.sqlite", "journal.sqlite-wal", "journal.sqlite-shm"):
+            (state / "engine" / name).unlink(missing_ok=True)
+        r = gateway_once("demo", "--state-dir", str(state), "--port", "0")
+        assert r.returncode != 0 and "had a journal" in r.stdout + r.stderr, r.stdout + r.stderr
+        assert not journal.exists(), "no empty journal was made in its place"
+        (state / "engine" / "journal.created").unlink()
+        d.start()
+        with channel(d) as ch:
+            assert next_sequence(ch, d, "primitive") == 1, "an empty journal, as the operator chose"
+        d.assert_clean_stop()
+    finally:
+        d.stop()
 
 
 def test_started_with_sighup_ignored_says_reload_is_unavailable_and_still_serves(tmp_path):

@@ -736,8 +736,12 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       journal.flushAll();
       return next;
     } catch (SQLException e) {
-      throw new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
-          "the native journal cannot be read", e);
+      if (journal.isFullWithNothingRecorded(e)) {
+        // The flush's commit found no room: not a journal that cannot be read.
+        throw QueryCode.DISK_FULL.failure(
+            "the journal's storage is full: the next sequence cannot be made durable");
+      }
+      throw JournalUnavailable.of("the native journal cannot be read", e);
     }
   }
 
@@ -845,8 +849,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       }
       return released;
     } catch (SQLException e) {
-      throw new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
-          "the native journal cannot be written", e);
+      throw JournalUnavailable.of("the native journal cannot be written", e);
     }
   }
 

@@ -90,9 +90,7 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
   }
 
   private static GatewayException unavailable(String message, SQLException e) {
-    GatewayException g =
-        new GatewayException(Cause.TRANSPORT, "query.journal_unavailable", message, e);
-    return e.getSQLState() == null ? g : g.with("sql_state", e.getSQLState());
+    return JournalUnavailable.of(message, e);
   }
 
 

@@ -190,8 +190,7 @@ final class ResultReader {
       q = Optional.ofNullable(read.saved());
       inline = read.inline();
     } catch (SQLException e) {
-      throw new GatewayException(Cause.TRANSPORT, "query.journal_unavailable",
-          "the native journal cannot be read", e);
+      throw JournalUnavailable.of("the native journal cannot be read", e);
     }
     // Another principal's query and an unknown correlation look the same: no existence oracle.
     if (q.isEmpty() || q.get().status().getPrincipal() != access.principal()) {
