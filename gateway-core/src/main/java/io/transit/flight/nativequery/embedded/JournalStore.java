@@ -147,6 +147,13 @@ public interface JournalStore extends AutoCloseable {
   default void keepReserve() {}
 
   /**
+   * Checks that a journal kept in a local file still has its file (not removed or replaced
+   * under the daemon); from then on every transaction fails {@link NotCommitted} if not. A
+   * database server's journal has none to check. The retention sweep's thread.
+   */
+  default void checkFile() {}
+
+  /**
    * Whether this process is the journal's only writer: true for the SQLite journal, whose state
    * directory one daemon owns ({@code gateway.lock}); false for a database replicas share. Lets
    * readers of values only this process writes (the rights epoch) keep them in memory.

@@ -277,6 +277,7 @@ final class Retention implements AutoCloseable {
   }
 
   private Swept sweepOnce() throws SQLException, IOException {
+    journal.checkFile();
     long now = clock.getAsLong();
     long oldest = now - policy.maxAge().toMillis();
     // Summed before the transaction, where it holds up no command (the sum reads every retained

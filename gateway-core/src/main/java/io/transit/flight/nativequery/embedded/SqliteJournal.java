@@ -171,6 +171,12 @@ final class SqliteJournal implements JournalStore {
   private Connection aside; // @GuardedBy("asideLock")
 
   private final JournalReserve reserve;
+  // The journal file's identity (inode) at open: a file removed or replaced under the daemon keeps
+  // taking commits through the open descriptor, into a file no restart would find.
+  private final Object fileKey;
+  // Set once by checkFile (the retention sweep's thread), read by every transaction: why the
+  // journal takes no more transactions, or null.
+  private volatile String lostFile;
   /**
    * Written beside the journal once it exists: a journal missing at a later open was lost (deleted,
    * a restore that left it out), and an empty one in its place would break exactly-once, so the
@@ -183,6 +189,7 @@ final class SqliteJournal implements JournalStore {
     this.connection = connection;
     this.file = file;
     this.reserve = new JournalReserve(file);
+    this.fileKey = fileKey(file);
     this.checkpointer = checkpointer;
     this.database = connection.unwrap(org.sqlite.SQLiteConnection.class).getDatabase();
   }
@@ -315,6 +322,9 @@ final class SqliteJournal implements JournalStore {
   @Override
   public synchronized <T> T transaction(Durability durability, Work<T> work)
       throws SQLException {
+    if (lostFile != null) {
+      throw new NotCommitted(lostFile, new SQLException(lostFile));
+    }
     for (int run = 1; ; run++) {
       try {
         return once(durability, work);
@@ -916,6 +926,34 @@ final class SqliteJournal implements JournalStore {
       }
     }
     return false;
+  }
+
+  private static Object fileKey(Path file) {
+    try {
+      return Files.readAttributes(file, java.nio.file.attribute.BasicFileAttributes.class)
+          .fileKey();
+    } catch (IOException e) {
+      return null;
+    }
+  }
+
+  /**
+   * Whether the journal file is still the one this journal opened; when it was removed or
+   * replaced, every later transaction fails unrecorded (journal_unavailable) instead of
+   * committing into a file the next start would not find, and the log says so once. Called by
+   * the retention sweep.
+   */
+  @Override
+  public void checkFile() {
+    if (lostFile != null || fileKey == null) {
+      return;
+    }
+    Object now = fileKey(file);
+    if (!fileKey.equals(now)) {
+      lostFile = "the journal file " + file + " was " + (now == null ? "removed" : "replaced")
+          + " under the daemon: no more statements are recorded; stop the daemon and restore it";
+      log.error("{} (what was recorded since it went is lost with it)", lostFile);
+    }
   }
 
   @Override

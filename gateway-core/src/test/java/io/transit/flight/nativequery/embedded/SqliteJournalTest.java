@@ -45,4 +45,30 @@ class SqliteJournalTest {
     }
     assertTrue(Files.exists(marker));
   }
+
+  /**
+   * A journal file removed or replaced under the running daemon still takes commits through the
+   * open descriptor, into a file the next start would not find: once the sweep's check sees it,
+   * every transaction fails unrecorded instead. Until 2026-12-07 statements were accepted into it.
+   */
+  @Test
+  void aJournalFileRemovedUnderTheDaemonTakesNoMoreTransactions() throws Exception {
+    for (boolean replaced : new boolean[] {false, true}) {
+      Path file = Files.createDirectory(dir.resolve(replaced ? "replaced" : "removed"))
+          .resolve("journal.sqlite");
+      try (SqliteJournal j = SqliteJournal.open(file)) {
+        j.checkFile();
+        assertEquals(1, j.transaction(() -> j.nextSequence(5, 1)), "in place: works");
+        Files.delete(file);
+        if (replaced) {
+          Files.write(file, new byte[0]);
+        }
+        j.checkFile();
+        JournalStore.NotCommitted e = assertThrows(JournalStore.NotCommitted.class,
+            () -> j.transaction(() -> j.nextSequence(5, 1)));
+        assertTrue(e.getMessage().contains(replaced ? "was replaced" : "was removed"),
+            e.getMessage());
+      }
+    }
+  }
 }
