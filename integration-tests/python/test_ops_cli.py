@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -453,5 +454,42 @@ def test_check_config_as_the_daemons_user_refuses_the_state_it_cannot_use(initia
         file, state = deployment("given", lambda state: None)
         r = as_nobody("check-config", file)
         assert r.returncode == 0 and "configuration ok" in r.stdout, r.stderr
+
+        # Directories of nobody's that nobody cannot read or search now: a start restricts (so
+        # opens) them before it lists them, so both pass, and the start serves.
+        def unreadable(part, mode):
+            def change(state):
+                p = state / part
+                if not p.exists():
+                    p.mkdir()
+                    (p / "stale.tmp").touch()
+                    for q in (p, p / "stale.tmp"):
+                        os.chown(q, nobody.pw_uid, nobody.pw_gid)
+                p.chmod(mode)
+            return change
+        for name, change in (("segments-0000", unreadable("engine/segments", 0o000)),
+                             ("engine-0600", unreadable("engine", 0o600))):
+            file, state = deployment(name, change)
+            r = as_nobody("check-config", file)
+            assert r.returncode == 0 and "configuration ok" in r.stdout, (name, r.stderr)
+            launcher = str(ROOT / "scripts" / "gateway")
+            with subprocess.Popen(["runuser", "-u", "nobody", "--", launcher, "run", "--config",
+                                   str(file)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, env=dict(os.environ, TRANSIT_NO_BUILD="1")) as p:
+                seen = []
+                reader = threading.Thread(target=lambda: seen.extend(p.stdout), daemon=True)
+                reader.start()
+                wait_until(lambda: any("PyArrow:" in line for line in seen) or p.poll() is not None,
+                           90, lambda: f"{name}: the start to serve: {''.join(seen)[-2000:]}")
+                served = any("PyArrow:" in line for line in seen)
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=60)
+                reader.join(10)
+                # runuser ends by the signal it forwarded; the daemon's own stop line says how
+                # it stopped.
+                stopped = [line for line in seen if "drained=" in line]
+                assert served and stopped and "leaked_bytes=0" in stopped[-1] \
+                    and "drained=true" in stopped[-1], (name, "".join(seen)[-2000:])
+            assert oct((state / "engine" / "segments").stat().st_mode & 0o777) == "0o700"
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -45,11 +45,11 @@ import org.slf4j.LoggerFactory;
  * #updateRights} may be called from any thread (gRPC service threads, T_caller workers). Accepted
  * queries run on the engine's own bounded pool ({@code executionThreads}), each under an
  * execution lease ({@link Leases}: claimed with its acceptance, renewed on {@code
- * native-lease-renew} and taken over on {@code native-lease-scan}); a finished query wakes every {@link #awaitQuery} waiter through
- * {@code completions}, and waiters also poll the journal every {@value #AWAIT_POLL_MS} ms for
- * queries another replica finished. {@link #close()} is called once by the owner after callers
- * stop; it stops the lease thread, waits {@code shutdownWait} for running queries and gives up
- * the leases of unfinished ones (they stay ACCEPTED in the journal and are taken over by the next
+ * native-lease-renew} and taken over on {@code native-lease-scan}); a finished query wakes every
+ * {@link #awaitQuery} waiter through {@code completions}, and waiters also poll the journal every
+ * {@value #AWAIT_POLL_MS} ms for queries another replica finished. {@link #close()} is called once
+ * by the owner after callers stop; it stops the lease threads, waits {@code shutdownWait} for
+ * running queries and gives up the leases of unfinished ones (they stay ACCEPTED in the journal and are taken over by the next
  * scan of any engine on the same journal). The retention policy runs on one {@code
  * native-retention} thread ({@link Retention}).
  * {@link #expect} starts the signature checks of a chain's later commands, and a seal its bundle's

@@ -15,9 +15,10 @@ import org.slf4j.LoggerFactory;
  * retention sweep releases a result in the journal before it removes the result's files (so no
  * retained manifest ever names a removed file); on a file system that results filled, that
  * release could not commit, so nothing was ever removed, and a restart did not help either (its
- * WAL could not be checkpointed). A file of zeros beside the journal ({@code journal.reserve})
- * holds the room: a release that finds the file system full frees it and commits, the removals
- * that follow give the space back, and the file is written again once twice its size is free.
+ * WAL could not be checkpointed). A file of random bytes beside the journal ({@code
+ * journal.reserve}) holds the room: a release that finds the file system full frees it and
+ * commits, the removals that follow give the space back, and the file is written again once twice
+ * its size is free.
  *
  * <p>Size: an eighth of the file system, at most 8 MiB (a release commits a few pages).
  *
@@ -36,7 +37,11 @@ final class JournalReserve {
     this.file = journal.toAbsolutePath().resolveSibling(FILE_NAME);
   }
 
-  /** At the journal's open: a file system left full (by a run before) gets its reserve back. */
+  /**
+   * At the journal's open: a file system left full (by a run before) gets its reserve's room.
+   * Writing a missing one is left to the retention sweep (a journal opened only to be read, or
+   * for a start's warm-up, never writes one).
+   */
   void atOpen() {
     try {
       FileStore store = Files.getFileStore(file.getParent());
@@ -88,11 +93,14 @@ final class JournalReserve {
     Files.deleteIfExists(temp);
     PrivateFiles.file(temp);
     try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.WRITE)) {
-      ByteBuffer zeros = ByteBuffer.allocate(64 * 1024);
-      // Written, not truncated to size: a sparse file would hold no room.
+      byte[] noise = new byte[64 * 1024];
+      new java.util.SplittableRandom().nextBytes(noise);
+      ByteBuffer chunk = ByteBuffer.wrap(noise);
+      // Written, not truncated to size, and not zeros: a sparse file, or zeros a compressing file
+      // system (ZFS, btrfs) stores as holes, would hold no room.
       for (long written = 0; written < size; ) {
-        zeros.clear().limit((int) Math.min(zeros.capacity(), size - written));
-        written += ch.write(zeros);
+        chunk.clear().limit((int) Math.min(chunk.capacity(), size - written));
+        written += ch.write(chunk);
       }
       ch.force(true);
     } catch (IOException e) {

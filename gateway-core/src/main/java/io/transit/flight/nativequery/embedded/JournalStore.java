@@ -258,7 +258,8 @@ public interface JournalStore extends AutoCloseable {
    * claimed, oldest first, at most {@code limit}. A shared journal locks the rows it returns for
    * this transaction and skips rows another transaction holds: a replica stalled inside a
    * transaction (a pause, a lost network) delays the takeover of its own rows only, never a
-   * scan's other claims or, behind the scan, another replica's renewals.
+   * scan's other claims. (A renewal of a row the scan locked waits for the scan's commit, which
+   * waits for nothing.)
    */
   List<Long> expiredLeases(long nowMillis, int limit) throws SQLException;
 

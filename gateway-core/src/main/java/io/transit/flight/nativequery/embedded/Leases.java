@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
 final class Leases {
   private static final Logger log = LoggerFactory.getLogger(Leases.class);
 
-  /** Receives a query this engine claimed in a scan; called on the lease thread. */
+  /** Receives a query this engine claimed in a scan; called on the scan's thread. */
   interface Starter {
     void start(long correlation, long attempt);
   }
@@ -52,7 +52,8 @@ final class Leases {
 
   private final JournalStore journal;
   private final LeasePolicy policy;
-  // Any thread reads; the lease threads (and start's scan) replace it after each reading.
+  // Any thread reads; replaced after each reading: by the lease threads, start's scan, and a
+  // sending thread's claimAccepted when no reading was taken yet.
   private volatile Reading clock;
   private final BooleanSupplier renewing;
   /** Most queries held (queued or running) before a scan claims no more. */
@@ -63,7 +64,7 @@ final class Leases {
   private final String holder;
   // Any thread: correlation → the attempt this engine holds, from claim until its run ends.
   private final Map<Long, Long> held = new ConcurrentHashMap<>();
-  // Written by scans (open's thread, then the lease thread): the last scan stopped at its limit,
+  // Written by scans (open's thread, then the scan thread): the last scan stopped at its limit,
   // so a freed slot scans again.
   private volatile boolean backlog;
   // Cleared once by stopScans (the closing thread): no scan claims anything after it.
@@ -150,8 +151,8 @@ final class Leases {
 
   /**
    * Takes over expired leases once on the calling thread (the engine's open, so unfinished queries
-   * of an earlier open whose lease lapsed start at once), then renews and scans on the lease
-   * thread.
+   * of an earlier open whose lease lapsed start at once), then renews and scans on the two lease
+   * threads.
    */
   void start(Starter starter) throws SQLException {
     synchronized (this) {

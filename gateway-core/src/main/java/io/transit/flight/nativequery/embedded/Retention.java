@@ -257,7 +257,12 @@ final class Retention implements AutoCloseable {
    */
   Swept sweep() throws SQLException, IOException {
     synchronized (sweeping) {
-      return sweepOnce();
+      try {
+        return sweepOnce();
+      } finally {
+        // Whatever else failed: the room the removals gave back holds the reserve again.
+        journal.keepReserve();
+      }
     }
   }
 
@@ -323,7 +328,6 @@ final class Retention implements AutoCloseable {
           forgot.refusals(), forgetNanos / 1_000_000,
           forgot.behind() ? " (more past the bound: the next sweep comes sooner)" : "");
     }
-    journal.keepReserve(); // after the removals: the room they gave back holds it again
     return new Swept(released, Math.max(removed, 0), removed != NOT_READ, forgot.total(),
         releaseBehind || forgot.behind() || removalCut || missedLocks > missedBefore);
   }

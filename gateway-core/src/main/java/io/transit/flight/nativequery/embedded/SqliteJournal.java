@@ -189,7 +189,7 @@ final class SqliteJournal implements JournalStore {
     this.connection = connection;
     this.file = file;
     this.reserve = new JournalReserve(file);
-    this.fileKey = fileKey(file);
+    this.fileKey = fileKeyAtOpen(file);
     this.checkpointer = checkpointer;
     this.database = connection.unwrap(org.sqlite.SQLiteConnection.class).getDatabase();
   }
@@ -928,12 +928,16 @@ final class SqliteJournal implements JournalStore {
     return false;
   }
 
-  private static Object fileKey(Path file) {
+  private static Object fileKey(Path file) throws IOException {
+    return Files.readAttributes(file, java.nio.file.attribute.BasicFileAttributes.class)
+        .fileKey();
+  }
+
+  private static Object fileKeyAtOpen(Path file) {
     try {
-      return Files.readAttributes(file, java.nio.file.attribute.BasicFileAttributes.class)
-          .fileKey();
+      return fileKey(file);
     } catch (IOException e) {
-      return null;
+      return null; // not checked then
     }
   }
 
@@ -948,7 +952,17 @@ final class SqliteJournal implements JournalStore {
     if (lostFile != null || fileKey == null) {
       return;
     }
-    Object now = fileKey(file);
+    Object now;
+    try {
+      now = fileKey(file);
+    } catch (java.nio.file.NoSuchFileException gone) {
+      now = null;
+    } catch (IOException e) {
+      // A failing stat (EIO, a brief chmod) says nothing about the file: the next sweep looks
+      // again.
+      log.warn("the journal file {} could not be checked: {}", file, e.toString());
+      return;
+    }
     if (!fileKey.equals(now)) {
       lostFile = "the journal file " + file + " was " + (now == null ? "removed" : "replaced")
           + " under the daemon: no more statements are recorded; stop the daemon and restore it";

@@ -537,7 +537,7 @@ public final class PostgresJournal implements JournalStore {
         attempt, owner) == 1;
   }
 
-  /** The server's clock ({@code clock_timestamp()}: the time of the call, not the transaction's). */
+  /** The server's clock: {@code clock_timestamp()}, the time of the call, not the transaction's. */
   @Override
   public long leaseClockMillis() throws SQLException {
     return read(LEASE_CLOCK, r -> {

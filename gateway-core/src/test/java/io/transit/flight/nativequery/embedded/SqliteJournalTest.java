@@ -32,7 +32,8 @@ class SqliteJournalTest {
     }
     Path marker = dir.resolve(SqliteJournal.CREATED_MARKER);
     assertTrue(Files.exists(marker));
-    for (String name : new String[] {"journal.sqlite", "journal.sqlite-wal", "journal.sqlite-shm"}) {
+    for (String name :
+        new String[] {"journal.sqlite", "journal.sqlite-wal", "journal.sqlite-shm"}) {
       Files.deleteIfExists(dir.resolve(name));
     }
     SQLException e = assertThrows(SQLException.class, () -> SqliteJournal.open(file));

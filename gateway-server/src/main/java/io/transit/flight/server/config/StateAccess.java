@@ -167,6 +167,12 @@ public final class StateAccess {
           if (e instanceof NoSuchFileException) {
             return FileVisitResult.CONTINUE;
           }
+          if (e instanceof AccessDeniedException && !Files.isDirectory(file)
+              && own.contains(file.getParent())) {
+            // Unseen through a directory of this user's that the start restricts (so opens up)
+            // before it lists it: what is in it cannot be judged here.
+            return FileVisitResult.CONTINUE;
+          }
           if (e instanceof AccessDeniedException && Files.isDirectory(file)) {
             // Refused unless it is this user's: the start restricts it to 0700 before it lists
             // it, so only what is in it stays unseen here.

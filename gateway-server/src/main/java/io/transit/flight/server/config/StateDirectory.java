@@ -188,6 +188,16 @@ public final class StateDirectory {
           if (e instanceof NoSuchFileException) {
             return FileVisitResult.CONTINUE;
           }
+          if (e instanceof java.nio.file.AccessDeniedException && Files.isDirectory(file)) {
+            // The walk opens a directory before visiting it: one its owner cannot read is
+            // restricted (so made readable) first, then walked, as check-config judges it.
+            restrict(file, OWNER_ONLY_DIR, changed);
+            if (!Files.isReadable(file) || !Files.isExecutable(file)) {
+              throw e; // another's: the mode changed nothing for this user
+            }
+            Files.walkFileTree(file, this);
+            return FileVisitResult.CONTINUE;
+          }
           throw e;
         }
       });
