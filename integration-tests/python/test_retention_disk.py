@@ -26,6 +26,17 @@ ROWS = 20_000  # five int64 columns: just under 1 MiB of segments per statement
 INLINE_ROWS = 1_000
 
 
+def results_until_refused(ch, d, first):
+    """Statements of ~1 MiB of segments each (slices ``first``, ``first`` + 1, ...) until one is
+    refused; returns the refusal (a small file system takes fewer than 12)."""
+    for k in range(first, first + 12):
+        try:
+            C.flight_info(ch, d, C.primitive_slice(k, ROWS))
+        except grpc.RpcError as e:
+            return C.seen(e)
+    raise AssertionError("the file system took 12 results of ~1 MiB")
+
+
 @pytest.fixture
 def small_disk(configured, tmp_path):
     if os.geteuid() != 0:
@@ -53,14 +64,7 @@ def test_full_disk_refuses_new_statements_keeps_results_and_recovers_after_expir
     first_bytes = C.read_bytes(ch, d, first)
     assert len(first_bytes) > 100_000
 
-    refusal = None
-    for k in range(1, 12):
-        try:
-            C.flight_info(ch, d, C.primitive_slice(k, ROWS))
-        except grpc.RpcError as e:
-            refusal = C.seen(e)
-            break
-    assert refusal is not None, "a 4 MiB file system took 12 results of ~1 MiB"
+    refusal = results_until_refused(ch, d, first=1)
     assert refusal.code == grpc.StatusCode.RESOURCE_EXHAUSTED, refusal
     diag = refusal.diagnostic
     assert diag["code"] == "query.disk_full", diag
@@ -143,14 +147,7 @@ def test_results_that_filled_the_engine_disk_are_released_past_their_age_all_the
         assert time.monotonic() < end, "no journal reserve was written"
         time.sleep(0.1)
     ch = C.channel(d)
-    refusal = None
-    for k in range(12):
-        try:
-            C.flight_info(ch, d, C.primitive_slice(k, ROWS))
-        except grpc.RpcError as e:
-            refusal = C.seen(e)
-            break
-    assert refusal is not None, "an 8 MiB file system took 12 results of ~1 MiB"
+    refusal = results_until_refused(ch, d, first=0)
     assert refusal.diagnostic["code"] == "query.disk_full", refusal.diagnostic
     fill(engine)  # not removed: the room must come from the results' own files
 

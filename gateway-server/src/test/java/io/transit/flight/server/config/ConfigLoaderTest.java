@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
 class ConfigLoaderTest {
   @TempDir Path dir;
 
-  private static final String VALID = """
+  /** A minimal valid configuration; {@code %s}: the callers (StateAccessTest shares it). */
+  static final String VALID = """
       {
         "state_dir": "state",
         "deployment": {"realm": 1, "realm_name": "t", "service": 7, "ingress": 1},
@@ -42,7 +43,7 @@ class ConfigLoaderTest {
     return new ConfigLoader().load(f);
   }
 
-  private static String caller(String name, long principal) {
+  static String caller(String name, long principal) {
     return CALLER.formatted(name, name, principal, name);
   }
 

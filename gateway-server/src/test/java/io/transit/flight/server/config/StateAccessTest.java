@@ -24,20 +24,10 @@ import org.junit.jupiter.api.io.TempDir;
 class StateAccessTest {
   @TempDir Path dir;
 
-  private static final String CONFIG = """
-      {
-        "state_dir": "%s",
-        "deployment": {"realm": 1, "realm_name": "t", "service": 7, "ingress": 1},
-        "publications": [{"name": "p", "catalog": "c", "schema": "s", "table": "t", "owner": "o",
-          "object_id": 5, "source": 9, "metadata_ref": "m", "format": "parquet", "files": ["x.parquet"],
-          "columns": [{"name": "a", "type": "INT64", "nullable": false}]}],
-        "callers": [{"name": "a", "credential_file": "credentials/a.token", "principal": 10,
-          "principal_key_file": "keys/a.key", "requests": 1, "publication": "p"}]
-      }""";
-
   private ResolvedConfig config(Path stateDir) throws Exception {
     Path f = dir.resolve("gateway.json");
-    Files.writeString(f, CONFIG.formatted(stateDir));
+    Files.writeString(f, ConfigLoaderTest.VALID.formatted(ConfigLoaderTest.caller("a", 10))
+        .replace("\"state_dir\": \"state\"", "\"state_dir\": \"" + stateDir + "\""));
     return new ConfigLoader().load(f);
   }
 
