@@ -37,6 +37,20 @@ def results_until_refused(ch, d, first):
     raise AssertionError("the file system took 12 results of ~1 MiB")
 
 
+def result_once_room_returns(ch, d, k, refusals, deadline):
+    """The ticket of slice ``k``'s statement, retried every 0.5 s until the file system has room
+    again (AssertionError past ``deadline``); every refusal meanwhile must be one of
+    ``refusals``."""
+    while True:
+        try:
+            return C.flight_info(ch, d, C.primitive_slice(k, ROWS))
+        except grpc.RpcError as e:
+            s = C.seen(e)
+            assert s.diagnostic["code"] in refusals, s.diagnostic
+            assert time.monotonic() < deadline, "the file system's room never came back"
+            time.sleep(0.5)
+
+
 @pytest.fixture
 def small_disk(configured, tmp_path):
     if os.geteuid() != 0:
@@ -92,15 +106,7 @@ def test_full_disk_refuses_new_statements_keeps_results_and_recovers_after_expir
     assert retired.diagnostic["code"] == "query.retired", retired.diagnostic
 
     # Every result has expired by now and its files are removed: new statements succeed again.
-    while True:
-        try:
-            again = C.flight_info(ch, d, C.primitive_slice(20, ROWS))
-            break
-        except grpc.RpcError as e:
-            s = C.seen(e)
-            assert s.diagnostic["code"] == "query.disk_full", s.diagnostic
-            assert time.monotonic() < deadline, "space was never freed"
-            time.sleep(0.5)
+    again = result_once_room_returns(ch, d, 20, {"query.disk_full"}, deadline)
     assert len(C.read_bytes(ch, d, again)) > 100_000
     ch.close()
     d.assert_clean_stop()
@@ -151,18 +157,9 @@ def test_results_that_filled_the_engine_disk_are_released_past_their_age_all_the
     assert refusal.diagnostic["code"] == "query.disk_full", refusal.diagnostic
     fill(engine)  # not removed: the room must come from the results' own files
 
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            again = C.flight_info(ch, d, C.primitive_slice(30, ROWS))
-            break
-        except grpc.RpcError as e:
-            s = C.seen(e)
-            # Meanwhile, a full journal: refused or unreadable, never a made-up answer.
-            assert s.diagnostic["code"] in ("query.disk_full", "query.journal_unavailable"), \
-                s.diagnostic
-            assert time.monotonic() < deadline, "the results' space never came back"
-            time.sleep(0.5)
+    # Meanwhile, a full journal: refused or unreadable, never a made-up answer.
+    again = result_once_room_returns(ch, d, 30, {"query.disk_full", "query.journal_unavailable"},
+                                     time.monotonic() + 60)
     assert len(C.read_bytes(ch, d, again)) > 100_000
     d.saw("freed the reserve")
     ch.close()

@@ -10,10 +10,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A journal that could not answer a read (or a release): the caller's UNAVAILABLE {@code
- * query.journal_unavailable} with the SQLSTATE as a fact, and the operator's log line with the
- * journal's own error. A failing journal fails every call, so at most one line is written every
- * ten seconds, naming the calls left out since; until 2026-12-07 none was, and only the access
- * log's codes showed a lost or full journal.
+ * query.journal_unavailable} with the SQL facts every journal failure carries ({@link
+ * EmbeddedEngine#sqlFacts}), and the operator's log line with the journal's own error. A failing
+ * journal fails every call, so at most one line is written every ten seconds, naming the calls
+ * left out since; until 2026-12-07 none was, and only the access log's codes showed a lost or
+ * full journal.
  *
  * <p>Threads: any (calls' threads, the retention sweep); the limiter is two atomics.
  */
@@ -35,8 +36,7 @@ final class JournalUnavailable {
     } else {
       leftOut.incrementAndGet();
     }
-    GatewayException g =
-        new GatewayException(Cause.TRANSPORT, "query.journal_unavailable", message, e);
-    return e.getSQLState() == null ? g : g.with("sql_state", e.getSQLState());
+    return EmbeddedEngine.sqlFacts(
+        new GatewayException(Cause.TRANSPORT, "query.journal_unavailable", message, e), e);
   }
 }
