@@ -42,7 +42,7 @@ public class CommandSigningBenchmark {
 
   @Setup(Level.Trial)
   public void setUp() {
-    signers = SignaturePool.forProcessors();
+    signers = SignaturePool.forProcessors("bench-sign");
     bundle = Fixtures.bundle(DemoData.declaration(DemoData.PRIMITIVE, 1),
         "SELECT SUM(a) FROM " + DemoData.PRIMITIVE + " WHERE c < 100");
     begin = NativeCommand.newBuilder()

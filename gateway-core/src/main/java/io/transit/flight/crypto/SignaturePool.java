@@ -39,7 +39,7 @@ public final class SignaturePool implements AutoCloseable {
   private final ThreadPoolExecutor executor; // null: everything runs on the caller
   private final int helpers;
 
-  private SignaturePool(int helpers) {
+  private SignaturePool(int helpers, String threadPrefix) {
     if (helpers < 0) {
       throw new IllegalArgumentException("helpers: " + helpers + " (expected: >= 0)");
     }
@@ -53,25 +53,34 @@ public final class SignaturePool implements AutoCloseable {
     // thread, which claims the same items meanwhile.
     this.executor = new ThreadPoolExecutor(helpers, helpers, 0, TimeUnit.MILLISECONDS,
         new ArrayBlockingQueue<>(helpers * 4), r -> {
-          Thread t = new Thread(r, "signature-" + n.incrementAndGet());
+          Thread t = new Thread(r, threadPrefix + "-" + n.incrementAndGet());
           t.setDaemon(true);
           return t;
         }, new ThreadPoolExecutor.AbortPolicy());
   }
 
-  /** A pool with {@code helpers} threads besides the caller; 0 runs everything on the caller. */
+  /**
+   * A pool with {@code helpers} threads besides the caller, named {@code signature-N}; 0 runs
+   * everything on the caller.
+   */
   public static SignaturePool withHelpers(int helpers) {
-    return new SignaturePool(helpers);
+    return new SignaturePool(helpers, "signature");
   }
 
-  /** One helper per spare processor: the caller is the other one. */
-  public static SignaturePool forProcessors() {
-    return new SignaturePool(Math.max(1, Runtime.getRuntime().availableProcessors() - 1));
+  /**
+   * One helper per spare processor (the caller is the other one), named {@code threadPrefix-N}: a
+   * daemon runs two pools (the gateway's signing, the engine's verification), and a thread dump
+   * must tell them apart. Together they hold up to twice the spare processors, which is harmless:
+   * a helper only takes work the caller has not claimed, so a busy pool adds no wait.
+   */
+  public static SignaturePool forProcessors(String threadPrefix) {
+    return new SignaturePool(Math.max(1, Runtime.getRuntime().availableProcessors() - 1),
+        threadPrefix);
   }
 
   /** Runs every operation on the calling thread (tests, tools, single-threaded callers). */
   public static SignaturePool inline() {
-    return new SignaturePool(0);
+    return new SignaturePool(0, "signature");
   }
 
   public int helpers() {

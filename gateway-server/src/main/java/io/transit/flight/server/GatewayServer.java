@@ -71,7 +71,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Threads: {@link #start} and {@link #close} run on the main thread (SIGTERM and SIGINT make
  * it close; close is idempotent, and also runs on the JVM's shutdown hook at any other exit);
- * {@link #reload} runs on the signal thread. gRPC calls run on the
+ * {@link #reload} runs on a signal thread, or once on the main thread for a SIGHUP held while the
+ * daemon started ({@code cli.Reloads}), one at a time either way. gRPC calls run on the
  * bounded service executor; DoGet production on the T_caller pool; stream writes on the stream
  * registry's serializing executors.
  */
@@ -157,7 +158,7 @@ public final class GatewayServer implements AutoCloseable {
           limits.admissionPerCaller(), limits.uploadPartBytes());
       // A statement's command signatures are independent: its service thread and these helpers
       // sign them together (the helpers never block, so one pool serves every admission).
-      this.signers = SignaturePool.forProcessors();
+      this.signers = SignaturePool.forProcessors("transit-sign");
       undo.push(signers::close);
       AdmissionService admission = new AdmissionService(engine,
           AdmissionLimiter.of(admissionConfig), admissionConfig, signers);

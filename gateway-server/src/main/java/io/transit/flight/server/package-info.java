@@ -8,10 +8,11 @@
  * io.transit.flight.server.GatewayHooks} (the one test seam), {@link
  * io.transit.flight.server.cli.Main} (the command line).
  *
- * <p>Threads: gRPC transport threads run the auth interceptor; a bounded service executor runs
- * unary Flight calls (GetFlightInfo may wait for admission within its deadline); DoGet hands
- * production to the T_caller pool and writes through each stream's single-writer executor (see
- * {@code io.transit.flight.channel}); the signal thread runs reloads, which build a whole
- * snapshot, record its rights in the journal and install it with one swap.
+ * <p>Threads: the bounded service executor ({@code transit-grpc}, never a Netty event loop) runs
+ * the auth interceptor and the unary Flight calls (GetFlightInfo may wait for admission within
+ * its deadline); DoGet hands production to the T_caller pool and writes through each stream's
+ * single-writer executor (see {@code io.transit.flight.channel}); a signal thread runs reloads (the
+ * main thread one held while starting), which build a whole snapshot, record its rights in the
+ * journal and install it with one swap.
  */
 package io.transit.flight.server;

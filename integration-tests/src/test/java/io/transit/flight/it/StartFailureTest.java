@@ -31,8 +31,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class StartFailureTest {
   /** Thread name prefixes of what the daemon's start creates (engine, pools, writers, timer). */
-  private static final List<String> DAEMON_THREADS = List.of("native-", "transit-", "journal-",
-      "signature-");
+  private static final List<String> DAEMON_THREADS = List.of("native-", "transit-", "journal-");
   /** Started by logging, not by the daemon's start: it serves the whole process. */
   private static final String LOG_WRITER = "transit-log";
 

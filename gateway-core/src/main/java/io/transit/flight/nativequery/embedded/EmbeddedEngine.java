@@ -53,7 +53,7 @@ import org.slf4j.LoggerFactory;
  * scan of any engine on the same journal). The retention policy runs on one {@code
  * native-retention} thread ({@link Retention}).
  * {@link #expect} starts the signature checks of a chain's later commands, and a seal its bundle's
- * proof verification, on the engine's {@code signature-N} helpers ({@link SignatureVerdicts}); the
+ * proof verification, on the engine's {@code native-verify-N} helpers ({@link SignatureVerdicts}); the
  * sending thread of each command takes its verdict. The announcement (or, without one, the seal)
  * also starts an early run of its bundle on an execution thread ({@link EarlyRuns}; at most
  * {@code executionThreads - 1} at once), whose result the submit's query takes over when it is
@@ -149,7 +149,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.requester = new RequesterCheck(rights, tables);
     // Command and proof verifications start ahead on helpers (SignatureVerdicts); the engine owns
     // the pool.
-    this.verifiers = SignaturePool.forProcessors();
+    this.verifiers = SignaturePool.forProcessors("native-verify");
     SignatureVerdicts verdicts = new SignatureVerdicts(verifiers);
     UploadValidator uploads = new UploadValidator(journal, rights, requester, planner, options,
         verdicts, System::currentTimeMillis);

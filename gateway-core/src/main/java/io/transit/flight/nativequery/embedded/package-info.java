@@ -44,6 +44,6 @@
  * nothing a runner allocates outlives its task. Lease renewals run on the {@code
  * native-lease-renew} thread and takeover scans on {@code native-lease-scan}. Rights are swapped
  * atomically as a whole. Proof verdicts are
- * computed on the engine's {@code signature-N} helpers and taken by the submit's sending thread.
+ * computed on the engine's {@code native-verify-N} helpers and taken by the submit's sending thread.
  */
 package io.transit.flight.nativequery.embedded;

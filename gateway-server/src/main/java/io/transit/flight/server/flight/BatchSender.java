@@ -8,9 +8,9 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 
 /**
  * The one hand-off of every DoGet stream, statement and metadata alike: each batch waits once in
- * the channel's readiness gate (inside {@link FlightOutboundHandler#sendResponseBatch}), then is
- * charged to the stream's {@link ResponseBudget} and passes the caller's authorization recheck,
- * and only then is handed to the stream's executor.
+ * the channel's readiness gate (inside {@link FlightOutboundHandler#sendResponseBatch}), then
+ * passes the caller's authorization recheck, then is charged to the stream's {@link
+ * ResponseBudget}, and only then is handed to the stream's executor.
  *
  * <p>Ownership: {@link #send} takes the batch on entry, on every outcome. A batch refused by the
  * budget or the recheck is freed once, by the handler ({@code releaseUnsent}); neither check

@@ -82,7 +82,11 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
         return attributes;
       }
       reading.handedOver = true;
-      return attributes.toBuilder().set(RESET, reading::resetStreams).build();
+      // The channel is captured here, on the event loop: the Reset runs on the deadline timer.
+      Channel channel = reading.channel;
+      return attributes.toBuilder()
+          .set(RESET, (why, stillOpen) -> resetStreams(channel, why, stillOpen))
+          .build();
     }
   };
 
@@ -171,8 +175,7 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
     }
   }
 
-  private void resetStreams(String why, BooleanSupplier stillOpen) {
-    Channel c = channel;
+  private static void resetStreams(Channel c, String why, BooleanSupplier stillOpen) {
     c.eventLoop().execute(() -> {
       Http2ConnectionHandler http2 = c.pipeline().get(Http2ConnectionHandler.class);
       if (http2 == null || !stillOpen.getAsBoolean()) {
