@@ -81,6 +81,24 @@ public final class JournalRows {
    */
   public static final String NOT_INLINE = "NOT EXISTS (SELECT 1 FROM inline_segments i"
       + " WHERE i.correlation = q.correlation)";
+  /** What a publish deletes: the versions older than the kept ones (bound: the new epoch). */
+  public static final String FORGET_RIGHTS = "DELETE FROM rights_versions WHERE epoch <= ?";
+
+  /** A page of {@link JournalStore#liveManifests}; both journals' booleans compare with 0. */
+  public static String liveManifests(String unreleased) {
+    return "SELECT correlation, manifest FROM queries q WHERE state = ? AND " + unreleased
+        + " AND manifest IS NOT NULL AND total_rows > 0 AND correlation > ? AND " + NOT_INLINE
+        + " ORDER BY correlation LIMIT ?";
+  }
+
+  /** The rows of a {@link #liveManifests} page. */
+  public static List<JournalStore.LiveManifest> liveManifests(ResultSet r) throws SQLException {
+    List<JournalStore.LiveManifest> out = new ArrayList<>();
+    while (r.next()) {
+      out.add(new JournalStore.LiveManifest(r.getLong(1), r.getBytes(2)));
+    }
+    return out;
+  }
   public static final String SELECT_QUERY =
       "SELECT principal, namespace, bundle_sha256, state, code, stage, message, manifest_sha256,"
           + " total_rows, limit_amount, required_amount, failed_column, released, manifest,"

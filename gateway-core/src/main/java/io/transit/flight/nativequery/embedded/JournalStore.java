@@ -296,19 +296,29 @@ public interface JournalStore extends AutoCloseable {
     return transaction(Durability.DEFERRED, this::retainedBytes);
   }
 
+  /** A retained result's manifest and its correlation, the key {@link #liveManifests} pages by. */
+  record LiveManifest(long correlation, byte[] manifest) {}
+
   /**
-   * Manifests of every unreleased succeeded result whose segments are in the segment store (not
-   * held inline in the journal): the stored files they name are live and must not be removed.
+   * Up to {@code limit} manifests, in correlation order after {@code after}, of the unreleased
+   * succeeded results whose segments are in the segment store: not held inline in the journal,
+   * and not empty (a result without rows has no segment). The stored files they name are live
+   * and must not be removed. Read a page at a time: a manifest carries the statement's column
+   * names, so the retained ones together can outgrow the heap, and an empty result, which names
+   * nothing, is not read at all, since it counts nothing toward the byte bound that releases
+   * results and may be retained by the thousand.
    */
-  List<byte[]> liveManifests() throws SQLException;
+  List<LiveManifest> liveManifests(long after, int limit) throws SQLException;
 
   /**
    * {@link #liveManifests} read outside any transaction of {@link #transaction}'s, as {@link
-   * #retainedBytesAside} is: the read visits every retained result, so it must not hold up
-   * commands. It sees at least every manifest committed before it was called.
+   * #retainedBytesAside} is: the pages visit every retained result, so they must not hold up
+   * commands. Each page sees at least every manifest committed before it was read and not
+   * released since; a sweep reading page after page therefore misses none committed before it
+   * began.
    */
-  default List<byte[]> liveManifestsAside() throws SQLException {
-    return transaction(Durability.DEFERRED, this::liveManifests);
+  default List<LiveManifest> liveManifestsAside(long after, int limit) throws SQLException {
+    return transaction(Durability.DEFERRED, () -> liveManifests(after, limit));
   }
 
   /** Marks a result released and deletes its inline segments; true when it existed. */
@@ -420,9 +430,14 @@ public interface JournalStore extends AutoCloseable {
    * Makes {@code document} the current rights and returns its epoch: the current epoch when the
    * current version already has {@code sha256} (nothing written), else a new version at the next
    * epoch. Serialized with every other publish on the same journal (of this store or another), so
-   * concurrent publishes of one document record it once and no publish overwrites another.
+   * concurrent publishes of one document record it once and no publish overwrites another. Only
+   * the {@link #RIGHTS_VERSIONS_KEPT} latest versions stay (the new one included): every read
+   * goes through the head, and each credential rotation is a version of every caller's rights.
    */
   long publishRights(byte[] sha256, byte[] document) throws SQLException;
+
+  /** Rights versions a publish keeps, the current one included; older ones are deleted. */
+  int RIGHTS_VERSIONS_KEPT = 16;
 
   @Override
   void close() throws SQLException;

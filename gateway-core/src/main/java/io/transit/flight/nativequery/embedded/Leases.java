@@ -199,6 +199,9 @@ final class Leases {
     } catch (SQLException | RuntimeException e) {
       // The lease lapses only after two more failed renewals; if it does, the finish is fenced.
       log.warn("renewing execution leases failed: {}", e.toString());
+    } catch (Error e) {
+      // A periodic task that throws is never run again, silently: every lease would lapse.
+      log.error("renewing execution leases failed; the next renewal runs as scheduled", e);
     }
   }
 
@@ -210,6 +213,9 @@ final class Leases {
       scan();
     } catch (SQLException | RuntimeException e) {
       log.warn("execution lease scan failed: {}", e.toString());
+    } catch (Error e) {
+      // As in renewQuietly: an escaped Error would end the scans for good.
+      log.error("execution lease scan failed; the next scan runs as scheduled", e);
     }
   }
 

@@ -107,6 +107,11 @@ final class Retention implements AutoCloseable {
   static final int QUEUE_AFTER_MISSES = 3;
   /** At most this many sweeps in a row skip the manifest read (see removeUnreferenced). */
   static final int FULL_READ_EVERY = 30;
+  /**
+   * Manifests read per page by the unreferenced-file check: a manifest holds the statement's
+   * column names (up to about 16 KB), so a page is at most a few MiB however many are retained.
+   */
+  static final int MANIFEST_PAGE = 256;
   /** Finished statements one transaction of {@link #forgetHistory} forgets at most. */
   static final int FORGET_PAGE = 64;
   /**
@@ -235,6 +240,10 @@ final class Retention implements AutoCloseable {
     } catch (SQLException | IOException | RuntimeException e) {
       // The next sweep tries again; nothing is removed that a live manifest names.
       log.warn("retention sweep failed: {}", e.toString());
+    } catch (Error e) {
+      // Without the next sweep nothing would ever be released or removed again, and no line
+      // would say why: the timer keeps an escaped throwable to itself.
+      log.error("retention sweep failed; the next sweep runs as scheduled", e);
     }
     try {
       on.schedule(() -> timed(on), next, TimeUnit.MILLISECONDS);
@@ -535,17 +544,24 @@ final class Retention implements AutoCloseable {
     // Read before the write side is taken, holding nothing (see the class comment).
     long started = System.nanoTime();
     Set<ByteString> live = new HashSet<>();
-    for (byte[] m : journal.liveManifestsAside()) {
-      try {
-        for (SegmentRef ref : ResultManifest.parseFrom(m).getSegmentsList()) {
-          live.add(ref.getSha256());
+    List<JournalStore.LiveManifest> page;
+    long after = Long.MIN_VALUE;
+    do {
+      // A page at a time: only the digests stay, never every manifest at once.
+      page = journal.liveManifestsAside(after, MANIFEST_PAGE);
+      for (JournalStore.LiveManifest m : page) {
+        try {
+          for (SegmentRef ref : ResultManifest.parseFrom(m.manifest()).getSegmentsList()) {
+            live.add(ref.getSha256());
+          }
+        } catch (InvalidProtocolBufferException e) {
+          // Which files it names is unknown, so none may go this time.
+          log.error("a retained manifest does not parse; no segment files removed");
+          return 0;
         }
-      } catch (InvalidProtocolBufferException e) {
-        // Which files it names is unknown, so none may go this time.
-        log.error("a retained manifest does not parse; no segment files removed");
-        return 0;
+        after = m.correlation();
       }
-    }
+    } while (page.size() == MANIFEST_PAGE);
     readNanos = System.nanoTime() - started;
     // Listed before the write side is taken too: a listing is a network call with the object
     // store, and no query's segment write may wait on it. Listing early only narrows the

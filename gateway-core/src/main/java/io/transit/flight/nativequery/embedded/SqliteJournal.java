@@ -660,10 +660,10 @@ final class SqliteJournal implements JournalStore {
 
   /** Any thread: {@link #liveManifests} on the aside connection, not under this monitor. */
   @Override
-  public List<byte[]> liveManifestsAside() throws SQLException {
+  public List<LiveManifest> liveManifestsAside(long after, int limit) throws SQLException {
     return aside(c -> {
       try (PreparedStatement p = c.prepareStatement(LIVE_MANIFESTS)) {
-        return liveManifests(p);
+        return liveManifests(p, after, limit);
       }
     });
   }
@@ -732,22 +732,20 @@ final class SqliteJournal implements JournalStore {
   }
 
   @Override
-  public List<byte[]> liveManifests() throws SQLException {
-    return liveManifests(prepared(LIVE_MANIFESTS));
+  public List<LiveManifest> liveManifests(long after, int limit) throws SQLException {
+    return liveManifests(prepared(LIVE_MANIFESTS), after, limit);
   }
 
-  private static final String LIVE_MANIFESTS = "SELECT manifest FROM queries q WHERE state = ?"
-      + " AND released = 0 AND manifest IS NOT NULL AND " + JournalRows.NOT_INLINE;
+  private static final String LIVE_MANIFESTS = JournalRows.liveManifests("released = 0");
 
-  private static List<byte[]> liveManifests(PreparedStatement p) throws SQLException {
-    List<byte[]> out = new ArrayList<>();
+  private static List<LiveManifest> liveManifests(PreparedStatement p, long after, int limit)
+      throws SQLException {
     p.setString(1, QueryStatus.State.SUCCEEDED.name());
+    p.setLong(2, after);
+    p.setInt(3, limit);
     try (ResultSet r = p.executeQuery()) {
-      while (r.next()) {
-        out.add(r.getBytes(1));
-      }
+      return JournalRows.liveManifests(r);
     }
-    return out;
   }
 
   /** Marks a result released and deletes its inline segments; true when it existed. */
@@ -880,6 +878,7 @@ final class SqliteJournal implements JournalStore {
         == 0) {
       update("INSERT INTO rights_head (id, epoch, content_sha256) VALUES (1, ?, ?)", next, sha256);
     }
+    update(JournalRows.FORGET_RIGHTS, next - RIGHTS_VERSIONS_KEPT);
     return next;
   }
 

@@ -585,17 +585,12 @@ public final class PostgresJournal implements JournalStore {
   }
 
   @Override
-  public List<byte[]> liveManifests() throws SQLException {
-    return read("SELECT manifest FROM queries q"
-        + " WHERE state = ? AND NOT released AND manifest IS NOT NULL AND "
-        + JournalRows.NOT_INLINE, r -> {
-          List<byte[]> out = new ArrayList<>();
-          while (r.next()) {
-            out.add(r.getBytes(1));
-          }
-          return out;
-        }, QueryStatus.State.SUCCEEDED.name());
+  public List<LiveManifest> liveManifests(long after, int limit) throws SQLException {
+    return read(LIVE_MANIFESTS, JournalRows::liveManifests, QueryStatus.State.SUCCEEDED.name(),
+        after, limit);
   }
+
+  private static final String LIVE_MANIFESTS = JournalRows.liveManifests("NOT released");
 
   @Override
   public boolean release(long correlation) throws SQLException {
@@ -775,6 +770,7 @@ public final class PostgresJournal implements JournalStore {
     write("WITH version AS (INSERT INTO rights_versions (epoch, content_sha256, document)"
             + " VALUES (?, ?, ?)) UPDATE rights_head SET epoch = ?, content_sha256 = ?"
             + " WHERE id = 1", next, sha256, document, next, sha256);
+    write(JournalRows.FORGET_RIGHTS, next - RIGHTS_VERSIONS_KEPT);
     return next;
   }
 

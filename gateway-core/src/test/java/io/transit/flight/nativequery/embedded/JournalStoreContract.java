@@ -37,6 +37,9 @@ public abstract class JournalStoreContract {
   /** The same journal as the last {@link #openFresh()}, opened again after a close. */
   protected abstract JournalStore reopen() throws Exception;
 
+  /** The rows of {@code table} in the last {@link #openFresh()}'s journal, read directly. */
+  protected abstract long rows(String table) throws Exception;
+
   @BeforeEach
   void open() throws Exception {
     journal = openFresh();
@@ -173,9 +176,10 @@ public abstract class JournalStoreContract {
   }
 
   @Test
-  void theSweepsLiveManifestsLeaveOutResultsHeldInline() throws Exception {
-    long[] c = new long[2];
-    for (int i = 0; i < 2; i++) {
+  void theSweepsLiveManifestsLeaveOutInlineAndEmptyResultsAndComeInPages() throws Exception {
+    // Five results: stored, inline, empty (no rows, so no segment), stored, stored.
+    long[] c = new long[5];
+    for (int i = 0; i < c.length; i++) {
       long ns = i;
       c[i] = journal.transaction(() -> {
         long n = journal.allocateCorrelation();
@@ -183,28 +187,37 @@ public abstract class JournalStoreContract {
         return n;
       });
     }
-    byte[] stored = bytes("manifest-naming-stored-files");
-    byte[] inline = bytes("manifest-of-an-inline-result");
+    byte[][] manifests = new byte[c.length][];
     journal.transaction(() -> {
-      for (int i = 0; i < 2; i++) {
+      for (int i = 0; i < c.length; i++) {
+        manifests[i] = bytes("manifest-" + i);
         QueryStatus s = QueryStatus.newBuilder().setCorrelation(c[i]).setPrincipal(1)
-            .setNamespace(i).setState(QueryStatus.State.SUCCEEDED).setTotalRows(1)
+            .setNamespace(i).setState(QueryStatus.State.SUCCEEDED).setTotalRows(i == 2 ? 0 : 1)
             .setManifestSha256(ByteString.copyFrom(new byte[32])).build();
-        assertTrue(journal.finish(s, bytes("bundle-" + i), i == 0 ? stored : inline, 100,
+        assertTrue(journal.finish(s, bytes("bundle-" + i), manifests[i], i == 2 ? 0 : 100,
             1_000 + i, 0));
       }
       journal.storeInline(c[1], 0, bytes("segment"));
       return null;
     });
-    assertEquals(200, journal.transaction(journal::retainedBytes), "both count toward the bound");
-    List<byte[]> live = journal.transaction(journal::liveManifests);
-    assertEquals(1, live.size(), "an inline result names no stored file");
-    assertArrayEquals(stored, live.get(0));
-    List<byte[]> aside = journal.liveManifestsAside();
-    assertEquals(1, aside.size());
-    assertArrayEquals(stored, aside.get(0));
+    assertEquals(400, journal.transaction(journal::retainedBytes), "all but the empty one count");
+    List<Long> stored = List.of(c[0], c[3], c[4]);
+    assertEquals(stored, correlations(journal.transaction(() ->
+        journal.liveManifests(Long.MIN_VALUE, 10))), "neither inline nor empty names a file");
+    List<JournalStore.LiveManifest> aside = journal.liveManifestsAside(Long.MIN_VALUE, 10);
+    assertEquals(stored, correlations(aside));
+    assertArrayEquals(manifests[3], aside.get(1).manifest());
+    // Pages continue after the last correlation of the one before.
+    List<JournalStore.LiveManifest> first = journal.liveManifestsAside(Long.MIN_VALUE, 2);
+    assertEquals(List.of(c[0], c[3]), correlations(first));
+    assertEquals(List.of(c[4]), correlations(journal.transaction(() ->
+        journal.liveManifests(first.get(1).correlation(), 2))));
     assertTrue(journal.transaction(() -> journal.release(c[0])));
-    assertTrue(journal.liveManifestsAside().isEmpty());
+    assertEquals(List.of(c[3], c[4]), correlations(journal.liveManifestsAside(Long.MIN_VALUE, 10)));
+  }
+
+  private static List<Long> correlations(List<JournalStore.LiveManifest> page) {
+    return page.stream().map(JournalStore.LiveManifest::correlation).toList();
   }
 
   @Test
@@ -265,12 +278,13 @@ public abstract class JournalStoreContract {
     assertEquals(List.of(new JournalStore.Retained(ok, 1_000, 4096)), retained);
     assertEquals(4096, journal.transaction(journal::retainedBytes));
     assertEquals(4096, journal.retainedBytesAside(), "the sweep's sum, read outside a transaction");
-    List<byte[]> live = journal.transaction(journal::liveManifests);
+    List<JournalStore.LiveManifest> live =
+        journal.transaction(() -> journal.liveManifests(Long.MIN_VALUE, 10));
     assertEquals(1, live.size());
-    assertArrayEquals(manifest, live.get(0));
-    List<byte[]> aside = journal.liveManifestsAside();
+    assertArrayEquals(manifest, live.get(0).manifest());
+    List<JournalStore.LiveManifest> aside = journal.liveManifestsAside(Long.MIN_VALUE, 10);
     assertEquals(1, aside.size(), "the sweep's manifest read, outside a transaction");
-    assertArrayEquals(manifest, aside.get(0));
+    assertArrayEquals(manifest, aside.get(0).manifest());
 
     assertTrue(journal.transaction(() -> journal.release(ok)));
     assertFalse(journal.transaction(() -> journal.release(0x7777L)));
@@ -278,8 +292,8 @@ public abstract class JournalStoreContract {
     assertTrue(journal.transaction(() -> journal.oldestRetained(10)).isEmpty());
     assertEquals(0, journal.transaction(journal::retainedBytes));
     assertEquals(0, journal.retainedBytesAside());
-    assertTrue(journal.transaction(journal::liveManifests).isEmpty());
-    assertTrue(journal.liveManifestsAside().isEmpty());
+    assertTrue(journal.transaction(() -> journal.liveManifests(Long.MIN_VALUE, 10)).isEmpty());
+    assertTrue(journal.liveManifestsAside(Long.MIN_VALUE, 10).isEmpty());
   }
 
   @Test
@@ -589,6 +603,18 @@ public abstract class JournalStoreContract {
     saved = journal.transaction(() -> journal.query(q)).orElseThrow();
     assertEquals(own, saved.status());
     assertArrayEquals(bytes("new-manifest"), saved.manifest());
+  }
+
+  /** Rotations publish a version each: only the latest are kept, and the head still reads. */
+  @Test
+  void aPublishKeepsOnlyTheLatestRightsVersions() throws Exception {
+    int published = JournalStore.RIGHTS_VERSIONS_KEPT + 5;
+    for (int i = 1; i <= published; i++) {
+      assertEquals(i, publish(journal, "rights-" + i));
+    }
+    assertEquals(JournalStore.RIGHTS_VERSIONS_KEPT, rows("rights_versions"));
+    assertEquals("rights-" + published, currentDocument(journal));
+    assertEquals(published, journal.readRightsEpoch());
   }
 
   private static long publish(JournalStore store, String document) throws SQLException {

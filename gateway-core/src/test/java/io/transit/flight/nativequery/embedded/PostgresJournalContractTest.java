@@ -9,7 +9,10 @@ import io.transit.flight.nativequery.postgres.PostgresJournal;
 import io.transit.flight.proto.CommandOutcome;
 import io.transit.flight.proto.QueryStatus;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,6 +50,16 @@ class PostgresJournalContractTest extends JournalStoreContract {
   @Override
   protected JournalStore reopen() throws Exception {
     return PostgresJournal.open(CLUSTER.get().settings(database));
+  }
+
+  @Override
+  protected long rows(String table) throws Exception {
+    try (Connection c = CLUSTER.get().connect(database);
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT COUNT(*) FROM " + table)) {
+      r.next();
+      return r.getLong(1);
+    }
   }
 
   /**

@@ -99,7 +99,8 @@ class SqliteJournalStatementsTest {
       assertTrue(inside.await(10, TimeUnit.SECONDS));
       // The journal's monitor is held by a transaction that wrote: the sweep's reads do not wait.
       assertEquals(0L, pool.submit(journal::retainedBytesAside).get(5, TimeUnit.SECONDS));
-      assertTrue(pool.submit(journal::liveManifestsAside).get(5, TimeUnit.SECONDS).isEmpty());
+      assertTrue(pool.submit(() -> journal.liveManifestsAside(Long.MIN_VALUE, 10))
+          .get(5, TimeUnit.SECONDS).isEmpty());
       done.countDown();
       holder.get(10, TimeUnit.SECONDS);
       assertEquals(0L, journal.retainedBytesAside(), "and again, on the same aside connection");
