@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.embedded;
 
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
+import io.transit.flight.proto.CellState;
 import io.transit.flight.proto.ColumnDeclaration;
 import io.transit.flight.proto.TableDeclaration;
 import io.transit.flight.query.LogicalType;
@@ -171,8 +172,28 @@ final class PlanTranslator {
         case COLUMN -> sql.append(DuckTables.quote(o.column()));
         case SUM -> sql.append("SUM(").append(DuckTables.quote(o.column())).append(')');
         case COUNT_STAR -> sql.append("COUNT(*)");
-        case COUNT_COLUMN -> sql.append("COUNT(").append(DuckTables.quote(o.column())).append(')');
+        case COUNT_COLUMN -> {
+          if (o.columnType() == LogicalType.CELL_INT64) {
+            // A cell is a struct that is never NULL itself: its state says whether it holds a
+            // value, and a null cell is not counted, as the projection turns it into NULL.
+            sql.append("COUNT(CASE WHEN ").append(state(o.column())).append(" IN (")
+                .append(CellState.CELL_INT64_VALUE).append(", ")
+                .append(CellState.CELL_UINT64_VALUE).append(") THEN 1 END)");
+          } else {
+            sql.append("COUNT(").append(DuckTables.quote(o.column())).append(')');
+          }
+        }
       }
+    }
+    // After the outputs, per counted cell column, the least state of its counted rows that is
+    // neither a value nor null (0: a struct that is NULL), NULL when there is none; the run
+    // refuses the count on it (QueryRunner.checkCountedCells), as the adapter refuses the cell.
+    for (QueryPlan.Output o : countedCells(plan)) {
+      sql.append(", MIN(CASE WHEN ").append(DuckTables.quote(o.column())).append(" IS NULL THEN 0")
+          .append(" WHEN ").append(state(o.column())).append(" NOT IN (")
+          .append(CellState.CELL_INT64_VALUE).append(", ").append(CellState.CELL_UINT64_VALUE)
+          .append(", ").append(CellState.CELL_NULL_VALUE).append(") THEN ")
+          .append(state(o.column())).append(" END)");
     }
     sql.append(" FROM ").append(scan.relation());
     boolean joined = !plan.aggregate() && plan.filter() != null && joined(plan.filter());
@@ -187,6 +208,18 @@ final class PlanTranslator {
       sql.append(" LIMIT ").append(plan.limit());
     }
     return new Translated(sql.toString(), List.copyOf(params));
+  }
+
+  /** The COUNT outputs over CELL_INT64 columns, in output order: each has a check column. */
+  static List<QueryPlan.Output> countedCells(QueryPlan plan) {
+    return plan.outputs().stream()
+        .filter(o -> o.kind() == QueryPlan.OutputKind.COUNT_COLUMN
+            && o.columnType() == LogicalType.CELL_INT64)
+        .toList();
+  }
+
+  private static String state(String column) {
+    return DuckTables.quote(column) + ".state";
   }
 
   /**

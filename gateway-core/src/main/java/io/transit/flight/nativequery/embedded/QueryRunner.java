@@ -18,6 +18,7 @@ import io.transit.flight.proto.RequestBundle;
 import io.transit.flight.proto.ResultManifest;
 import io.transit.flight.proto.SegmentRef;
 import io.transit.flight.query.QueryPlan;
+import io.transit.flight.query.SafeText;
 import java.io.IOException;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -547,6 +548,7 @@ final class QueryRunner {
     if (!rs.next()) {
       return; // LIMIT 0 over an aggregate
     }
+    checkCountedCells(plan, rs);
     if (Long.compareUnsigned(1, maxRows) > 0) {
       throw ResultWriter.exhausted("the result exceeds max_result_rows", "max_result_rows", maxRows, 1);
     }
@@ -570,6 +572,35 @@ final class QueryRunner {
       }
     }
     writer.committed(1);
+  }
+
+  /**
+   * A COUNT over a CELL_INT64 column that read a missing, conflicted or mistyped cell is refused
+   * as the adapter refuses the cell itself (docs/queries.md "Types"): such a cell is neither a
+   * value nor a null, so no count of it is the column's. The check columns follow the outputs
+   * ({@link PlanTranslator#countedCells}). An aggregate has no result row to name.
+   */
+  private static void checkCountedCells(QueryPlan plan, ResultSet rs) throws SQLException {
+    List<QueryPlan.Output> counted = PlanTranslator.countedCells(plan);
+    for (int k = 0; k < counted.size(); k++) {
+      Object v = rs.getObject(plan.outputs().size() + k + 1);
+      if (v == null) {
+        continue;
+      }
+      String column = counted.get(k).column();
+      int state = ((Number) v).intValue();
+      CellState s = CellState.forNumber(state);
+      if (s == CellState.CELL_MISSING || s == CellState.CELL_CONFLICTED
+          || s == CellState.CELL_MISTYPED) {
+        throw QueryCode.CELL_STATE.failure("COUNT(" + SafeText.ident(column) + ") reads a cell"
+                + " that is " + s.name())
+            .with(SafeText.fact("column", column))
+            .with(Fact.text("state", s.name()));
+      }
+      throw QueryCode.EVIDENCE.failure("COUNT(" + SafeText.ident(column) + ") reads a cell"
+              + (state == 0 ? " that is absent" : " of unknown state " + state))
+          .with(SafeText.fact("column", column));
+    }
   }
 
   /**

@@ -52,6 +52,9 @@ class EmbeddedEngineResultTest {
   private static final String EMPTY = "empty";
   private static final String OVERFLOW = "overflow";
   private static final String CELLS = "cells";
+  private static final String COUNT_OK = "count ok";
+  private static final String COUNT_BAD = "count bad";
+  private static final String COUNT_BAD_ROW_0 = "count bad where id = 0";
   private static final String LONG_PROJECT = "long project";
   private static final String WHOLE = "whole table";
 
@@ -87,6 +90,15 @@ class EmbeddedEngineResultTest {
       .put(CELLS, new QueryPlan(List.of(column("ok", LogicalType.CELL_INT64, false),
           column("bad", LogicalType.CELL_INT64, false), column("big", LogicalType.UINT64, false)),
           null, null, false))
+      .put(COUNT_OK, new QueryPlan(List.of(
+          new Output("n", false, OutputKind.COUNT_COLUMN, "ok", LogicalType.CELL_INT64),
+          new Output("all", false, OutputKind.COUNT_STAR, null, null)), null, null, true))
+      .put(COUNT_BAD, new QueryPlan(List.of(
+          new Output("n", false, OutputKind.COUNT_COLUMN, "bad", LogicalType.CELL_INT64)),
+          null, null, true))
+      .put(COUNT_BAD_ROW_0, new QueryPlan(List.of(
+          new Output("n", false, OutputKind.COUNT_COLUMN, "bad", LogicalType.CELL_INT64)),
+          new QueryPlan.Comparison("id", Op.EQ, new Literal(LogicalType.INT64, 0L)), null, true))
       .put(WHOLE, new QueryPlan(List.of(column("id", LogicalType.INT64, false),
           column("a", LogicalType.INT64, false), column("b", LogicalType.INT64, true),
           column("c", LogicalType.INT64, false), column("d", LogicalType.INT64, true)),
@@ -247,6 +259,24 @@ class EmbeddedEngineResultTest {
         rows.get(2));
     assertEquals(List.of(new Cell(1, Long.MAX_VALUE), new Cell(6, 0), new Cell(2, 0)),
         rows.get(3));
+  }
+
+  /**
+   * COUNT of a cell column counts the cells holding a value: a null cell is not one (the
+   * projection gives NULL for it), and a missing, conflicted or mistyped cell among the rows
+   * counted refuses the count, as the adapter refuses the cell.
+   */
+  @Test
+  void aCountOfACellColumnCountsValuesAndRefusesInvalidCells() throws Exception {
+    open(EngineOptions.defaults());
+    List<List<Cell>> counted = readAll(run(2, COUNT_OK, roomyBudgets()));
+    assertEquals(List.of(List.of(new Cell(2, 3), new Cell(2, 4))), counted);
+    QueryStatus bad = run(2, COUNT_BAD, roomyBudgets());
+    assertEquals(QueryStatus.State.FAILED, bad.getState());
+    assertEquals("query.cell_state", bad.getCode());
+    assertTrue(bad.getMessage().contains("CELL_MISSING"), bad.getMessage());
+    assertEquals(List.of(List.of(new Cell(2, 1))),
+        readAll(run(2, COUNT_BAD_ROW_0, roomyBudgets())), "row 0's cell holds a value");
   }
 
   @Test
