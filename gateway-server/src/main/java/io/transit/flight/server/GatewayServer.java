@@ -31,13 +31,19 @@ import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.config.StateDirectory;
 import io.transit.flight.server.config.StateLock;
+import io.transit.flight.server.ops.AdmissionRecorder;
 import io.transit.flight.server.ops.Operations;
 import io.transit.flight.server.ops.OpsGauges;
 import io.transit.flight.server.ops.OpsSettings;
-import io.transit.flight.server.flight.CallEnds;
 import io.transit.flight.server.flight.Deadlines;
+import io.transit.flight.server.flight.StreamShares;
+import io.transit.flight.server.sql.CompileGate;
+import io.transit.flight.server.sql.MetadataService;
+import io.transit.flight.server.sql.ResultStreamer;
+import io.transit.flight.server.sql.StatementService;
 import io.transit.flight.server.sql.TransitSqlProducer;
 import io.transit.flight.server.transport.AuthenticationBudget;
+import io.transit.flight.server.transport.CallEnds;
 import io.transit.flight.threads.DeadlineTimer;
 import io.transit.flight.threads.LastIdlePool;
 import io.transit.flight.server.transport.ConnectionBudget;
@@ -174,12 +180,23 @@ public final class GatewayServer implements AutoCloseable {
       this.timer = DeadlineTimer.create();
       undo.push(timer::shutdownNow);
       CallEnds callEnds = new CallEnds();
-      TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets,
-          admission, engine, new CatalogResults(
+      Deadlines deadlines = new Deadlines(limits.controlDeadlineDefaultMs(),
+          limits.controlDeadlineMaxMs(), limits.dataDeadlineDefaultMs(),
+          limits.dataDeadlineMaxMs());
+      // Compile slots have a limiter of their own: a compilation never takes an admission's slot.
+      CompileGate compiler = new CompileGate(engine.planner(),
+          new AdmissionLimiter(limits.compilePerGateway(), limits.compilePerCaller()),
+          limits.compileTimeoutMs(), timer);
+      StatementService statements = new StatementService(authorization, compiler, admission,
+          engine, tickets, limits, deadlines, new AdmissionRecorder());
+      MetadataService metadata = new MetadataService(new CatalogResults(
               new SqlInfoCatalog(VERSION, SqlInfoCatalog.runningArrowVersion())),
-          allocator, streams, handler, producers, limits,
-          new Deadlines(limits.controlDeadlineDefaultMs(), limits.controlDeadlineMaxMs(),
-              limits.dataDeadlineDefaultMs(), limits.dataDeadlineMaxMs()), timer, callEnds);
+          tickets, authorization, engine, handler, allocator, limits);
+      ResultStreamer results = new ResultStreamer(authorization, engine, handler, allocator,
+          limits);
+      TransitSqlProducer producer = new TransitSqlProducer(errors, authorization, tickets, engine,
+          statements, metadata, results, streams, handler, producers,
+          new StreamShares(limits.maxLiveStreamsPerCaller()), limits, deadlines, timer, callEnds);
       // Admissions and compilations in flight each hold a service thread; eight more stay free
       // for metadata and session calls however many of those are busy.
       this.serviceExecutor = LastIdlePool.create("transit-grpc",
@@ -206,7 +223,7 @@ public final class GatewayServer implements AutoCloseable {
                   limits.maxInboundMessageBytes())), ops.observer(),
               new UnknownMethods(errors, faults, List.of(ops.observer().requestId()))));
       OpsGauges.register(ops.metrics(), allocator, streams, callEnds, connections, server,
-          embedded, state.engineDir().resolve("segments"));
+          engineAdmin, state.engineDir().resolve("segments"));
     } catch (ConfigException | IOException | RuntimeException | Error e) {
       while (!undo.isEmpty()) {
         try {

@@ -867,6 +867,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * Tells {@code observer} how long each journal commit took, in nanoseconds, on the committing
    * thread (any engine thread): it must be cheap and thread-safe. Replaces any previous observer.
    */
+  @Override
   public void observeJournalCommits(java.util.function.LongConsumer observer) {
     journal.observeCommits(observer);
   }
@@ -905,6 +906,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   }
 
   /** Early runs whose result became their query's, since open (metrics, tests). */
+  @Override
   public long earlyRunsAdopted() {
     return earlyAdopted.get();
   }
@@ -913,6 +915,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
    * Of {@link #earlyRunsAdopted}, the results committed with their submit's acceptance (one
    * commit for both, no run of the query), since open (metrics, tests).
    */
+  @Override
   public long earlyResultsWithSubmit() {
     return earlyWithSubmit.get();
   }
@@ -923,6 +926,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   }
 
   /** Early runs started and not yet finished (metrics, tests). */
+  @Override
   public int earlyRunsRunning() {
     return earlyRuns.running();
   }

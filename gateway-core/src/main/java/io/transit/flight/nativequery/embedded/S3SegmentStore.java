@@ -48,7 +48,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * A {@link SegmentStore} in an S3-API bucket: one immutable object per segment, named {@code
  * <prefix><sha256 hex>}, so identical content is one object and a key always names the same bytes.
  * The manifest and its digest stay in the journal; the SHA-256 of every segment is checked by the
- * reader before conversion, as for local files ({@code server.flight.Coverage.checkBytes}), and a
+ * reader before conversion, as for local files ({@code server.sql.Coverage.checkBytes}), and a
  * wrong size is refused here ({@link WrongSize}).
  *
  * <p><b>Threads.</b> Every method except {@link #close} may be called from any thread at once; the

@@ -1,8 +1,8 @@
 package io.transit.flight.server.ops;
 
 import io.transit.flight.channel.StreamRegistry;
-import io.transit.flight.nativequery.embedded.EmbeddedEngine;
-import io.transit.flight.server.flight.CallEnds;
+import io.transit.flight.nativequery.NativeQueryAdmin;
+import io.transit.flight.server.transport.CallEnds;
 import io.transit.flight.server.transport.ConnectionBudget;
 import io.transit.flight.server.transport.Listeners;
 import java.nio.file.Path;
@@ -16,7 +16,7 @@ public final class OpsGauges {
   private OpsGauges() {}
 
   public static void register(GatewayMetrics m, BufferAllocator allocator, StreamRegistry streams,
-      CallEnds callEnds, ConnectionBudget connections, Listeners listeners, EmbeddedEngine engine,
+      CallEnds callEnds, ConnectionBudget connections, Listeners listeners, NativeQueryAdmin engine,
       Path segmentsDir) {
     m.gauge("transit.allocator.allocated.bytes", "bytes held in the root Arrow allocator",
         allocator, BufferAllocator::getAllocatedMemory);
@@ -35,12 +35,12 @@ public final class OpsGauges {
         Listeners::closedForFrames);
     m.retained(segmentsDir);
     m.counter("transit.early.runs.adopted", "queries whose result an early run computed while "
-        + "their chain was decided", engine, EmbeddedEngine::earlyRunsAdopted);
+        + "their chain was decided", engine, NativeQueryAdmin::earlyRunsAdopted);
     m.counter("transit.early.results.with.submit", "early results committed with their submit's "
         + "acceptance, in one durable commit (of transit.early.runs.adopted)", engine,
-        EmbeddedEngine::earlyResultsWithSubmit);
+        NativeQueryAdmin::earlyResultsWithSubmit);
     m.gauge("transit.early.runs.running", "early runs executing or waiting for their submit now",
-        engine, EmbeddedEngine::earlyRunsRunning);
+        engine, NativeQueryAdmin::earlyRunsRunning);
     engine.observeJournalCommits(m::journalCommit);
   }
 }

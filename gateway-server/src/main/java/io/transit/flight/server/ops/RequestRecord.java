@@ -10,9 +10,10 @@ import java.util.function.Consumer;
 
 /**
  * What one RPC did, collected for its access-log line and metrics: created by {@link RpcObserver}
- * when the call's stream opens and carried in the call's gRPC {@link Context}, so the statement
- * path can add its admission outcome and correlation ({@link #admitted}, {@link #refused}) without
- * knowing about logs or metrics.
+ * when the call's stream opens and carried in the call's gRPC {@link Context} ({@link #KEY}, this
+ * package's own), so the statement path can add its admission outcome and correlation ({@link
+ * #admitted}, {@link #refused}) through the {@link AdmissionRecorder} it is given, without knowing
+ * about logs or metrics. {@link AdmissionRecorder} says why a Context key and not injection.
  *
  * <p>Threads: the transport thread adds wire bytes, the service executor sets caller and
  * admission facts, the stream's closing thread reads everything once ({@link #close}). Every
@@ -21,7 +22,7 @@ import java.util.function.Consumer;
  * admitted closes first, and the admission that comes after is handed to {@code late} (counted
  * in the metrics; the access line is written by then).
  */
-public final class RequestRecord {
+final class RequestRecord {
   static final Context.Key<RequestRecord> KEY = Context.key("transit.request");
 
   final String id;
@@ -73,31 +74,25 @@ public final class RequestRecord {
    * Statement path: the admission succeeded with {@code correlation}; {@code replayed} when the
    * journal already held this statement's sequence (a retry) rather than recording it now.
    */
-  public static void admitted(long correlation, boolean replayed) {
-    RequestRecord r = current();
-    if (r != null) {
-      r.correlation = Long.toUnsignedString(correlation);
-      r.admission(replayed ? "replayed" : "accepted");
-    }
+  void admitted(long correlation, boolean replayed) {
+    this.correlation = Long.toUnsignedString(correlation);
+    admission(replayed ? "replayed" : "accepted");
   }
 
   /** Statement path: the admission was refused with {@code e}. */
-  public static void refused(GatewayException e) {
-    RequestRecord r = current();
-    if (r != null) {
-      // By type: the engine's conflict, gap and forgotten history; ADMISSION_BUSY is, from
-      // admission, the limiter's.
-      if (e.queryCode() == QueryCode.NAMESPACE_CONFLICT) {
-        r.admission("conflict");
-      } else if (e.queryCode() == QueryCode.SEQUENCE_GAP) {
-        r.admission("gap");
-      } else if (e.queryCode() == QueryCode.HISTORY_PRUNED) {
-        r.admission("pruned");
-      } else if (e.kind() == Cause.ADMISSION_BUSY) {
-        r.admission("busy");
-      } else {
-        r.admission("failed");
-      }
+  void refused(GatewayException e) {
+    // By type: the engine's conflict, gap and forgotten history; ADMISSION_BUSY is, from
+    // admission, the limiter's.
+    if (e.queryCode() == QueryCode.NAMESPACE_CONFLICT) {
+      admission("conflict");
+    } else if (e.queryCode() == QueryCode.SEQUENCE_GAP) {
+      admission("gap");
+    } else if (e.queryCode() == QueryCode.HISTORY_PRUNED) {
+      admission("pruned");
+    } else if (e.kind() == Cause.ADMISSION_BUSY) {
+      admission("busy");
+    } else {
+      admission("failed");
     }
   }
 }

@@ -4,7 +4,9 @@
  *
  * <p>Starting points: {@link io.transit.flight.server.ops.Operations} (owned by the daemon),
  * {@link io.transit.flight.server.ops.RpcObserver} (one record per RPC, from stream open to close:
- * access log and metrics), {@link io.transit.flight.server.ops.GatewayMetrics} (every meter),
+ * access log and metrics), {@link io.transit.flight.server.ops.AdmissionRecorder} (the statement
+ * path's admission outcome into its call's record, which travels in the call's gRPC Context),
+ * {@link io.transit.flight.server.ops.GatewayMetrics} (every meter),
  * {@link io.transit.flight.server.ops.OpsSettings} (the configuration's {@code ops} section).
  *
  * <p>Threads: RPC observation runs on gRPC's transport and executor threads and touches only

@@ -35,33 +35,38 @@ import java.util.function.LongUnaryOperator;
  * {@code compile_per_gateway} threads to spare, so busy compilations never take the threads
  * that metadata and session calls need.
  *
- * <p>Threads: {@link #compile} runs on gRPC service threads with the call's {@link Context}
- * current; gRPC's cancellation (on whatever thread cancels) only abandons a watch, and the timer
- * thread abandons it or re-arms the parse's {@link Bound}. The limiter is thread-safe; the one
- * {@code Bound} per parse documents its own fields; nothing else here is mutable.
+ * <p>Threads: built once on the main thread by {@code GatewayServer}; {@link #compile} runs on
+ * gRPC service threads with the call's {@link Context} current; gRPC's cancellation (on whatever
+ * thread cancels) only abandons a watch, and the timer thread abandons it or re-arms the parse's
+ * {@link Bound}. The limiter is thread-safe; the one {@code Bound} per parse documents its own
+ * fields; nothing else here is mutable.
  */
-final class CompileGate {
+public final class CompileGate {
   private final Planner planner;
   private final AdmissionLimiter slots;
   private final long timeoutMs;
   private final ScheduledExecutorService timer;
   private final LongUnaryOperator cpuNanos;
 
-  CompileGate(Planner planner, int perGateway, int perCaller, long timeoutMs,
+  /**
+   * {@code slots} is this gate's own limiter, sized {@code compile_per_gateway} and {@code
+   * compile_per_caller} and shared with nothing else: the admission limiter's bookkeeping
+   * (gateway and caller counts under one monitor, never blocking) is exactly what compile slots
+   * need, and its refusal is renamed here ({@code query.compile_busy}).
+   */
+  public CompileGate(Planner planner, AdmissionLimiter slots, long timeoutMs,
       ScheduledExecutorService timer) {
-    this(planner, perGateway, perCaller, timeoutMs, timer, threadCpuClock());
+    this(planner, slots, timeoutMs, timer, threadCpuClock());
   }
 
   /**
    * {@code cpuNanos} maps a thread id to that thread's CPU time in nanoseconds (the JVM's thread
    * CPU clock; tests give a clock of a thread that was frozen).
    */
-  CompileGate(Planner planner, int perGateway, int perCaller, long timeoutMs,
+  CompileGate(Planner planner, AdmissionLimiter slots, long timeoutMs,
       ScheduledExecutorService timer, LongUnaryOperator cpuNanos) {
     this.planner = planner;
-    // The admission limiter's bookkeeping (gateway and caller counts under one monitor, never
-    // blocking) is exactly what compile slots need; its refusal is renamed below.
-    this.slots = new AdmissionLimiter(perGateway, perCaller);
+    this.slots = slots;
     this.timeoutMs = timeoutMs;
     this.timer = timer;
     this.cpuNanos = cpuNanos;

@@ -48,7 +48,7 @@ import org.apache.arrow.flight.Ticket;
  * <p>Threads: GetFlightInfo and GetSchema on the gRPC service executor, {@link #stream} on a
  * T_caller worker; both ask the (thread-safe) engine client. Nothing here is mutable.
  */
-final class MetadataService {
+public final class MetadataService {
   /** Command bytes a metadata ticket can carry (the 1263-byte ticket bound leaves 1019). */
   static final int MAX_COMMAND_BYTES = Ftk1Layout.MAX_METADATA_COMMAND_BYTES;
 
@@ -61,7 +61,7 @@ final class MetadataService {
   private final Limits limits;
 
   /** {@code rootAllocator} holds GetFlightInfo's transient catalog result, freed before return. */
-  MetadataService(CatalogResults catalog, TicketService tickets, Authorization authorization,
+  public MetadataService(CatalogResults catalog, TicketService tickets, Authorization authorization,
       NativeQueryClient nativeClient, FlightOutboundHandler handler, BufferAllocator rootAllocator,
       Limits limits) {
     this.catalog = catalog;

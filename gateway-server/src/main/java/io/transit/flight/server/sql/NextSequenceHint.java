@@ -6,7 +6,6 @@ import io.transit.flight.diagnostic.Fact;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.GrpcMessage;
 import io.transit.flight.diagnostic.QueryCode;
-import io.transit.flight.server.flight.SequenceHeader;
 import java.util.function.LongSupplier;
 
 /**

@@ -17,7 +17,6 @@ import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.flight.BatchSender;
-import io.transit.flight.server.flight.Coverage;
 import io.transit.flight.server.flight.ResponseBudget;
 import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.VerifiedTicket;
@@ -50,7 +49,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * previous batch was freed: the stream's allocator holds at most one decoded batch, the
  * segment's bytes as the allocator accounts them (docs/limits.md).
  */
-final class ResultStreamer {
+public final class ResultStreamer {
   private final Authorization authorization;
   private final NativeQueryClient nativeClient;
   private final FlightOutboundHandler handler;
@@ -58,7 +57,7 @@ final class ResultStreamer {
   private final Limits limits;
 
   /** {@code rootAllocator} is only read, for the limit it names in allocation failures. */
-  ResultStreamer(Authorization authorization, NativeQueryClient nativeClient,
+  public ResultStreamer(Authorization authorization, NativeQueryClient nativeClient,
       FlightOutboundHandler handler, BufferAllocator rootAllocator, Limits limits) {
     this.authorization = authorization;
     this.nativeClient = nativeClient;

@@ -16,8 +16,7 @@ import io.transit.flight.server.auth.Authorization.Right;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.flight.Deadlines;
-import io.transit.flight.server.flight.SequenceHeader;
-import io.transit.flight.server.ops.RequestRecord;
+import io.transit.flight.server.ops.AdmissionRecorder;
 import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.TicketService;
 import java.nio.charset.StandardCharsets;
@@ -42,10 +41,16 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * the call's deadline for the retained result, and returns one endpoint with an FTK1 statement
  * ticket.
  *
- * <p>Runs on gRPC's service executor; may block within the call's deadline. Compilation goes
- * through the {@link CompileGate}: bounded per caller and gateway, in time, and by cancellation.
+ * <p>Compilation goes through the {@link CompileGate}: bounded per caller and gateway, in time,
+ * and by cancellation. The admission's outcome (accepted, replayed or the refusal's kind) and
+ * correlation go to the call's access-log record through the {@link AdmissionRecorder}, which
+ * finds that per-call record in the call's gRPC Context (its class comment says why).
+ *
+ * <p>Threads: built once on the main thread by {@code GatewayServer}; {@link #getSchema} and
+ * {@link #getFlightInfo} run on gRPC's service executor and may block within the call's deadline.
+ * Nothing here is mutable.
  */
-final class StatementService {
+public final class StatementService {
   /** An admission sends commands, waits on the result's status and reads its manifest. */
   private static final Right[] ADMISSION_RIGHTS = {Right.SEND, Right.INSPECT, Right.READ};
 
@@ -56,9 +61,11 @@ final class StatementService {
   private final TicketService tickets;
   private final Budgets budgets;
   private final Deadlines deadlines;
+  private final AdmissionRecorder recorder;
 
-  StatementService(Authorization authorization, CompileGate compiler, AdmissionService admission,
-      NativeQueryClient nativeClient, TicketService tickets, Limits limits, Deadlines deadlines) {
+  public StatementService(Authorization authorization, CompileGate compiler,
+      AdmissionService admission, NativeQueryClient nativeClient, TicketService tickets,
+      Limits limits, Deadlines deadlines, AdmissionRecorder recorder) {
     this.authorization = authorization;
     this.compiler = compiler;
     this.admission = admission;
@@ -72,6 +79,7 @@ final class StatementService {
         .setRowsPerSegment(limits.rowsPerSegment())
         .build();
     this.deadlines = deadlines;
+    this.recorder = recorder;
   }
 
   /**
@@ -119,7 +127,7 @@ final class StatementService {
       admitted = admission.admit(new AdmissionRequest(grant.admissionSubject(), bound.table(),
           budgets, firstSequence, command.getQueryBytes().toByteArray(), deadlineNanos));
     } catch (GatewayException e) {
-      RequestRecord.refused(e);
+      recorder.refused(e);
       // Told only to a caller that still holds the rights, as a success is below: a failure's
       // facts describe the result (its rows, its bytes), and admission may have waited across a
       // reload that revoked them. Until 2026-12-07 a revoked caller learned them.
@@ -130,7 +138,7 @@ final class StatementService {
       }
       throw NextSequenceHint.tell(e, next);
     }
-    RequestRecord.admitted(admitted.correlation(), admitted.replayed());
+    recorder.admitted(admitted.correlation(), admitted.replayed());
     byte[] ticket;
     try {
       // The binding the ticket is issued under must still be the one in force, with its rights,

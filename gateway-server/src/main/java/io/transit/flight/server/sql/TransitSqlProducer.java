@@ -1,19 +1,17 @@
 package io.transit.flight.server.sql;
 
-import io.transit.flight.admission.AdmissionService;
 import io.transit.flight.channel.StreamRegistry;
 import io.transit.flight.diagnostic.ErrorMapper;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.Authorization.Right;
 import io.transit.flight.server.config.Limits;
-import io.transit.flight.server.flight.CallEnds;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.flight.StreamDeadline;
 import io.transit.flight.server.flight.StreamShares;
+import io.transit.flight.server.transport.CallEnds;
 import io.transit.flight.ticket.Ftk1Layout;
 import io.transit.flight.ticket.TicketService;
-import org.apache.arrow.memory.BufferAllocator;
 import com.google.protobuf.Any;
 import io.transit.flight.catalog.CatalogResults;
 import io.transit.flight.channel.FlightOutboundHandler;
@@ -62,10 +60,13 @@ import org.apache.arrow.flight.sql.impl.FlightSql.CommandStatementQuery;
  * and its rights ({@link Authorization#current}) before it compiles, computes, verifies a ticket
  * or answers UNIMPLEMENTED for a query-bearing command (see docs/security.md).
  *
- * <p>Threads: unary entry points run on gRPC's service executor. DoGet's entry verifies the
- * ticket, opens the stream's channel and hands production to the T_caller pool; it never streams
- * on the gRPC thread. Every failure leaves through the ErrorMapper, so callers always get the
- * status table's code, a bounded message and the diagnostic trailer.
+ * <p>Threads: built once on the main thread by {@code GatewayServer}, which also builds the
+ * services and bounds it dispatches to. Unary entry points run on gRPC's service executor.
+ * DoGet's entry verifies the ticket, takes the caller's stream share ({@link
+ * StreamShares#acquire}), opens the stream's channel, bounds it ({@link StreamDeadline#bound},
+ * {@link CallEnds#bound}) and hands production to the T_caller pool ({@link ProducerPool#start});
+ * it never streams on the gRPC thread. Every failure leaves through the ErrorMapper, so callers
+ * always get the status table's code, a bounded message and the diagnostic trailer.
  */
 public final class TransitSqlProducer extends UnimplementedSqlProducer {
   public static final String NEXT_SEQUENCE_OPTION = "transit.next_sequence";
@@ -108,16 +109,17 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
   private final long creditStallMs;
 
   /**
-   * Builds the statement, metadata and result services from their parts. {@code timer} runs the
-   * data deadlines of DoGet streams (see {@link StreamDeadline}) and the parse budgets of
-   * statement compilation (see {@link CompileGate}); {@code producers} is the T_caller pool;
-   * {@code rootAllocator} holds GetFlightInfo's transient catalog results.
+   * {@code statements}, {@code metadata} and {@code results} serve the commands and tickets this
+   * dispatches; {@code timer} runs the data deadlines of DoGet streams (see {@link
+   * StreamDeadline}) and the resets of calls whose client does not read their end (see {@link
+   * CallEnds}); {@code producers} is the T_caller pool; {@code shares} holds each caller's share
+   * of the live streams.
    */
   public TransitSqlProducer(ErrorMapper errors, Authorization authorization,
-      TicketService tickets, AdmissionService admission, NativeQueryClient nativeClient,
-      CatalogResults catalog, BufferAllocator rootAllocator,
-      StreamRegistry streams, FlightOutboundHandler handler, ProducerPool producers,
-      Limits limits, Deadlines deadlines, ScheduledExecutorService timer, CallEnds callEnds) {
+      TicketService tickets, NativeQueryClient nativeClient, StatementService statements,
+      MetadataService metadata, ResultStreamer results, StreamRegistry streams,
+      FlightOutboundHandler handler, ProducerPool producers, StreamShares shares, Limits limits,
+      Deadlines deadlines, ScheduledExecutorService timer, CallEnds callEnds) {
     super(errors);
     this.authorization = authorization;
     this.tickets = tickets;
@@ -125,16 +127,12 @@ public final class TransitSqlProducer extends UnimplementedSqlProducer {
     this.streams = streams;
     this.handler = handler;
     this.producers = producers;
-    this.statements = new StatementService(authorization,
-        new CompileGate(nativeClient.planner(), limits.compilePerGateway(), limits.compilePerCaller(),
-            limits.compileTimeoutMs(), timer),
-        admission, nativeClient, tickets, limits, deadlines);
-    this.metadata = new MetadataService(catalog, tickets, authorization, nativeClient, handler,
-        rootAllocator, limits);
-    this.results = new ResultStreamer(authorization, nativeClient, handler, rootAllocator, limits);
+    this.statements = statements;
+    this.metadata = metadata;
+    this.results = results;
     this.deadlines = deadlines;
     this.timer = timer;
-    this.shares = new StreamShares(limits.maxLiveStreamsPerCaller());
+    this.shares = shares;
     this.callEnds = callEnds;
     this.creditStallMs = limits.creditStallMs();
   }

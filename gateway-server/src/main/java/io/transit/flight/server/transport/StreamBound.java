@@ -71,7 +71,7 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
   }
 
   /** In a call's transport attributes: resets the streams of the call's connection. */
-  public static final Attributes.Key<Reset> RESET = Attributes.Key.create("transit.stream.reset");
+  static final Attributes.Key<Reset> RESET = Attributes.Key.create("transit.stream.reset");
 
   /** gRPC's new-connection hook: hands the connection being read its {@link Reset}. */
   static final ServerTransportFilter FILTER = new ServerTransportFilter() {
@@ -95,7 +95,7 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
    * stream closes, its status written after every message or the stream reset. In the Context of
    * each call on a listener that has {@link #ENDS}.
    */
-  public static final Context.Key<CompletableFuture<Void>> STREAM_END =
+  static final Context.Key<CompletableFuture<Void>> STREAM_END =
       Context.key("transit.stream.end");
 
   /** gRPC's per-stream hook: gives each call its {@link #STREAM_END}. */
@@ -123,7 +123,7 @@ public final class StreamBound extends ChannelInboundHandlerAdapter {
 
   /** Resets a connection's open stream, as a stream error of its own would. */
   @FunctionalInterface
-  public interface Reset {
+  interface Reset {
     /**
      * Posts the reset to the connection's event loop, where it runs only if {@code stillOpen}
      * (asked there) says the calling stream has not ended; {@code why} goes to gRPC's debug log.

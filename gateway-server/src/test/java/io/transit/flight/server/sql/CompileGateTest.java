@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.grpc.Context;
+import io.transit.flight.admission.AdmissionLimiter;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.proto.ColumnDeclaration;
@@ -51,7 +52,7 @@ class CompileGateTest {
   @Test
   void aParseOverItsBudgetIsAbandonedAndNothingIsCached() {
     PlanCache plans = PlanCache.withDefaults();
-    CompileGate gate = new CompileGate(plans, 2, 1, 1, timer);
+    CompileGate gate = new CompileGate(plans, new AdmissionLimiter(2, 1), 1, timer);
     GatewayException e = refused(Cause.BUDGET_EXHAUSTED, "query.compile_timeout",
         () -> gate.compile(7, slow(1), TABLE, System.nanoTime() + 60 * SECOND));
     assertEquals(1L, e.facts().get("budget_ms"));
@@ -66,7 +67,8 @@ class CompileGateTest {
   @Test
   void aParseThatGotNoCpuHasNotSpentItsBudget() {
     PlanCache plans = PlanCache.withDefaults();
-    CompileGate frozen = new CompileGate(plans, 2, 1, 1, timer, thread -> 0L);
+    CompileGate frozen =
+        new CompileGate(plans, new AdmissionLimiter(2, 1), 1, timer, thread -> 0L);
     long start = System.nanoTime();
     frozen.compile(7, slow(5), TABLE, System.nanoTime() + 60 * SECOND);
     assertTrue(System.nanoTime() - start > TimeUnit.MILLISECONDS.toNanos(1),
@@ -78,7 +80,8 @@ class CompileGateTest {
 
   @Test
   void theCallsDeadlineStopsTheParse() {
-    CompileGate gate = new CompileGate(PlanCache.withDefaults(), 2, 1, 60_000, timer);
+    CompileGate gate =
+        new CompileGate(PlanCache.withDefaults(), new AdmissionLimiter(2, 1), 60_000, timer);
     refused(Cause.DEADLINE, "flight.deadline",
         () -> gate.compile(7, slow(2), TABLE, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1)));
     refused(Cause.DEADLINE, "flight.deadline",
@@ -87,7 +90,8 @@ class CompileGateTest {
 
   @Test
   void cancellingTheCallStopsTheParse() throws Exception {
-    CompileGate gate = new CompileGate(PlanCache.withDefaults(), 2, 1, 60_000, timer);
+    CompileGate gate =
+        new CompileGate(PlanCache.withDefaults(), new AdmissionLimiter(2, 1), 60_000, timer);
     Context.CancellableContext call = Context.current().withCancellation();
     timer.schedule(() -> call.cancel(null), 5, TimeUnit.MILLISECONDS);
     refused(Cause.CANCELLED, "flight.cancelled", () -> call.run(
@@ -97,7 +101,7 @@ class CompileGateTest {
   @Test
   void slotsAreCountedPerCallerAndFreedAfterwards() throws Exception {
     PlanCache plans = PlanCache.withDefaults();
-    CompileGate gate = new CompileGate(plans, 2, 1, 60_000, timer);
+    CompileGate gate = new CompileGate(plans, new AdmissionLimiter(2, 1), 60_000, timer);
     CountDownLatch parsing = new CountDownLatch(1);
     Context.CancellableContext first = Context.current().withCancellation();
     // Slow parses back to back until cancelled, so caller 7's one slot is nearly always taken.

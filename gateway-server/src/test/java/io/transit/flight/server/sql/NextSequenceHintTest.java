@@ -14,7 +14,6 @@ import io.transit.flight.diagnostic.Outcome;
 import io.transit.flight.diagnostic.QueryCode;
 import io.transit.flight.diagnostic.Recovery;
 import io.transit.flight.diagnostic.Stage;
-import io.transit.flight.server.flight.SequenceHeader;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

@@ -28,6 +28,7 @@ import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.config.ResolvedConfig;
 import io.transit.flight.server.flight.Deadlines;
 import io.transit.flight.server.flight.LoopbackStreams;
+import io.transit.flight.server.ops.AdmissionRecorder;
 import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.nio.file.Files;
@@ -110,9 +111,11 @@ class ResultStreamerTest {
     AdmissionConfig admission = new AdmissionConfig(limits.admissionPerGateway(),
         limits.admissionPerCaller(), limits.uploadPartBytes());
     StatementService statements = new StatementService(served.authorization(),
-        new CompileGate(engine.planner(), 2, 1, limits.compileTimeoutMs(), timer),
+        new CompileGate(engine.planner(), new AdmissionLimiter(2, 1), limits.compileTimeoutMs(),
+            timer),
         new AdmissionService(engine, AdmissionLimiter.of(admission), admission), engine,
-        served.tickets(), limits, new Deadlines(30_000, 60_000, 30_000, 60_000));
+        served.tickets(), limits, new Deadlines(30_000, 60_000, 30_000, 60_000),
+        new AdmissionRecorder());
     CommandStatementQuery query = CommandStatementQuery.newBuilder().setQuery(SQL).build();
     FlightInfo info = statements.getFlightInfo(query,
         FlightDescriptor.command(query.toByteArray()), caller,

@@ -1,4 +1,4 @@
-package io.transit.flight.server.flight;
+package io.transit.flight.server.transport;
 
 import io.grpc.Context;
 import io.grpc.Contexts;
@@ -8,7 +8,6 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.transit.flight.channel.FlightServerChannel;
-import io.transit.flight.server.transport.StreamBound;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.RejectedExecutionException;

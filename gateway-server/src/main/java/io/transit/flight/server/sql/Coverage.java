@@ -1,4 +1,4 @@
-package io.transit.flight.server.flight;
+package io.transit.flight.server.sql;
 
 import io.transit.flight.diagnostic.GatewayException;
 import io.transit.flight.diagnostic.QueryCode;
@@ -14,13 +14,13 @@ import java.security.MessageDigest;
  *
  * <p>Confined to the one T_caller worker producing the stream.
  */
-public final class Coverage {
+final class Coverage {
   private final ResultManifest manifest;
   private int next;
   private long rows;
 
   /** Refuses a manifest whose segment rows do not add up to its total before anything is sent. */
-  public Coverage(ResultManifest manifest) {
+  Coverage(ResultManifest manifest) {
     this.manifest = manifest;
     long listed = 0;
     for (SegmentRef s : manifest.getSegmentsList()) {
@@ -36,7 +36,7 @@ public final class Coverage {
   }
 
   /** Rows already covered: the row offset of the next segment. */
-  public long rows() {
+  long rows() {
     return rows;
   }
 
@@ -45,7 +45,7 @@ public final class Coverage {
    * computed on exactly the bytes Arrow will read — must be the next segment in manifest order and
    * match its size and digest. Checked before Arrow reads them.
    */
-  public void checkBytes(int index, long length, byte[] sha256) {
+  void checkBytes(int index, long length, byte[] sha256) {
     if (index != next || index >= manifest.getSegmentsCount()) {
       throw evidence("segment " + index + " is out of manifest order").with("segment", index);
     }
@@ -57,7 +57,7 @@ public final class Coverage {
   }
 
   /** The decoded batch of segment {@code index} must hold the listed rows; then it is covered. */
-  public void checkRows(int index, long decodedRows) {
+  void checkRows(int index, long decodedRows) {
     SegmentRef seg = manifest.getSegments(index);
     if (decodedRows != seg.getRows()) {
       throw evidence("segment " + index + " row count differs from the manifest")
@@ -68,7 +68,7 @@ public final class Coverage {
   }
 
   /** Before {@code completed()}: every segment covered, in order, and the total reached. */
-  public void checkComplete() {
+  void checkComplete() {
     if (next != manifest.getSegmentsCount() || rows != manifest.getTotalRows()) {
       throw evidence("coverage check failed").with("segments", next)
           .with("expected_segments", manifest.getSegmentsCount()).with("rows", rows);

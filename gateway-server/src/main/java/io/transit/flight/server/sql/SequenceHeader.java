@@ -1,4 +1,4 @@
-package io.transit.flight.server.flight;
+package io.transit.flight.server.sql;
 
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
@@ -9,14 +9,14 @@ import java.util.List;
  * sign, no leading zeros, no spaces) no larger than 2^64−1. Several values are refused rather than
  * picking one: ADBC appends a value each time a reused statement sets the option.
  */
-public final class SequenceHeader {
+final class SequenceHeader {
   /** The code of a statement sent without the header (the one NextSequenceHint answers). */
-  public static final String MISSING = "sequence.missing";
+  static final String MISSING = "sequence.missing";
 
   private SequenceHeader() {}
 
   /** The first native sequence as unsigned 64-bit bits. */
-  public static long parse(List<String> values) {
+  static long parse(List<String> values) {
     if (values == null || values.isEmpty()) {
       throw fail(MISSING, "x-transit-request-sequence is required for a statement");
     }
