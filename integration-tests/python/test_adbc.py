@@ -58,3 +58,30 @@ def test_error_details_carry_the_diagnostic(gateway):
         diagnostic = decode_diagnostic(details["transit-diagnostic-bin"])
         assert diagnostic["code"] == "query.unsupported"
         assert diagnostic["status"] == "UNIMPLEMENTED"
+
+
+def test_the_dbapis_get_info_reports_the_gateway(gateway):
+    """adbc_get_info() asks for a fixed set that includes the Substrait versions: the gateway
+    answers them (null) with the rest, so the driver reports the gateway, not its defaults."""
+    with connect(gateway, "primitive") as conn:
+        info = conn.adbc_get_info()
+        assert info["vendor_name"] == "Transit Flight Gateway"
+        assert info["vendor_sql"] is True
+        assert info["vendor_substrait"] is False
+        assert info.get("vendor_substrait_min_version") is None
+
+
+def test_a_count_of_a_cell_column_counts_values_and_refuses_invalid_cells(gateway):
+    """COUNT(ok) leaves out the null cell the projection returns as NULL; COUNT(bad) reads a
+    missing cell and is refused at execution, as the projection refuses it at output."""
+    with connect(gateway, "cells") as conn:
+        t = execute(conn, "SELECT COUNT(ok), COUNT(*) FROM cells")
+        assert [c[0].as_py() for c in t.columns] == [3, 4]
+        assert execute(conn, "SELECT ok FROM cells").column(0).to_pylist().count(None) == 1
+        with pytest.raises(adbc_driver_manager.Error) as e:
+            execute(conn, "SELECT COUNT(bad) FROM cells")
+        details = {k.decode() if isinstance(k, bytes) else k: v for k, v in e.value.details}
+        d = decode_diagnostic(details["transit-diagnostic-bin"])
+        assert (d["code"], d["status"], d["stage"]) == \
+            ("query.cell_state", "FAILED_PRECONDITION", "execution")
+        assert "CELL_MISSING" in str(e.value)

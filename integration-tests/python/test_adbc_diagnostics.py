@@ -135,5 +135,6 @@ def test_unauthenticated_has_only_the_minimal_envelope(gateway):
     d = diagnostic(e.value)
     assert (d["code"], d["cause"]) == ("auth.unauthenticated", "UNAUTHENTICATED")
     assert not d.get("identity") and not d.get("facts")
-    assert "auth.unauthenticated: a valid credential is required" in str(e.value)
+    assert ("auth.unauthenticated: a valid credential is required"
+            " (a Bearer authorization header on every call)") in str(e.value)
     assert "primitive" not in str(e.value).replace("SELECT SUM(a) FROM primitive", "")

@@ -23,7 +23,8 @@ from daemon import Daemon
 from diagnostic_clients import (HUGE, INT64_MAX, MARKER, U64_MAX, bounded, check_message, decode_diagnostic,
                                 facts)
 CALLERS = ("primitive", "mixed", "cells")
-UNAUTHENTICATED_MESSAGE = "auth.unauthenticated: a valid credential is required"
+UNAUTHENTICATED_MESSAGE = ("auth.unauthenticated: a valid credential is required"
+                           " (a Bearer authorization header on every call)")
 
 
 @dataclass

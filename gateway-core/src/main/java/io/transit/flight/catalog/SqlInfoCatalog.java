@@ -14,7 +14,11 @@ import org.apache.arrow.flight.sql.impl.FlightSql.SqlInfo;
 import org.apache.arrow.flight.sql.impl.FlightSql.SqlSupportedCaseSensitivity;
 import org.apache.arrow.flight.sql.impl.FlightSql.SqlSupportedTransaction;
 import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.vector.UInt4Vector;
+import org.apache.arrow.vector.ValueVector;
+import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.DenseUnionVector;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.ipc.message.IpcOption;
@@ -34,6 +38,8 @@ public final class SqlInfoCatalog {
       SqlInfo.FLIGHT_SQL_SERVER_READ_ONLY_VALUE,
       SqlInfo.FLIGHT_SQL_SERVER_SQL_VALUE,
       SqlInfo.FLIGHT_SQL_SERVER_SUBSTRAIT_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_SUBSTRAIT_MIN_VERSION_VALUE,
+      SqlInfo.FLIGHT_SQL_SERVER_SUBSTRAIT_MAX_VERSION_VALUE,
       SqlInfo.FLIGHT_SQL_SERVER_TRANSACTION_VALUE,
       SqlInfo.FLIGHT_SQL_SERVER_CANCEL_VALUE,
       SqlInfo.FLIGHT_SQL_SERVER_BULK_INGESTION_VALUE,
@@ -107,6 +113,10 @@ public final class SqlInfoCatalog {
         .withFlightSqlServerReadOnly(true)
         .withFlightSqlServerSql(true)
         .withFlightSqlServerSubstrait(false)
+        // Null, as FlightSql.proto defines them without Substrait (Capture.putNext); refusing
+        // them failed a whole request, and ADBC's get_info then answered its own defaults.
+        .withFlightSqlServerSubstraitMinVersion("")
+        .withFlightSqlServerSubstraitMaxVersion("")
         .withFlightSqlServerTransaction(SqlSupportedTransaction.SQL_SUPPORTED_TRANSACTION_NONE)
         .withFlightSqlServerCancel(false)
         .withFlightSqlServerBulkIngestion(false)
@@ -141,12 +151,30 @@ public final class SqlInfoCatalog {
 
     @Override
     public void putNext() {
+      nullSubstraitVersions();
       try (ArrowStreamWriter writer = new ArrowStreamWriter(root, null, bytes)) {
         writer.start();
         writer.writeBatch();
         writer.end();
       } catch (IOException e) {
         failure = e;
+      }
+    }
+
+    /**
+     * The Substrait version ids hold a null string: the builder writes only values, so their
+     * string is made null in the union's string child, where the builder put it.
+     */
+    private void nullSubstraitVersions() {
+      UInt4Vector names = (UInt4Vector) root.getVector(0);
+      DenseUnionVector values = (DenseUnionVector) root.getVector(1);
+      for (int row = 0; row < root.getRowCount(); row++) {
+        int id = names.get(row);
+        if (id == SqlInfo.FLIGHT_SQL_SERVER_SUBSTRAIT_MIN_VERSION_VALUE
+            || id == SqlInfo.FLIGHT_SQL_SERVER_SUBSTRAIT_MAX_VERSION_VALUE) {
+          ValueVector child = values.getVectorByType(values.getTypeId(row));
+          ((VarCharVector) child).setNull(values.getOffset(row));
+        }
       }
     }
 

@@ -50,7 +50,10 @@ public final class ErrorMapper {
   /** HTTP/2 counts 32 bytes per header field besides its name and value (RFC 7541 §4.1). */
   private static final int HEADER_FIELD_OVERHEAD = 32;
 
-  private static final String UNAUTHENTICATED_TEXT = "a valid credential is required";
+  // What the gateway takes, in the same words for every caller: a Basic login learns its
+  // mistake, and nothing tells which check failed.
+  private static final String UNAUTHENTICATED_TEXT =
+      "a valid credential is required (a Bearer authorization header on every call)";
   static final String UNAUTHENTICATED_MESSAGE = "auth.unauthenticated: " + UNAUTHENTICATED_TEXT;
 
   /** Every unauthenticated failure's one envelope: not even which check failed is told. */

@@ -91,8 +91,9 @@ final class TableScope {
 
   /** Checks that FROM names the caller's Table and remembers its alias. */
   void bindFrom(Table from) {
-    if (!namesTable(written(from, from.getNameParts(), false))) {
-      throw unknownTable(from.getName());
+    List<String> parts = written(from, from.getNameParts(), false);
+    if (!namesTable(parts)) {
+      throw unknownTable(parts);
     }
     Alias a = from.getAlias();
     if (a != null) {
@@ -105,11 +106,11 @@ final class TableScope {
 
   /** Checks the qualifier of {@code t.*}. */
   void checkQualifier(AllTableColumns all) {
-    checkQualifier(all.getTable(), written(all, all.getTable().getNameParts(), true));
+    checkQualifier(written(all, all.getTable().getNameParts(), true));
   }
 
   /** Checks a qualifier such as {@code t} in {@code t.a}; {@code parts} innermost first. */
-  private void checkQualifier(Table qualifier, List<String> parts) {
+  private void checkQualifier(List<String> parts) {
     boolean ok;
     if (alias != null) {
       // As in SQL, an alias hides the Table's own name.
@@ -118,7 +119,7 @@ final class TableScope {
       ok = namesTable(parts);
     }
     if (!ok) {
-      throw unknownTable(qualifier.getName());
+      throw unknownTable(parts);
     }
   }
 
@@ -134,7 +135,7 @@ final class TableScope {
       List<String> parts = new ArrayList<>(qualifier.getNameParts());
       parts.add(0, ref.getColumnName());
       parts = written(ref, parts, false);
-      checkQualifier(qualifier, parts.subList(1, parts.size()));
+      checkQualifier(parts.subList(1, parts.size()));
     }
     Ident id = Ident.parse(ref.getColumnName());
     DeclaredColumn found = null;
@@ -203,8 +204,17 @@ final class TableScope {
     return true;
   }
 
-  private static GatewayException unknownTable(String written) {
-    String name = written == null ? "" : Ident.parse(written).text();
+  /**
+   * {@code parts} innermost first. The whole name as written, qualifiers included: naming only
+   * its last part told a caller who wrote {@code public.trips} that {@code trips}, a Table it can
+   * list, does not exist.
+   */
+  private static GatewayException unknownTable(List<String> parts) {
+    List<String> outermostFirst = new ArrayList<>();
+    for (String part : parts) {
+      outermostFirst.add(0, part == null ? "" : Ident.parse(part).text());
+    }
+    String name = String.join(".", outermostFirst);
     return SafeText.invalid("query.unknown_table", "unknown table " + SafeText.ident(name))
         .with(SafeText.fact("table", name));
   }

@@ -171,6 +171,22 @@ class CatalogResultsTest {
     assertEquals(4294967295L, high.facts().get("info_id"));
   }
 
+  /** Without Substrait, FlightSql.proto defines its version ids (6, 7) as null strings. */
+  @Test
+  void theSubstraitVersionsAreNullStrings() {
+    try (VectorSchemaRoot r = result(Any.pack(CommandGetSqlInfo.newBuilder().addInfo(0).addInfo(6)
+        .addInfo(7).build()), PRIMITIVE)) {
+      assertEquals(3, r.getRowCount());
+      org.apache.arrow.vector.complex.DenseUnionVector values =
+          (org.apache.arrow.vector.complex.DenseUnionVector) r.getVector(1);
+      assertEquals("Transit Flight Gateway", String.valueOf(values.getObject(0)));
+      for (int row = 1; row < 3; row++) {
+        assertEquals(0, values.getTypeId(row), "string_value");
+        assertTrue(values.getVectorByType((byte) 0).isNull(values.getOffset(row)), "row " + row);
+      }
+    }
+  }
+
   /** GetFlightInfo's count from the batch header equals the decoded result's, for every shape. */
   @Test
   void theHeaderRowCountIsTheDecodedRowCount() {

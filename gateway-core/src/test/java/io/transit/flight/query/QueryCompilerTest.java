@@ -247,12 +247,17 @@ public class QueryCompilerTest {
     assertEquals(1, QueryCompiler.compile("SELECT id FROM " + from, TABLE).outputs().size());
   }
 
+  /** The refusal names the whole name as written: {@code public.x.trips} is not {@code trips}. */
   @ParameterizedTest
   @CsvSource(delimiter = '|', value = {
-      "other", "\"trips\"", "other.trips", "public.other", "x.public.trips", "transit.other.trips",
-      "a.transit.public.trips"})
-  void fromRejectsOtherTables(String from) {
-    fails("SELECT id FROM " + from, TABLE, Cause.INVALID_REQUEST, "query.unknown_table");
+      "other|other", "\"trips\"|trips", "other.trips|other.trips", "public.other|public.other",
+      "x.public.trips|x.public.trips", "transit.other.trips|transit.other.trips",
+      "a.transit.public.trips|a.transit.public.trips"})
+  void fromRejectsOtherTables(String from, String named) {
+    GatewayException e =
+        fails("SELECT id FROM " + from, TABLE, Cause.INVALID_REQUEST, "query.unknown_table");
+    assertEquals(io.transit.flight.diagnostic.Fact.text("table", named), e.facts().get("table"),
+        e.getMessage());
   }
 
   @Test

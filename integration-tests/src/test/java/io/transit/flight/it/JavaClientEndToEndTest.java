@@ -137,7 +137,8 @@ class JavaClientEndToEndTest extends DaemonTestBase {
         () -> client.getCatalogs(new org.apache.arrow.flight.HeaderCallOption(h),
             CallOptions.timeout(60, TimeUnit.SECONDS)));
     assertEquals(FlightStatusCode.UNAUTHENTICATED, e.status().code());
-    assertEquals("auth.unauthenticated: a valid credential is required", e.status().description());
+    assertEquals("auth.unauthenticated: a valid credential is required"
+        + " (a Bearer authorization header on every call)", e.status().description());
     // The one minimal envelope (docs/status.md): no identity, facts or stage for an unknown caller.
     String d = new String(e.status().metadata().getByte("transit-diagnostic-bin"),
         java.nio.charset.StandardCharsets.UTF_8);

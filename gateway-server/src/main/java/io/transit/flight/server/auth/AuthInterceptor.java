@@ -66,7 +66,7 @@ public final class AuthInterceptor implements ServerInterceptor {
     if (caller.isEmpty()) {
       // The mapper gives UNAUTHENTICATED a fixed message and no trailer: nothing is disclosed.
       close(call, GatewayException.of(Cause.UNAUTHENTICATED, "auth.unauthenticated",
-          "a valid credential is required"));
+          "no valid Bearer credential"));
       return new ServerCall.Listener<>() {};
     }
     if (HANDSHAKE.equals(call.getMethodDescriptor().getFullMethodName())) {

@@ -11,6 +11,8 @@ import io.grpc.ServerInterceptor;
 import io.grpc.ServerStreamTracer;
 import io.grpc.Status;
 import io.grpc.health.v1.HealthGrpc;
+import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Error;
+import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Exception;
 import io.transit.flight.server.auth.AuthInterceptor;
 import io.transit.flight.server.auth.CallerBinding;
 import java.net.SocketAddress;
@@ -115,6 +117,20 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
     };
   }
 
+  /**
+   * The call's status as its client saw it. gRPC reports a stream the gateway reset itself (an
+   * unread stream's end budget, docs/limits.md {@code credit_stall_ms}) as INTERNAL "http2
+   * exception", a status the gateway keeps for its own defects; the client saw the reset's
+   * CANCEL, and the log and metrics say so.
+   */
+  static Status.Code status(Status status) {
+    if (status.getCode() == Status.Code.INTERNAL
+        && status.getCause() instanceof Http2Exception e && e.error() == Http2Error.CANCEL) {
+      return Status.Code.CANCELLED;
+    }
+    return status.getCode();
+  }
+
   private void finished(RequestRecord r, Status status) {
     long nanos = System.nanoTime() - r.startNanos;
     String method = r.method.substring(r.method.lastIndexOf('/') + 1);
@@ -122,7 +138,7 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
     // every invented name would be a new timer (heap and scrape growing with each call).
     boolean served = SERVED.contains(r.method);
     String label = served ? method : UNKNOWN;
-    String code = status.getCode().name();
+    String code = status(status).name();
     String diagnostic = r.diagnostic;
     if (diagnostic == null && status.getDescription() != null) {
       Matcher m = CODE.matcher(status.getDescription());
