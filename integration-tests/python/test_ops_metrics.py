@@ -114,6 +114,7 @@ def test_metrics_after_known_workload(tmp_path):
         assert sample(s, "transit_connections_live") >= 1
         assert sample(s, "transit_connections_closed_frames_total") == 0  # no frame floods here
         assert sample(s, "transit_journal_commit_seconds_count") >= 1
+        assert sample(s, "transit_journal_failures_total") == 0
         assert sample(s, "transit_retained_segments") >= 1
         assert sample(s, "transit_retained_bytes") > 0
         # At most the one accepted statement ran early (the kill -9 harness counts them grow).

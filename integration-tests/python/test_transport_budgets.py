@@ -235,6 +235,24 @@ def test_a_stream_whose_end_is_not_read_keeps_its_share_until_reset(daemon_with)
     assert not any("status=INTERNAL" in l for l in gets), gets
 
 
+def test_a_stop_that_cuts_an_unread_stream_is_not_reported_drained(daemon_with):
+    """SIGTERM while a client holds a stream it stopped reading: the call is cut after the drain's
+    10 s bound, and the stop says so (drained=false, exit 3, a WARN), nothing leaked. Until
+    2026-12-07 it reported drained=true and exit 0, as if every stream had completed."""
+    d = daemon_with({"credit_stall_ms": 120000})
+    ch = C.channel(d)
+    ticket = C.flight_info(ch, d, "SELECT id, a, b, c, d FROM primitive WHERE id < 60000")
+    ch.close()
+    s, _, _ = _unread_do_get(d, ticket)
+    try:
+        report = d.stop_report(timeout=120)
+    finally:
+        s.close()
+    assert report["rc"] == 3 and not report["drained"], report
+    assert report["leaked_bytes"] == 0 and report["leaked_streams"] == 0, report
+    assert any("calls still open after 10 s of draining are cut" in l for l in d.output)
+
+
 def accounted(n: int) -> int:
     """What Arrow Java's allocator charges for an n-byte buffer below its 16 MiB chunk: the next
     power of two (its default rounding policy)."""

@@ -31,6 +31,12 @@ public interface NativeQueryAdmin {
   void observeJournalCommits(LongConsumer observer);
 
   /**
+   * Journal transactions that failed since open ({@code JournalStore.failures}): what moves while
+   * the journal cannot be reached, when no commit time is recorded. Any thread.
+   */
+  long journalFailures();
+
+  /**
    * Early runs (a bundle executed on {@link NativeQueryClient#announce} or {@link
    * NativeQueryClient#expect}, before its commands are decided) whose result became their query's,
    * since open; 0 for an engine that runs nothing early.

@@ -409,9 +409,14 @@ public final class GatewayServer implements AutoCloseable {
     ops.endWatches(); // never ending by themselves, they would hold the listener's stop 10 s
     server.shutdown();
     boolean listenersStopped = false;
+    boolean callsCut = false;
     try {
       listenersStopped = server.awaitTermination(10, TimeUnit.SECONDS);
       if (!listenersStopped) {
+        // A client still inside a call (a stream it stopped reading, say) is cut: it did not
+        // get its answer, so the stop is not a drained one, whatever is freed after.
+        callsCut = true;
+        log.warn("calls still open after 10 s of draining are cut");
         server.shutdownNow();
         listenersStopped = server.awaitTermination(5, TimeUnit.SECONDS);
       }
@@ -434,7 +439,7 @@ public final class GatewayServer implements AutoCloseable {
     executorsStopped &= stopped(serviceExecutor, "gRPC service");
     executorsStopped &= stopped(flightExecutor, "Flight service");
     // A thread still running here may still be inside the engine closed next: not a clean stop.
-    drained &= listenersStopped && executorsStopped;
+    drained &= listenersStopped && executorsStopped && !callsCut;
     signers.close(); // no admission runs any more
     try {
       engine.close();

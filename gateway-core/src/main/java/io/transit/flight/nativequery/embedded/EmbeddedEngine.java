@@ -872,6 +872,11 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     journal.observeCommits(observer);
   }
 
+  @Override
+  public long journalFailures() {
+    return journal.failures();
+  }
+
   /** Results dropped unpublished because another replica fenced their attempt, since open. */
   public long fencedResults() {
     return runner.fencedResults();

@@ -128,6 +128,14 @@ public interface JournalStore extends AutoCloseable {
   void observeCommits(java.util.function.LongConsumer observer);
 
   /**
+   * Transactions that failed in the journal since open: an SQL error, a lost connection, no
+   * connection within the timeout (an SQLException out of {@link #transaction}; a refusal its
+   * work throws is not one). The operations metrics' outage signal: a failed transaction records
+   * no commit time. Any thread.
+   */
+  long failures();
+
+  /**
    * True when {@code failure} (from {@link #transaction}) is the journal's file system being full:
    * the store then guarantees the transaction was rolled back, so nothing of it was recorded —
    * unlike any other failed commit, whose outcome is unknown.

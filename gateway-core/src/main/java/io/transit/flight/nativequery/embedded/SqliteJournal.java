@@ -148,6 +148,8 @@ final class SqliteJournal implements JournalStore {
   private boolean broken;
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
   private volatile java.util.function.LongConsumer commitObserver = nanos -> {};
+  private final java.util.concurrent.atomic.AtomicLong failures =
+      new java.util.concurrent.atomic.AtomicLong(); // any thread: transactions failed
   // @GuardedBy("this"): one prepared statement per distinct SQL text of this class (a fixed,
   // small set), kept for the connection's life: preparing costs more than running most of them.
   private final Map<String, PreparedStatement> statements = new HashMap<>();
@@ -323,6 +325,7 @@ final class SqliteJournal implements JournalStore {
   public synchronized <T> T transaction(Durability durability, Work<T> work)
       throws SQLException {
     if (lostFile != null) {
+      failures.incrementAndGet();
       throw new NotCommitted(lostFile, new SQLException(lostFile));
     }
     for (int run = 1; ; run++) {
@@ -330,10 +333,16 @@ final class SqliteJournal implements JournalStore {
         return once(durability, work);
       } catch (SQLException e) {
         if (run == BUSY_RUNS || !busy(e)) {
+          failures.incrementAndGet();
           throw e;
         }
       }
     }
+  }
+
+  @Override
+  public long failures() {
+    return failures.get();
   }
 
   private static boolean busy(SQLException failure) {

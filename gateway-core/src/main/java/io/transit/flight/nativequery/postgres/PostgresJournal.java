@@ -97,6 +97,8 @@ public final class PostgresJournal implements JournalStore {
   private final ThreadLocal<Tx> current = new ThreadLocal<>();
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
   private volatile LongConsumer commitObserver = nanos -> {};
+  private final java.util.concurrent.atomic.AtomicLong failures =
+      new java.util.concurrent.atomic.AtomicLong(); // any thread: transactions failed
 
   private PostgresJournal(HikariDataSource pool) {
     this.pool = pool;
@@ -231,17 +233,27 @@ public final class PostgresJournal implements JournalStore {
       throw new IllegalStateException("a journal transaction is already open on this thread");
     }
     try {
-      return attempt(durability, work);
-    } catch (NotCommitted e) {
-      // Only a connection that broke in use is worth another try; when none could be had
-      // within the timeout, a second wait would only double the caller's.
-      if (!connectionLost(e) || e.getCause() instanceof SQLTransientConnectionException) {
-        throw e;
+      try {
+        return attempt(durability, work);
+      } catch (NotCommitted e) {
+        // Only a connection that broke in use is worth another try; when none could be had
+        // within the timeout, a second wait would only double the caller's.
+        if (!connectionLost(e) || e.getCause() instanceof SQLTransientConnectionException) {
+          throw e;
+        }
+        // The other pooled connections most likely died with this one.
+        pool.getHikariPoolMXBean().softEvictConnections();
+        return attempt(durability, work);
       }
-      // The other pooled connections most likely died with this one.
-      pool.getHikariPoolMXBean().softEvictConnections();
-      return attempt(durability, work);
+    } catch (SQLException e) {
+      failures.incrementAndGet();
+      throw e;
     }
+  }
+
+  @Override
+  public long failures() {
+    return failures.get();
   }
 
   private <T> T attempt(Durability durability, Work<T> work) throws SQLException {

@@ -60,6 +60,7 @@ class SqliteJournalTest {
       try (SqliteJournal j = SqliteJournal.open(file)) {
         j.checkFile();
         assertEquals(1, j.transaction(() -> j.nextSequence(5, 1)), "in place: works");
+        assertEquals(0, j.failures());
         Files.delete(file);
         if (replaced) {
           Files.write(file, new byte[0]);
@@ -69,6 +70,7 @@ class SqliteJournalTest {
             () -> j.transaction(() -> j.nextSequence(5, 1)));
         assertTrue(e.getMessage().contains(replaced ? "was replaced" : "was removed"),
             e.getMessage());
+        assertEquals(1, j.failures(), "the operations metrics' outage signal");
       }
     }
   }

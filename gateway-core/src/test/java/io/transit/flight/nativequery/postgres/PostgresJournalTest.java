@@ -165,6 +165,7 @@ class PostgresJournalTest {
             return null;
           }));
       assertEquals("55P03", e.getSQLState(), "lock_not_available");
+      assertEquals(1, j.failures(), "the operations metrics' outage signal");
       other.rollback();
       assertTrue(j.transaction(() -> j.command(9, 1)).isEmpty());
       assertEquals(1, j.transaction(() -> j.nextSequence(9, 1)), "the journal works on");

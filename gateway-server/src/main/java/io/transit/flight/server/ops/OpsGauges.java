@@ -41,6 +41,9 @@ public final class OpsGauges {
         NativeQueryAdmin::earlyResultsWithSubmit);
     m.gauge("transit.early.runs.running", "early runs executing or waiting for their submit now",
         engine, NativeQueryAdmin::earlyRunsRunning);
+    m.counter("transit.journal.failures", "journal transactions that failed: an SQL error, a "
+        + "lost connection, no connection within the timeout (an outage records no commit time)",
+        engine, NativeQueryAdmin::journalFailures);
     engine.observeJournalCommits(m::journalCommit);
   }
 }
