@@ -174,8 +174,8 @@ final class PlanTranslator {
         case COUNT_STAR -> sql.append("COUNT(*)");
         case COUNT_COLUMN -> {
           if (o.columnType() == LogicalType.CELL_INT64) {
-            // A cell is a struct that is never NULL itself: its state says whether it holds a
-            // value, and a null cell is not counted, as the projection turns it into NULL.
+            // A cell's state says whether it holds a value: a null cell is not counted (the
+            // projection turns it into NULL), nor a NULL struct, which the check below refuses.
             sql.append("COUNT(CASE WHEN ").append(state(o.column())).append(" IN (")
                 .append(CellState.CELL_INT64_VALUE).append(", ")
                 .append(CellState.CELL_UINT64_VALUE).append(") THEN 1 END)");
