@@ -1,9 +1,12 @@
 """ADBC Python DBAPI against the real daemon (Flight SQL driver 1.13.0)."""
 
+import re
+
 import adbc_driver_manager
 import pytest
 
 from clients import adbc_connect
+from daemon import ROOT
 from diagnostic_clients import decode_diagnostic
 
 SEQ = "adbc.flight.sql.rpc.call_header.x-transit-request-sequence"
@@ -66,9 +69,11 @@ def test_the_dbapis_get_info_reports_the_gateway(gateway):
     with connect(gateway, "primitive") as conn:
         info = conn.adbc_get_info()
         assert info["vendor_name"] == "Transit Flight Gateway"
-        assert info["vendor_sql"] is True
-        assert info["vendor_substrait"] is False
-        assert info.get("vendor_substrait_min_version") is None
+        pom = (ROOT / "pom.xml").read_text()
+        version = re.search(r"<artifactId>transit-flight-parent</artifactId>\s*<version>"
+                            r"([^<]+)</version>", pom).group(1)
+        assert info["vendor_version"] == version
+        assert info["driver_name"].startswith("ADBC Flight SQL Driver")
 
 
 def test_a_count_of_a_cell_column_counts_values_and_refuses_invalid_cells(gateway):

@@ -215,9 +215,11 @@ class Statement:
     aggregate: bool
     names: list            # documented output names
     nullable: list
-    cell: list             # per output: the CELL_INT64 column's nullability, or None
+    cell: list             # per output: the CELL_INT64 column's nullability, or None; in an
+                           # aggregate, the column a COUNT of a CELL_INT64 column names, or None
     limit: int = None
     refusal: tuple = None  # ((code, status), doc reason) when the docs refuse the statement
+    source: str = None     # for DuckDB: FROM and WHERE as written
 
 
 class Gen:
@@ -459,12 +461,17 @@ class Gen:
             texts, names, nullable, cell = [], [], [], []
             for _ in range(rng.choice([1, 1, 2, 3, 4])):
                 kind = rng.random()
+                counted = None
                 if kind < 0.3:
                     text, name = self.call("COUNT", "*")
                     nullable.append(False)
                 elif kind < 0.6:
-                    text, name = self.call("COUNT", self.colref(rng.choice(cols)))
+                    c = rng.choice(cols)
+                    ref = self.colref(c)
+                    text, name = self.call("COUNT", ref)
                     nullable.append(False)
+                    if c.type == "CELL_INT64":
+                        counted = ref
                 else:
                     ints = [c for c in cols if c.type == "INT64"]
                     c = rng.choice(ints)
@@ -475,7 +482,7 @@ class Gen:
                     nullable.append(True)
                 texts.append(text)
                 names.append(name)
-                cell.append(None)
+                cell.append(counted)
                 a = self.alias_for()
                 if a:
                     texts[-1] += " " + a[0]
@@ -553,8 +560,9 @@ class Gen:
         # Leading comments and blanks, one trailing semicolon: still one statement.
         head = rng.choice(["", "", "", "", "\n ", "-- lead\n", "/* lead */ "])
         end = rng.choice(["", "", "", "", "", "", ";", " ", " -- end"])
+        source = " " + self.kw("FROM") + " " + frm + ("" if where is None else " WHERE " + where)
         return Statement(head + base + tail + end, to_duck(head + base), self.t, aggregate, names,
-                         nullable, cell, limit, self.refusal)
+                         nullable, cell, limit, self.refusal, to_duck(source))
 
 
 def to_duck(sql):
@@ -657,6 +665,22 @@ def judge(stmt, got):
         return f"DuckDB refused a statement the generator thought supported: {e}"
     if stmt.aggregate:
         want_rows = [tuple(full[0])] if stmt.limit != 0 else []
+        counted = [(i, ref) for i, ref in enumerate(stmt.cell) if ref is not None]
+        if counted and want_rows:
+            # docs/queries.md note 2: COUNT of a CELL_INT64 column counts the cells holding a
+            # value; one that reads a missing, conflicted or mistyped cell is refused.
+            cells = t.duck.execute("SELECT " + ", ".join(to_duck(r) for _, r in counted)
+                                   + stmt.source).fetchall()
+            row = list(want_rows[0])
+            for k, (i, _) in enumerate(counted):
+                states = [None if r[k] is None else r[k]["state"] for r in cells]
+                if any(st not in (1, 2, 3) for st in states):
+                    if got.failure is not None and got.failure[:2] == CELL_STATE:
+                        return None
+                    return (f"expected {CELL_STATE} for a COUNT over a bad cell,"
+                            f" got {got.failure or got.rows}")
+                row[i] = sum(st in (1, 2) for st in states)
+            want_rows = [tuple(row)]
         if any(v is not None and not I64_MIN <= v <= I64_MAX for row in want_rows for v in row):
             # docs/queries.md: "a total past it fails with OUT_OF_RANGE query.arithmetic_overflow"
             if got.failure is not None and got.failure[:2] == OVERFLOW:
