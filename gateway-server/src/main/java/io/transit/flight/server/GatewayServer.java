@@ -413,10 +413,14 @@ public final class GatewayServer implements AutoCloseable {
     try {
       listenersStopped = server.awaitTermination(10, TimeUnit.SECONDS);
       if (!listenersStopped) {
-        // A client still inside a call (a stream it stopped reading, say) is cut: it did not
-        // get its answer, so the stop is not a drained one, whatever is freed after.
-        callsCut = true;
-        log.warn("calls still open after 10 s of draining are cut");
+        // The listener also waits for idle connections to close; only a client still inside a
+        // call (a stream it stopped reading, say) is cut without its answer, and then the stop
+        // is not a drained one, whatever is freed after.
+        long open = ops.observer().openCalls();
+        if (open > 0) {
+          callsCut = true;
+          log.warn("{} calls still open after 10 s of draining are cut", open);
+        }
         server.shutdownNow();
         listenersStopped = server.awaitTermination(5, TimeUnit.SECONDS);
       }

@@ -69,6 +69,9 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
   static final int ANONYMOUS_LINES_PER_SECOND = 100;
 
   private final GatewayMetrics metrics;
+  // Any thread: RPC streams created and not yet closed (the stop asks whether it cuts any).
+  private final java.util.concurrent.atomic.AtomicLong open =
+      new java.util.concurrent.atomic.AtomicLong();
   private final AuthFailureLog authFailures;
   private final boolean accessLog;
   private final AnonymousAccessLines anonymous =
@@ -83,6 +86,7 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
   @Override
   public ServerStreamTracer newServerStreamTracer(String fullMethodName, Metadata headers) {
     RequestRecord record = new RequestRecord(fullMethodName, System.nanoTime(), metrics::admission);
+    open.incrementAndGet();
     return new ServerStreamTracer() {
       @Override
       public Context filterContext(Context context) {
@@ -112,9 +116,15 @@ public final class RpcObserver extends ServerStreamTracer.Factory {
 
       @Override
       public void streamClosed(Status status) {
+        open.decrementAndGet();
         finished(record, status);
       }
     };
+  }
+
+  /** RPCs whose stream is open now, any thread: the stop's test of whether it cuts a call. */
+  public long openCalls() {
+    return open.get();
   }
 
   /**
