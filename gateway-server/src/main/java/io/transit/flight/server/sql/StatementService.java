@@ -15,7 +15,7 @@ import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.Authorization.Right;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.Limits;
-import io.transit.flight.server.flight.Deadlines;
+import io.transit.flight.server.request.Deadlines;
 import io.transit.flight.server.ops.AdmissionRecorder;
 import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.TicketService;

@@ -11,7 +11,7 @@
  *
  * <p>Threads: unary calls on gRPC's service executor (compilation too; the gate's timer and
  * gRPC's cancellation only abandon a parse); DoGet production on the T_caller pool, handing
- * each batch to the channel through a {@link io.transit.flight.server.flight.BatchSender}
+ * each batch to the channel through a {@link io.transit.flight.server.stream.BatchSender}
  * (ownership moves to the channel at hand-off); a stream's coverage is confined to its producer.
  * Authorization comes from {@link io.transit.flight.server.auth.Authorization}, one snapshot per
  * call, and comes first: every path checks the binding in force and its rights ({@code

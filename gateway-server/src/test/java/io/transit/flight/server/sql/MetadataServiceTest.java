@@ -19,7 +19,7 @@ import io.transit.flight.server.auth.AuthSnapshot;
 import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.ResolvedConfig;
-import io.transit.flight.server.flight.LoopbackStreams;
+import io.transit.flight.server.stream.LoopbackStreams;
 import io.transit.flight.ticket.VerifiedTicket;
 import java.nio.file.Path;
 import java.util.List;

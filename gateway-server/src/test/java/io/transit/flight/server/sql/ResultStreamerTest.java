@@ -1,7 +1,7 @@
 package io.transit.flight.server.sql;
 
 import static io.transit.flight.server.TestBindings.caller;
-import static io.transit.flight.server.flight.LoopbackStreams.fact;
+import static io.transit.flight.server.stream.LoopbackStreams.fact;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,8 +26,8 @@ import io.transit.flight.server.auth.Authorization;
 import io.transit.flight.server.auth.CallerBinding;
 import io.transit.flight.server.config.Limits;
 import io.transit.flight.server.config.ResolvedConfig;
-import io.transit.flight.server.flight.Deadlines;
-import io.transit.flight.server.flight.LoopbackStreams;
+import io.transit.flight.server.request.Deadlines;
+import io.transit.flight.server.stream.LoopbackStreams;
 import io.transit.flight.server.ops.AdmissionRecorder;
 import io.transit.flight.ticket.StatementReference;
 import io.transit.flight.ticket.VerifiedTicket;

@@ -1,7 +1,7 @@
 package io.transit.flight.server.sql;
 
 import static io.transit.flight.server.TestBindings.caller;
-import static io.transit.flight.server.flight.LoopbackStreams.fact;
+import static io.transit.flight.server.stream.LoopbackStreams.fact;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -12,7 +12,7 @@ import com.google.protobuf.Message;
 import io.transit.flight.server.GatewayServer;
 import io.transit.flight.server.TestBindings;
 import io.transit.flight.server.auth.AuthInterceptor;
-import io.transit.flight.server.flight.LoopbackStreams;
+import io.transit.flight.server.stream.LoopbackStreams;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;

@@ -11,7 +11,7 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.Status;
 import io.transit.flight.diagnostic.ErrorMapper;
-import io.transit.flight.server.flight.MalformedRequests;
+import io.transit.flight.server.request.MalformedRequests;
 import java.io.InputStream;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;

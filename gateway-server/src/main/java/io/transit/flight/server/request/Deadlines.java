@@ -1,4 +1,4 @@
-package io.transit.flight.server.flight;
+package io.transit.flight.server.request;
 
 import io.grpc.Context;
 import io.grpc.Deadline;

@@ -1,4 +1,4 @@
-package io.transit.flight.server.flight;
+package io.transit.flight.server.request;
 
 import io.grpc.ForwardingServerCall;
 import io.grpc.Metadata;

@@ -1,4 +1,4 @@
-package io.transit.flight.server.flight;
+package io.transit.flight.server.request;
 
 import io.transit.flight.server.ops.LoggedText;
 import java.util.LinkedHashMap;

@@ -1,8 +1,9 @@
-package io.transit.flight.server.flight;
+package io.transit.flight.server.stream;
 
 import io.transit.flight.channel.FlightServerChannel;
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.server.request.Deadlines;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
