@@ -6,6 +6,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.UnaryOperator;
 
 /**
  * The row SQL and result-set mappings the two journals share ({@link SqliteJournal} and {@code
@@ -147,7 +148,7 @@ public final class JournalRows {
    */
   public static Object[] finishArgs(QueryStatus s, byte[] bundleSha256, byte[] manifest,
       long resultBytes, long finishedMillis, long attempt,
-      java.util.function.UnaryOperator<String> text) {
+      UnaryOperator<String> text) {
     return new Object[] {
       s.getState().name(), text.apply(s.getCode()), text.apply(s.getStage()),
       text.apply(s.getMessage()), manifest == null ? null : s.getManifestSha256().toByteArray(),

@@ -4,6 +4,8 @@ import io.transit.flight.proto.QueryStatus;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.function.LongConsumer;
 
 /**
  * The engine's durable journal: principals' next sequences, recorded commands and outcomes,
@@ -125,7 +127,7 @@ public interface JournalStore extends AutoCloseable {
    * Tells {@code observer} each commit's duration in nanoseconds (operations metrics), on the
    * committing thread: it must be cheap and thread-safe. Replaces any previous observer.
    */
-  void observeCommits(java.util.function.LongConsumer observer);
+  void observeCommits(LongConsumer observer);
 
   /**
    * Transactions that failed in the journal since open: an SQL error, a lost connection, no
@@ -251,7 +253,7 @@ public interface JournalStore extends AutoCloseable {
    * unknown, or held by another owner whose lease has not expired at {@code nowMillis}. {@code
    * holder} names the owner for operators (host and process id).
    */
-  java.util.OptionalLong claim(long correlation, long owner, String holder, long nowMillis,
+  OptionalLong claim(long correlation, long owner, String holder, long nowMillis,
       long untilMillis) throws SQLException;
 
   /**

@@ -12,11 +12,17 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -147,9 +153,8 @@ final class SqliteJournal implements JournalStore {
   // transaction starts on a fresh connection.
   private boolean broken;
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
-  private volatile java.util.function.LongConsumer commitObserver = nanos -> {};
-  private final java.util.concurrent.atomic.AtomicLong failures =
-      new java.util.concurrent.atomic.AtomicLong(); // any thread: transactions failed
+  private volatile LongConsumer commitObserver = nanos -> {};
+  private final AtomicLong failures = new AtomicLong(); // any thread: transactions failed
   // @GuardedBy("this"): one prepared statement per distinct SQL text of this class (a fixed,
   // small set), kept for the connection's life: preparing costs more than running most of them.
   private final Map<String, PreparedStatement> statements = new HashMap<>();
@@ -288,7 +293,7 @@ final class SqliteJournal implements JournalStore {
 
   /** {@link #addMissingColumns}'s work, inside its transaction. */
   private static void upgrade(Statement s) throws SQLException {
-    java.util.Set<String> have = new java.util.HashSet<>();
+    Set<String> have = new HashSet<>();
     for (String table : new String[] {"queries", "commands", "uploads"}) {
       try (ResultSet r = s.executeQuery("PRAGMA table_info(" + table + ")")) {
         while (r.next()) {
@@ -601,11 +606,11 @@ final class SqliteJournal implements JournalStore {
   }
 
   @Override
-  public java.util.OptionalLong claim(long correlation, long owner, String holder,
+  public OptionalLong claim(long correlation, long owner, String holder,
       long nowMillis, long untilMillis) throws SQLException {
     try (ResultSet r = bound(JournalRows.CLAIM, owner, holder, untilMillis, correlation,
         QueryStatus.State.ACCEPTED.name(), nowMillis, owner).executeQuery()) {
-      return r.next() ? java.util.OptionalLong.of(r.getLong(1)) : java.util.OptionalLong.empty();
+      return r.next() ? OptionalLong.of(r.getLong(1)) : OptionalLong.empty();
     }
   }
 
@@ -874,7 +879,7 @@ final class SqliteJournal implements JournalStore {
     PreparedStatement p = prepared("SELECT epoch, content_sha256 FROM rights_head WHERE id = 1");
     try (ResultSet r = p.executeQuery()) {
       if (r.next()) {
-        if (java.util.Arrays.equals(r.getBytes(2), sha256)) {
+        if (Arrays.equals(r.getBytes(2), sha256)) {
           return r.getLong(1);
         }
         epoch = r.getLong(1);
@@ -998,7 +1003,7 @@ final class SqliteJournal implements JournalStore {
   }
 
   @Override
-  public void observeCommits(java.util.function.LongConsumer observer) {
+  public void observeCommits(LongConsumer observer) {
     this.commitObserver = observer;
   }
 

@@ -13,8 +13,10 @@ import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
 import org.flywaydb.core.Flyway;
@@ -97,8 +99,8 @@ public final class PostgresJournal implements JournalStore {
   private final ThreadLocal<Tx> current = new ThreadLocal<>();
   /** Told each commit's duration in nanoseconds (operations metrics); set once after open. */
   private volatile LongConsumer commitObserver = nanos -> {};
-  private final java.util.concurrent.atomic.AtomicLong failures =
-      new java.util.concurrent.atomic.AtomicLong(); // any thread: transactions failed
+  private final AtomicLong failures =
+      new AtomicLong(); // any thread: transactions failed
 
   private PostgresJournal(HikariDataSource pool) {
     this.pool = pool;
@@ -383,13 +385,13 @@ public final class PostgresJournal implements JournalStore {
     }
     for (int i = 0; i < tx.held.size(); i++) {
       text.append(tx.held.get(i)).append(";\n");
-      all.addAll(java.util.Arrays.asList(tx.heldArgs.get(i)));
+      all.addAll(Arrays.asList(tx.heldArgs.get(i)));
       ahead++;
     }
     tx.held.clear();
     tx.heldArgs.clear();
     text.append(sql);
-    all.addAll(java.util.Arrays.asList(args));
+    all.addAll(Arrays.asList(args));
     try (PreparedStatement p = tx.connection.prepareStatement(text.toString())) {
       for (int i = 0; i < all.size(); i++) {
         p.setObject(i + 1, all.get(i));
@@ -534,10 +536,10 @@ public final class PostgresJournal implements JournalStore {
 
   /** One statement: the conditional claim and the new attempt come back together. */
   @Override
-  public java.util.OptionalLong claim(long correlation, long owner, String holder, long nowMillis,
+  public OptionalLong claim(long correlation, long owner, String holder, long nowMillis,
       long untilMillis) throws SQLException {
     return read(JournalRows.CLAIM,
-        r -> r.next() ? java.util.OptionalLong.of(r.getLong(1)) : java.util.OptionalLong.empty(),
+        r -> r.next() ? OptionalLong.of(r.getLong(1)) : OptionalLong.empty(),
         owner, text(holder), untilMillis, correlation, QueryStatus.State.ACCEPTED.name(),
         nowMillis, owner);
   }
@@ -773,7 +775,7 @@ public final class PostgresJournal implements JournalStore {
             throw new SQLException("the rights head row is missing (migration V5)");
           }
           // {epoch, 1 when its content is this document}
-          return new long[] {r.getLong(1), java.util.Arrays.equals(r.getBytes(2), sha256) ? 1 : 0};
+          return new long[] {r.getLong(1), Arrays.equals(r.getBytes(2), sha256) ? 1 : 0};
         });
     if (head[1] == 1) {
       return head[0];

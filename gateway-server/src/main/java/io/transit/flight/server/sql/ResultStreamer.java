@@ -48,6 +48,11 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * then (the gateway's streams have one resident batch), so the next segment is read after the
  * previous batch was freed: the stream's allocator holds at most one decoded batch, the
  * segment's bytes as the allocator accounts them (docs/limits.md).
+ *
+ * <p>Threads: built on the main thread by {@code GatewayServer}; its fields are final and the
+ * objects they name are shared, thread-safe services. {@link #stream} runs on the stream's
+ * producer (T_caller), one call per DoGet, and everything it creates (the manifest, the segment
+ * buffers, the converted roots until their hand-off, the coverage) is confined to that call.
  */
 public final class ResultStreamer {
   private final Authorization authorization;
