@@ -88,6 +88,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
   private final SegmentStore segments;
   private final Leases leases;
   private final JournalRights rightsLedger;
+  // One limiter of the journal-failure log lines for this engine's journal (any thread).
+  private final JournalUnavailable unavailable;
   private final EarlyRuns earlyRuns;
   /** Early runs whose result became their query's (metrics, tests). */
   private final java.util.concurrent.atomic.AtomicLong earlyAdopted =
@@ -145,7 +147,8 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
     this.allocator = allocator;
     this.planner = planner;
     this.segments = segments;
-    this.rightsLedger = new JournalRights(journal);
+    this.unavailable = new JournalUnavailable();
+    this.rightsLedger = new JournalRights(journal, unavailable);
     this.requester = new RequesterCheck(rights, tables);
     // Command and proof verifications start ahead on helpers (SignatureVerdicts); the engine owns
     // the pool.
@@ -161,7 +164,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         options.deferExecution() ? CommandProcessor.Claimer.NONE : leases::claimAccepted,
         options.deferExecution() ? CommandProcessor.Finisher.NONE : new EarlyFinisher(),
         System::currentTimeMillis);
-    this.reader = new ResultReader(journal, rights, segments);
+    this.reader = new ResultReader(journal, rights, segments, unavailable);
     this.sessions = new DuckSessions(tables);
     this.retention = new Retention(journal, segments, options.retention(),
         System::currentTimeMillis, java.time.Duration.ofSeconds(2));
@@ -741,7 +744,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
         throw QueryCode.DISK_FULL.failure(
             "the journal's storage is full: the next sequence cannot be made durable");
       }
-      throw JournalUnavailable.of("the native journal cannot be read", e);
+      throw unavailable.of("the native journal cannot be read", e);
     }
   }
 
@@ -849,7 +852,7 @@ public final class EmbeddedEngine implements NativeQueryClient, NativeQueryAdmin
       }
       return released;
     } catch (SQLException e) {
-      throw JournalUnavailable.of("the native journal cannot be written", e);
+      throw unavailable.of("the native journal cannot be written", e);
     }
   }
 

@@ -15,6 +15,7 @@ import java.sql.SQLException;
  */
 public final class JournalRights implements RightsLedger, AutoCloseable {
   private final JournalStore journal;
+  private final JournalUnavailable unavailable;
   // Set only by openEmbedded: this ledger then owns its journal and closes it.
   private final boolean owner;
   // True when nothing but this ledger publishes to the journal (the engine's own SQLite journal):
@@ -24,12 +25,14 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
   // -1 until the first publish or read; written under this object's monitor, read by any thread.
   private volatile long known = -1;
 
-  JournalRights(JournalStore journal) {
-    this(journal, false, journal.soleWriter());
+  JournalRights(JournalStore journal, JournalUnavailable unavailable) {
+    this(journal, unavailable, false, journal.soleWriter());
   }
 
-  private JournalRights(JournalStore journal, boolean owner, boolean soleWriter) {
+  private JournalRights(JournalStore journal, JournalUnavailable unavailable, boolean owner,
+      boolean soleWriter) {
     this.journal = journal;
+    this.unavailable = unavailable;
     this.owner = owner;
     this.soleWriter = soleWriter;
   }
@@ -42,7 +45,7 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
     PrivateFiles.directories(file.toAbsolutePath().getParent());
     // Tools and tests may open several ledgers on one file (replicas in miniature), so no
     // ledger here can tell it is the only writer: each reads the epoch per decision.
-    return new JournalRights(SqliteJournal.open(file), true, false);
+    return new JournalRights(SqliteJournal.open(file), new JournalUnavailable(), true, false);
   }
 
   @Override
@@ -89,8 +92,8 @@ public final class JournalRights implements RightsLedger, AutoCloseable {
     }
   }
 
-  private static GatewayException unavailable(String message, SQLException e) {
-    return JournalUnavailable.of(message, e);
+  private GatewayException unavailable(String message, SQLException e) {
+    return unavailable.of(message, e);
   }
 
 

@@ -16,17 +16,18 @@ import org.slf4j.LoggerFactory;
  * left out since; until 2026-12-07 none was, and only the access log's codes showed a lost or
  * full journal.
  *
+ * <p>One per engine (its journal), shared by the engine's rights ledger and result reader, so
+ * that one engine's failing journal never silences another's lines in the same process.
+ *
  * <p>Threads: any (calls' threads, the retention sweep); the limiter is two atomics.
  */
 final class JournalUnavailable {
   private static final Logger log = LoggerFactory.getLogger(JournalUnavailable.class);
   private static final long EVERY_NANOS = TimeUnit.SECONDS.toNanos(10);
-  private static final AtomicLong nextLine = new AtomicLong(System.nanoTime());
-  private static final AtomicLong leftOut = new AtomicLong();
+  private final AtomicLong nextLine = new AtomicLong(System.nanoTime());
+  private final AtomicLong leftOut = new AtomicLong();
 
-  private JournalUnavailable() {}
-
-  static GatewayException of(String message, SQLException e) {
+  GatewayException of(String message, SQLException e) {
     long now = System.nanoTime();
     long next = nextLine.get();
     if (now - next >= 0 && nextLine.compareAndSet(next, now + EVERY_NANOS)) {

@@ -40,11 +40,14 @@ final class ResultReader {
   private final JournalStore journal;
   private final RightsRegistry rights;
   private final SegmentStore segments;
+  private final JournalUnavailable unavailable;
 
-  ResultReader(JournalStore journal, RightsRegistry rights, SegmentStore segments) {
+  ResultReader(JournalStore journal, RightsRegistry rights, SegmentStore segments,
+      JournalUnavailable unavailable) {
     this.journal = journal;
     this.rights = rights;
     this.segments = segments;
+    this.unavailable = unavailable;
   }
 
   QueryStatus status(ReadAccess access, long correlation) {
@@ -190,7 +193,7 @@ final class ResultReader {
       q = Optional.ofNullable(read.saved());
       inline = read.inline();
     } catch (SQLException e) {
-      throw JournalUnavailable.of("the native journal cannot be read", e);
+      throw unavailable.of("the native journal cannot be read", e);
     }
     // Another principal's query and an unknown correlation look the same: no existence oracle.
     if (q.isEmpty() || q.get().status().getPrincipal() != access.principal()) {

@@ -25,7 +25,7 @@ class JournalRightsTest {
   @Test
   void theEnginesOwnJournalAnswersItsEpochFromMemory() throws Exception {
     try (SqliteJournal journal = SqliteJournal.open(dir.resolve("journal.sqlite"))) {
-      JournalRights ledger = new JournalRights(journal);
+      JournalRights ledger = new JournalRights(journal, new JournalUnavailable());
       assertEquals(1, ledger.publish(doc("first")));
       assertEquals(1, ledger.publish(doc("first")), "the same document records no new epoch");
       // A write that did not come through this ledger: impossible on a state directory one
@@ -41,7 +41,7 @@ class JournalRightsTest {
   @Test
   void aPublishWhoseCommitIsNotAcknowledgedIsAnUnknownOutcomeNotARefusal() throws Exception {
     try (SqliteJournal journal = SqliteJournal.open(dir.resolve("journal.sqlite"))) {
-      JournalRights ledger = new JournalRights(lostAcknowledgements(journal));
+      JournalRights ledger = new JournalRights(lostAcknowledgements(journal), new JournalUnavailable());
       // Until 2026-12-06 this read as a refusal (query.journal_unavailable) although the
       // journal had recorded the rights, and the reload said the previous ones stayed.
       GatewayException e = assertThrows(GatewayException.class, () -> ledger.publish(doc("new")));
