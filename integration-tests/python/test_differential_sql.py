@@ -592,6 +592,17 @@ def cell_value(v, nullable):
     return BAD
 
 
+def cell_state(v):
+    """A DuckDB struct cell's state as the gateway reads it, in a projection and in a COUNT alike
+    (docs/queries.md note 2): a NULL struct is a null cell (3), a struct without a state or with a
+    number state but no value is missing (4)."""
+    if v is None:
+        return 3
+    if v["state"] is None or v["state"] in (1, 2) and v["value"] is None:
+        return 4
+    return v["state"]
+
+
 @dataclass
 class Outcome:
     rows: list = None
@@ -673,7 +684,7 @@ def judge(stmt, got):
                                    + stmt.source).fetchall()
             row = list(want_rows[0])
             for k, (i, _) in enumerate(counted):
-                states = [None if r[k] is None else r[k]["state"] for r in cells]
+                states = [cell_state(r[k]) for r in cells]
                 if any(st not in (1, 2, 3) for st in states):
                     if got.failure is not None and got.failure[:2] == CELL_STATE:
                         return None

@@ -174,9 +174,10 @@ final class PlanTranslator {
         case COUNT_STAR -> sql.append("COUNT(*)");
         case COUNT_COLUMN -> {
           if (o.columnType() == LogicalType.CELL_INT64) {
-            // A cell's state says whether it holds a value: a null cell is not counted (the
-            // projection turns it into NULL), nor a NULL struct, which the check below refuses.
-            sql.append("COUNT(CASE WHEN ").append(state(o.column())).append(" IN (")
+            // A cell is read as the projection reads it (CellSegmentBuilder.copy): only a cell
+            // holding a value is counted; a null cell or a NULL struct is not (the projection
+            // turns both into NULL), and a missing one is refused by the check below.
+            sql.append("COUNT(CASE WHEN ").append(cellState(o.column())).append(" IN (")
                 .append(CellState.CELL_INT64_VALUE).append(", ")
                 .append(CellState.CELL_UINT64_VALUE).append(") THEN 1 END)");
           } else {
@@ -186,14 +187,14 @@ final class PlanTranslator {
       }
     }
     // After the outputs, per counted cell column, the least state of its counted rows that is
-    // neither a value nor null (0: a struct that is NULL), NULL when there is none; the run
-    // refuses the count on it (QueryRunner.checkCountedCells), as the adapter refuses the cell.
+    // neither a value nor null, NULL when there is none; the run refuses the count on it
+    // (QueryRunner.checkCountedCells), as the adapter refuses the cell.
     for (QueryPlan.Output o : countedCells(plan)) {
-      sql.append(", MIN(CASE WHEN ").append(DuckTables.quote(o.column())).append(" IS NULL THEN 0")
-          .append(" WHEN ").append(state(o.column())).append(" NOT IN (")
+      String s = cellState(o.column());
+      sql.append(", MIN(CASE WHEN ").append(s).append(" NOT IN (")
           .append(CellState.CELL_INT64_VALUE).append(", ").append(CellState.CELL_UINT64_VALUE)
-          .append(", ").append(CellState.CELL_NULL_VALUE).append(") THEN ")
-          .append(state(o.column())).append(" END)");
+          .append(", ").append(CellState.CELL_NULL_VALUE).append(") THEN ").append(s)
+          .append(" END)");
     }
     sql.append(" FROM ").append(scan.relation());
     boolean joined = !plan.aggregate() && plan.filter() != null && joined(plan.filter());
@@ -218,8 +219,18 @@ final class PlanTranslator {
         .toList();
   }
 
-  private static String state(String column) {
-    return DuckTables.quote(column) + ".state";
+  /**
+   * A cell's state as {@code CellSegmentBuilder.copy} records it: a NULL struct is a null cell; a
+   * struct without a state, or with an int64 or uint64 state and no value, is a missing cell.
+   */
+  private static String cellState(String column) {
+    String cell = DuckTables.quote(column);
+    String state = cell + ".state";
+    return "(CASE WHEN " + cell + " IS NULL THEN " + CellState.CELL_NULL_VALUE
+        + " WHEN " + state + " IS NULL THEN " + CellState.CELL_MISSING_VALUE
+        + " WHEN " + state + " IN (" + CellState.CELL_INT64_VALUE + ", "
+        + CellState.CELL_UINT64_VALUE + ") AND " + cell + ".\"value\" IS NULL THEN "
+        + CellState.CELL_MISSING_VALUE + " ELSE " + state + " END)";
   }
 
   /**

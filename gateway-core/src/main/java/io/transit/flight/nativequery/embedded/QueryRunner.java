@@ -598,7 +598,7 @@ final class QueryRunner {
             .with(Fact.text("state", s.name()));
       }
       throw QueryCode.EVIDENCE.failure("COUNT(" + SafeText.ident(column) + ") reads a cell"
-              + (state == 0 ? " that is absent" : " of unknown state " + state))
+              + " of unknown state " + state)
           .with(SafeText.fact("column", column));
     }
   }
