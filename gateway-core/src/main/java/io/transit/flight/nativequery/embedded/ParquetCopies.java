@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
@@ -81,7 +82,10 @@ final class ParquetCopies {
 
   private static String copyKey(Publication p, FileIdentity id) {
     MessageDigest md = Digests.sha256();
-    StringBuilder key = new StringBuilder(p.format()).append('\n')
+    // "csv 2": CSV copies read since 2026-12-07 (header checked, "" an empty string) are not the
+    // copies of the same file read before, which must not be reused.
+    StringBuilder key = new StringBuilder(p.format().equals("csv") ? "csv 2" : p.format())
+        .append('\n')
         .append(id.path().toAbsolutePath()).append('\n')
         .append(id.size()).append('\n').append(id.modifiedNanos()).append('\n')
         .append(id.digestHex()).append('\n');
@@ -97,10 +101,13 @@ final class ParquetCopies {
     String to = " TO " + DuckTables.literal(target.toAbsolutePath().toString())
         + " (FORMAT parquet)";
     if (p.format().equals("csv")) {
+      checkCsvHeader(db, p.declaration(), source);
+      // A quoted empty field ("") is an empty string, an unquoted one NULL, as PyArrow's CSV
+      // writer writes them (DuckDB's default reads both as NULL).
       try (Statement s = db.createStatement()) {
         s.execute("COPY (SELECT * FROM read_csv("
-            + DuckTables.literal(source.toAbsolutePath().toString()) + ", header = true, auto_detect = false, columns = "
-            + csvColumns(p.declaration()) + "))" + to);
+            + DuckTables.literal(source.toAbsolutePath().toString()) + ", " + CSV_OPTIONS
+            + ", header = true, columns = " + csvColumns(p.declaration()) + "))" + to);
       }
       return;
     }
@@ -113,6 +120,43 @@ final class ParquetCopies {
       Data.exportArrayStream(allocator, reader, stream);
       db.registerArrowStream(view, stream);
       s.execute("COPY (SELECT * FROM " + view + ")" + to);
+    }
+  }
+
+  private static final String CSV_OPTIONS = "auto_detect = false, allow_quoted_nulls = false";
+
+  /**
+   * The header line must name the declared columns in declared order: {@code read_csv} with
+   * declared {@code columns} takes them by position and ignores the header's names, so a file
+   * whose columns come in another order would otherwise be served with its values swapped (the
+   * copy carries the declared names, so {@link FileSchemaCheck} cannot see it). The header is
+   * read by the same reader, with the same options, as the copy's rows.
+   */
+  private static void checkCsvHeader(DuckDBConnection db, TableDeclaration d, Path source)
+      throws SQLException {
+    List<ColumnDeclaration> declared = d.getColumnsList();
+    List<String> raw = new ArrayList<>();
+    for (int i = 0; i < declared.size(); i++) {
+      raw.add(DuckTables.literal("h" + i) + ": 'VARCHAR'");
+    }
+    String where = " in " + source.getFileName();
+    try (Statement s = db.createStatement();
+        ResultSet r = s.executeQuery("SELECT * FROM read_csv("
+            + DuckTables.literal(source.toAbsolutePath().toString()) + ", " + CSV_OPTIONS
+            + ", header = false, columns = {" + String.join(", ", raw) + "}) LIMIT 1")) {
+      if (!r.next()) {
+        throw new IllegalArgumentException("publication " + d.getTable()
+            + ": the CSV file has no header line" + where);
+      }
+      for (int i = 0; i < declared.size(); i++) {
+        String name = declared.get(i).getName();
+        String header = r.getString(i + 1);
+        if (!name.equals(header)) {
+          throw new IllegalArgumentException("publication " + d.getTable() + ": column " + name
+              + " is declared at position " + (i + 1) + " but the CSV header has "
+              + (header == null ? "an empty name" : header) + " there" + where);
+        }
+      }
     }
   }
 

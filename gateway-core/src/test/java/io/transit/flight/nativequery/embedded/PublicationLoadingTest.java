@@ -156,4 +156,56 @@ class PublicationLoadingTest {
       assertNoExecutionBuffers(engine);
     }
   }
+
+  /**
+   * A CSV file's header must name the declared columns in declared order: read_csv takes declared
+   * columns by position, so a file whose header says {@code v,k} was served with k and v swapped
+   * (found by the type-fidelity audit). A quoted empty field is an empty string, not NULL.
+   */
+  @Test
+  void aCsvHeaderMustNameTheDeclaredColumnsAndAQuotedEmptyFieldIsAString() throws Exception {
+    Path swapped = data.resolve("swapped.csv");
+    Files.writeString(swapped, "v,k\n10,1\n20,2\n");
+    TableDeclaration kv = TableDeclaration.newBuilder().setCatalog("c").setDbSchema("s")
+        .setTable("swapped").setObjectId(22).setSource(1)
+        .addColumns(ColumnDeclaration.newBuilder().setName("k").setLogicalType("INT64"))
+        .addColumns(ColumnDeclaration.newBuilder().setName("v").setLogicalType("INT64"))
+        .build();
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () ->
+        EmbeddedEngine.open(state, EngineOptions.defaults(),
+            List.of(new Publication(kv, List.of(swapped), "csv")), List.of(fullRights()),
+            new TablePlanner()).close());
+    assertTrue(e.getMessage().contains("swapped") && e.getMessage().contains("column k")
+        && e.getMessage().contains("header has v"), e.getMessage());
+
+    // PyArrow's CSV writer: "" for an empty string, nothing for a null.
+    Path strings = data.resolve("strings.csv");
+    Files.writeString(strings, "\"k\",\"s\"\n1,\"\"\n2,\n3,x\n");
+    TableDeclaration ks = TableDeclaration.newBuilder().setCatalog("c").setDbSchema("s")
+        .setTable("strings").setObjectId(23).setSource(1)
+        .addColumns(ColumnDeclaration.newBuilder().setName("k").setLogicalType("INT64"))
+        .addColumns(ColumnDeclaration.newBuilder().setName("s").setLogicalType("UTF8")
+            .setNullable(true))
+        .build();
+    TablePlanner planner = new TablePlanner()
+        .put("count s", new QueryPlan(List.of(new QueryPlan.Output("n", false,
+            QueryPlan.OutputKind.COUNT_COLUMN, "s", LogicalType.UTF8)), null, null, true))
+        .put("k where s is empty", new QueryPlan(List.of(column("k", LogicalType.INT64, false)),
+            new QueryPlan.Comparison("s", QueryPlan.Op.EQ, new QueryPlan.Literal(LogicalType.UTF8,
+                "")), null, false));
+    try (EmbeddedEngine engine = EmbeddedEngine.open(state, EngineOptions.defaults(),
+        List.of(new Publication(ks, List.of(strings), "csv")), List.of(fullRights()), planner)) {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      long c1 = admit(engine, 1, bundle(ks, "count s", roomyBudgets()));
+      assertEquals(QueryStatus.State.SUCCEEDED, engine.awaitQuery(access(), c1, deadline).getState());
+      assertEquals(List.of(List.of(new Cell(CellState.CELL_UINT64_VALUE, 2))),
+          decode(engine.readSegment(access(), c1, 0, 1 << 20), List.of("n")));
+      long c2 = admit(engine, engine.nextSequence(PRINCIPAL),
+          bundle(ks, "k where s is empty", roomyBudgets()));
+      assertEquals(QueryStatus.State.SUCCEEDED, engine.awaitQuery(access(), c2, deadline).getState());
+      assertEquals(List.of(List.of(new Cell(CellState.CELL_INT64_VALUE, 1))),
+          decode(engine.readSegment(access(), c2, 0, 1 << 20), List.of("k")));
+      assertNoExecutionBuffers(engine);
+    }
+  }
 }
