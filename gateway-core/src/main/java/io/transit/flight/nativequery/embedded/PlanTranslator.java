@@ -263,10 +263,10 @@ final class PlanTranslator {
   private static void filter(QueryPlan.Filter f, boolean split, StringBuilder sql,
       List<QueryPlan.Literal> ps) {
     if (f instanceof QueryPlan.Comparison c) {
-      sql.append(DuckTables.quote(c.column())).append(' ').append(c.op().sql()).append(' ');
+      sql.append(operand(c.column(), c.value())).append(' ').append(c.op().sql()).append(' ');
       param(c.value(), sql, ps);
     } else if (f instanceof QueryPlan.Between b) {
-      sql.append('(').append(DuckTables.quote(b.column()))
+      sql.append('(').append(operand(b.column(), b.low()))
           .append(b.negated() ? " NOT BETWEEN " : " BETWEEN ");
       param(b.low(), sql, ps);
       sql.append(" AND ");
@@ -281,7 +281,8 @@ final class PlanTranslator {
         if (from > 0) {
           sql.append(in.negated() ? " AND " : " OR ");
         }
-        sql.append(DuckTables.quote(in.column())).append(in.negated() ? " NOT IN (" : " IN (");
+        sql.append(operand(in.column(), values.get(0)))
+            .append(in.negated() ? " NOT IN (" : " IN (");
         for (int i = from; i < Math.min(values.size(), from + chunk); i++) {
           sql.append(i > from ? ", " : "");
           param(values.get(i), sql, ps);
@@ -300,6 +301,21 @@ final class PlanTranslator {
       filter(n.inner(), split, sql, ps);
       sql.append(')');
     }
+  }
+
+  /**
+   * A filtered column as the comparison reads it. A FLOAT64 column is read through {@code * 1.0}
+   * (exact for every double, NaN and -0.0 included), which keeps DuckDB from deciding the
+   * comparison from the Parquet file's statistics: writers leave NaN out of a row group's min and
+   * max (PyArrow does, as the Parquet format asks), and DuckDB 1.4.4 then skips row groups or
+   * drops the comparison on the strength of bounds that NaN rows exceed, so {@code f > 1} or
+   * {@code f <> 1} lost NaN rows (DuckDB orders NaN above every number) depending on how the file
+   * was cut into row groups (duckdb/duckdb#25521). The cost: FLOAT64 filters read every row
+   * group.
+   */
+  private static String operand(String column, QueryPlan.Literal value) {
+    String quoted = DuckTables.quote(column);
+    return value.type() == LogicalType.FLOAT64 ? "(" + quoted + " * 1.0)" : quoted;
   }
 
   private static void binary(QueryPlan.Filter l, String op, QueryPlan.Filter r, boolean split,
