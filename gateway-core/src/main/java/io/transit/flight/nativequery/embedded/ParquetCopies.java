@@ -65,6 +65,9 @@ final class ParquetCopies {
           Files.deleteIfExists(temp);
           throw new SQLException("publication " + p.declaration().getTable() + ": converting "
               + id.path() + " failed: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+          Files.deleteIfExists(temp);
+          throw e;
         }
         PrivateFiles.restrict(temp);
         try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.WRITE)) {
@@ -82,9 +85,10 @@ final class ParquetCopies {
 
   private static String copyKey(Publication p, FileIdentity id) {
     MessageDigest md = Digests.sha256();
-    // "csv 2": CSV copies read since 2026-12-07 (header checked, "" an empty string) are not the
-    // copies of the same file read before, which must not be reused.
-    StringBuilder key = new StringBuilder(p.format().equals("csv") ? "csv 2" : p.format())
+    // "csv 3": CSV copies read since 2026-12-07 (header checked, "" an empty string, every field
+    // checked to be its type's exact text) are not the copies of the same file read before, which
+    // rounded and truncated, and must not be reused.
+    StringBuilder key = new StringBuilder(p.format().equals("csv") ? "csv 3" : p.format())
         .append('\n')
         .append(id.path().toAbsolutePath()).append('\n')
         .append(id.size()).append('\n').append(id.modifiedNanos()).append('\n')
@@ -102,13 +106,7 @@ final class ParquetCopies {
         + " (FORMAT parquet)";
     if (p.format().equals("csv")) {
       checkCsvHeader(db, p.declaration(), source);
-      // A quoted empty field ("") is an empty string, an unquoted one NULL, as PyArrow's CSV
-      // writer writes them (DuckDB's default reads both as NULL).
-      try (Statement s = db.createStatement()) {
-        s.execute("COPY (SELECT * FROM read_csv("
-            + DuckTables.literal(source.toAbsolutePath().toString()) + ", " + CSV_OPTIONS
-            + ", header = true, columns = " + csvColumns(p.declaration()) + "))" + to);
-      }
+      copyCsv(db, p.declaration(), source, to);
       return;
     }
     String view = "arrow_import";
@@ -160,17 +158,119 @@ final class ParquetCopies {
     }
   }
 
-  private static String csvColumns(TableDeclaration d) {
-    List<String> cols = new ArrayList<>();
-    for (ColumnDeclaration c : d.getColumnsList()) {
-      LogicalType t = DuckTables.logicalType(d, c);
+  /** The marker of {@link #copyCsv}'s own refusal, inside DuckDB's error text. */
+  private static final String NOT_ITS_TYPE = "transit: a CSV field is not a value of its type";
+
+  /**
+   * Converts the rows, each field read as text and taken only when it is the exact text of a value
+   * of its declared type: DuckDB's casts round and truncate ({@code 1.5} as BIGINT is 2, a
+   * timestamp as DATE its day), so a declared-type read would serve other values than the file's.
+   * One pass: a field that is not its type's text raises DuckDB's {@code error()} inside the COPY;
+   * only then a second pass finds the first such row, for the message. A quoted empty field
+   * ({@code ""}) is an empty string, an unquoted one NULL, as PyArrow's CSV writer writes them
+   * (DuckDB's default reads both as NULL).
+   */
+  private static void copyCsv(DuckDBConnection db, TableDeclaration d, Path source, String to)
+      throws SQLException {
+    List<ColumnDeclaration> declared = d.getColumnsList();
+    List<String> checked = new ArrayList<>();
+    for (int i = 0; i < declared.size(); i++) {
+      checked.add("CASE WHEN r" + i + " IS NOT NULL AND t" + i + " IS NULL THEN error("
+          + DuckTables.literal(NOT_ITS_TYPE) + ") ELSE t" + i + " END AS "
+          + DuckTables.quote(declared.get(i).getName()));
+    }
+    try (Statement s = db.createStatement()) {
+      s.execute("COPY (SELECT " + String.join(", ", checked) + " FROM "
+          + parsedCsv(d, source, false) + ")" + to);
+    } catch (SQLException e) {
+      if (e.getMessage() == null || !e.getMessage().contains(NOT_ITS_TYPE)) {
+        throw e;
+      }
+      throw firstMistypedField(db, d, source);
+    }
+  }
+
+  /**
+   * The CSV rows as {@code r<i>} (the field's text, NULL for an unquoted empty field) and {@code
+   * t<i>} (its value in the declared type, NULL when the text is not exactly a value of the type);
+   * {@code numbered} adds {@code n}, the row's number in file order from 1 after the header.
+   */
+  private static String parsedCsv(TableDeclaration d, Path source, boolean numbered) {
+    List<ColumnDeclaration> declared = d.getColumnsList();
+    List<String> raw = new ArrayList<>();
+    List<String> parsed = new ArrayList<>();
+    for (int i = 0; i < declared.size(); i++) {
+      LogicalType t = DuckTables.logicalType(d, declared.get(i));
       if (t == LogicalType.CELL_INT64) {
         throw new IllegalArgumentException("publication " + d.getTable() + ": column "
-            + c.getName() + " is CELL_INT64, which CSV files cannot hold");
+            + declared.get(i).getName() + " is CELL_INT64, which CSV files cannot hold");
       }
-      cols.add(DuckTables.literal(c.getName()) + ": " + DuckTables.literal(DuckTables.duckType(t)));
+      raw.add(DuckTables.literal("r" + i) + ": 'VARCHAR'");
+      parsed.add("r" + i + ", " + exactValue("r" + i, t) + " AS t" + i);
     }
-    return "{" + String.join(", ", cols) + "}";
+    return "(SELECT " + (numbered ? "n, " : "") + String.join(", ", parsed) + " FROM (SELECT "
+        + (numbered ? "row_number() OVER () AS n, " : "") + "* FROM"
+        + " read_csv(" + DuckTables.literal(source.toAbsolutePath().toString()) + ", "
+        + CSV_OPTIONS + ", header = true, columns = {" + String.join(", ", raw) + "})))";
+  }
+
+  /**
+   * {@code field}'s value as {@code type} when the text is exactly such a value, else NULL. A
+   * DATE must read back as the same text (no time of day, no one-digit month, a real day); BOOL is
+   * the word true or false in any case (PyArrow writes {@code true}, pandas {@code True}); FLOAT64
+   * is whatever DuckDB parses as a double (a decimal rounds to the nearest double, as any reader's
+   * would; {@code inf} and {@code nan} included).
+   */
+  private static String exactValue(String field, LogicalType type) {
+    return switch (type) {
+      case INT64 -> "CASE WHEN regexp_full_match(" + field + ", '-?[0-9]+') THEN TRY_CAST("
+          + field + " AS BIGINT) END";
+      case UINT64 -> "CASE WHEN regexp_full_match(" + field + ", '[0-9]+') THEN TRY_CAST("
+          + field + " AS UBIGINT) END";
+      case FLOAT64 -> "TRY_CAST(" + field + " AS DOUBLE)";
+      case UTF8 -> field;
+      case DATE -> "CASE WHEN regexp_full_match(" + field + ", '[0-9]{4}-[0-9]{2}-[0-9]{2}')"
+          + " AND CAST(TRY_CAST(" + field + " AS DATE) AS VARCHAR) = " + field + " THEN CAST("
+          + field + " AS DATE) END";
+      case BOOL -> "CASE lower(" + field + ") WHEN 'true' THEN true WHEN 'false' THEN false END";
+      case CELL_INT64 -> throw new IllegalStateException("CELL_INT64 in a CSV file");
+    };
+  }
+
+  /**
+   * After the conversion refused a field: the first row (counted from 1 after the header, in file
+   * order) holding a field that is not its type's text, with its column and text.
+   */
+  private static IllegalArgumentException firstMistypedField(DuckDBConnection db,
+      TableDeclaration d, Path source) throws SQLException {
+    List<ColumnDeclaration> declared = d.getColumnsList();
+    List<String> bad = new ArrayList<>();
+    for (int i = 0; i < declared.size(); i++) {
+      bad.add("(r" + i + " IS NOT NULL AND t" + i + " IS NULL)");
+    }
+    String where = " in " + source.getFileName();
+    try (Statement s = db.createStatement();
+        ResultSet r = s.executeQuery("SELECT * FROM "
+            + parsedCsv(d, source, true) + " WHERE "
+            + String.join(" OR ", bad) + " ORDER BY n LIMIT 1")) {
+      if (!r.next()) {
+        // Not expected: the same reader refused a field a moment ago.
+        return new IllegalArgumentException("publication " + d.getTable()
+            + ": a CSV field is not a value of its column's type" + where);
+      }
+      for (int i = 0; i < declared.size(); i++) {
+        String text = r.getString("r" + i);
+        if (text != null && r.getObject("t" + i) == null) {
+          ColumnDeclaration c = declared.get(i);
+          String shown = text.length() > 64 ? text.substring(0, 64) + "..." : text;
+          return new IllegalArgumentException("publication " + d.getTable() + ": column "
+              + c.getName() + " is " + c.getLogicalType() + " but row " + r.getLong("n")
+              + " of the CSV file holds \"" + shown + "\", which is not exactly such a value"
+              + where);
+        }
+      }
+      throw new IllegalStateException("the refused CSV row names no column");
+    }
   }
 
   /** Copies no publication uses any more (its source or declaration changed) are removed. */

@@ -208,4 +208,101 @@ class PublicationLoadingTest {
       assertNoExecutionBuffers(engine);
     }
   }
+
+  /**
+   * A CSV field is served only as exactly the value its text says: DuckDB's casts rounded 1.5 to
+   * an INT64 2 and cut a timestamp to its DATE (found by the type-fidelity audit). Any field that
+   * is not the exact text of a value of its declared type fails the start, naming the
+   * publication, the column, the row and the file.
+   */
+  @Test
+  void aCsvFieldThatIsNotExactlyAValueOfItsTypeFailsTheStart() throws Exception {
+    Path audit = data.resolve("audit.csv");
+    Files.writeString(audit, "k,d\n1.5,2024-01-05 23:59:59\n2.5,2024-1-5\n-0.5,2024-01-05\n"
+        + "1e3,2024-01-06\n");
+    TableDeclaration kd = TableDeclaration.newBuilder().setCatalog("c").setDbSchema("s")
+        .setTable("audit").setObjectId(24).setSource(1)
+        .addColumns(ColumnDeclaration.newBuilder().setName("k").setLogicalType("INT64"))
+        .addColumns(ColumnDeclaration.newBuilder().setName("d").setLogicalType("DATE"))
+        .build();
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () ->
+        EmbeddedEngine.open(state, EngineOptions.defaults(),
+            List.of(new Publication(kd, List.of(audit), "csv")), List.of(fullRights()),
+            new TablePlanner()).close());
+    assertTrue(e.getMessage().contains("publication audit: column k is INT64 but row 1")
+        && e.getMessage().contains("\"1.5\"") && e.getMessage().contains("audit.csv"),
+        e.getMessage());
+
+    // Row 1 holds a good value, row 2 the refused text.
+    String[][] refused = {
+        {"INT64", "5", "1.5"}, {"INT64", "5", "1e3"}, {"INT64", "5", " 7"}, {"INT64", "5", "+7"},
+        {"INT64", "5", "\"\""}, {"INT64", "5", "9223372036854775808"},
+        {"UINT64", "5", "-1"}, {"UINT64", "5", "18446744073709551616"},
+        {"DATE", "2024-01-05", "2024-01-05 23:59:59"}, {"DATE", "2024-01-05", "2024-1-5"},
+        {"DATE", "2024-01-05", "2024-02-30"}, {"DATE", "2024-01-05", "24-01-05"},
+        {"DATE", "2024-01-05", "2024-01-05T00:00:00"},
+        {"BOOL", "true", "1"}, {"BOOL", "true", "t"}, {"BOOL", "true", "yes"},
+        {"FLOAT64", "2.5", "abc"}, {"FLOAT64", "2.5", "\"\""},
+    };
+    for (int i = 0; i < refused.length; i++) {
+      String[] c = refused[i];
+      Path f = data.resolve("refused" + i + ".csv");
+      Files.writeString(f, "k,v\n1," + c[1] + "\n2," + c[2] + "\n");
+      TableDeclaration kv = TableDeclaration.newBuilder().setCatalog("c").setDbSchema("s")
+          .setTable("refused" + i).setObjectId(30 + i).setSource(1)
+          .addColumns(ColumnDeclaration.newBuilder().setName("k").setLogicalType("INT64"))
+          .addColumns(ColumnDeclaration.newBuilder().setName("v").setLogicalType(c[0])
+              .setNullable(true))
+          .build();
+      IllegalArgumentException r = assertThrows(IllegalArgumentException.class, () ->
+          EmbeddedEngine.open(state, EngineOptions.defaults(),
+              List.of(new Publication(kv, List.of(f), "csv")), List.of(fullRights()),
+              new TablePlanner()).close(), c[0] + " " + c[2]);
+      assertTrue(r.getMessage().contains("publication refused" + i + ": column v is " + c[0]
+          + " but row 2 of the CSV file") && r.getMessage().contains("refused" + i + ".csv"),
+          r.getMessage());
+    }
+
+    // Each type's exact texts, at the edges of their ranges, are served as written.
+    Path exact = data.resolve("exact.csv");
+    Files.writeString(exact, "k,u,f,s,d,b\n"
+        + "-0,18446744073709551615,1e3,x,2024-01-05,true\n"
+        + "9223372036854775807,007,-0.5,\"\",0999-12-31,False\n"
+        + "-9223372036854775808,0,inf,,,TRUE\n");
+    TableDeclaration all = TableDeclaration.newBuilder().setCatalog("c").setDbSchema("s")
+        .setTable("exact").setObjectId(25).setSource(1)
+        .addColumns(ColumnDeclaration.newBuilder().setName("k").setLogicalType("INT64"))
+        .addColumns(ColumnDeclaration.newBuilder().setName("u").setLogicalType("UINT64")
+            .setNullable(true))
+        .addColumns(ColumnDeclaration.newBuilder().setName("f").setLogicalType("FLOAT64")
+            .setNullable(true))
+        .addColumns(ColumnDeclaration.newBuilder().setName("s").setLogicalType("UTF8")
+            .setNullable(true))
+        .addColumns(ColumnDeclaration.newBuilder().setName("d").setLogicalType("DATE")
+            .setNullable(true))
+        .addColumns(ColumnDeclaration.newBuilder().setName("b").setLogicalType("BOOL")
+            .setNullable(true))
+        .build();
+    EmbeddedEngine.open(state, EngineOptions.defaults(),
+        List.of(new Publication(all, List.of(exact), "csv")), List.of(fullRights()),
+        new TablePlanner()).close();
+    List<Path> copies;
+    try (var files = Files.list(state.resolve("converted"))) {
+      copies = files.toList();
+    }
+    assertEquals(1, copies.size(), copies.toString());
+    List<String> rows = new ArrayList<>();
+    try (Connection c = DriverManager.getConnection("jdbc:duckdb:");
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT concat_ws('|', k, u, f, coalesce(s, 'NULL'),"
+            + " coalesce(CAST(d AS VARCHAR), 'NULL'), b) FROM read_parquet('" + copies.get(0)
+            + "')")) {
+      while (r.next()) {
+        rows.add(r.getString(1));
+      }
+    }
+    assertEquals(List.of("0|18446744073709551615|1000.0|x|2024-01-05|true",
+        "9223372036854775807|7|-0.5||0999-12-31|false",
+        "-9223372036854775808|0|inf|NULL|NULL|true"), rows);
+  }
 }
