@@ -32,6 +32,10 @@ class QueryFailuresTest {
     GatewayException store = QueryFailures.toException(failed("query.segment_store_unavailable"));
     assertEquals(Outcome.FAILED, store.outcome());
     assertEquals(List.of(Action.USE_NEXT_SEQUENCE), store.actions());
+    // A published file's invalid UTF-8, met at execution: damaged data, not the default incomplete.
+    GatewayException damaged = QueryFailures.toException(failed("query.evidence"));
+    assertEquals(Outcome.FAILED, damaged.outcome());
+    assertEquals(List.of(Action.CONTACT_OPERATOR, Action.USE_NEXT_SEQUENCE), damaged.actions());
   }
 
   @Test

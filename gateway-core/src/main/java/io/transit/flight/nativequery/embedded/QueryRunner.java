@@ -251,6 +251,15 @@ final class QueryRunner {
         failed(done, outOfMemory());
         return finish(done.build(), bundleSha256, null, 0, List.of(), attempt);
       }
+      if (invalidUtf8(e) && !stopping.getAsBoolean()) {
+        // The published file's fault, not the engine's, and every run meets it again: recorded as
+        // damaged data the operator must replace. DuckDB's text quotes the value: the log only.
+        log.warn("query {} failed: a published file holds a UTF8 value that is not UTF-8 ({})",
+            Long.toUnsignedString(correlation), e.getMessage());
+        failed(done, QueryCode.EVIDENCE.failure(
+            "a published file of the Table holds a UTF8 value that is not valid UTF-8"));
+        return finish(done.build(), bundleSha256, null, 0, List.of(), attempt);
+      }
       if (stopping.getAsBoolean()) {
         // The engine is closing under this query: leave it ACCEPTED so it resumes at next open.
         throw new IllegalStateException("engine closing", e);
@@ -396,6 +405,21 @@ final class QueryRunner {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof SQLException && t.getMessage() != null
           && t.getMessage().contains("Out of Memory Error")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * DuckDB met a string that is not UTF-8 in a Parquet file's UTF8 column (a publication, or the
+   * copy of an Arrow IPC one: DuckDB does not check Arrow strings). Its JDBC driver has no error
+   * type, only the fixed text of its Parquet reader's error (DuckDB 1.4.4).
+   */
+  static boolean invalidUtf8(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException && t.getMessage() != null && t.getMessage().contains(
+          "Invalid Input Error: Invalid string encoding found in Parquet file")) {
         return true;
       }
     }
