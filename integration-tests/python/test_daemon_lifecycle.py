@@ -4,6 +4,7 @@ nothing the killed process extracted left behind."""
 import json
 import os
 import signal
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -131,6 +132,41 @@ def test_a_journal_lost_under_the_daemon_is_logged_and_never_replaced_by_an_empt
         d.assert_clean_stop()
     finally:
         d.stop()
+
+
+def test_a_journal_a_newer_build_wrote_is_refused_at_start(tmp_path):
+    """The journal's compatibility floor (JournalStore "Formats"): a journal whose reader_format
+    is above this build's format (a newer build's, after a rollback) is refused at start with exit
+    2 and one line naming the journal and both formats, and left as it was; at this build's
+    format it serves again."""
+    state = tmp_path / "state"
+    d = Daemon(state).start()
+    d.assert_clean_stop()
+    journal = state / "engine" / "journal.sqlite"
+
+    def set_floor(value):
+        old = os.umask(0o077)  # a WAL file SQLite makes here is the daemon's to open
+        try:
+            db = sqlite3.connect(journal)
+            try:
+                with db:
+                    db.execute("UPDATE counters SET value = ? WHERE name = 'reader_format'",
+                               (value,))
+                return db.execute(
+                    "SELECT value FROM counters WHERE name = 'reader_format'").fetchone()[0]
+            finally:
+                db.close()
+        finally:
+            os.umask(old)
+
+    assert set_floor(2) == 2
+    err = refused(state)
+    assert (f"transit-flight: the journal {journal} requires journal format 2 or newer; this"
+            " build implements format 1: run a newer build") in err.splitlines(), err
+    assert set_floor(2) == 2, "never lowered"
+    set_floor(1)
+    d.start()
+    d.assert_clean_stop()
 
 
 def test_started_with_sighup_ignored_says_reload_is_unavailable_and_still_serves(tmp_path):

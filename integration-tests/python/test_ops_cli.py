@@ -72,7 +72,15 @@ def test_help_and_version_exit_0():
     version = re.search(r"<artifactId>transit-flight-parent</artifactId>\s*<version>([^<]+)</version>",
                         pom)
     assert version, "the root pom's version"
-    assert r.returncode == 0 and r.stdout.startswith(f"transit-flight {version.group(1)} (Java "), r.stdout
+    # With the commit the jar was built from (since 2026-12-07; "unknown" from a tree without git's
+    # history) and the journal format it implements.
+    assert r.returncode == 0 and r.stdout.startswith(f"transit-flight {version.group(1)} (commit "), \
+        r.stdout
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=7", "HEAD"],
+                          capture_output=True, text=True)
+    if head.returncode == 0:
+        assert f"(commit {head.stdout.strip()}" in r.stdout, r.stdout
+    assert "journal format 1" in r.stdout, r.stdout
 
 
 def test_usage_errors_are_one_line_exit_64(tmp_path):

@@ -18,6 +18,7 @@ import io.transit.flight.nativequery.NativeQueryAdmin;
 import io.transit.flight.nativequery.NativeQueryClient;
 import io.transit.flight.nativequery.embedded.EmbeddedEngine;
 import io.transit.flight.nativequery.embedded.EngineOptions;
+import io.transit.flight.nativequery.embedded.JournalStore;
 import io.transit.flight.nativequery.embedded.PlanCache;
 import io.transit.flight.nativequery.embedded.SegmentSettings;
 import io.transit.flight.nativequery.postgres.PostgresJournal;
@@ -86,6 +87,11 @@ public final class GatewayServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(GatewayServer.class);
   /** The build's Maven version (until 2026-12-07 a constant that did not follow the pom). */
   public static final String VERSION = buildVersion();
+  /**
+   * The build's identity for operators (the CLI's --version, the start's log line): the version,
+   * the commit it was built from ("-dirty" with changes not committed) and when.
+   */
+  public static final String BUILD = buildIdentity();
   /**
    * Decoded batches a stream may hold at once (the profile's "one bounded batch is resident"):
    * its producer reads the next segment only once the previous batch was written and freed.
@@ -276,6 +282,8 @@ public final class GatewayServer implements AutoCloseable {
     } catch (IllegalArgumentException e) {
       // A publication whose data does not match its declaration: the message names both.
       throw new ConfigException(e.getMessage(), e);
+    } catch (JournalStore.TooNew e) {
+      throw new JournalTooNewException(e.getMessage(), e);
     } catch (SQLException e) {
       throw new IOException("native engine failed to open: " + e.getMessage(), e);
     }
@@ -327,12 +335,14 @@ public final class GatewayServer implements AutoCloseable {
       throw e;
     }
     ops.serving(); // engine open, publications loaded, listener bound
+    // The build's identity with it: an upgrade's log then says which build serves.
     if (cfg.transport().tcp()) {
-      log.info("transit flight gateway listening on {}:{}{}", cfg.host(), g.port(),
-          cfg.transport().tls() ? " (TLS)" : "");
+      log.info("transit flight gateway listening on {}:{}{}, build {}", cfg.host(), g.port(),
+          cfg.transport().tls() ? " (TLS)" : "", BUILD);
     }
     if (cfg.transport().unixSocket() != null) {
-      log.info("transit flight gateway listening on unix:{}", cfg.transport().unixSocket());
+      log.info("transit flight gateway listening on unix:{}, build {}",
+          cfg.transport().unixSocket(), BUILD);
     }
     return g;
   }
@@ -382,21 +392,51 @@ public final class GatewayServer implements AutoCloseable {
     return ops;
   }
 
-  private static String buildVersion() {
+  /**
+   * A journal a newer build wrote (its format is above this build's, {@link JournalStore#FORMAT}):
+   * the CLI prints it as one line and exits 2.
+   */
+  public static final class JournalTooNewException extends ConfigException {
+    private static final long serialVersionUID = 1L;
+
+    JournalTooNewException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  private static java.util.Properties buildProperties() {
     try (var in = GatewayServer.class.getResourceAsStream("/transit-flight-version.properties")) {
       java.util.Properties p = new java.util.Properties();
       if (in != null) {
         p.load(in);
       }
-      String v = p.getProperty("version", "");
-      if (v.isBlank() || v.startsWith("$")) {
-        throw new IllegalStateException(
-            "the build wrote no version (transit-flight-version.properties)");
-      }
-      return v;
+      return p;
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
+  }
+
+  private static String buildVersion() {
+    String v = buildProperties().getProperty("version", "");
+    if (v.isBlank() || v.startsWith("$")) {
+      throw new IllegalStateException(
+          "the build wrote no version (transit-flight-version.properties)");
+    }
+    return v;
+  }
+
+  /**
+   * {@link #VERSION}, the commit and the time of the build: written by the build (gateway-server's
+   * pom runs git); "unknown" for a build from a tree without git's history (a source archive).
+   */
+  private static String buildIdentity() {
+    java.util.Properties p = buildProperties();
+    return VERSION + " (commit " + known(p.getProperty("commit")) + ", built "
+        + known(p.getProperty("built")) + ")";
+  }
+
+  private static String known(String value) {
+    return value == null || value.isBlank() || value.startsWith("$") ? "unknown" : value;
   }
 
   /** Stops accepting calls, lets running ones finish within a bound, then frees everything. */

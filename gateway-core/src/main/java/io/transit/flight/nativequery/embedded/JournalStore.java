@@ -26,8 +26,40 @@ import java.util.function.LongConsumer;
  * Unsigned 64-bit ids travel as their signed bit patterns. The throws clause names {@link
  * SQLException} because every implementation is a SQL database; {@link NotCommitted} marks the
  * failures known to have left nothing behind.
+ *
+ * <p>Formats. The journal records in its {@code counters} table the oldest journal format a build
+ * must implement to use it, {@code reader_format} (the compatibility floor); {@link #FORMAT} is
+ * the format this build implements. Every implementation, at open (after its schema is created or
+ * migrated, before anything is served), raises a lower floor to {@link #FORMAT} (inserting it
+ * when missing) and refuses with {@link TooNew} a floor above it; the floor is never lowered.
+ * Rule for developers: a change to what the journal holds or means that a build of the current
+ * {@link #FORMAT} could misread raises {@link #FORMAT} by one, so that from its first open no
+ * older build uses the journal — a rollback then fails at start instead of answering wrongly.
+ * (The history bound is such a change in hindsight: a build from before it answers the retry of
+ * a statement the bound forgot ABORTED {@code query.namespace_conflict}, outcome rejected, as if
+ * it had never run.) A change older builds safely ignore (a table, column or index they never
+ * read) keeps it. Builds from before the floor (2026-12-07) never read it; and a raised floor is
+ * checked at open only, so replicas already running keep serving: a release that raises {@link
+ * #FORMAT} is installed with every replica stopped (docs/deployment.md, "Upgrade").
  */
 public interface JournalStore extends AutoCloseable {
+  /** The journal format this build implements (see the class comment's "Formats"). */
+  int FORMAT = 1;
+
+  /**
+   * The journal's compatibility floor ({@code reader_format}) is above {@link #FORMAT}: a newer
+   * build wrote it, and this one must not use it. The message names the journal, both formats
+   * and the remedy, in one line.
+   */
+  final class TooNew extends SQLException {
+    private static final long serialVersionUID = 1L;
+
+    public TooNew(String journal, long required) {
+      super("the journal " + journal + " requires journal format " + required + " or newer;"
+          + " this build implements format " + FORMAT + ": run a newer build");
+    }
+  }
+
   /**
    * The transaction failed before its commit was sent and was rolled back: nothing of it is
    * durable, so the same work may run again (the engine answers UNAVAILABLE {@code

@@ -257,7 +257,7 @@ final class SqliteJournal implements JournalStore {
       for (String ddl : SCHEMA) {
         s.execute(ddl);
       }
-      addMissingColumns(s);
+      addMissingColumns(s, file.toAbsolutePath().toString());
     } catch (SQLException e) {
       c.close();
       throw e;
@@ -266,9 +266,10 @@ final class SqliteJournal implements JournalStore {
   }
 
   /**
-   * Adds the retention and history columns to an older journal. Results finished before have no
-   * recorded time: they count as finished now, so an upgrade does not expire every earlier result
-   * at once.
+   * Adds the retention and history columns to an older journal, then admits its format ({@link
+   * JournalFormat}; a journal a newer build wrote is refused with nothing changed). Results
+   * finished before have no recorded time: they count as finished now, so an upgrade does not
+   * expire every earlier result at once.
    *
    * <p>One transaction (SQLite's DDL is transactional), taken for writing before the columns are
    * read: whether a column is back-filled is decided by its absence, so a column committed without
@@ -276,10 +277,11 @@ final class SqliteJournal implements JournalStore {
    * then past the age bound at the first sweep. Two connections opening one file at once (engines
    * as replicas) upgrade it one after the other, the second finding nothing to add.
    */
-  private static void addMissingColumns(Statement s) throws SQLException {
+  private static void addMissingColumns(Statement s, String journal) throws SQLException {
     s.execute("BEGIN IMMEDIATE");
     try {
       upgrade(s);
+      JournalFormat.admit(s.getConnection(), journal);
       s.execute("COMMIT");
     } catch (SQLException | RuntimeException e) {
       try {

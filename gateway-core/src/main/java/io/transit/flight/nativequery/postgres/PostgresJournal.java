@@ -2,6 +2,7 @@ package io.transit.flight.nativequery.postgres;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import io.transit.flight.nativequery.embedded.JournalFormat;
 import io.transit.flight.nativequery.embedded.JournalRows;
 import io.transit.flight.nativequery.embedded.JournalStore;
 import io.transit.flight.proto.QueryStatus;
@@ -219,6 +220,16 @@ public final class PostgresJournal implements JournalStore {
       pool.close();
       throw new SQLException("the PostgreSQL journal's schema cannot be migrated: "
           + rootMessage(e), rootState(e), e);
+    }
+    // After the migrations (V9 adds the floor's row), before anything is served. A connection
+    // handed back uncommitted is rolled back by HikariCP.
+    try (Connection connection = pool.getConnection()) {
+      JournalFormat.admit(connection,
+          "PostgreSQL database " + PostgresSettings.shown(settings.jdbcUrl()));
+      connection.commit();
+    } catch (SQLException e) {
+      pool.close();
+      throw e;
     }
     return new PostgresJournal(pool);
   }

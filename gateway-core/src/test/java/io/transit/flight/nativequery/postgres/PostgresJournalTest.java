@@ -332,6 +332,41 @@ class PostgresJournalTest {
     }
   }
 
+  /**
+   * The compatibility floor (JournalStore "Formats"): V9 records format 1; a floor above this
+   * build's format (a newer release's journal) is refused at open with one line naming the
+   * database without credentials, and is never lowered; at the floor, the journal opens.
+   */
+  @Test
+  void aJournalANewerBuildRaisedTheFloorOfIsRefusedAtOpen() throws Exception {
+    String db = CLUSTER.get().createDatabase();
+    PostgresJournal.open(CLUSTER.get().settings(db)).close();
+    assertEquals(JournalStore.FORMAT, readerFormat(db));
+
+    CLUSTER.get().execute(db, "UPDATE counters SET value = 2 WHERE name = 'reader_format'");
+    JournalStore.TooNew refused = assertThrows(JournalStore.TooNew.class,
+        () -> PostgresJournal.open(CLUSTER.get().settings(db)));
+    assertEquals("the journal PostgreSQL database " + CLUSTER.get().url(db)
+        + " requires journal format 2 or newer; this build implements format 1: run a newer"
+        + " build", refused.getMessage());
+    assertFalse(refused.getMessage().contains(CLUSTER.get().password()));
+    assertEquals(2, readerFormat(db), "never lowered");
+
+    CLUSTER.get().execute(db, "UPDATE counters SET value = 1 WHERE name = 'reader_format'");
+    try (PostgresJournal j = PostgresJournal.open(CLUSTER.get().settings(db))) {
+      assertTrue(j.transaction(j::allocateCorrelation) > 0);
+    }
+  }
+
+  private static long readerFormat(String db) throws SQLException {
+    try (Connection c = CLUSTER.get().connect(db);
+        Statement s = c.createStatement();
+        ResultSet r = s.executeQuery("SELECT value FROM counters WHERE name = 'reader_format'")) {
+      assertTrue(r.next());
+      return r.getLong(1);
+    }
+  }
+
   @Test
   void aDurableCommitThatWroteCoversTheDeferredOnesBeforeIt() throws Exception {
     String db = CLUSTER.get().createDatabase();

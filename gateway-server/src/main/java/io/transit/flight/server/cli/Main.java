@@ -2,6 +2,7 @@ package io.transit.flight.server.cli;
 
 import io.transit.flight.diagnostic.Cause;
 import io.transit.flight.diagnostic.GatewayException;
+import io.transit.flight.nativequery.embedded.JournalStore;
 import io.transit.flight.server.GatewayHooks;
 import io.transit.flight.server.GatewayServer;
 import io.transit.flight.server.config.ConfigException;
@@ -29,8 +30,8 @@ import picocli.CommandLine.Option;
 /**
  * The daemon's command line (picocli): {@code run}, {@code demo}, {@code check-config},
  * {@code init} and {@code compact-journal}. Exit codes (docs/operations.md): 0 done, 1 runtime failure, 2 configuration
- * refused (including a missing or mismatching data file and a busy state directory), 3 stopped
- * with a leak or an undrained stream, 64 command-line usage error.
+ * refused (including a missing or mismatching data file, a busy state directory and a journal a
+ * newer build wrote), 3 stopped with a leak or an undrained stream, 64 command-line usage error.
  *
  * <p>SIGTERM (and Ctrl-C) drain and stop; SIGHUP reloads credentials, rights and the log level
  * from the same file — a bad file is refused and the running configuration stays.
@@ -87,7 +88,8 @@ public final class Main implements Callable<Integer> {
       return USAGE;
     });
     cli.setExecutionExceptionHandler((e, c, parsed) -> {
-      if (e instanceof StateLock.StateDirectoryBusyException) {
+      if (e instanceof StateLock.StateDirectoryBusyException
+          || e instanceof GatewayServer.JournalTooNewException) {
         System.err.println("transit-flight: " + e.getMessage());
         return CONFIG;
       }
@@ -118,8 +120,8 @@ public final class Main implements Callable<Integer> {
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      return new String[] {"transit-flight " + GatewayServer.VERSION + " (Java "
-          + Runtime.version() + ")"};
+      return new String[] {"transit-flight " + GatewayServer.BUILD,
+          "Java " + Runtime.version() + ", journal format " + JournalStore.FORMAT};
     }
   }
 
