@@ -7,12 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.grpc.Attributes;
 import io.grpc.Grpc;
 import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
-import io.grpc.Status;
 import io.grpc.netty.shaded.io.netty.channel.embedded.EmbeddedChannel;
-import io.transit.flight.server.request.MalformedRequests;
 import java.io.InputStream;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -74,7 +71,7 @@ class AuthenticationBudgetTest {
     EmbeddedChannel child = accepted();
     Attributes attrs = Attributes.newBuilder()
         .set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, child.remoteAddress()).build();
-    budget.interceptCall(new Call(attrs), new Metadata(), next());
+    budget.interceptCall(new InterceptedCall(attrs), new Metadata(), next());
     assertEquals(-1, nextTimer(), "the authenticated connection's timer is still queued");
     boss.advanceTimeBy(BUDGET_MS, TimeUnit.MILLISECONDS);
     nextTimer();
@@ -84,45 +81,5 @@ class AuthenticationBudgetTest {
 
   private static ServerCallHandler<InputStream, InputStream> next() {
     return (call, headers) -> new ServerCall.Listener<>() {};
-  }
-
-  private static final class Call extends ServerCall<InputStream, InputStream> {
-    private static final MethodDescriptor<InputStream, InputStream> METHOD =
-        MethodDescriptor.<InputStream, InputStream>newBuilder()
-            .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName("test/call")
-            .setRequestMarshaller(MalformedRequests.RAW)
-            .setResponseMarshaller(MalformedRequests.RAW).build();
-    private final Attributes attrs;
-
-    Call(Attributes attrs) {
-      this.attrs = attrs;
-    }
-
-    @Override
-    public void request(int numMessages) {}
-
-    @Override
-    public void sendHeaders(Metadata headers) {}
-
-    @Override
-    public void sendMessage(InputStream message) {}
-
-    @Override
-    public void close(Status status, Metadata trailers) {}
-
-    @Override
-    public boolean isCancelled() {
-      return false;
-    }
-
-    @Override
-    public Attributes getAttributes() {
-      return attrs;
-    }
-
-    @Override
-    public MethodDescriptor<InputStream, InputStream> getMethodDescriptor() {
-      return METHOD;
-    }
   }
 }

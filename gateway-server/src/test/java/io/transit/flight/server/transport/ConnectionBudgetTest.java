@@ -6,26 +6,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.grpc.Attributes;
 import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.Status;
 import io.transit.flight.diagnostic.ErrorMapper;
-import io.transit.flight.server.request.MalformedRequests;
 import java.io.InputStream;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
  * The connection budget's slots, driven through its transport filter and interceptor. {@link
- * Call} is a hand-made ServerCall standing in for a gRPC call on a Netty connection: it carries
- * the transport attributes the filter gave that connection and records the status the
+ * InterceptedCall} is a hand-made ServerCall standing in for a gRPC call on a Netty connection: it
+ * carries the transport attributes the filter gave that connection and records the status the
  * interceptor closes it with, so an ordering no real client can set up on demand (a refused
- * connection kept open, a slot taken for a connection that already ended) is exact here. The
- * real transport path is covered by the Python integration tests: test_transport_budgets.py
- * (test_max_connections_refuses_the_excess_connection: the excess connection refused, a freed
- * slot served) and test_connection_slots.py (every slot held by real HTTP/2 connections, freed
- * by the unauthenticated budget, the accounting back to zero).
+ * connection kept open, a slot taken for a connection that already ended) is exact here. The real
+ * transport path is covered by the Python integration tests: test_transport_budgets.py
+ * (test_max_connections_refuses_the_excess_connection: the excess connection refused, a freed slot
+ * served) and test_connection_slots.py (every slot held by real HTTP/2 connections, freed by the
+ * unauthenticated budget, the accounting back to zero).
  */
 class ConnectionBudgetTest {
   private final ConnectionBudget budget =
@@ -38,9 +36,9 @@ class ConnectionBudgetTest {
 
   /** A call on the connection of {@code attrs}; its close status, or null when it was started. */
   private Status call(Attributes attrs) {
-    Status[] closed = {null};
-    budget.interceptCall(new Call(attrs, closed), new Metadata(), next);
-    return closed[0];
+    InterceptedCall call = new InterceptedCall(attrs);
+    budget.interceptCall(call, new Metadata(), next);
+    return call.closed();
   }
 
   /**
@@ -79,49 +77,5 @@ class ConnectionBudgetTest {
     assertEquals(Status.Code.RESOURCE_EXHAUSTED, call(b).getCode());
     assertEquals(0, budget.live());
     assertEquals(0, started.get());
-  }
-
-  private static final class Call extends ServerCall<InputStream, InputStream> {
-    private static final MethodDescriptor<InputStream, InputStream> METHOD =
-        MethodDescriptor.<InputStream, InputStream>newBuilder()
-            .setType(MethodDescriptor.MethodType.UNARY).setFullMethodName("test/call")
-            .setRequestMarshaller(MalformedRequests.RAW)
-            .setResponseMarshaller(MalformedRequests.RAW).build();
-    private final Attributes attrs;
-    private final Status[] closed;
-
-    Call(Attributes attrs, Status[] closed) {
-      this.attrs = attrs;
-      this.closed = closed;
-    }
-
-    @Override
-    public void request(int numMessages) {}
-
-    @Override
-    public void sendHeaders(Metadata headers) {}
-
-    @Override
-    public void sendMessage(InputStream message) {}
-
-    @Override
-    public void close(Status status, Metadata trailers) {
-      closed[0] = status;
-    }
-
-    @Override
-    public boolean isCancelled() {
-      return false;
-    }
-
-    @Override
-    public Attributes getAttributes() {
-      return attrs;
-    }
-
-    @Override
-    public MethodDescriptor<InputStream, InputStream> getMethodDescriptor() {
-      return METHOD;
-    }
   }
 }
