@@ -135,10 +135,10 @@ def test_a_journal_lost_under_the_daemon_is_logged_and_never_replaced_by_an_empt
 
 
 def test_a_journal_a_newer_build_wrote_is_refused_at_start(tmp_path):
-    """The journal's compatibility floor (JournalStore "Formats"): a journal whose reader_format
-    is above this build's format (a newer build's, after a rollback) is refused at start with exit
-    2 and one line naming the journal and both formats, and left as it was; at this build's
-    format it serves again."""
+    """The journal's compatibility floor (JournalStore "Formats"; SQLite's header user_version): a
+    journal whose floor is above this build's format (a newer build's, after a rollback) is
+    refused at start with exit 2 and one line naming the journal and both formats, and left as it
+    was; at this build's format it serves again."""
     state = tmp_path / "state"
     d = Daemon(state).start()
     d.assert_clean_stop()
@@ -149,11 +149,8 @@ def test_a_journal_a_newer_build_wrote_is_refused_at_start(tmp_path):
         try:
             db = sqlite3.connect(journal)
             try:
-                with db:
-                    db.execute("UPDATE counters SET value = ? WHERE name = 'reader_format'",
-                               (value,))
-                return db.execute(
-                    "SELECT value FROM counters WHERE name = 'reader_format'").fetchone()[0]
+                db.execute(f"PRAGMA user_version = {int(value)}")
+                return db.execute("PRAGMA user_version").fetchone()[0]
             finally:
                 db.close()
         finally:

@@ -27,8 +27,9 @@ import java.util.function.LongConsumer;
  * SQLException} because every implementation is a SQL database; {@link NotCommitted} marks the
  * failures known to have left nothing behind.
  *
- * <p>Formats. The journal records in its {@code counters} table the oldest journal format a build
- * must implement to use it, {@code reader_format} (the compatibility floor); {@link #FORMAT} is
+ * <p>Formats. The journal records the oldest journal format a build must implement to use it, the
+ * compatibility floor (SQLite: the database header's {@code user_version}; PostgreSQL: the {@code
+ * reader_format} row of its {@code counters} table; {@link JournalFormat}); {@link #FORMAT} is
  * the format this build implements. Every implementation, at open (after its schema is created or
  * migrated, before anything is served), raises a lower floor to {@link #FORMAT} (inserting it
  * when missing) and refuses with {@link TooNew} a floor above it; the floor is never lowered.

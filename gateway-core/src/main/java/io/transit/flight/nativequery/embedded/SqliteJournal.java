@@ -281,7 +281,7 @@ final class SqliteJournal implements JournalStore {
     s.execute("BEGIN IMMEDIATE");
     try {
       upgrade(s);
-      JournalFormat.admit(s.getConnection(), journal);
+      JournalFormat.admitSqlite(s, journal);
       s.execute("COMMIT");
     } catch (SQLException | RuntimeException e) {
       try {

@@ -25,12 +25,12 @@ import org.junit.jupiter.api.io.TempDir;
 class JournalFormatTest {
   @TempDir Path dir;
 
-  /** The floor as the file holds it, or -1 when it holds none. */
+  /** The floor as the file holds it (the header's user_version), 0 when it holds none. */
   private static long floor(Path file) throws SQLException {
     try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file.toAbsolutePath());
         Statement s = c.createStatement();
-        ResultSet r = s.executeQuery("SELECT value FROM counters WHERE name = 'reader_format'")) {
-      return r.next() ? r.getLong(1) : -1;
+        ResultSet r = s.executeQuery("PRAGMA user_version")) {
+      return r.next() ? r.getLong(1) : 0;
     }
   }
 
@@ -63,7 +63,7 @@ class JournalFormatTest {
   @Test
   void aJournalANewerBuildWroteIsRefusedAtOpenAndLeftAsItWas() throws Exception {
     Path file = journalWithACommand();
-    execute(file, "UPDATE counters SET value = 2 WHERE name = 'reader_format'");
+    execute(file, "PRAGMA user_version = 2");
     // A column this build adds at open, taken away: the refused open must not add it back.
     execute(file, "DROP INDEX commands_refused");
     execute(file, "ALTER TABLE commands DROP COLUMN refused_ms");
@@ -86,8 +86,8 @@ class JournalFormatTest {
   @Test
   void aJournalWithoutTheFloorGetsItAndOneAtTheFloorOpens() throws Exception {
     Path file = journalWithACommand();
-    execute(file, "DELETE FROM counters WHERE name = 'reader_format'");
-    assertEquals(-1, floor(file));
+    execute(file, "PRAGMA user_version = 0"); // as a journal from before the floor
+    assertEquals(0, floor(file));
     try (SqliteJournal journal = SqliteJournal.open(file)) {
       assertTrue(journal.transaction(() -> journal.command(7, 1)).isPresent());
     }
@@ -98,7 +98,7 @@ class JournalFormatTest {
     }
     assertEquals(1, floor(file));
 
-    execute(file, "UPDATE counters SET value = 0 WHERE name = 'reader_format'");
+    execute(file, "PRAGMA user_version = " + (JournalStore.FORMAT - 1));
     SqliteJournal.open(file).close();
     assertEquals(JournalStore.FORMAT, floor(file), "a lower floor is raised to this build's");
   }
