@@ -152,7 +152,7 @@ final class ParquetCopies {
         if (!name.equals(header)) {
           throw new IllegalArgumentException("publication " + d.getTable() + ": column " + name
               + " is declared at position " + (i + 1) + " but the CSV header has "
-              + (header == null ? "an empty name" : header) + " there" + where);
+              + (header == null ? "an empty name" : shown(header)) + " there" + where);
         }
       }
     }
@@ -262,15 +262,19 @@ final class ParquetCopies {
         String text = r.getString("r" + i);
         if (text != null && r.getObject("t" + i) == null) {
           ColumnDeclaration c = declared.get(i);
-          String shown = text.length() > 64 ? text.substring(0, 64) + "..." : text;
           return new IllegalArgumentException("publication " + d.getTable() + ": column "
               + c.getName() + " is " + c.getLogicalType() + " but row " + r.getLong("n")
-              + " of the CSV file holds \"" + shown + "\", which is not exactly such a value"
+              + " of the CSV file holds \"" + shown(text) + "\", which is not exactly such a value"
               + where);
         }
       }
       throw new IllegalStateException("the refused CSV row names no column");
     }
+  }
+
+  /** A CSV file's text in a start failure's one line: at most 64 characters of it. */
+  private static String shown(String text) {
+    return text.length() > 64 ? text.substring(0, 64) + "..." : text;
   }
 
   /** Copies no publication uses any more (its source or declaration changed) are removed. */
